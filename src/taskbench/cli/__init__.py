@@ -1,0 +1,1 @@
+"""The `taskbench` command line: thin typer commands, one public function call each."""

@@ -1,0 +1,73 @@
+"""`taskbench` entry point: registers the command modules and turns taskbench errors into one line + exit 2.
+
+Each command module (``taskbench.cli.<name>``) defines ``register(app)``; heavy imports happen inside the
+command functions so that ``taskbench --help`` and quick commands start fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import typer
+
+from ..errors import TaskbenchError
+
+app = typer.Typer(
+    name="taskbench",
+    help="Build task-automation benchmarks from tool libraries, run models on them and score them.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+)
+
+# Modules that contribute commands, in the order `--help` lists them.
+COMMAND_MODULES = [
+    "run",
+    "predict",
+    "evaluate",
+    "leaderboard",
+    "graph",
+    "sample",
+    "data",
+    "serve",
+]
+
+
+@app.callback()
+def _root() -> None:
+    """taskbench: tool graphs -> benchmark samples -> model predictions -> scores.
+
+    Start with `taskbench run` (the embedded model on the bundled demo datasets).
+    """
+
+
+def _register() -> None:
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(f"taskbench.cli.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"taskbench.cli.{name}":
+                continue  # command not built yet
+            raise
+        module.register(app)
+
+
+_register()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point."""
+    try:
+        app(args=argv, standalone_mode=True)
+    except TaskbenchError as exc:
+        print(f"taskbench: error: {exc}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        print("taskbench: interrupted", file=sys.stderr)
+        sys.exit(130)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

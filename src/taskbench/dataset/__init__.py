@@ -1,0 +1,20 @@
+"""Datasets on disk: JSON/JSONL I/O with file:line errors, and the reference directory layout."""
+
+from .jsonio import JsonlAppender, iter_jsonl, read_json, read_json_or_jsonl, read_jsonl, write_json, write_jsonl
+from .layout import Dataset, load_dataset, parse_sample, read_raw_records, read_samples, save_dataset
+
+__all__ = [
+    "Dataset",
+    "JsonlAppender",
+    "iter_jsonl",
+    "load_dataset",
+    "parse_sample",
+    "read_json",
+    "read_json_or_jsonl",
+    "read_jsonl",
+    "read_raw_records",
+    "read_samples",
+    "save_dataset",
+    "write_json",
+    "write_jsonl",
+]

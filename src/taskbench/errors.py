@@ -1,0 +1,113 @@
+"""Exceptions raised by taskbench.
+
+The tree (catch the narrowest one you can handle)::
+
+    TaskbenchError                 base of everything taskbench raises on purpose
+    ├── InputError                 a user-supplied file or value is wrong (bad JSON, missing field, unknown tool,
+    │   │                          duplicate id, ...). Carries ``path`` and ``line`` when known. The CLI prints
+    │   │                          it as one line ``path:line: message (hint)`` and exits with code 2.
+    │   └── SchemaError            a record parsed as JSON but does not fit the data model
+    ├── ConfigError                a bad option combination or unknown name (provider, metric, split, ...)
+    ├── MissingDependencyError     an optional package is not installed; the message holds the exact
+    │                              ``pip install`` line
+    └── ModelError                 a model call failed for good (after the retry budget was spent)
+        └── ModelRefusedError      the model answered, but its output could not be used (e.g. not JSON)
+
+Library code raises these and never prints; the CLI (``taskbench.cli``) turns them into one line on stderr
+and exit code 2 (user errors) or 1 (model failures).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = [
+    "TaskbenchError",
+    "InputError",
+    "SchemaError",
+    "ConfigError",
+    "MissingDependencyError",
+    "ModelError",
+    "ModelRefusedError",
+]
+
+
+class TaskbenchError(Exception):
+    """Base class of every error taskbench raises on purpose."""
+
+    exit_code = 1
+
+
+class InputError(TaskbenchError):
+    """A user-supplied input is wrong.
+
+    ``str(err)`` is a single line: ``path:line: message (hint)``, where the parts that are unknown are left out.
+    """
+
+    exit_code = 2
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | Path | None = None,
+        line: int | None = None,
+        hint: str | None = None,
+    ) -> None:
+        self.message = message
+        self.path = str(path) if path is not None else None
+        self.line = line
+        self.hint = hint
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = ""
+        if self.path is not None:
+            where = self.path + (f":{self.line}" if self.line is not None else "")
+            where += ": "
+        text = where + " ".join(self.message.split())
+        if self.hint:
+            text += f" ({' '.join(self.hint.split())})"
+        return text
+
+    def at(self, path: str | Path | None = None, line: int | None = None) -> InputError:
+        """Return a copy of this error located at ``path:line`` (keeps what is already known)."""
+        return type(self)(
+            self.message,
+            path=self.path if self.path is not None else path,
+            line=self.line if self.line is not None else line,
+            hint=self.hint,
+        )
+
+
+class SchemaError(InputError):
+    """A record is valid JSON but does not fit the taskbench data model."""
+
+
+class ConfigError(TaskbenchError):
+    """A bad option, option combination or unknown name."""
+
+    exit_code = 2
+
+
+class MissingDependencyError(TaskbenchError):
+    """An optional dependency is missing; the message holds the exact install command."""
+
+    exit_code = 2
+
+    def __init__(self, package: str, extra: str | None = None, purpose: str | None = None) -> None:
+        self.package = package
+        self.extra = extra
+        install = f'pip install "taskbench[{extra}]"' if extra else f"pip install {package}"
+        what = f" (needed for {purpose})" if purpose else ""
+        super().__init__(f"the optional package '{package}' is not installed{what}; run: {install}")
+
+
+class ModelError(TaskbenchError):
+    """A model call failed for good, after retries."""
+
+    exit_code = 1
+
+
+class ModelRefusedError(ModelError):
+    """The model answered but its output could not be used."""

@@ -1,0 +1,70 @@
+"""The tool graph: tools as nodes, dependencies as typed links."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .tools import DependencyKind, Tool, ToolLibrary
+
+if TYPE_CHECKING:  # pragma: no cover
+    import networkx as nx
+
+
+class ToolLink(BaseModel):
+    """A directed dependency: ``target`` may consume what ``source`` produces (or run after it)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    source: str = Field(description="Id of the tool that runs first.")
+    target: str = Field(description="Id of the tool that runs after it.")
+    type: str | None = Field(
+        default=None,
+        description="Shared resource type for resource links (e.g. 'image'); 'complete' for temporal links.",
+    )
+
+
+class ToolGraph(BaseModel):
+    """A tool graph (TaskBench ``graph_desc.json``): the library's tools and the links between them.
+
+    JSON outside (``{"nodes": [...tools...], "links": [{source, target, type}]}``), networkx inside
+    (:meth:`to_networkx`).
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    nodes: list[Tool] = Field(description="The tools, in library order.")
+    links: list[ToolLink] = Field(default_factory=list, description="Directed links, no duplicates.")
+    dependency: DependencyKind | None = Field(
+        default=None, description="The rule the links were built with, when known."
+    )
+
+    @property
+    def library(self) -> ToolLibrary:
+        """The nodes as a :class:`ToolLibrary` (dependency inferred when not recorded)."""
+        dep = self.dependency
+        if dep is None:
+            dep = "resource" if any(t.is_typed for t in self.nodes) else "temporal"
+        return ToolLibrary(tools=self.nodes, dependency=dep)
+
+    def to_networkx(self) -> nx.DiGraph:
+        """A ``networkx.DiGraph`` with tool attributes on nodes and ``type`` on edges."""
+        import networkx as nx
+
+        g = nx.DiGraph()
+        for tool in self.nodes:
+            g.add_node(tool.id, tool=tool)
+        for link in self.links:
+            g.add_edge(link.source, link.target, type=link.type)
+        return g
+
+    def to_taskbench(self) -> dict[str, Any]:
+        """The graph as a TaskBench ``graph_desc.json`` document."""
+        return {
+            "nodes": [t.to_taskbench() for t in self.nodes],
+            "links": [
+                {"source": lk.source, "target": lk.target, **({"type": lk.type} if lk.type is not None else {})}
+                for lk in self.links
+            ],
+        }

@@ -1,0 +1,143 @@
+"""Task graphs: what a user request decomposes into (gold) and what a model predicts.
+
+The ``<node-j>`` convention: an argument string ``"<node-j>"`` (j counted from 0 over ``task_nodes``) stands
+for the output of the j-th node. In resource domains links follow from these references; in temporal domains
+links are explicit (``task_links``) and arguments are ``{"name", "value"}`` pairs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Annotated, Any, Union
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
+
+NODE_REF = re.compile(r"<node-(\d+)>")
+"""Matches a ``<node-j>`` reference inside an argument."""
+
+
+class TaskArgument(BaseModel):
+    """A named argument ``{"name": ..., "value": ...}`` (temporal domains)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    name: str = Field(description="Parameter name, one of the tool's parameters.")
+    value: JsonValue = Field(description="The value; usually a string, numbers and booleans are kept as given.")
+
+
+Argument = Annotated[Union[TaskArgument, str, JsonValue], Field(union_mode="left_to_right")]
+"""One argument: a named pair, a plain string (resource domains: text, a file name or ``<node-j>``), or any
+other JSON value as found in real data."""
+
+
+class TaskNode(BaseModel):
+    """One tool invocation: the tool's name and its arguments."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    task: str = Field(description="Tool id (must be a tool of the library to be correct).")
+    arguments: list[Argument] = Field(
+        default_factory=list,
+        description="Arguments in order; see the module docstring for the <node-j> convention.",
+    )
+
+    @field_validator("arguments", mode="before")
+    @classmethod
+    def _bare_string(cls, value: Any) -> Any:
+        # v1 gold data sometimes gives the whole argument list as one bare string
+        if isinstance(value, str):
+            return [value]
+        if value is None:
+            return []
+        return value
+
+    def references(self) -> list[int]:
+        """Indices j of every ``<node-j>`` reference in this node's arguments, in order."""
+        out: list[int] = []
+        for arg in self.arguments:
+            text = arg.value if isinstance(arg, TaskArgument) else arg
+            if isinstance(text, str):
+                out.extend(int(m) for m in NODE_REF.findall(text))
+        return out
+
+    def named_arguments(self) -> dict[str, Any]:
+        """``{name: value}`` for the named arguments of this node."""
+        return {a.name: a.value for a in self.arguments if isinstance(a, TaskArgument)}
+
+
+class TaskLink(BaseModel):
+    """A dependency between two task nodes, by tool name."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    source: str = Field(description="Tool name of the node that runs first.")
+    target: str = Field(description="Tool name of the node that runs after it (and may use its output).")
+
+
+class TaskGraph(BaseModel):
+    """Task steps plus the tool invocation graph (nodes and links) that solves a request.
+
+    The same model is written by the data engine (gold), parsed from model output (prediction), scored by
+    the evaluator and executed by agents.
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    task_steps: list[str] = Field(default_factory=list, description="Natural-language steps, one per node.")
+    task_nodes: list[TaskNode] = Field(default_factory=list, description="Tool invocations in order.")
+    task_links: list[TaskLink] = Field(
+        default_factory=list, description="Explicit links (temporal domains; derived in resource domains)."
+    )
+
+    @field_validator("task_steps", mode="before")
+    @classmethod
+    def _steps(cls, value: Any) -> Any:
+        if value is None:
+            return []
+        if isinstance(value, str):
+            return [value]
+        if isinstance(value, list):
+            out = []
+            for step in value:
+                if isinstance(step, dict):
+                    for key in ("task", "step", "description", "step_name", "id"):
+                        if isinstance(step.get(key), str):
+                            out.append(step[key])
+                            break
+                    else:
+                        out.append(json.dumps(step, ensure_ascii=False))
+                else:
+                    out.append(step if isinstance(step, str) else json.dumps(step, ensure_ascii=False))
+            return out
+        return value
+
+    @property
+    def tool_names(self) -> list[str]:
+        """Tool names of the nodes, in order."""
+        return [n.task for n in self.task_nodes]
+
+    def reference_links(self) -> list[TaskLink]:
+        """Links implied by ``<node-j>`` references (resource domains); out-of-range and self references are
+        skipped, duplicates removed, order kept."""
+        names = self.tool_names
+        seen: set[tuple[str, str]] = set()
+        out: list[TaskLink] = []
+        for i, node in enumerate(self.task_nodes):
+            for j in node.references():
+                if j == i or j >= len(names):
+                    continue
+                key = (names[j], node.task)
+                if key not in seen:
+                    seen.add(key)
+                    out.append(TaskLink(source=key[0], target=key[1]))
+        return out
+
+    def links_for(self, dependency: str) -> list[TaskLink]:
+        """The graph's links under a dependency kind: references for 'resource', explicit for 'temporal'."""
+        return self.reference_links() if dependency == "resource" else list(self.task_links)
+
+
+def graph_from_result(result: Any) -> TaskGraph:
+    """Validate a raw ``result`` dict (model output) into a :class:`TaskGraph` (raises pydantic errors)."""
+    return TaskGraph.model_validate(result)
