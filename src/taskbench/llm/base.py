@@ -1,0 +1,99 @@
+"""The provider adapter contract.
+
+A provider is a thin adapter that turns one :class:`ProviderRequest` into one :class:`ProviderResponse` for one
+backend (OpenAI API, an OpenAI-compatible server, embedded llama.cpp, scripted mock). It does *not* retry,
+cache, limit concurrency or count usage: the :class:`taskbench.llm.Model` wrapper owns all of that.
+
+Providers raise :class:`TransientProviderError` for failures worth retrying (429, 5xx, timeouts, connection
+errors, truncated bodies), setting ``retry_after`` when the server said how long to wait, and any other
+exception for permanent failures.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+
+@dataclass(frozen=True)
+class GenerationConfig:
+    """Sampling parameters; part of the cache key."""
+
+    temperature: float = 0.0
+    top_p: float = 1.0
+    max_tokens: int = 1024
+    seed: int | None = None
+    stop: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "max_tokens": self.max_tokens,
+            "seed": self.seed,
+            "stop": list(self.stop),
+        }
+
+
+@dataclass
+class ProviderRequest:
+    """One chat completion request as the Model wrapper hands it to a provider."""
+
+    messages: list[dict[str, str]]
+    """OpenAI-style chat messages: ``[{"role": "system"|"user"|"assistant", "content": str}]``."""
+    config: GenerationConfig = field(default_factory=GenerationConfig)
+    json_schema: dict[str, Any] | None = None
+    """When set, the output must be a JSON document valid against this JSON Schema (constrained decoding
+    where the backend supports it)."""
+    schema_name: str = "result"
+    """Name given to the schema where the backend wants one (OpenAI ``json_schema.name``)."""
+    timeout: float | None = None
+    """Seconds before the provider gives up on this attempt (raises TransientProviderError)."""
+
+
+@dataclass
+class ProviderResponse:
+    """What a provider returns for one request."""
+
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    finish_reason: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Provider-specific facts worth recording (e.g. prompt tokens actually evaluated with a KV prefix)."""
+
+
+class TransientProviderError(Exception):
+    """A failure worth retrying (rate limit, 5xx, timeout, connection reset, truncated body)."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None, status: int | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+        self.status = status
+
+
+class Provider(ABC):
+    """Base class of provider adapters. Subclasses set ``name`` and implement :meth:`complete`."""
+
+    name: ClassVar[str] = ""
+
+    def __init__(self, model: str, **options: Any) -> None:
+        self.model = model
+        self.options = options
+
+    @abstractmethod
+    async def complete(self, request: ProviderRequest) -> ProviderResponse:
+        """Run one request once (no retries)."""
+
+    def identity(self) -> dict[str, Any]:
+        """What identifies this backend in the response cache: provider, base URL, model. Never secrets."""
+        return {"provider": self.name, "model": self.model, "base_url": self.options.get("base_url")}
+
+    @property
+    def max_concurrency(self) -> int:
+        """Default concurrent requests for this backend (the Model wrapper may lower it)."""
+        return int(self.options.get("concurrency", 8))
+
+    async def aclose(self) -> None:
+        """Release clients, files, model weights."""
