@@ -1,0 +1,402 @@
+"""Rule-based critics: pure checks that a sample (gold or generated) is well formed.
+
+The paper's data engine keeps a generated sample only when its tool invocation graph matches the sampled
+subgraph (same nodes, same links): :func:`check_against_sampled`. :func:`check_sample` adds the structural
+rules every sample should satisfy:
+
+- every node's tool exists in the library; no tool is used twice; one step per node; ``n_tools`` equals the
+  number of nodes;
+- ``type`` agrees with the shape: ``single`` is one node and no link, ``chain`` is one directed path through
+  all nodes, ``dag`` is acyclic with at least 3 nodes; multi-node graphs are connected;
+- resource domains (typed tools): ``<node-j>`` references are in range and not self references, the links
+  equal the reference-implied links, a reference's first output type is one of the node's input types, the
+  argument count equals the number of input types, a media file literal suits an input type, and every link
+  is an edge of the tool graph;
+- temporal domains (named parameters): arguments are ``{name, value}`` pairs naming parameters of the tool,
+  required parameters are present, links join nodes of the sample and form a DAG.
+
+Every function returns a list of :class:`Issue` (empty when clean) and never raises on bad data.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..schema import NODE_REF, Sample, TaskArgument, TaskLink, ToolGraph, ToolLibrary
+
+__all__ = [
+    "ISSUE_CODES",
+    "Issue",
+    "check_against_sampled",
+    "check_dataset",
+    "check_sample",
+    "check_structure",
+    "issue_counts",
+]
+
+ISSUE_CODES: dict[str, str] = {
+    "empty_graph": "the sample has no task nodes",
+    "unknown_tool": "a node's tool is not in the library",
+    "duplicate_tool": "a tool is used by more than one node",
+    "steps_count": "the number of task steps differs from the number of nodes",
+    "n_tools_mismatch": "n_tools differs from the number of nodes",
+    "type_mismatch": "the declared type (single/chain/dag) does not fit the graph's shape",
+    "cycle": "the links contain a cycle",
+    "disconnected": "a multi-node graph is not connected",
+    "link_unknown_node": "a link names a tool that is not a node of the sample",
+    "duplicate_link": "the same link is listed twice",
+    "ref_out_of_range": "a <node-j> reference points past the last node",
+    "ref_self": "a node refers to its own output",
+    "ref_type": "a <node-j> reference's output type is not an input type of the node",
+    "arg_count": "the number of arguments differs from the tool's number of input types",
+    "arg_type": "a media file argument does not suit any input type of the tool",
+    "arg_format": "an argument has the wrong shape (resource: a string; temporal: a {name, value} pair)",
+    "links_refs_mismatch": "the explicit links differ from the links implied by <node-j> references",
+    "link_not_in_graph": "a link is not an edge of the tool graph",
+    "unknown_param": "an argument names a parameter the tool does not have",
+    "missing_param": "a required parameter of the tool has no argument",
+    "duplicate_param": "a parameter is given twice",
+    "sampled_nodes_mismatch": "the nodes differ from the sampled subgraph's nodes",
+    "sampled_links_mismatch": "the links differ from the sampled subgraph's links",
+}
+"""Every issue code the critics emit, with what it means."""
+
+MEDIA_EXTENSIONS: dict[str, str] = {
+    **dict.fromkeys(("jpg", "jpeg", "png", "gif", "bmp", "webp", "tif", "tiff"), "image"),
+    **dict.fromkeys(("wav", "mp3", "flac", "ogg", "m4a", "aac"), "audio"),
+    **dict.fromkeys(("mp4", "avi", "mov", "mkv", "webm"), "video"),
+}
+"""File extensions whose resource kind is clear from the name."""
+
+
+class Issue(BaseModel):
+    """One problem a critic found in a sample."""
+
+    model_config = ConfigDict(frozen=True)
+
+    code: str = Field(description="Stable machine-readable code, one of ISSUE_CODES.")
+    message: str = Field(description="What is wrong, naming the node, tool or link concerned.")
+    node: int | None = Field(default=None, description="Index of the task node concerned, when one is.")
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
+
+
+def _dependency(library: ToolLibrary, dependency: str | None) -> str:
+    return dependency or library.dependency
+
+
+def _edge_set(links: Iterable[TaskLink]) -> set[tuple[str, str]]:
+    return {(lk.source, lk.target) for lk in links}
+
+
+def _links(sample: Sample, dependency: str) -> list[TaskLink]:
+    return sample.reference_links() if dependency == "resource" else list(sample.task_links)
+
+
+def _find_cycle(nodes: list[str], edges: set[tuple[str, str]]) -> list[str] | None:
+    """A cycle among ``edges`` as a list of names (first repeated at the end), or None."""
+    succ: dict[str, list[str]] = {n: [] for n in nodes}
+    for s, t in sorted(edges):
+        succ.setdefault(s, []).append(t)
+        succ.setdefault(t, [])
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(n: str) -> list[str] | None:
+        state[n] = 1
+        stack.append(n)
+        for m in succ[n]:
+            if state.get(m) == 1:
+                return stack[stack.index(m) :] + [m]
+            if m not in state:
+                found = visit(m)
+                if found:
+                    return found
+        stack.pop()
+        state[n] = 2
+        return None
+
+    for n in succ:
+        if n not in state:
+            found = visit(n)
+            if found:
+                return found
+    return None
+
+
+def _connected(nodes: list[str], edges: set[tuple[str, str]]) -> bool:
+    if not nodes:
+        return True
+    adj: dict[str, set[str]] = {n: set() for n in nodes}
+    for s, t in edges:
+        if s in adj and t in adj:
+            adj[s].add(t)
+            adj[t].add(s)
+    seen = {nodes[0]}
+    todo = [nodes[0]]
+    while todo:
+        for m in adj[todo.pop()]:
+            if m not in seen:
+                seen.add(m)
+                todo.append(m)
+    return len(seen) == len(adj)
+
+
+def _is_path(nodes: list[str], edges: set[tuple[str, str]]) -> bool:
+    """True when ``edges`` form one directed path visiting every node once."""
+    names = set(nodes)
+    if len(names) < 2 or len(edges) != len(names) - 1:
+        return False
+    outs = Counter(s for s, _ in edges)
+    ins = Counter(t for _, t in edges)
+    if any(c > 1 for c in outs.values()) or any(c > 1 for c in ins.values()):
+        return False
+    return _connected(sorted(names), edges) and _find_cycle(sorted(names), edges) is None
+
+
+def check_structure(sample: Sample, dependency: str = "resource") -> list[Issue]:
+    """Counts, duplicates and the single/chain/dag shape (no tool library needed)."""
+    issues: list[Issue] = []
+    names = sample.tool_names
+    n = len(names)
+    if n == 0:
+        issues.append(Issue(code="empty_graph", message="the sample has no task nodes"))
+    for name, count in Counter(names).items():
+        if count > 1:
+            issues.append(Issue(code="duplicate_tool", message=f"tool {name!r} is used {count} times"))
+    if len(sample.task_steps) != n:
+        issues.append(
+            Issue(code="steps_count", message=f"{len(sample.task_steps)} task steps for {n} task nodes")
+        )
+    if sample.n_tools != n:
+        issues.append(Issue(code="n_tools_mismatch", message=f"n_tools is {sample.n_tools} but there are {n} nodes"))
+
+    links = _links(sample, dependency)
+    node_set = set(names)
+    if dependency != "resource":
+        for lk in links:
+            for end in (lk.source, lk.target):
+                if end not in node_set:
+                    issues.append(
+                        Issue(code="link_unknown_node", message=f"link {lk.source} -> {lk.target}: {end!r} is not a node")
+                    )
+        for (s, t), count in Counter((lk.source, lk.target) for lk in links).items():
+            if count > 1:
+                issues.append(Issue(code="duplicate_link", message=f"link {s} -> {t} is listed {count} times"))
+    edges = {e for e in _edge_set(links) if e[0] in node_set and e[1] in node_set}
+    unique = list(dict.fromkeys(names))
+    cycle = _find_cycle(unique, edges)
+    if cycle:
+        issues.append(Issue(code="cycle", message="the links form a cycle: " + " -> ".join(cycle)))
+    if len(unique) > 1 and not _connected(unique, edges):
+        issues.append(Issue(code="disconnected", message=f"the {len(unique)} nodes are not all connected by links"))
+
+    kind = sample.type
+    if kind == "single" and (n != 1 or edges):
+        issues.append(Issue(code="type_mismatch", message=f"type 'single' but {n} nodes and {len(edges)} links"))
+    elif kind == "chain" and not _is_path(unique, edges):
+        issues.append(
+            Issue(code="type_mismatch", message=f"type 'chain' but the {n} nodes and {len(edges)} links are not one path")
+        )
+    elif kind == "dag" and n < 3:
+        issues.append(Issue(code="type_mismatch", message=f"type 'dag' but only {n} nodes (a dag has at least 3)"))
+    return issues
+
+
+def _arg_text(arg: Any) -> Any:
+    return arg.value if isinstance(arg, TaskArgument) else arg
+
+
+def _check_resource_node(
+    i: int, sample: Sample, library: ToolLibrary, issues: list[Issue]
+) -> None:
+    node = sample.task_nodes[i]
+    tool = library.get(node.task)
+    names = sample.tool_names
+    inputs = list(tool.input_types or []) if tool is not None else None
+    for arg in node.arguments:
+        text = _arg_text(arg)
+        if not isinstance(arg, str):
+            issues.append(
+                Issue(code="arg_format", node=i, message=f"node {i} ({node.task}): argument {text!r} is not a string")
+            )
+        if not isinstance(text, str):
+            continue
+        refs = [int(m) for m in NODE_REF.findall(text)]
+        for j in refs:
+            if j >= len(names):
+                issues.append(
+                    Issue(code="ref_out_of_range", node=i,
+                          message=f"node {i} ({node.task}): <node-{j}> but there are {len(names)} nodes")
+                )
+            elif j == i:
+                issues.append(Issue(code="ref_self", node=i, message=f"node {i} ({node.task}) refers to itself"))
+            elif inputs is not None:
+                source = library.get(names[j])
+                if source is not None:
+                    out = source.first_output_type()
+                    if out not in inputs:
+                        issues.append(
+                            Issue(code="ref_type", node=i,
+                                  message=f"node {i} ({node.task}): <node-{j}> ({names[j]}) gives {out!r}, "
+                                  f"inputs are {inputs}")
+                        )
+        if not refs and inputs is not None:
+            ext = text.rsplit(".", 1)[-1].lower() if "." in text and " " not in text.strip() else ""
+            kind = MEDIA_EXTENSIONS.get(ext)
+            lowered = {t.lower() for t in inputs}
+            if kind is not None and kind not in lowered and "url" not in lowered:
+                issues.append(
+                    Issue(code="arg_type", node=i,
+                          message=f"node {i} ({node.task}): {kind} file {text!r} but inputs are {inputs}")
+                )
+    if inputs is not None and len(node.arguments) != len(inputs):
+        issues.append(
+            Issue(code="arg_count", node=i,
+                  message=f"node {i} ({node.task}): {len(node.arguments)} arguments for input types {inputs}")
+        )
+
+
+def _check_temporal_node(i: int, sample: Sample, library: ToolLibrary, issues: list[Issue]) -> None:
+    node = sample.task_nodes[i]
+    tool = library.get(node.task)
+    params = {p.name: p for p in (tool.parameters or [])} if tool is not None else None
+    given: list[str] = []
+    for arg in node.arguments:
+        if not isinstance(arg, TaskArgument):
+            issues.append(
+                Issue(code="arg_format", node=i,
+                      message=f"node {i} ({node.task}): argument {arg!r} is not a {{name, value}} pair")
+            )
+            continue
+        given.append(arg.name)
+        if params is not None and arg.name not in params:
+            issues.append(
+                Issue(code="unknown_param", node=i,
+                      message=f"node {i} ({node.task}): no parameter {arg.name!r} (has {sorted(params)})")
+            )
+    for name, count in Counter(given).items():
+        if count > 1:
+            issues.append(Issue(code="duplicate_param", node=i, message=f"node {i} ({node.task}): {name!r} given {count} times"))
+    if params is not None:
+        for p in params.values():
+            if p.required and p.name not in given:
+                issues.append(
+                    Issue(code="missing_param", node=i, message=f"node {i} ({node.task}): required {p.name!r} missing")
+                )
+
+
+def check_sample(
+    sample: Sample,
+    library: ToolLibrary,
+    graph: ToolGraph | None = None,
+    *,
+    dependency: str | None = None,
+    sampled: bool = True,
+) -> list[Issue]:
+    """All rule checks for one sample against its tool library (and tool graph, when given).
+
+    ``dependency`` overrides the library's kind. With ``sampled`` (default) the sample is also checked
+    against its own ``sampled_nodes``/``sampled_links`` when it has them (see :func:`check_against_sampled`).
+    """
+    dep = _dependency(library, dependency)
+    issues = check_structure(sample, dep)
+    for i, node in enumerate(sample.task_nodes):
+        if node.task not in library:
+            issues.append(Issue(code="unknown_tool", node=i, message=f"node {i}: unknown tool {node.task!r}"))
+    for i in range(len(sample.task_nodes)):
+        if dep == "resource":
+            _check_resource_node(i, sample, library, issues)
+        else:
+            _check_temporal_node(i, sample, library, issues)
+    if dep == "resource":
+        implied = _edge_set(sample.reference_links())
+        explicit = _edge_set(sample.task_links)
+        if implied != explicit:
+            parts = []
+            if explicit - implied:
+                parts.append("not implied: " + ", ".join(f"{s} -> {t}" for s, t in sorted(explicit - implied)))
+            if implied - explicit:
+                parts.append("missing: " + ", ".join(f"{s} -> {t}" for s, t in sorted(implied - explicit)))
+            issues.append(Issue(code="links_refs_mismatch", message="task_links vs <node-j> references; " + "; ".join(parts)))
+        if graph is not None:
+            edges = {(lk.source, lk.target) for lk in graph.links}
+            for s, t in sorted(implied | explicit):
+                if s in library and t in library and (s, t) not in edges:
+                    issues.append(Issue(code="link_not_in_graph", message=f"{s} -> {t} is not an edge of the tool graph"))
+    elif graph is not None:
+        edges = {(lk.source, lk.target) for lk in graph.links}
+        for lk in sample.task_links:
+            if lk.source in library and lk.target in library and (lk.source, lk.target) not in edges:
+                issues.append(
+                    Issue(code="link_not_in_graph", message=f"{lk.source} -> {lk.target} is not an edge of the tool graph")
+                )
+    if sampled:
+        issues.extend(check_against_sampled(sample))
+    return issues
+
+
+def _sampled_node_names(sample: Sample) -> list[str]:
+    out = []
+    for node in sample.sampled_nodes or []:
+        name = node.get("task", node.get("id"))
+        if isinstance(name, str):
+            out.append(name)
+    return out
+
+
+def check_against_sampled(sample: Sample, *, links: list[TaskLink] | None = None) -> list[Issue]:
+    """The paper's rule critic: the invocation graph's node set and link set equal the sampled subgraph's.
+
+    ``links`` are the generated links (default: the sample's explicit ``task_links``). Samples without
+    ``sampled_nodes`` are not checked.
+    """
+    if sample.sampled_nodes is None:
+        return []
+    issues: list[Issue] = []
+    sampled = set(_sampled_node_names(sample))
+    nodes = set(sample.tool_names)
+    if sampled != nodes:
+        parts = []
+        if nodes - sampled:
+            parts.append("extra: " + ", ".join(sorted(nodes - sampled)))
+        if sampled - nodes:
+            parts.append("missing: " + ", ".join(sorted(sampled - nodes)))
+        issues.append(Issue(code="sampled_nodes_mismatch", message="nodes vs sampled nodes; " + "; ".join(parts)))
+    generated = _edge_set(sample.task_links if links is None else links)
+    wanted = _edge_set(sample.sampled_links or [])
+    if generated != wanted:
+        parts = []
+        if generated - wanted:
+            parts.append("extra: " + ", ".join(f"{s} -> {t}" for s, t in sorted(generated - wanted)))
+        if wanted - generated:
+            parts.append("missing: " + ", ".join(f"{s} -> {t}" for s, t in sorted(wanted - generated)))
+        issues.append(Issue(code="sampled_links_mismatch", message="links vs sampled links; " + "; ".join(parts)))
+    return issues
+
+
+def check_dataset(
+    samples: Iterable[Sample],
+    library: ToolLibrary,
+    graph: ToolGraph | None = None,
+    *,
+    dependency: str | None = None,
+    sampled: bool = True,
+) -> dict[str, list[Issue]]:
+    """:func:`check_sample` over many samples: ``{sample id: issues}`` for every sample (clean ones map to [])."""
+    return {
+        s.id: check_sample(s, library, graph, dependency=dependency, sampled=sampled) for s in samples
+    }
+
+
+def issue_counts(results: dict[str, list[Issue]]) -> dict[str, int]:
+    """How many samples have each issue code (a sample counts once per code), sorted by code."""
+    counts: Counter[str] = Counter()
+    for issues in results.values():
+        counts.update({i.code for i in issues})
+    return dict(sorted(counts.items()))
