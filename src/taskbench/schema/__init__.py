@@ -4,6 +4,7 @@ tool library -> ToolGraph -> sampled subgraph -> Sample (gold TaskGraph) -> mode
 """
 
 from .graph import ToolGraph, ToolLink
+from .plan import SampledSubgraph
 from .sample import FIELD_ALIASES, Prediction, Sample, StructureType, Usage
 from .task import NODE_REF, Argument, TaskArgument, TaskGraph, TaskLink, TaskNode, graph_from_result
 from .tools import DEPENDENCY_KINDS, DependencyKind, Tool, ToolLibrary, ToolParameter
@@ -16,6 +17,7 @@ __all__ = [
     "NODE_REF",
     "Prediction",
     "Sample",
+    "SampledSubgraph",
     "StructureType",
     "TaskArgument",
     "TaskGraph",

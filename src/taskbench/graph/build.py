@@ -1,0 +1,171 @@
+"""Build and validate tool graphs.
+
+Rules (the TaskBench paper, section 2.2):
+
+- ``resource``: a link a -> b (a != b) when an output type of a is an input type of b. Its ``type`` is the
+  shared type; when several are shared, the first one in a's ``output-type`` order (none of the released
+  libraries has such a pair; the reference picks an arbitrary element of a set).
+- ``temporal``: a link a -> b for every ordered pair a != b, of type ``"complete"``.
+
+Links are listed source-major in library order, as the reference ``graph_desc.json`` files are.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from ..errors import InputError
+from ..schema import DEPENDENCY_KINDS, ToolGraph, ToolLibrary, ToolLink
+from .loaders import JsonSource, check_dependency, load_tools, tools_from_taskbench
+
+TEMPORAL_LINK_TYPE = "complete"
+"""The ``type`` of every link in a temporal graph (as in the reference files)."""
+
+
+def build_graph(library: ToolLibrary, dependency: str | None = None) -> ToolGraph:
+    """The tool graph of a library under its dependency kind (or ``dependency``, which overrides it)."""
+    dep = check_dependency(dependency) or library.dependency
+    tools = library.tools
+    links: list[ToolLink] = []
+    if dep == "resource":
+        inputs = [set(t.input_types or ()) for t in tools]
+        for i, a in enumerate(tools):
+            outs = list(dict.fromkeys(a.output_types or ()))
+            for j, b in enumerate(tools):
+                if i == j:
+                    continue
+                shared = next((t for t in outs if t in inputs[j]), None)
+                if shared is not None:
+                    links.append(ToolLink(source=a.id, target=b.id, type=shared))
+    else:
+        for i, a in enumerate(tools):
+            for j, b in enumerate(tools):
+                if i != j:
+                    links.append(ToolLink(source=a.id, target=b.id, type=TEMPORAL_LINK_TYPE))
+    return ToolGraph(nodes=list(tools), links=links, dependency=dep)  # type: ignore[arg-type]
+
+
+def graph_problem(graph: ToolGraph) -> tuple[int | None, str, str] | None:
+    """The first problem of a graph as ``(link index or None, message, hint)``, or None when it is valid."""
+    if not graph.nodes:
+        return None, "the graph has no nodes", "add tools under \"nodes\""
+    tools = {}
+    for t in graph.nodes:
+        if t.id in tools:
+            return None, f"duplicate tool id {t.id!r}", "tool ids must be unique"
+        tools[t.id] = t
+    dep = graph.dependency or graph.library.dependency
+    produced = {ty for t in graph.nodes for ty in (t.output_types or ())}
+    seen: set[tuple[str, str]] = set()
+    for i, link in enumerate(graph.links):
+        for end in ("source", "target"):
+            name = getattr(link, end)
+            if name not in tools:
+                return i, f"link #{i} {end} {name!r} is not a tool of the graph", "add the tool to \"nodes\" or fix the name"
+        if link.source == link.target:
+            return i, f"link #{i} links {link.source!r} to itself", "remove the self link"
+        key = (link.source, link.target)
+        if key in seen:
+            return i, f"duplicate link {link.source!r} -> {link.target!r} (link #{i})", "remove the duplicate"
+        seen.add(key)
+        if dep == "resource":
+            src, dst = tools[link.source], tools[link.target]
+            if link.type is None:
+                return i, f"link #{i} {link.source!r} -> {link.target!r} has no type", "resource links need a 'type'"
+            if link.type not in produced:
+                return i, f"link #{i} has type {link.type!r}, which no tool produces", "use an output type of the source tool"
+            if link.type not in (src.output_types or ()):
+                return (
+                    i,
+                    f"link #{i}: {link.source!r} does not produce {link.type!r} (it produces {src.output_types or []})",
+                    "fix the link type or the tool's output-type",
+                )
+            if link.type not in (dst.input_types or ()):
+                return (
+                    i,
+                    f"link #{i}: {link.target!r} does not take {link.type!r} (it takes {dst.input_types or []})",
+                    "fix the link type or the tool's input-type",
+                )
+    return None
+
+
+def validate_graph(graph: ToolGraph, *, path: str | Path | None = None) -> ToolGraph:
+    """Check a (loaded) graph: known, unique tools; no self or duplicate links; in resource graphs every link
+    type is an output type of its source and an input type of its target. Returns the graph; raises
+    :class:`InputError` on the first problem."""
+    problem = graph_problem(graph)
+    if problem is not None:
+        _, message, hint = problem
+        raise InputError(message, path=path, hint=hint)
+    return graph
+
+
+def is_graph_document(doc: object) -> bool:
+    """True for a TaskBench graph document (``{"nodes": [...], "links": [...]}``)."""
+    return isinstance(doc, dict) and isinstance(doc.get("nodes"), list) and "links" in doc
+
+
+def load_graph(path: str | Path, dependency: str | None = None) -> ToolGraph:
+    """Load and validate a ``graph_desc.json`` (errors name the line of the offending link or tool)."""
+    path = Path(path)
+    check_dependency(dependency, path=path)
+    src = JsonSource.read(path)
+    return _graph_from_source(src, dependency)
+
+
+def _graph_from_source(src: JsonSource, dependency: str | None) -> ToolGraph:
+    doc = src.doc
+    if not is_graph_document(doc):
+        raise src.error('expected a tool graph {"nodes": [...], "links": [...]}', hint="build one with `taskbench graph build`")
+    tools = tools_from_taskbench(doc, source=src)
+    assert isinstance(doc, dict)
+    links_raw = doc["links"]
+    if not isinstance(links_raw, list):
+        raise src.error("'links' must be a list", "links")
+    links = []
+    for i, raw in enumerate(links_raw):
+        if not isinstance(raw, dict):
+            raise src.error(f"link #{i} is not a JSON object", "links", i, hint='each link is {"source", "target", "type"}')
+        for key in ("source", "target"):
+            if not isinstance(raw.get(key), str):
+                raise src.error(f"link #{i} has no string {key!r}", "links", i, hint='each link is {"source", "target", "type"}')
+        try:
+            links.append(ToolLink.model_validate(raw))
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            raise src.error(f"link #{i}: {'.'.join(map(str, err['loc']))}: {err['msg']}", "links", i) from None
+    dep = dependency
+    if dep is None and "dependency" in doc:
+        dep = doc["dependency"]
+        if dep not in DEPENDENCY_KINDS:
+            raise src.error(f"unknown dependency kind {dep!r}", "dependency", hint="use 'resource' or 'temporal'")
+    if dep is None:
+        dep = "resource" if all(t.is_typed for t in tools) else "temporal"
+    graph = ToolGraph(nodes=tools, links=links, dependency=dep)
+    problem = graph_problem(graph)
+    if problem is not None:
+        index, message, hint = problem
+        raise src.error(message, *(("links", index) if index is not None else ()), hint=hint)
+    return graph
+
+
+def graph_from_path(path: str | Path, *, format: str = "auto", dependency: str | None = None) -> ToolGraph:
+    """A tool graph from a ``graph_desc.json``, a tool library file (any format; the graph is built) or a
+    dataset directory (its ``graph_desc.json`` when present, else built from its ``tool_desc.json``)."""
+    path = Path(path)
+    check_dependency(dependency, path=path)
+    if path.is_dir():
+        if (path / "graph_desc.json").is_file():
+            graph = load_graph(path / "graph_desc.json", dependency)
+            return graph
+        if (path / "tool_desc.json").is_file():
+            return build_graph(load_tools(path / "tool_desc.json", format, dependency), dependency)
+        raise InputError("no graph_desc.json or tool_desc.json in this directory", path=path)
+    if format in ("auto", "taskbench"):
+        src = JsonSource.read(path)
+        if is_graph_document(src.doc):
+            return _graph_from_source(src, dependency)
+    library = load_tools(path, format, dependency)
+    return build_graph(library, dependency)
