@@ -1,0 +1,138 @@
+"""Error taxonomy of predicted tool invocation graphs, after the TaskBench paper's error analysis.
+
+Each prediction gets zero or more labels (:data:`CATEGORIES`):
+
+- ``missing_prediction``: no prediction for the gold id;
+- ``parse_failure``: a prediction exists but could not be read as a task graph;
+- ``missing_tool``: a gold tool (counted with multiplicity) is absent from the prediction;
+- ``extra_tool``: the prediction has a tool gold does not have (unnecessary or hallucinated);
+- ``hallucinated_tool``: a predicted tool name is neither in the tool library nor in gold (also
+  ``extra_tool``);
+- ``dependency_error``: among the tools that gold and prediction share, the links differ (a wrong or a
+  missing link). Links to a tool only one side has are the missing/extra tool's fault, not a dependency
+  error;
+- ``parameter_error``: a shared tool is called with different arguments. A gold argument that refers to the
+  output of a tool the prediction lacks is excused (the missing tool is the error), and the prediction may
+  put one argument of its own in each such excused slot.
+
+Shared tools are matched by name, the k-th occurrence in gold with the k-th in the prediction. The rules
+reproduce the paper's case study (its Table "Case Study of Prediction Errors").
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+from pydantic import BaseModel, Field
+
+from ..schema import Sample, ToolLibrary
+from .strict import NormalGraph, ParsedPrediction, normalise_graph
+
+CATEGORIES = (
+    "missing_prediction",
+    "parse_failure",
+    "missing_tool",
+    "extra_tool",
+    "hallucinated_tool",
+    "dependency_error",
+    "parameter_error",
+)
+"""Error labels, in report order."""
+
+
+class PredictionErrors(BaseModel):
+    """The error labels of one prediction, with what triggered them."""
+
+    id: str = Field(description="Sample id.")
+    labels: list[str] = Field(default_factory=list, description="Error categories (see CATEGORIES); [] = correct.")
+    missing_tools: list[str] = Field(default_factory=list, description="Gold tools the prediction lacks.")
+    extra_tools: list[str] = Field(default_factory=list, description="Predicted tools gold does not have.")
+    hallucinated_tools: list[str] = Field(default_factory=list, description="Predicted names not in the library.")
+    wrong_links: list[tuple[str, str]] = Field(
+        default_factory=list, description="Links between shared tools that only the prediction has."
+    )
+    missing_links: list[tuple[str, str]] = Field(
+        default_factory=list, description="Links between shared tools that only gold has."
+    )
+    parameter_tools: list[str] = Field(default_factory=list, description="Shared tools with wrong arguments.")
+    detail: str | None = Field(default=None, description="Parse error message, when there was one.")
+
+
+class TaxonomySummary(BaseModel):
+    """Counts of each error category over a set of predictions."""
+
+    total: int = Field(description="Number of predictions classified.")
+    correct: int = Field(description="Predictions without any error label.")
+    counts: dict[str, int] = Field(description="Predictions per category (one prediction can have several).")
+
+
+def _occurrences(names: Sequence[str]) -> list[tuple[str, int]]:
+    seen: Counter[str] = Counter()
+    out = []
+    for name in names:
+        out.append((name, seen[name]))
+        seen[name] += 1
+    return out
+
+
+def _parameter_errors(gold: NormalGraph, pred: NormalGraph, absent: set[str]) -> list[str]:
+    pred_pos = {occ: i for i, occ in enumerate(_occurrences(pred.names))}
+    wrong = []
+    for gi, occ in enumerate(_occurrences(gold.names)):
+        pi = pred_pos.get(occ)
+        if pi is None:
+            continue
+        g_args = Counter((a.name, a.value) for a in gold.arguments[gi] if a.ref not in absent)
+        excused = sum(1 for a in gold.arguments[gi] if a.ref is not None and a.ref in absent)
+        p_args = Counter((a.name, a.value) for a in pred.arguments[pi])
+        if (g_args - p_args) or sum((p_args - g_args).values()) > excused:
+            wrong.append(occ[0])
+    return wrong
+
+
+def classify(
+    gold: Sample, parsed: ParsedPrediction, library: ToolLibrary, dependency: str
+) -> PredictionErrors:
+    """The error labels of one prediction against its gold sample (pure)."""
+    if parsed.status == "missing":
+        return PredictionErrors(id=gold.id, labels=["missing_prediction"], detail=parsed.error)
+    if parsed.status == "parse_error":
+        return PredictionErrors(id=gold.id, labels=["parse_failure"], detail=parsed.error)
+    g = normalise_graph(gold, library, dependency)
+    p = normalise_graph(parsed.graph, library, dependency)
+    gn, pn = Counter(g.names), Counter(p.names)
+    out = PredictionErrors(id=gold.id)
+    out.missing_tools = sorted((gn - pn).elements())
+    out.extra_tools = sorted((pn - gn).elements())
+    out.hallucinated_tools = [n for n in p.names if n not in library and n not in gn]
+    shared = set(gn) & set(pn)
+    g_links = {lk for lk in g.links if lk[0] in shared and lk[1] in shared}
+    p_links = {lk for lk in p.links if lk[0] in shared and lk[1] in shared}
+    out.wrong_links = sorted(p_links - g_links)
+    out.missing_links = sorted(g_links - p_links)
+    out.parameter_tools = _parameter_errors(g, p, set(gn) - set(pn))
+    flags = {
+        "missing_tool": out.missing_tools,
+        "extra_tool": out.extra_tools,
+        "hallucinated_tool": out.hallucinated_tools,
+        "dependency_error": out.wrong_links or out.missing_links,
+        "parameter_error": out.parameter_tools,
+    }
+    out.labels = [c for c in CATEGORIES if flags.get(c)]
+    return out
+
+
+def summarize(errors: Iterable[PredictionErrors]) -> TaxonomySummary:
+    """Counts per category."""
+    errors = list(errors)
+    counts = dict.fromkeys(CATEGORIES, 0)
+    for e in errors:
+        for label in e.labels:
+            counts[label] += 1
+    return TaxonomySummary(
+        total=len(errors), correct=sum(1 for e in errors if not e.labels), counts=counts
+    )
+
+
+__all__ = ["CATEGORIES", "PredictionErrors", "TaxonomySummary", "classify", "summarize"]
