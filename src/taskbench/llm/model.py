@@ -1,0 +1,394 @@
+"""The one :class:`Model` wrapper over provider adapters.
+
+It alone owns retries (:mod:`.retry`), the response cache (:mod:`.cache`), the per-model concurrency limit,
+usage and latency accounting, and structured output (schema down to the provider, JSON extraction and repair
+on the way back). Providers stay thin: one request in, one response out (see :mod:`.base`).
+
+Async is primary::
+
+    model = get_model("openai-compatible/Qwen/Qwen2.5-7B-Instruct", base_url="http://127.0.0.1:8000/v1")
+    out = await model.generate([{"role": "user", "content": "..."}], schema=TaskGraph)
+    out.parsed, out.usage.prompt_tokens, out.usage.seconds
+
+Scripts can call :meth:`Model.generate_sync`, which runs on a private event-loop thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import sys
+import threading
+import time
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import ConfigError, ModelError, ModelRefusedError, TaskbenchError
+from ..schema import Usage
+from .base import GenerationConfig, Provider, ProviderRequest, ProviderResponse, TransientProviderError
+from .cache import ResponseCache, cache_key, default_cache_path
+from .registry import parse_model_string, provider_class
+from .retry import RetryOutcome, RetryPolicy, call_with_retries
+from .schemas import JSONExtractionError, extract_json, resolve_schema
+
+T = TypeVar("T")
+
+Messages = str | list[dict[str, Any]]
+"""A prompt: a plain string (one user message) or OpenAI-style chat messages."""
+
+
+class ModelOutput(BaseModel):
+    """One model answer with its accounting."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    text: str = Field(description="The raw text the model produced.")
+    usage: Usage = Field(description="Tokens, wall seconds (including retries), cache flag and retry count.")
+    finish_reason: str | None = Field(default=None, description="'stop', 'length', ... as the backend said.")
+    parsed: Any = Field(default=None, description="The JSON value parsed (and repaired) from text when a schema "
+                        "was given; None when there was no schema or nothing could be parsed.")
+    parse_error: str | None = Field(default=None, description="Why text did not give valid JSON for the schema.")
+    model: str = Field(default="", description="'provider/model' that answered.")
+    extra: dict[str, Any] = Field(default_factory=dict, description="Provider-specific facts (e.g. prompt "
+                                  "tokens actually evaluated with a KV prefix cache).")
+
+    def require_json(self) -> Any:
+        """``parsed``, or :class:`~taskbench.errors.ModelRefusedError` when the output was not usable JSON."""
+        if self.parse_error is not None or self.parsed is None:
+            raise ModelRefusedError(f"{self.model}: {self.parse_error or 'no schema was requested'}")
+        return self.parsed
+
+
+# Keys of get_model(**config) that configure the wrapper; the rest go to the provider.
+_GENERATION_KEYS = ("temperature", "top_p", "max_tokens", "seed", "stop")
+_MODEL_KEYS = ("timeout", "max_retries", "max_total_seconds", "retry_base_delay", "retry_max_delay", "cache")
+# Keys both the wrapper and the provider see (the provider sizes its connection pool by concurrency, sets
+# its own client timeout, and names its base URL in the cache identity).
+_SHARED_KEYS = ("concurrency", "timeout")
+
+
+def get_model(spec: str, **config: Any) -> Model:
+    """Build a :class:`Model` from ``"provider/model"`` (split on the first ``/`` only) and options.
+
+    Wrapper options: ``timeout`` (seconds per attempt, default 120), ``max_retries`` (default 5),
+    ``max_total_seconds`` (bound on a whole call, default 600), ``concurrency`` (simultaneous requests),
+    ``cache`` (True = default path, a path, or False). Generation defaults: ``temperature``, ``top_p``,
+    ``max_tokens``, ``seed``, ``stop``. Everything else goes to the provider, e.g. ``base_url``,
+    ``api_key_env`` (the *name* of the environment variable that holds the key), ``guided_decoding``.
+    """
+    if "api_key" in config:
+        raise ConfigError(
+            "pass api_key_env (the name of the environment variable holding the key), not the key itself"
+        )
+    provider_name, model_name = parse_model_string(spec)
+    cls = provider_class(provider_name)
+    gen = {k: config.pop(k) for k in _GENERATION_KEYS if k in config and config[k] is not None}
+    if "stop" in gen:
+        gen["stop"] = (gen["stop"],) if isinstance(gen["stop"], str) else tuple(gen["stop"])
+    wrapper = {k: config[k] for k in _MODEL_KEYS + ("concurrency",) if k in config}
+    provider_opts = {k: v for k, v in config.items() if k not in _MODEL_KEYS and k not in _SHARED_KEYS}
+    accepted = _accepted_keywords(cls)
+    for k in _SHARED_KEYS:
+        if k in config and (accepted is None or k in accepted):
+            provider_opts[k] = config[k]
+    try:
+        provider = cls(model_name, **provider_opts)
+    except TypeError as exc:  # unknown keyword
+        raise ConfigError(f"bad option for the '{provider_name}' provider: {exc}") from exc
+    return Model(provider, config=GenerationConfig(**gen), **wrapper)
+
+
+def _accepted_keywords(cls: type) -> set[str] | None:
+    """Keyword names ``cls.__init__`` accepts, or None when it takes ``**kwargs``."""
+    params = inspect.signature(cls.__init__).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return None
+    return {p.name for p in params}
+
+
+class Model:
+    """A configured model: provider adapter + retries + cache + concurrency limit + accounting."""
+
+    def __init__(
+        self,
+        provider: Provider,
+        *,
+        config: GenerationConfig | None = None,
+        timeout: float | None = 120.0,
+        max_retries: int = 5,
+        max_total_seconds: float = 600.0,
+        retry_base_delay: float = 0.5,
+        retry_max_delay: float = 30.0,
+        concurrency: int | None = None,
+        cache: bool | str | Path | ResponseCache | None = None,
+    ) -> None:
+        self.provider = provider
+        self.name = f"{provider.name}/{provider.model}"
+        self.config = config or GenerationConfig()
+        self.timeout = timeout
+        if max_retries < 0 or max_total_seconds <= 0:
+            raise ConfigError("max_retries must be >= 0 and max_total_seconds > 0")
+        self.retry_policy = RetryPolicy(max_retries, max_total_seconds, retry_base_delay, retry_max_delay)
+        self.concurrency = int(concurrency or provider.max_concurrency)
+        if self.concurrency < 1:
+            raise ConfigError(f"concurrency must be >= 1, not {self.concurrency}")
+        if cache is None:
+            cache = getattr(provider, "default_cache", True)
+        if cache is True:
+            cache = default_cache_path()
+        self.cache: ResponseCache | None
+        if cache is False:
+            self.cache = None
+        elif isinstance(cache, ResponseCache):
+            self.cache = cache
+        else:
+            self.cache = ResponseCache(cache)
+        self._identity = provider.identity()
+        self._sem: asyncio.Semaphore | None = None
+        self._sem_loop: asyncio.AbstractEventLoop | None = None
+        self._schemas: dict[type, tuple[dict[str, Any] | None, str, type | None]] = {}
+        self._runner: _LoopThread | None = None
+        # running totals
+        self.calls = 0
+        """Calls to :meth:`generate` that returned."""
+        self.cache_hits = 0
+        """Calls answered from the response cache."""
+        self.requests = 0
+        """Requests sent to the provider (attempts, including failed ones)."""
+        self.errors = 0
+        """Calls that ended in an error."""
+        self._prompt_tokens = 0
+        self._completion_tokens = 0
+        self._seconds = 0.0
+        self._retries = 0
+
+    def __repr__(self) -> str:
+        base_url = self._identity.get("base_url")
+        where = f", base_url={base_url!r}" if base_url else ""
+        cache = f"{str(self.cache.path)!r}" if self.cache else "False"
+        return f"Model({self.name!r}{where}, concurrency={self.concurrency}, cache={cache})"
+
+    @property
+    def usage(self) -> Usage:
+        """Running totals over every call so far (cached calls count their tokens; seconds are wall time)."""
+        return Usage(
+            prompt_tokens=self._prompt_tokens,
+            completion_tokens=self._completion_tokens,
+            seconds=self._seconds,
+            cached=self.calls > 0 and self.cache_hits == self.calls,
+            retries=self._retries,
+        )
+
+    # ------------------------------------------------------------------------------------------ generate
+
+    async def generate(
+        self,
+        messages: Messages,
+        *,
+        schema: dict[str, Any] | type[BaseModel] | None = None,
+        config: GenerationConfig | None = None,
+        schema_name: str | None = None,
+    ) -> ModelOutput:
+        """One completion. With ``schema`` (a JSON Schema dict or a pydantic model class) the output is
+        constrained where the backend can, and always parsed (with repair) into ``ModelOutput.parsed``.
+
+        Raises :class:`~taskbench.errors.ModelError` when the call fails for good (retry bound spent, or a
+        permanent error such as a bad request or a missing key).
+        """
+        start = time.perf_counter()
+        msgs = [{"role": "user", "content": messages}] if isinstance(messages, str) else messages
+        cfg = config or self.config
+        if schema is None or isinstance(schema, dict):
+            json_schema, name, pyd = resolve_schema(schema)
+        else:
+            resolved = self._schemas.get(schema)
+            if resolved is None:
+                resolved = self._schemas[schema] = resolve_schema(schema)
+            json_schema, name, pyd = resolved
+        name = schema_name or name
+        key = None
+        if self.cache is not None:
+            key = cache_key(self._identity, msgs, cfg.as_dict(), json_schema)
+            hit = self.cache.get(key)
+            if hit is not None:
+                resp = ProviderResponse(
+                    hit["text"], hit["prompt_tokens"], hit["completion_tokens"], hit["finish_reason"], hit["extra"]
+                )
+                self.cache_hits += 1
+                return self._finish(resp, start, 0, True, json_schema, pyd)
+        request = ProviderRequest(msgs, cfg, json_schema, name, self.timeout)
+        outcome = RetryOutcome()
+        try:
+            async with self._semaphore():
+                resp = await call_with_retries(
+                    lambda t: self._attempt(request, t),
+                    self.retry_policy,
+                    timeout=self.timeout,
+                    describe=self.name,
+                    outcome=outcome,
+                )
+        except TaskbenchError:
+            self.errors += 1
+            self._retries += outcome.retries
+            raise
+        except Exception as exc:  # a permanent provider failure
+            self.errors += 1
+            self._retries += outcome.retries
+            raise ModelError(f"{self.name}: {type(exc).__name__}: {exc}") from exc
+        if key is not None:
+            self.cache.put(  # type: ignore[union-attr]
+                key,
+                {
+                    "text": resp.text,
+                    "prompt_tokens": resp.prompt_tokens,
+                    "completion_tokens": resp.completion_tokens,
+                    "finish_reason": resp.finish_reason,
+                    "extra": resp.extra,
+                },
+                model=self.name,
+            )
+        return self._finish(resp, start, outcome.retries, False, json_schema, pyd)
+
+    def generate_sync(
+        self,
+        messages: Messages,
+        *,
+        schema: dict[str, Any] | type[BaseModel] | None = None,
+        config: GenerationConfig | None = None,
+        schema_name: str | None = None,
+    ) -> ModelOutput:
+        """:meth:`generate` for scripts (blocks; runs on this model's private event-loop thread, so it also
+        works where a loop is already running, e.g. in a notebook)."""
+        return self.run_sync(self.generate(messages, schema=schema, config=config, schema_name=schema_name))
+
+    def run_sync(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run a coroutine that uses this model on its private event-loop thread and return its result."""
+        if self._runner is None:
+            self._runner = _LoopThread(f"taskbench-model-{self.name}")
+        return self._runner.run(coro)
+
+    async def _attempt(self, request: ProviderRequest, timeout: float | None) -> ProviderResponse:
+        self.requests += 1
+        if timeout is not None and timeout <= 0:
+            raise TransientProviderError("no time left in the retry budget")
+        request.timeout = timeout
+        if timeout is None:
+            return await self.provider.complete(request)
+        # a guard in case the provider does not enforce request.timeout itself
+        guard = timeout + 1.0
+        try:
+            if sys.version_info >= (3, 11):
+                async with asyncio.timeout(guard):
+                    return await self.provider.complete(request)
+            return await asyncio.wait_for(self.provider.complete(request), guard)  # pragma: no cover
+        except TimeoutError as exc:
+            raise TransientProviderError(f"no answer within {timeout:.1f} s (timeout)") from exc
+
+    def _finish(
+        self,
+        resp: ProviderResponse,
+        start: float,
+        retries: int,
+        cached: bool,
+        json_schema: dict[str, Any] | None,
+        pyd: type | None,
+    ) -> ModelOutput:
+        seconds = time.perf_counter() - start
+        parsed = None
+        parse_error = None
+        if json_schema is not None:
+            try:
+                parsed = extract_json(resp.text)
+            except JSONExtractionError as exc:
+                parse_error = str(exc)
+            else:
+                if pyd is not None:
+                    try:
+                        pyd.model_validate(parsed)  # type: ignore[attr-defined]
+                    except ValueError as exc:
+                        first = str(exc).splitlines()
+                        parse_error = "JSON does not fit the schema: " + " ".join(first[:3])
+        self.calls += 1
+        self._prompt_tokens += resp.prompt_tokens
+        self._completion_tokens += resp.completion_tokens
+        self._seconds += seconds
+        self._retries += retries
+        usage = Usage(
+            prompt_tokens=resp.prompt_tokens,
+            completion_tokens=resp.completion_tokens,
+            seconds=seconds,
+            cached=cached,
+            retries=retries,
+        )
+        return ModelOutput(
+            text=resp.text,
+            usage=usage,
+            finish_reason=resp.finish_reason,
+            parsed=parsed,
+            parse_error=parse_error,
+            model=self.name,
+            extra=resp.extra,
+        )
+
+    def _semaphore(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        if self._sem is None or self._sem_loop is not loop:
+            self._sem = asyncio.Semaphore(self.concurrency)
+            self._sem_loop = loop
+        return self._sem
+
+    # ------------------------------------------------------------------------------------------ lifecycle
+
+    async def aclose(self) -> None:
+        """Release the provider's clients/weights and the cache's connections."""
+        await self.provider.aclose()
+        if self.cache is not None:
+            self.cache.close()
+
+    def close(self) -> None:
+        """Synchronous :meth:`aclose`; also stops the private event-loop thread."""
+        if self._runner is not None:
+            self._runner.run(self.provider.aclose())
+            self._runner.stop()
+            self._runner = None
+        else:
+            asyncio.run(self.provider.aclose())
+        if self.cache is not None:
+            self.cache.close()
+
+    async def __aenter__(self) -> Model:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def __enter__(self) -> Model:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _LoopThread:
+    """An event loop running forever on a daemon thread (for the sync API)."""
+
+    def __init__(self, name: str) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
+        self.thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        if threading.current_thread() is self.thread:
+            raise RuntimeError("generate_sync called from inside the model's own loop; await generate instead")
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=5)
+        self.loop.close()
+
+
+__all__ = ["Messages", "Model", "ModelOutput", "get_model"]

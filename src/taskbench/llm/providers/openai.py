@@ -1,0 +1,255 @@
+"""``openai`` and ``openai-compatible``: chat completions through the official SDK's ``AsyncOpenAI``.
+
+- ``openai/<model>``: the OpenAI API; the key comes from ``$OPENAI_API_KEY`` (or the variable named by
+  ``api_key_env``); structured output as ``response_format`` ``json_schema`` (strict).
+- ``openai-compatible/<model>``: any server speaking the chat completions API (vLLM, SGLang, Ollama, llama.cpp
+  server, LM Studio, ``taskbench serve``); ``base_url`` is required, a key is optional.
+
+``guided_decoding`` says how a JSON Schema travels to the server:
+
+=================  ==============================================================================
+``response_format``  ``{"type": "json_schema", "json_schema": {name, schema, strict}}`` (OpenAI, recent vLLM,
+                     SGLang, ``taskbench serve``)
+``vllm``             ``extra_body={"guided_json": schema}`` (vLLM's own field)
+``sglang``           ``response_format`` ``json_schema`` without ``strict`` (SGLang's OpenAI endpoint)
+``json_object``      ``response_format={"type": "json_object"}`` plus the schema in a system message
+``none``             the schema in a system message only; the Model wrapper extracts and repairs the JSON
+=================  ==============================================================================
+
+The SDK's own retries are off (``max_retries=0``): the Model wrapper owns retries. SDK exceptions are mapped to
+:class:`TransientProviderError` (429 with Retry-After, 408/409/5xx, timeouts, connection errors, truncated or
+invalid bodies) or :class:`~taskbench.errors.ModelError` (everything else: bad request, auth, not found).
+The API key lives only inside the SDK client; it is never part of the identity, a repr, a log line or a cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from typing import Any, ClassVar
+
+from ...errors import ConfigError, ModelError
+from ..base import Provider, ProviderRequest, ProviderResponse, TransientProviderError
+from ..schemas import schema_instruction
+
+GUIDED_MODES = ("response_format", "vllm", "sglang", "json_object", "none")
+
+
+class OpenAIProvider(Provider):
+    """The OpenAI API (and the base of :class:`OpenAICompatibleProvider`)."""
+
+    name: ClassVar[str] = "openai"
+    default_api_key_env: ClassVar[str] = "OPENAI_API_KEY"
+    requires_key: ClassVar[bool] = True
+    default_guided: ClassVar[str] = "response_format"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key_env: str | None = None,
+        timeout: float | None = 120.0,
+        concurrency: int = 64,
+        guided_decoding: str | None = None,
+        strict: bool | None = None,
+        extra_body: dict[str, Any] | None = None,
+        max_tokens_field: str | None = None,
+    ) -> None:
+        guided = guided_decoding or self.default_guided
+        if guided not in GUIDED_MODES:
+            raise ConfigError(f"guided_decoding must be one of {', '.join(GUIDED_MODES)}, not {guided!r}")
+        super().__init__(model, base_url=base_url, concurrency=concurrency, timeout=timeout)
+        self.base_url = base_url
+        self.api_key_env = api_key_env or self.default_api_key_env
+        self.guided_decoding = guided
+        self.strict = (self.name == "openai") if strict is None else bool(strict)
+        self.extra_body = dict(extra_body or {})
+        self.max_tokens_field = max_tokens_field or ("max_completion_tokens" if self.name == "openai" else "max_tokens")
+        self.timeout = timeout
+        if self.requires_key and not os.environ.get(self.api_key_env):
+            raise ConfigError(
+                f"the '{self.name}' provider needs an API key in the environment variable {self.api_key_env} "
+                f"(set it, or pass api_key_env='NAME_OF_YOUR_VARIABLE')"
+            )
+        self._client: Any = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+
+    def __repr__(self) -> str:
+        where = f", base_url={self.base_url!r}" if self.base_url else ""
+        return f"{type(self).__name__}({self.model!r}{where}, api_key_env={self.api_key_env!r})"
+
+    def identity(self) -> dict[str, Any]:
+        ident = super().identity()
+        ident["guided_decoding"] = self.guided_decoding
+        if self.strict:
+            ident["strict"] = True
+        if self.extra_body:
+            ident["extra_body"] = self.extra_body
+        return ident
+
+    def _get_client(self) -> Any:
+        """One AsyncOpenAI client per event loop (httpx connection pools belong to a loop)."""
+        loop = asyncio.get_running_loop()
+        if self._client is not None and self._client_loop is loop:
+            return self._client
+        import httpx2
+        import openai
+
+        key = os.environ.get(self.api_key_env) or "EMPTY"
+        pool = max(self.max_concurrency, 1)
+        http_client = httpx2.AsyncClient(
+            limits=httpx2.Limits(max_connections=pool, max_keepalive_connections=pool),
+            timeout=self.timeout,
+            follow_redirects=True,
+        )
+        self._client = openai.AsyncOpenAI(
+            api_key=key,
+            base_url=self.base_url,
+            timeout=self.timeout,
+            max_retries=0,
+            http_client=http_client,
+        )
+        self._client_loop = loop
+        return self._client
+
+    def build_arguments(self, request: ProviderRequest) -> dict[str, Any]:
+        """The keyword arguments of ``chat.completions.create`` for ``request`` (pure; tested directly)."""
+        cfg = request.config
+        messages = list(request.messages)
+        args: dict[str, Any] = {"model": self.model, "temperature": cfg.temperature, "top_p": cfg.top_p}
+        args[self.max_tokens_field] = cfg.max_tokens
+        if cfg.seed is not None:
+            args["seed"] = cfg.seed
+        if cfg.stop:
+            args["stop"] = list(cfg.stop)
+        extra_body = dict(self.extra_body)
+        schema = request.json_schema
+        if schema is not None:
+            mode = self.guided_decoding
+            if mode in ("response_format", "sglang"):
+                spec: dict[str, Any] = {"name": request.schema_name, "schema": schema}
+                if mode == "response_format":
+                    spec["strict"] = self.strict
+                args["response_format"] = {"type": "json_schema", "json_schema": spec}
+            elif mode == "vllm":
+                extra_body["guided_json"] = schema
+            else:
+                if mode == "json_object":
+                    args["response_format"] = {"type": "json_object"}
+                messages = [{"role": "system", "content": schema_instruction(schema)}, *messages]
+        args["messages"] = messages
+        if extra_body:
+            args["extra_body"] = extra_body
+        if request.timeout is not None:
+            args["timeout"] = request.timeout
+        return args
+
+    async def complete(self, request: ProviderRequest) -> ProviderResponse:
+        import openai
+
+        client = self._get_client()
+        args = self.build_arguments(request)
+        try:
+            completion = await client.chat.completions.create(**args)
+        except openai.APIStatusError as exc:
+            raise _map_status_error(exc, self.name) from None
+        except openai.APITimeoutError:
+            raise TransientProviderError(f"no answer within {request.timeout} s (timeout)") from None
+        except openai.APIConnectionError as exc:
+            cause = exc.__cause__ or exc.__context__
+            detail = f"{type(cause).__name__}: {cause}" if cause else str(exc)
+            raise TransientProviderError(f"connection error ({detail})") from None
+        except (json.JSONDecodeError, openai.APIResponseValidationError) as exc:
+            raise TransientProviderError(f"invalid response body ({type(exc).__name__}: {exc})") from None
+        return _to_response(completion)
+
+    async def aclose(self) -> None:
+        client, self._client = self._client, None
+        if client is not None and self._client_loop is asyncio.get_running_loop():
+            await client.close()
+        self._client_loop = None
+
+
+class OpenAICompatibleProvider(OpenAIProvider):
+    """Any OpenAI-compatible chat completions server; ``base_url`` required, key optional."""
+
+    name: ClassVar[str] = "openai-compatible"
+    default_api_key_env: ClassVar[str] = "OPENAI_COMPATIBLE_API_KEY"
+    requires_key: ClassVar[bool] = False
+
+    def __init__(self, model: str, *, base_url: str | None = None, **options: Any) -> None:
+        if not base_url:
+            raise ConfigError(
+                "the 'openai-compatible' provider needs base_url, e.g. base_url='http://127.0.0.1:8000/v1'"
+            )
+        super().__init__(model, base_url=base_url, **options)
+
+
+def _to_response(completion: Any) -> ProviderResponse:
+    choices = getattr(completion, "choices", None)
+    if not choices:
+        shown = completion if isinstance(completion, str) else type(completion).__name__
+        raise TransientProviderError(f"invalid response body: no choices ({str(shown)[:120]})")
+    choice = choices[0]
+    message = choice.message
+    text = message.content
+    if text is None:
+        refusal = getattr(message, "refusal", None)
+        if refusal:
+            raise ModelError(f"the model refused: {refusal}")
+        text = ""
+    usage = completion.usage
+    return ProviderResponse(
+        text=text,
+        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0) if usage else 0,
+        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0) if usage else 0,
+        finish_reason=choice.finish_reason,
+    )
+
+
+def _retry_after(headers: Any) -> float | None:
+    """Seconds from ``retry-after-ms`` or ``retry-after`` (delta seconds or an HTTP date), else None."""
+    if headers is None:
+        return None
+    value = headers.get("retry-after-ms")
+    if value:
+        try:
+            return max(float(value) / 1000.0, 0.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    from email.utils import parsedate_to_datetime
+
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    import time
+
+    return max(when.timestamp() - time.time(), 0.0)
+
+
+def _map_status_error(exc: Any, provider: str) -> Exception:
+    status = int(exc.status_code)
+    message = getattr(exc, "message", None) or str(exc)
+    if status == 429 or status in (408, 409, 425) or status >= 500:
+        return TransientProviderError(
+            f"HTTP {status}: {message}", status=status, retry_after=_retry_after(exc.response.headers)
+        )
+    hint = ""
+    if status == 401:
+        hint = " (check the API key in the environment variable named by api_key_env)"
+    elif status == 404:
+        hint = " (check the model name and base_url)"
+    return ModelError(f"{provider}: HTTP {status}: {message}{hint}")
+
+
+__all__ = ["GUIDED_MODES", "OpenAICompatibleProvider", "OpenAIProvider"]
