@@ -1,0 +1,59 @@
+"""`taskbench serve`: an OpenAI-compatible HTTP server over any configured taskbench model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    app.command(
+        "serve",
+        help=(
+            "Serve a model over an OpenAI-compatible API: POST /v1/chat/completions and GET /v1/models.\n\n"
+            "response_format json_object and json_schema are honoured with constrained decoding (the embedded "
+            "llama.cpp model decodes under a grammar). Non-streaming only: stream=true is answered with a 400.\n\n"
+            "Example: taskbench serve --model llamacpp/qwen2.5-coder-0.5b --port 8000\n\n"
+            "then: taskbench predict --model openai-compatible/qwen2.5-coder-0.5b "
+            "--base-url http://127.0.0.1:8000/v1 ..."
+        ),
+    )(serve)
+
+
+def serve(
+    model: str = typer.Option(
+        "llamacpp/qwen2.5-coder-0.5b", "--model", "-m", help="provider/model to serve, e.g. llamacpp/smollm2-135m."
+    ),
+    host: str = typer.Option("127.0.0.1", help="Interface to bind (keep 127.0.0.1 unless you mean to expose it)."),
+    port: int = typer.Option(8000, help="TCP port."),
+    base_url: str | None = typer.Option(None, help="Upstream base URL (openai-compatible models)."),
+    api_key_env: str | None = typer.Option(
+        None, help="Name of the environment variable holding the upstream API key (never the key itself)."
+    ),
+    concurrency: int | None = typer.Option(None, help="Simultaneous requests to the model (default: provider's)."),
+    timeout: float = typer.Option(600.0, help="Seconds per model attempt."),
+    cache: Path | None = typer.Option(None, help="Response cache file (SQLite); default: no cache."),
+    served_name: str | None = typer.Option(None, help="Model id reported to clients (default: the part of --model after the first '/')."),
+    log_level: str = typer.Option("warning", help="uvicorn log level."),
+) -> None:
+    from ..errors import MissingDependencyError
+    from ..llm import get_model
+
+    try:
+        import uvicorn
+    except ModuleNotFoundError as exc:
+        raise MissingDependencyError("uvicorn", "serve", "taskbench serve") from exc
+    from ..llm.server import create_app
+
+    options: dict[str, object] = {"timeout": timeout, "cache": cache if cache is not None else False}
+    if base_url:
+        options["base_url"] = base_url
+    if api_key_env:
+        options["api_key_env"] = api_key_env
+    if concurrency:
+        options["concurrency"] = concurrency
+    llm = get_model(model, **options)
+    app = create_app(llm, served_name=served_name or model.split("/", 1)[1])
+    typer.echo(f"taskbench serve: {llm.name} on http://{host}:{port}/v1 (Ctrl-C to stop)", err=True)
+    uvicorn.run(app, host=host, port=port, log_level=log_level)
