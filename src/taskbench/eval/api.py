@@ -333,9 +333,8 @@ def evaluate(
             gold_records = [s.to_record() for s in samples]
         res = evaluate_compat(
             list(gold_records), list(predictions), library, splits=list(splits), n_tools=list(n_tools),
-            mode=group_mode, metrics=list(metrics),
-            alignment_ids=sorted(alignment_ids) if alignment_ids is not None else None,
-            bertscore=scorer,
+            mode=group_mode, metrics=list(metrics), alignment_ids=alignment_ids,
+            bertscore=scorer.score if scorer is not None else None, dependency=dep,
         )
         out.compat = res.metrics
         out.compat_log = list(res.log)

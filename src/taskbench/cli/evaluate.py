@@ -1,0 +1,167 @@
+"""`taskbench evaluate` and `taskbench compare`: score predictions, compare two prediction sets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+SPLITS_HELP = "Task structures to report: 'all' or a comma list of overall,single,chain,dag."
+N_TOOLS_HELP = "Tool counts to report: 'all' or a comma list of overall,1..10."
+MODE_HELP = "Group layout: 'add' = each split overall + overall per tool count; 'mul' = every combination."
+METRICS_HELP = (
+    "Metric families: 'all' (adds bertscore, as the reference) or a comma list of "
+    "f1,ed,link,argument,rouge,bertscore. Default: f1,ed,link,argument,rouge."
+)
+ALIGN_HELP = (
+    "Score only the ids of one alignment set from alignment_ids.json: human (all of data.json), node, link, "
+    "both_node_link, self-check or all."
+)
+DEP_HELP = "Override the dataset's dependency kind: resource (links from <node-j>) or temporal (task_links)."
+
+
+def _load(data: Path, dependency: str | None, alignment: str | None):  # noqa: ANN202
+    from ..dataset.layout import load_dataset
+    from ..errors import InputError
+
+    ds = load_dataset(data, dependency=dependency)
+    if ds.data_path is None:
+        raise InputError("no gold data (data.json) in the dataset directory", path=data)
+    ids = ds.aligned_ids(alignment) if alignment else None
+    return ds, ids
+
+
+def _choices(splits: str, n_tools: str, metrics: str | None):  # noqa: ANN202
+    from ..eval.api import parse_choice_list, parse_metric_list
+    from ..eval.strict import N_TOOLS, SPLITS
+
+    return (
+        parse_choice_list(splits, SPLITS, "split"),
+        parse_choice_list(n_tools, N_TOOLS, "tool count"),
+        parse_metric_list(metrics),
+    )
+
+
+def evaluate_command(
+    data: Path = typer.Option(..., "--data", help="Dataset directory (tool_desc.json + data.json)."),
+    predictions: Path = typer.Option(
+        ..., "--predictions", "-p", help="Predictions, JSON Lines of {\"id\", \"result\": {...}}."
+    ),
+    compat: bool = typer.Option(False, "--compat", help="Only the reference evaluator's numbers and layout."),
+    strict: bool = typer.Option(False, "--strict", help="Only strict scoring (the default)."),
+    both: bool = typer.Option(False, "--both", help="Strict and compat; the JSON holds {strict, compat}."),
+    splits: str = typer.Option("all", "--splits", help=SPLITS_HELP),
+    n_tools: str = typer.Option("all", "--n-tools", help=N_TOOLS_HELP),
+    mode: str = typer.Option("add", "--mode", help=MODE_HELP),
+    alignment: str | None = typer.Option(None, "--alignment", help=ALIGN_HELP),
+    metrics: str | None = typer.Option(None, "--metrics", "-m", help=METRICS_HELP),
+    dependency: str | None = typer.Option(None, "--dependency", help=DEP_HELP),
+    bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap replicates for 95% CIs (0 = none)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap (same seed, same CIs)."),
+    bertscore_model: str | None = typer.Option(
+        None, "--bertscore-model", help="BERTScore model name or local path (default roberta-large)."
+    ),
+    output: Path | None = typer.Option(None, "--output", "-o", help="Write the metrics JSON here."),
+    errors: bool = typer.Option(False, "--errors", help="Also print the error taxonomy table."),
+) -> None:
+    """Score predictions against a dataset's gold graphs; print a table and write the metrics JSON.
+
+    Strict (default): every gold id counts, a missing or unreadable prediction is an empty graph, wrong or
+    invented tools are false positives; CIs by seeded bootstrap. --compat: exactly the reference TaskBench
+    evaluator's numbers, and `-o` writes a file in its exact layout. --both: {"strict": ..., "compat": ...}.
+
+    Example:
+
+        taskbench evaluate --data data/multimedia --predictions preds/gpt-4.jsonl --both -o metrics/gpt-4.json
+    """
+    from rich.console import Console
+
+    from ..dataset.layout import read_raw_records
+    from ..errors import ConfigError
+    from ..eval.api import evaluate, write_metrics
+    from ..report.tables import accuracy_table, compat_table, strict_table, taxonomy_table
+
+    if sum([compat, strict, both]) > 1:
+        raise ConfigError("choose one of --compat, --strict, --both")
+    run_mode = "compat" if compat else "both" if both else "strict"
+    if mode not in ("add", "mul"):
+        raise ConfigError(f"--mode must be add or mul, not {mode!r}")
+    if bootstrap < 0:
+        raise ConfigError("--bootstrap must be >= 0")
+    split_list, n_list, metric_list = _choices(splits, n_tools, metrics)
+    ds, ids = _load(data, dependency, alignment)
+    preds = read_raw_records(predictions)
+    result = evaluate(
+        ds.samples, preds, ds.library, mode=run_mode, gold_records=read_raw_records(ds.data_path),
+        dependency=dependency, splits=split_list, n_tools=n_list, group_mode=mode, metrics=metric_list,
+        alignment_ids=ids, bootstrap=bootstrap, seed=seed, bertscore_model=bertscore_model,
+    )
+    console = Console()
+    if result.strict is not None:
+        console.print(strict_table(result.strict.groups, title=f"Strict metrics (%) - {predictions.name}"))
+        console.print(accuracy_table(result.strict.groups))
+        if result.strict.chain_edit_distance is not None:
+            console.print(f"NED on chains: {100 * result.strict.chain_edit_distance:.2f}")
+        if errors:
+            console.print(taxonomy_table(result.strict.taxonomy))
+    if result.compat is not None:
+        console.print(compat_table(result.compat, title=f"Compat metrics (%) - {predictions.name}"))
+    if output is not None:
+        write_metrics(result, output)
+        console.print(f"wrote {output}")
+
+
+def compare_command(
+    a: Path = typer.Argument(..., help="Predictions A (JSON Lines)."),
+    b: Path = typer.Argument(..., help="Predictions B (JSON Lines)."),
+    data: Path = typer.Option(..., "--data", help="Dataset directory both were made for."),
+    splits: str = typer.Option("overall", "--splits", help=SPLITS_HELP),
+    n_tools: str = typer.Option("overall", "--n-tools", help=N_TOOLS_HELP),
+    mode: str = typer.Option("add", "--mode", help=MODE_HELP),
+    metrics: str | None = typer.Option(
+        None, "--metrics", "-m", help="Metric families (no bertscore): comma list of f1,ed,link,argument,rouge."
+    ),
+    alignment: str | None = typer.Option(None, "--alignment", help=ALIGN_HELP),
+    dependency: str | None = typer.Option(None, "--dependency", help=DEP_HELP),
+    n_boot: int = typer.Option(1000, "--bootstrap", help="Bootstrap replicates for the CI of A - B."),
+    n_perm: int = typer.Option(1000, "--permutations", help="Randomization replicates for the p-value."),
+    seed: int = typer.Option(0, "--seed", help="Seed (same seed, same CIs and p-values)."),
+    output: Path | None = typer.Option(None, "--output", "-o", help="Write the comparison JSON here."),
+) -> None:
+    """Paired comparison of two prediction sets on the same gold: A - B per metric, with a paired bootstrap
+    95% CI and a two-sided p-value from a paired randomization (sign-flip) test.
+
+    Example:
+
+        taskbench compare preds/model-a.jsonl preds/model-b.jsonl --data data/multimedia --splits all -o cmp.json
+    """
+    from rich.console import Console
+
+    from ..dataset.jsonio import write_json
+    from ..dataset.layout import read_raw_records
+    from ..errors import ConfigError
+    from ..eval.api import compare_predictions
+    from ..report.tables import comparison_table
+
+    if mode not in ("add", "mul"):
+        raise ConfigError(f"--mode must be add or mul, not {mode!r}")
+    if n_boot < 0 or n_perm < 0:
+        raise ConfigError("--bootstrap and --permutations must be >= 0")
+    split_list, n_list, metric_list = _choices(splits, n_tools, metrics)
+    ds, ids = _load(data, dependency, alignment)
+    result = compare_predictions(
+        ds.samples, read_raw_records(a), read_raw_records(b), ds.library, names=(a.stem, b.stem),
+        dependency=dependency, splits=split_list, n_tools=n_list, group_mode=mode, metrics=metric_list,
+        alignment_ids=ids, n_boot=n_boot, n_perm=n_perm, seed=seed,
+    )
+    console = Console()
+    console.print(comparison_table(result))
+    if output is not None:
+        write_json(output, result.model_dump(mode="json"))
+        console.print(f"wrote {output}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add `evaluate` and `compare` to the taskbench app."""
+    app.command("evaluate")(evaluate_command)
+    app.command("compare")(compare_command)

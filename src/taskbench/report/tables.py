@@ -1,0 +1,127 @@
+"""Rich tables for evaluation results (built here, printed by the CLI)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rich.table import Table
+
+# column header -> metric key, for strict results (shown when present)
+STRICT_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("R-L", "step_rougeL"),
+    ("BERT-F1", "step_bertscore_f1"),
+    ("n-F1", "node_micro_f1"),
+    ("e-F1", "link_f1"),
+    ("t-F1", "argument_name_f1"),
+    ("v-F1", "argument_value_f1"),
+    ("NED", "edit_distance"),
+    ("graph acc", "graph_accuracy"),
+    ("parse fail", "parse_failure_rate"),
+)
+
+# the paper's appendix table: exact-match accuracies per tool count
+ACCURACY_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("n-F1", "node_micro_f1"),
+    ("node set acc", "node_set_accuracy"),
+    ("e-F1", "link_f1"),
+    ("edge set acc", "edge_set_accuracy"),
+    ("graph acc", "graph_accuracy"),
+)
+
+COMPAT_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("R-1", "step_rouge1"),
+    ("R-2", "step_rouge2"),
+    ("R-L", "step_rougeL"),
+    ("BERT-F1", "step_bertscore_f1"),
+    ("n-F1", "node_micro_f1_no_matching"),
+    ("n-F1 macro", "node_macro_f1_no_matching"),
+    ("e-F1", "link_binary_f1"),
+    ("t-F1", "argument_task_argname_binary_f1_no_matching"),
+    ("v-F1", "argument_task_argname_value_binary_f1_no_matching"),
+    ("NED", "edit_distance"),
+)
+
+
+def fmt(value: Any, ci: Sequence[float] | None = None) -> str:
+    """A metric in percent with two decimals (its CI below as ``lo-hi``); '-' when undefined."""
+    if value is None:
+        return "-"
+    text = f"{100 * float(value):.2f}"
+    if ci:
+        text += f"\n{100 * ci[0]:.3g}-{100 * ci[1]:.3g}"
+    return text
+
+
+def strict_table(
+    groups: Mapping[str, Any],
+    *,
+    title: str = "Strict metrics (%)",
+    columns: Sequence[tuple[str, str]] = STRICT_COLUMNS,
+    show_ci: bool = True,
+) -> Table:
+    """Groups x metrics (``columns``: header, key), each cell with its bootstrap 95% CI below when present.
+    ``groups``: StrictResult.groups. Empty groups are left out."""
+    shown = [(head, key) for head, key in columns if any(key in g.metrics for g in groups.values())]
+    table = Table(title=title, show_lines=show_ci)
+    table.add_column("group", style="bold", no_wrap=True)
+    table.add_column("n", justify="right")
+    for head, _ in shown:
+        table.add_column(head, justify="right")
+    for key, g in groups.items():
+        if not g.n_samples:
+            continue
+        row = [key, str(g.n_samples)]
+        row += [fmt(g.metrics.get(k), g.ci.get(k) if show_ci else None) for _, k in shown]
+        table.add_row(*row)
+    return table
+
+
+def accuracy_table(groups: Mapping[str, Any], *, title: str = "Exact-match accuracy (%)") -> Table:
+    """The paper's per-tool-count table: node-set, edge-set and graph accuracy (no CIs)."""
+    return strict_table(groups, title=title, columns=ACCURACY_COLUMNS, show_ci=False)
+
+
+def compat_table(metrics: Mapping[str, Mapping[str, Any]], *, title: str = "Compat metrics (%)") -> Table:
+    """Groups x the reference's headline keys, with its supports."""
+    shown = [(h, k) for h, k in COMPAT_COLUMNS if any(k in g for g in metrics.values())]
+    table = Table(title=title)
+    table.add_column("group", style="bold", no_wrap=True)
+    table.add_column("samples", justify="right")
+    table.add_column("supported", justify="right")
+    for head, _ in shown:
+        table.add_column(head, justify="right")
+    for key, g in metrics.items():
+        row = [key, str(g.get("all_samples", "-")), str(g.get("node_supports", "-"))]
+        row += [fmt(g.get(k)) for _, k in shown]
+        table.add_row(*row)
+    return table
+
+
+def taxonomy_table(summary: Any) -> Table:
+    """Error category counts (a TaxonomySummary)."""
+    table = Table(title=f"Errors over {summary.total} predictions ({summary.correct} without error)")
+    table.add_column("category")
+    table.add_column("predictions", justify="right")
+    table.add_column("%", justify="right")
+    for cat, count in summary.counts.items():
+        share = 100 * count / summary.total if summary.total else 0.0
+        table.add_row(cat.replace("_", " "), str(count), f"{share:.1f}")
+    return table
+
+
+def comparison_table(comparison: Any) -> Table:
+    """A - B per group and metric (a Comparison)."""
+    table = Table(title=f"{comparison.a} - {comparison.b} (paired; p from randomization test)")
+    for col in ("group", "metric", comparison.a, comparison.b, "diff", "95% CI", "p"):
+        table.add_column(col, justify="left" if col in ("group", "metric") else "right")
+    for key, g in comparison.groups.items():
+        for r in g.results:
+            ci = f"[{100 * r.ci_low:+.2f}, {100 * r.ci_high:+.2f}]" if r.ci_low is not None else "-"
+            diff = f"{100 * r.diff:+.2f}" if r.diff is not None else "-"
+            p = f"{r.p_value:.3f}" if r.p_value is not None else "-"
+            table.add_row(key, r.metric, fmt(r.a), fmt(r.b), diff, ci, p)
+    return table
+
+
+__all__ = ["accuracy_table", "comparison_table", "compat_table", "fmt", "strict_table", "taxonomy_table"]
