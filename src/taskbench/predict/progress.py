@@ -1,0 +1,117 @@
+"""The one display object for prediction progress: a rich progress bar on an injected Console.
+
+Columns: label, bar, done/total, rate (samples/s), ETA, failures (failed calls + unparseable answers) and
+tokens. Nothing is printed unless a Console is given; tests pass ``Console(file=StringIO(), get_time=...)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    TextColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+from rich.text import Text
+
+from ..schema import Prediction, Usage
+from .runner import PredictSummary
+
+
+class RateColumn(ProgressColumn):
+    """Samples per second over the task's lifetime."""
+
+    def render(self, task: Any) -> Text:
+        speed = task.finished_speed or task.speed
+        if not speed:
+            return Text("-- /s", style="progress.data.speed")
+        return Text(f"{speed:.2f}/s", style="progress.data.speed")
+
+
+class RichPredictDisplay:
+    """Shows a progress bar per (model, dataset) run and keeps the summaries for :meth:`summary_table`."""
+
+    def __init__(self, console: Console | None = None, *, transient: bool = False) -> None:
+        self.console = console or Console(stderr=True)
+        self.summaries: list[PredictSummary] = []
+        self._progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            RateColumn(),
+            TimeRemainingColumn(),
+            TextColumn("[red]{task.fields[failures]} failed"),
+            TextColumn("{task.fields[tokens]:,} tok"),
+            console=self.console,
+            transient=transient,
+            get_time=self.console.get_time,
+        )
+        self._task: Any = None
+        self._failures = 0
+        self._tokens = 0
+        self._started = False
+
+    def start(self, label: str, total: int, completed: int) -> None:
+        """A run begins (a new bar)."""
+        if not self._started:
+            self._progress.start()
+            self._started = True
+        self._failures = 0
+        self._tokens = 0
+        self._task = self._progress.add_task(label, total=total, completed=completed, failures=0, tokens=0)
+
+    def advance(self, prediction: Prediction | None, usage: Usage | None, *, failed: bool) -> None:
+        """One sample finished."""
+        self._failures += int(failed)
+        if usage is not None:
+            self._tokens += usage.prompt_tokens + usage.completion_tokens
+        self._progress.update(self._task, advance=1, failures=self._failures, tokens=self._tokens)
+
+    def finish(self, summary: PredictSummary) -> None:
+        """A run ended."""
+        self.summaries.append(summary)
+        if self._task is not None:
+            self._progress.update(self._task, completed=summary.done + summary.failures)
+
+    def close(self) -> None:
+        """Stop the live display."""
+        if self._started:
+            self._progress.stop()
+            self._started = False
+
+    def __enter__(self) -> RichPredictDisplay:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def summary_table(summaries: list[PredictSummary]) -> Table:
+    """A table of prediction summaries (one row per run)."""
+    table = Table(title="Predictions", title_justify="left")
+    for col in ("model", "output", "done", "new", "failed calls", "parse failures", "cache hits", "retries",
+                "tokens in/out", "seconds"):
+        table.add_column(col, justify="left" if col in ("model", "output") else "right")
+    for s in summaries:
+        table.add_row(
+            s.model,
+            s.output,
+            f"{s.done}/{s.selected}",
+            str(s.written),
+            str(s.failures),
+            str(s.parse_failures),
+            str(s.cache_hits),
+            str(s.retries),
+            f"{s.prompt_tokens:,}/{s.completion_tokens:,}",
+            f"{s.seconds:.1f}",
+        )
+    return table
+
+
+__all__ = ["RateColumn", "RichPredictDisplay", "summary_table"]

@@ -1,0 +1,153 @@
+"""Prompts for the model under test, rendered from the template files in ``predict/templates/``.
+
+The templates are data (Jinja2 text files), written from the TaskBench paper's "Prompt for Inference" and the
+reference scripts' two variants:
+
+``resource.j2``  typed tools (Hugging Face, Multimedia): nodes refer to earlier outputs with ``<node-j>``
+``temporal.j2``  tools with named parameters (Daily Life APIs): ``{name, value}`` arguments and explicit links
+``reformat_*.j2`` the ``--reformat`` repair request for an answer that did not parse
+
+Everything here is pure: the same library, demos and request give the same text. The prompt is laid out so that
+everything that does not depend on the sample (tool list, goal, requirements, demos) comes first and the user
+request last, so backends that keep a KV cache of a shared prefix evaluate only each sample's own tokens.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, InputError
+from ..schema import Sample, ToolLibrary
+
+TEMPLATE_NAMES: dict[str, str] = {"resource": "resource.j2", "temporal": "temporal.j2"}
+"""Inference template per dependency kind."""
+
+REFORMAT_TEMPLATE_NAMES: dict[str, str] = {
+    "resource": "reformat_resource.j2",
+    "temporal": "reformat_temporal.j2",
+}
+"""Repair template per dependency kind."""
+
+
+def _environment() -> Any:
+    import jinja2
+
+    return jinja2.Environment(
+        autoescape=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=False,
+        undefined=jinja2.StrictUndefined,
+    )
+
+
+@lru_cache(maxsize=32)
+def _compile(source: str) -> Any:
+    return _environment().from_string(source)
+
+
+def template_text(name: str) -> str:
+    """The text of a bundled template (e.g. ``"resource.j2"``)."""
+    try:
+        return resources.files("taskbench.predict").joinpath("templates", name).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"no prompt template {name!r} in taskbench/predict/templates") from None
+
+
+def load_template(template: str | Path | None, dependency: str, *, reformat: bool = False) -> str:
+    """Template source: a user file when ``template`` is a path, else the bundled one for ``dependency``."""
+    if template is not None:
+        path = Path(template)
+        try:
+            return path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise InputError("prompt template not found", path=path) from None
+    names = REFORMAT_TEMPLATE_NAMES if reformat else TEMPLATE_NAMES
+    if dependency not in names:
+        raise ConfigError(f"unknown dependency kind {dependency!r}; expected one of {sorted(names)}")
+    return template_text(names[dependency])
+
+
+def tool_entry(tool: Any, dependency: str) -> dict[str, Any]:
+    """One tool as the prompt shows it: id, description and, per dependency kind, types or parameter names
+    (the reference scripts show temporal tools' parameters as a list of names)."""
+    entry: dict[str, Any] = {"id": tool.id, "desc": tool.desc}
+    if dependency == "temporal":
+        entry["parameters"] = [p.name for p in tool.parameters or []]
+    else:
+        entry["input-type"] = list(tool.input_types or [])
+        entry["output-type"] = list(tool.output_types or [])
+    return entry
+
+
+def tool_lines(library: ToolLibrary) -> list[str]:
+    """The tool list, one compact JSON object per tool, in library order."""
+    return [json.dumps(tool_entry(t, library.dependency), ensure_ascii=False) for t in library.tools]
+
+
+def demo_result(sample: Sample, dependency: str) -> dict[str, Any]:
+    """The gold answer of a demo sample as the prompt shows it (links only for temporal domains)."""
+    graph = sample.graph
+    out: dict[str, Any] = {
+        "task_steps": list(graph.task_steps),
+        "task_nodes": [n.model_dump(mode="json") for n in graph.task_nodes],
+    }
+    if dependency == "temporal":
+        out["task_links"] = [lk.model_dump(mode="json") for lk in graph.task_links]
+    return out
+
+
+def render_prompt(
+    library: ToolLibrary,
+    user_request: str,
+    demos: Sequence[Sample] = (),
+    *,
+    template: str | Path | None = None,
+) -> str:
+    """The full inference prompt for one request (pure)."""
+    dependency = library.dependency
+    source = load_template(template, dependency)
+    views = [
+        {
+            "user_request": d.user_request,
+            "result": json.dumps(demo_result(d, dependency), ensure_ascii=False),
+        }
+        for d in demos
+    ]
+    return _compile(source).render(tools=tool_lines(library), demos=views, user_request=user_request).strip()
+
+
+def build_messages(
+    library: ToolLibrary,
+    user_request: str,
+    demos: Sequence[Sample] = (),
+    *,
+    template: str | Path | None = None,
+) -> list[dict[str, str]]:
+    """Chat messages for one request: a single user turn holding the whole prompt, as the reference does."""
+    return [{"role": "user", "content": render_prompt(library, user_request, demos, template=template)}]
+
+
+def render_reformat(dependency: str, illegal_result: str, *, template: str | Path | None = None) -> str:
+    """The repair prompt that asks a model to rewrite an unparseable answer as strict JSON (pure)."""
+    source = load_template(template, dependency, reformat=True)
+    return _compile(source).render(illegal_result=illegal_result).strip()
+
+
+__all__ = [
+    "REFORMAT_TEMPLATE_NAMES",
+    "TEMPLATE_NAMES",
+    "build_messages",
+    "demo_result",
+    "load_template",
+    "render_prompt",
+    "render_reformat",
+    "template_text",
+    "tool_entry",
+    "tool_lines",
+]
