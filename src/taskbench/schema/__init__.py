@@ -5,6 +5,7 @@ tool library -> ToolGraph -> sampled subgraph -> Sample (gold TaskGraph) -> mode
 
 from .graph import ToolGraph, ToolLink
 from .plan import SampledSubgraph
+from .run import RUN_LOG_SCHEMA_VERSION, RunConfig, RunEntry, RunEnvironment, RunLog
 from .sample import FIELD_ALIASES, Prediction, Sample, StructureType, Usage
 from .task import NODE_REF, Argument, TaskArgument, TaskGraph, TaskLink, TaskNode, graph_from_result
 from .tools import DEPENDENCY_KINDS, DependencyKind, Tool, ToolLibrary, ToolParameter
@@ -16,6 +17,11 @@ __all__ = [
     "FIELD_ALIASES",
     "NODE_REF",
     "Prediction",
+    "RUN_LOG_SCHEMA_VERSION",
+    "RunConfig",
+    "RunEntry",
+    "RunEnvironment",
+    "RunLog",
     "Sample",
     "SampledSubgraph",
     "StructureType",

@@ -1,0 +1,113 @@
+"""The run log: a self-describing record of one `taskbench run` (models x datasets -> predictions -> scores).
+
+It holds everything needed to understand, resume, re-score and compare a run: the configuration, the software
+(git revision, package versions), seeds, timings, usage, every per-sample prediction and the metrics in both
+strict and reference-compatible modes. ``schema_version`` changes when the layout does.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .sample import Prediction, Usage
+
+RUN_LOG_SCHEMA_VERSION = 1
+"""Version of the :class:`RunLog` layout written by this taskbench."""
+
+
+class RunConfig(BaseModel):
+    """What was asked for."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    models: list[str] = Field(description="Models as 'provider/model', in run order.")
+    datasets: list[str] = Field(description="Datasets as given (bundled names or directories), in run order.")
+    shots: int = Field(default=0, description="Demos per prompt (0-3).")
+    limit: int | None = Field(default=None, description="Samples per dataset (stratified), None = all.")
+    structured: bool = Field(default=True, description="Schema-constrained output (else free text + extraction).")
+    reformat: bool = Field(default=False, description="Free mode: repair pass for unparseable answers.")
+    temperature: float = Field(default=0.0, description="Sampling temperature.")
+    top_p: float = Field(default=1.0, description="Nucleus sampling mass.")
+    max_tokens: int = Field(default=1024, description="Most tokens per answer.")
+    concurrency: int = Field(default=1, description="Requests in flight per model.")
+    cache: bool = Field(default=True, description="Whether the response cache was used.")
+    bootstrap: int = Field(default=1000, description="Bootstrap replicates for the strict CIs.")
+    model_options: dict[str, Any] = Field(default_factory=dict, description="Provider options (no secrets).")
+
+
+class RunEnvironment(BaseModel):
+    """The software and machine that ran it."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    taskbench: str = Field(description="taskbench version.")
+    git_revision: str | None = Field(default=None, description="Git commit of the taskbench checkout, if any.")
+    git_dirty: bool | None = Field(default=None, description="True when the checkout had uncommitted changes.")
+    python: str = Field(description="Python version.")
+    platform: str = Field(description="OS and architecture.")
+    cpu_count: int | None = Field(default=None, description="Logical CPUs.")
+    packages: dict[str, str] = Field(default_factory=dict, description="Versions of the key packages.")
+    command: list[str] = Field(default_factory=list, description="The command line.")
+
+
+class RunEntry(BaseModel):
+    """One model on one dataset."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    model: str = Field(description="'provider/model'.")
+    dataset: str = Field(description="Dataset name.")
+    data_path: str = Field(description="Dataset directory that was read.")
+    dependency: str = Field(description="'resource' or 'temporal'.")
+    predictions_path: str = Field(description="Predictions file, relative to the run directory.")
+    metrics_path: str | None = Field(default=None, description="Metrics JSON, relative to the run directory.")
+    sample_ids: list[str] = Field(default_factory=list, description="Ids of the selected samples, in order.")
+    demo_ids: list[str] = Field(default_factory=list, description="Demo candidates, in order of preference.")
+    status: Literal["pending", "predicted", "scored", "failed"] = Field(default="pending", description="Progress.")
+    error: str | None = Field(default=None, description="Why the entry failed, if it did.")
+    predict_seconds: float = Field(default=0.0, description="Wall seconds of the last prediction pass.")
+    evaluate_seconds: float = Field(default=0.0, description="Wall seconds of scoring.")
+    usage: Usage = Field(default_factory=Usage, description="Tokens and generation seconds over the records.")
+    run_usage: Usage = Field(
+        default_factory=Usage, description="What the last pass itself spent (cache hits cost no tokens here)."
+    )
+    failures: int = Field(default=0, description="Model calls that failed for good in the last pass.")
+    parse_failures: int = Field(default=0, description="Records with a parse error.")
+    cache_hits: int = Field(default=0, description="Answers served from the response cache in the last pass.")
+    strict: dict[str, Any] | None = Field(default=None, description="Strict metrics document (all groups).")
+    compat: dict[str, Any] | None = Field(
+        default=None, description="Reference-compatible metrics, in the reference evaluator's layout."
+    )
+    records: list[Prediction] = Field(default_factory=list, description="Per-sample predictions, in order.")
+
+
+class RunLog(BaseModel):
+    """A whole run: config, environment, seeds, timings, usage, per-sample records and metrics."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    schema_version: int = Field(default=RUN_LOG_SCHEMA_VERSION, description="Layout version of this log.")
+    run_id: str = Field(description="Identifier of the run (the run directory's name plus start time).")
+    status: Literal["running", "complete", "failed", "interrupted"] = Field(
+        default="running", description="Where the run ended."
+    )
+    started: str = Field(description="Start time, ISO 8601 UTC.")
+    finished: str | None = Field(default=None, description="End time, ISO 8601 UTC.")
+    seconds: float = Field(default=0.0, description="Wall seconds of this invocation.")
+    config: RunConfig = Field(description="What was asked for.")
+    environment: RunEnvironment = Field(description="Software and machine.")
+    seeds: dict[str, int | None] = Field(default_factory=dict, description="Every seed used, by purpose.")
+    entries: list[RunEntry] = Field(default_factory=list, description="One per (model, dataset).")
+    usage: Usage = Field(default_factory=Usage, description="Totals over all entries' records.")
+
+    def entry(self, model: str, dataset: str) -> RunEntry | None:
+        """The entry of a (model, dataset) pair, if any."""
+        for e in self.entries:
+            if e.model == model and e.dataset == dataset:
+                return e
+        return None
+
+
+__all__ = ["RUN_LOG_SCHEMA_VERSION", "RunConfig", "RunEntry", "RunEnvironment", "RunLog"]
