@@ -1,0 +1,408 @@
+"""Draw tool graphs: a static PNG (matplotlib, Agg) and one self-contained interactive HTML page.
+
+Layout (:func:`layout`): dense graphs (density > 0.25, e.g. a complete temporal graph) go on a circle, with
+tools grouped by their first output type so same-coloured tools sit together; sparser graphs use
+Kamada-Kawai. Colours: a tool is coloured by its first output type (resource graphs), a link by its type.
+
+The HTML page has no external resources (no CDN, no network): inline SVG plus a small inline script that
+lets a person drag to pan, scroll to zoom, and hover a tool to see its description, types or parameters
+while its neighbours are highlighted. When the script has run it sets ``data-ready="1"`` on ``<body>``.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from ..schema import Tool, ToolGraph
+
+PALETTE = [
+    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f",
+]
+"""Colours assigned to types in order of frequency (then the default node colour)."""
+
+NEUTRAL = "#4c72b0"
+DENSE = 0.25
+
+
+def _group(tool: Tool) -> str:
+    if tool.output_types:
+        return tool.output_types[0]
+    if tool.is_typed:
+        return "(no output)"
+    return "tool"
+
+
+def _group_label(group: str, typed: bool) -> str:
+    if not typed:
+        return group
+    return "no output" if group == "(no output)" else f"produces {group}"
+
+
+def type_colors(graph: ToolGraph) -> dict[str, str]:
+    """A colour per node group and link type, the most frequent first."""
+    counts: dict[str, int] = {}
+    for t in graph.nodes:
+        counts[_group(t)] = counts.get(_group(t), 0) + 3
+    for lk in graph.links:
+        key = lk.type or "(none)"
+        counts[key] = counts.get(key, 0) + 1
+    names = sorted(counts, key=lambda k: (-counts[k], k))
+    if names == ["tool", "complete"] or names == ["complete", "tool"]:
+        return {"tool": NEUTRAL, "complete": "#9aa5b1"}
+    return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(names)}
+
+
+def layout(graph: ToolGraph, kind: str = "auto") -> dict[str, tuple[float, float]]:
+    """Node positions in [-1, 1]^2. ``kind``: auto | circular | kamada_kawai | spring."""
+    import networkx as nx
+
+    n = len(graph.nodes)
+    if n == 0:
+        return {}
+    if n == 1:
+        return {graph.nodes[0].id: (0.0, 0.0)}
+    density = len(graph.links) / (n * (n - 1))
+    if kind == "auto":
+        kind = "circular" if density > DENSE else "kamada_kawai"
+    if kind == "circular":
+        order = sorted(range(n), key=lambda i: (_group(graph.nodes[i]), i))
+        pos = {}
+        for k, i in enumerate(order):
+            angle = math.pi / 2 - 2 * math.pi * k / n
+            pos[graph.nodes[i].id] = (math.cos(angle), math.sin(angle))
+        return pos
+    g = graph.to_networkx().to_undirected()
+    if kind == "spring":
+        raw = nx.spring_layout(g, seed=0)
+    elif kind == "kamada_kawai":
+        # components far apart would squash the layout; lay out the largest, put the rest on the rim
+        raw = nx.kamada_kawai_layout(g)
+    else:
+        raise ValueError(f"unknown layout {kind!r}")
+    xs = [p[0] for p in raw.values()]
+    ys = [p[1] for p in raw.values()]
+    cx, cy = (max(xs) + min(xs)) / 2, (max(ys) + min(ys)) / 2
+    scale = max(max(xs) - min(xs), max(ys) - min(ys), 1e-9) / 2
+    return {k: (float((p[0] - cx) / scale), float((p[1] - cy) / scale)) for k, p in raw.items()}
+
+
+def _wrap(name: str, width: int = 16) -> str:
+    return "\n".join(textwrap.wrap(name, width=width, break_long_words=True, break_on_hyphens=False)) or name
+
+
+# ------------------------------------------------------------------------------------------------- PNG
+
+
+def render_png(graph: ToolGraph, path: str | Path, *, title: str | None = None, kind: str = "auto", dpi: int = 110) -> Path:
+    """Write a PNG picture of the graph to ``path`` and return the path."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import FancyArrowPatch
+
+    path = Path(path)
+    n = len(graph.nodes)
+    pos = layout(graph, kind)
+    colors = type_colors(graph)
+    density = len(graph.links) / (n * (n - 1)) if n > 1 else 0.0
+    circular = kind == "circular" or (kind == "auto" and density > DENSE)
+    side = min(22.0, max(9.0, 2.2 * math.sqrt(max(n, 1))))
+    fig, ax = plt.subplots(figsize=(side, side), dpi=dpi)
+    try:
+        ax.set_axis_off()
+        ax.set_aspect("equal")
+        lim = 1.45 if circular else 1.2
+        ax.set_xlim(-lim, lim)
+        ax.set_ylim(-lim, lim)
+        m = max(len(graph.links), 1)
+        alpha = max(0.08, min(0.7, 30.0 / math.sqrt(m) / 2.2))
+        width = 0.6 if m > 400 else 1.0
+        node_r = 0.035 if n > 30 else 0.045
+        for lk in graph.links:
+            (x1, y1), (x2, y2) = pos[lk.source], pos[lk.target]
+            arrow = FancyArrowPatch(
+                (x1, y1),
+                (x2, y2),
+                arrowstyle="-|>",
+                mutation_scale=9 if m > 400 else 12,
+                connectionstyle="arc3,rad=0.12",
+                color=colors.get(lk.type or "(none)", "#888888"),
+                alpha=alpha,
+                lw=width,
+                shrinkA=node_r * 0.0 + 7,
+                shrinkB=9,
+                zorder=1,
+            )
+            ax.add_patch(arrow)
+        for t in graph.nodes:
+            x, y = pos[t.id]
+            ax.scatter([x], [y], s=170 if n > 30 else 260, color=colors.get(_group(t), NEUTRAL), edgecolors="white",
+                       linewidths=1.5, zorder=3)
+        fontsize = 9 if n <= 30 else 8
+        for t in graph.nodes:
+            x, y = pos[t.id]
+            if circular:
+                angle = math.atan2(y, x)
+                lx, ly = 1.06 * math.cos(angle), 1.06 * math.sin(angle)
+                ha = "left" if math.cos(angle) >= -1e-9 else "right"
+                rot = math.degrees(angle) if math.cos(angle) >= 0 else math.degrees(angle) - 180
+                ax.text(lx, ly, t.id, fontsize=fontsize, ha=ha, va="center", rotation=rot, rotation_mode="anchor",
+                        zorder=4)
+            else:
+                ax.text(x, y - 0.055, _wrap(t.id), fontsize=fontsize, ha="center", va="top", zorder=4,
+                        bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.8})
+        node_groups = list(dict.fromkeys(_group(t) for t in graph.nodes))
+        link_types = list(dict.fromkeys(lk.type or "(none)" for lk in graph.links))
+        handles = [
+            Line2D([], [], marker="o", ls="", color=colors.get(g, NEUTRAL), markersize=9,
+                   label=_group_label(g, any(t.is_typed for t in graph.nodes)))
+            for g in node_groups
+        ] + [Line2D([], [], color=colors.get(ty, "#888"), lw=2, label=f"link: {ty}") for ty in link_types]
+        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(4, len(handles)),
+                  fontsize=10, frameon=False,
+                  title="tool colour = first output type; link colour = type" if any(t.is_typed for t in graph.nodes)
+                  else None)
+        heading = title or "tool graph"
+        ax.set_title(f"{heading}: {n} tools, {len(graph.links)} links ({graph.dependency or graph.library.dependency})",
+                     fontsize=13)
+        fig.tight_layout()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=dpi, facecolor="white")
+    finally:
+        plt.close(fig)
+    return path
+
+
+# ------------------------------------------------------------------------------------------------- HTML
+
+
+def _tool_info(tool: Tool) -> dict[str, Any]:
+    info: dict[str, Any] = {"id": tool.id, "desc": tool.desc}
+    if tool.input_types is not None:
+        info["inputs"] = list(tool.input_types)
+    if tool.output_types is not None:
+        info["outputs"] = list(tool.output_types)
+    if tool.parameters is not None:
+        info["params"] = [
+            {"name": p.name, "type": p.type, "required": p.required, "desc": p.desc} for p in tool.parameters
+        ]
+    return info
+
+
+_CSS = """
+html,body{margin:0;height:100%;font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;background:#fafbfc}
+#head{position:absolute;top:0;left:0;padding:8px 12px;background:rgba(250,251,252,.9);border-bottom-right-radius:6px;pointer-events:none}
+#head h1{font-size:17px;margin:0 0 2px 0;color:#222}
+#head p{font-size:12px;margin:0;color:#555}
+#legend{position:absolute;bottom:10px;left:12px;background:rgba(255,255,255,.92);border:1px solid #ddd;
+ border-radius:6px;padding:6px 10px;font-size:12px}
+#legend span.sw{display:inline-block;width:11px;height:11px;border-radius:50%;margin-right:5px;vertical-align:-1px}
+#legend span.ln{display:inline-block;width:18px;height:3px;margin-right:5px;vertical-align:3px}
+svg{width:100%;height:100%;cursor:grab;display:block}
+svg.dragging{cursor:grabbing}
+.edge{fill:none;stroke-opacity:var(--eo)}
+.node circle{stroke:#fff;stroke-width:2}
+.node text{font-size:13px;fill:#222;paint-order:stroke;stroke:#fafbfc;stroke-width:4px;stroke-linejoin:round}
+.node{cursor:pointer}
+svg.focus .edge{stroke-opacity:.03;marker-end:none}
+svg.focus .edge.hl{stroke-opacity:.95;stroke-width:2.4;marker-end:var(--m)}
+svg.focus .node{opacity:.18}
+svg.focus .node.hl{opacity:1}
+svg.focus .node.me circle{stroke:#111;stroke-width:3}
+#tip{position:absolute;display:none;max-width:380px;background:#fff;border:1px solid #bbb;border-radius:6px;
+ box-shadow:0 2px 10px rgba(0,0,0,.15);padding:8px 10px;font-size:12.5px;line-height:1.35;pointer-events:none}
+#tip b{font-size:13.5px}
+#tip .k{color:#666}
+#tip ul{margin:3px 0 0 0;padding-left:16px}
+"""
+
+_JS = """
+(function(){
+  var data = JSON.parse(document.getElementById('graph-data').textContent);
+  var svg = document.getElementById('graph'), vp = document.getElementById('viewport');
+  var tip = document.getElementById('tip');
+  var view = {x: 0, y: 0, k: 1}, drag = null;
+  function apply(){ vp.setAttribute('transform', 'translate(' + view.x + ',' + view.y + ') scale(' + view.k + ')'); }
+  function toSvg(evt){
+    var pt = svg.createSVGPoint(); pt.x = evt.clientX; pt.y = evt.clientY;
+    return pt.matrixTransform(svg.getScreenCTM().inverse());
+  }
+  svg.addEventListener('wheel', function(evt){
+    evt.preventDefault();
+    var p = toSvg(evt), f = Math.exp(-evt.deltaY * 0.0015);
+    var k = Math.min(12, Math.max(0.2, view.k * f)); f = k / view.k;
+    view.x = p.x - (p.x - view.x) * f; view.y = p.y - (p.y - view.y) * f; view.k = k; apply();
+  }, {passive: false});
+  svg.addEventListener('pointerdown', function(evt){
+    drag = {p: toSvg(evt), x: view.x, y: view.y}; svg.classList.add('dragging'); svg.setPointerCapture(evt.pointerId);
+  });
+  svg.addEventListener('pointermove', function(evt){
+    if(!drag) return; var p = toSvg(evt);
+    view.x = drag.x + (p.x - drag.p.x); view.y = drag.y + (p.y - drag.p.y); apply();
+  });
+  function end(){ drag = null; svg.classList.remove('dragging'); }
+  svg.addEventListener('pointerup', end); svg.addEventListener('pointercancel', end);
+  svg.addEventListener('dblclick', function(){ view = {x: 0, y: 0, k: 1}; apply(); });
+  var nodes = svg.querySelectorAll('.node'), edges = svg.querySelectorAll('.edge');
+  var byId = {}; data.nodes.forEach(function(n){ byId[n.id] = n; });
+  function el(tag, text, cls){ var e = document.createElement(tag); if(text !== undefined) e.textContent = text; if(cls) e.className = cls; return e; }
+  function line(label, value){ var d = el('div'); d.appendChild(el('span', label + ': ', 'k')); d.appendChild(document.createTextNode(value)); return d; }
+  function show(id, evt){
+    var n = byId[id]; if(!n) return;
+    tip.textContent = '';
+    tip.appendChild(el('b', n.id));
+    if(n.desc) tip.appendChild(el('div', n.desc));
+    if(n.inputs) tip.appendChild(line('input types', n.inputs.join(', ') || '(none)'));
+    if(n.outputs) tip.appendChild(line('output types', n.outputs.join(', ') || '(none)'));
+    if(n.params){
+      tip.appendChild(line('parameters', n.params.length ? '' : '(none)'));
+      if(n.params.length){
+        var ul = el('ul');
+        n.params.forEach(function(p){ ul.appendChild(el('li', p.name + ' (' + p.type + (p.required ? '' : ', optional') + ')' + (p.desc ? ': ' + p.desc : ''))); });
+        tip.appendChild(ul);
+      }
+    }
+    tip.appendChild(line('links', n.nin + ' in, ' + n.nout + ' out'));
+    tip.style.display = 'block'; move(evt);
+    var near = {}; near[id] = true;
+    edges.forEach(function(e){
+      var on = e.dataset.s === id || e.dataset.t === id;
+      e.classList.toggle('hl', on); if(on){ near[e.dataset.s] = true; near[e.dataset.t] = true; }
+    });
+    nodes.forEach(function(g){ g.classList.toggle('hl', !!near[g.dataset.id]); g.classList.toggle('me', g.dataset.id === id); });
+    svg.classList.add('focus');
+  }
+  function move(evt){
+    var x = evt.clientX + 14, y = evt.clientY + 14, w = tip.offsetWidth, h = tip.offsetHeight;
+    if(x + w > window.innerWidth - 4) x = evt.clientX - w - 14;
+    if(y + h > window.innerHeight - 4) y = Math.max(4, window.innerHeight - h - 4);
+    tip.style.left = x + 'px'; tip.style.top = y + 'px';
+  }
+  function hide(){ tip.style.display = 'none'; svg.classList.remove('focus'); }
+  nodes.forEach(function(g){
+    g.addEventListener('pointerenter', function(evt){ if(!drag) show(g.dataset.id, evt); });
+    g.addEventListener('pointermove', function(evt){ if(!drag) move(evt); });
+    g.addEventListener('pointerleave', hide);
+  });
+  document.body.dataset.nodes = String(nodes.length);
+  document.body.dataset.edges = String(edges.length);
+  document.body.dataset.ready = '1';
+})();
+"""
+
+
+def render_html(graph: ToolGraph, path: str | Path, *, title: str | None = None, kind: str = "auto") -> Path:
+    """Write one self-contained interactive HTML page of the graph to ``path`` and return the path."""
+    path = Path(path)
+    n = len(graph.nodes)
+    pos = layout(graph, kind)
+    colors = type_colors(graph)
+    size, margin = 1000.0, 200.0
+    density = len(graph.links) / (n * (n - 1)) if n > 1 else 0.0
+    circular = kind == "circular" or (kind == "auto" and density > DENSE)
+
+    def xy(name: str) -> tuple[float, float]:
+        x, y = pos[name]
+        return margin + (x + 1) / 2 * (size - 2 * margin), margin + (1 - y) / 2 * (size - 2 * margin)
+
+    indeg = dict.fromkeys((t.id for t in graph.nodes), 0)
+    outdeg = dict(indeg)
+    for lk in graph.links:
+        outdeg[lk.source] = outdeg.get(lk.source, 0) + 1
+        indeg[lk.target] = indeg.get(lk.target, 0) + 1
+    m = len(graph.links)
+    edge_opacity = max(0.06, min(0.6, 14.0 / math.sqrt(max(m, 1))))
+    radius = 9.0 if n > 30 else 11.0
+    link_types = list(dict.fromkeys(lk.type or "(none)" for lk in graph.links))
+    markers = []
+    for i, ty in enumerate(link_types):
+        markers.append(
+            f'<marker id="arrow{i}" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="9" markerHeight="9" '
+            f'markerUnits="userSpaceOnUse" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="{colors.get(ty, "#888")}"/></marker>'
+        )
+    marker_of = {ty: i for i, ty in enumerate(link_types)}
+    parts: list[str] = []
+    for lk in graph.links:
+        (x1, y1), (x2, y2) = xy(lk.source), xy(lk.target)
+        dx, dy = x2 - x1, y2 - y1
+        dist = math.hypot(dx, dy) or 1.0
+        ux, uy = dx / dist, dy / dist
+        sx, sy = x1 + ux * radius, y1 + uy * radius
+        tx, ty_ = x2 - ux * (radius + 2), y2 - uy * (radius + 2)
+        bend = 0.12 * dist  # a slight bend keeps a->b and b->a apart
+        cx, cy = (sx + tx) / 2 - uy * bend, (sy + ty_) / 2 + ux * bend
+        key = lk.type or "(none)"
+        parts.append(
+            f'<path class="edge" data-s="{html.escape(lk.source)}" data-t="{html.escape(lk.target)}" '
+            f'd="M{sx:.1f},{sy:.1f} Q{cx:.1f},{cy:.1f} {tx:.1f},{ty_:.1f}" stroke="{colors.get(key, "#888")}" '
+            f'stroke-width="1.2" marker-end="url(#arrow{marker_of[key]})" style="--m:url(#arrow{marker_of[key]})"><title>{html.escape(lk.source)} &#8594; '
+            f"{html.escape(lk.target)} ({html.escape(key)})</title></path>"
+        )
+    for t in graph.nodes:
+        x, y = xy(t.id)
+        if circular:
+            angle = math.atan2(pos[t.id][1], pos[t.id][0])
+            lx, ly = math.cos(angle) * (radius + 6), -math.sin(angle) * (radius + 6)
+            deg = -math.degrees(angle)
+            anchor = "start"
+            if math.cos(angle) < 0:
+                deg += 180
+                anchor = "end"
+                lx, ly = lx, ly
+            label = (
+                f'<text x="0" y="0" text-anchor="{anchor}" dominant-baseline="middle" '
+                f'transform="translate({lx:.1f},{ly:.1f}) rotate({deg:.1f})">{html.escape(t.id)}</text>'
+            )
+        else:
+            label = f'<text x="0" y="{radius + 14:.0f}" text-anchor="middle">{html.escape(t.id)}</text>'
+        parts.append(
+            f'<g class="node" data-id="{html.escape(t.id)}" transform="translate({x:.1f},{y:.1f})">'
+            f'<circle r="{radius}" fill="{colors.get(_group(t), NEUTRAL)}"/>{label}</g>'
+        )
+    nodes_json = []
+    for t in graph.nodes:
+        info = _tool_info(t)
+        info["nin"], info["nout"] = indeg.get(t.id, 0), outdeg.get(t.id, 0)
+        nodes_json.append(info)
+    data = json.dumps({"nodes": nodes_json}, ensure_ascii=False).replace("</", "<\\/").replace("<!--", "<\\!--")
+    typed = any(t.is_typed for t in graph.nodes)
+    legend = []
+    for g in dict.fromkeys(_group(t) for t in graph.nodes):
+        label = _group_label(g, typed)
+        legend.append(f'<div><span class="sw" style="background:{colors.get(g, NEUTRAL)}"></span>{html.escape(label)}</div>')
+    for ty in link_types:
+        legend.append(f'<div><span class="ln" style="background:{colors.get(ty, "#888")}"></span>link: {html.escape(ty)}</div>')
+    dep = graph.dependency or graph.library.dependency
+    heading = html.escape(title or "tool graph")
+    page = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<title>{heading}</title><style>{_CSS}</style></head>
+<body data-ready="0">
+<div id="head"><h1>{heading}</h1><p>{n} tools, {m} links ({html.escape(dep)}). Drag to pan, scroll to zoom,
+double-click to reset, hover a tool for details.</p></div>
+<svg id="graph" viewBox="0 0 {size:.0f} {size:.0f}" preserveAspectRatio="xMidYMid meet" style="--eo:{edge_opacity:.3f}"
+ xmlns="http://www.w3.org/2000/svg"><defs>{''.join(markers)}</defs><g id="viewport">{''.join(parts)}</g></svg>
+<div id="legend">{''.join(legend)}</div>
+<div id="tip"></div>
+<script id="graph-data" type="application/json">{data}</script>
+<script>{_JS}</script>
+</body></html>
+"""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(page, encoding="utf-8")
+    return path
+
+
+def render(graph: ToolGraph, path: str | Path, *, title: str | None = None, kind: str = "auto") -> Path:
+    """Render by file suffix: ``.png`` (also .svg/.pdf via matplotlib) or ``.html``."""
+    suffix = Path(path).suffix.lower()
+    if suffix in (".html", ".htm"):
+        return render_html(graph, path, title=title, kind=kind)
+    return render_png(graph, path, title=title, kind=kind)
