@@ -1,0 +1,92 @@
+"""`taskbench leaderboard`: models x metrics from metrics JSON files; markdown / HTML / PNG / JSON."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+
+def leaderboard_command(
+    files: list[Path] = typer.Argument(..., help="Metrics JSON files (one per model; file stem = model name)."),
+    output: Path | None = typer.Option(
+        None, "--output", "-o", help="Write the board: .md (markdown), .html, .png (plots) or .json."
+    ),
+    against: Path | None = typer.Option(
+        None, "--against", help="Another ranking ({model: score}, [best, ..., worst] or a board .json): report "
+        "Kendall's tau and Spearman's rho between it and each metric's ranking.",
+    ),
+    group: str = typer.Option("overall_overall", "--group", help="Split group of the table, e.g. chain_overall."),
+    rank_by: str = typer.Option("node_micro_f1", "--rank-by", help="Metric to sort by (e.g. step_rougeL, link_f1)."),
+    source: str = typer.Option(
+        "auto", "--source", help="In files holding both: use 'strict' (auto) or 'compat' numbers."
+    ),
+) -> None:
+    """Rank models by their metrics files and render the board; plots show the ranking metric per
+    structure (single/chain/dag) and per tool count.
+
+    Example:
+
+        taskbench leaderboard metrics/*.json -o board.md --against human_ranking.json
+    """
+    from rich.console import Console
+    from rich.table import Table
+
+    from ..dataset.jsonio import write_json
+    from ..errors import ConfigError
+    from ..eval.strict import to_jsonable
+    from ..report.leaderboard import (
+        build_board,
+        header,
+        load_entries,
+        plot_board,
+        rank_correlations,
+        read_ranking,
+        to_html,
+        to_markdown,
+    )
+
+    if source not in ("auto", "strict", "compat"):
+        raise ConfigError(f"--source must be auto, strict or compat, not {source!r}")
+    suffix = output.suffix.lower() if output is not None else ""
+    if output is not None and suffix not in (".md", ".html", ".htm", ".png", ".json"):
+        raise ConfigError(f"unsupported output {output.name!r}; use .md, .html, .png or .json")
+    board = build_board(load_entries(files, source=source), group=group, rank_by=rank_by)
+    correlations = rank_correlations(board, read_ranking(against, group=group)) if against else None
+
+    console = Console()
+    table = Table(title=f"Leaderboard ({board.group}, ranked by {board.rank_by}; %)")
+    table.add_column("#", justify="right")
+    table.add_column("model", style="bold")
+    for m in board.metrics:
+        table.add_column(header(m), justify="right")
+    for i, row in enumerate(board.rows, 1):
+        table.add_row(str(i), row["model"], *["-" if row[m] is None else f"{100 * row[m]:.2f}" for m in board.metrics])
+    console.print(table)
+    if correlations:
+        ct = Table(title=f"Rank correlation with {against.name}")
+        for col in ("metric", "models", "Kendall's tau", "Spearman's rho"):
+            ct.add_column(col)
+        for c in correlations:
+            fmt = lambda v: "-" if v is None or v != v else f"{v:.3f}"  # noqa: E731
+            ct.add_row(c["metric"], str(c["n"]), fmt(c["kendall_tau"]), fmt(c["spearman_rho"]))
+        console.print(ct)
+    if output is None:
+        return
+    if suffix == ".md":
+        output.write_text(to_markdown(board, correlations), encoding="utf-8")
+    elif suffix in (".html", ".htm"):
+        output.write_text(to_html(board, correlations), encoding="utf-8")
+    elif suffix == ".png":
+        plot_board(board, output)
+    else:
+        doc = board.model_dump(mode="json", exclude={"entries"})
+        if correlations is not None:
+            doc["correlations"] = correlations
+        write_json(output, to_jsonable(doc))
+    console.print(f"wrote {output}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add `leaderboard` to the taskbench app."""
+    app.command("leaderboard")(leaderboard_command)
