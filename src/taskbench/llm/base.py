@@ -95,5 +95,5 @@ class Provider(ABC):
         """Default concurrent requests for this backend (the Model wrapper may lower it)."""
         return int(self.options.get("concurrency", 8))
 
-    async def aclose(self) -> None:
+    async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release clients, files, model weights."""

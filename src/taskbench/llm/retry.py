@@ -8,6 +8,7 @@ random source are injectable so the policy is tested without waiting.
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 import time
 from collections.abc import Awaitable, Callable
@@ -18,6 +19,8 @@ from ..errors import ModelError
 from .base import TransientProviderError
 
 T = TypeVar("T")
+
+logger = logging.getLogger("taskbench.llm")
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,7 @@ async def call_with_retries(
                 f"{reason} would exceed the total time bound of {policy.max_total_seconds:g} s; "
                 f"last error: {why}"
             ) from last
+        logger.info("%s: attempt %d failed (%s); retrying in %.2f s", describe, attempts, why, wait)
         outcome.retries += 1
         outcome.waited += wait
         retry += 1

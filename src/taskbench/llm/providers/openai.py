@@ -29,7 +29,7 @@ import json
 import os
 from typing import Any, ClassVar
 
-from ...errors import ConfigError, ModelError
+from ...errors import ConfigError, MissingDependencyError, ModelError
 from ..base import Provider, ProviderRequest, ProviderResponse, TransientProviderError
 from ..schemas import schema_instruction
 
@@ -57,6 +57,10 @@ class OpenAIProvider(Provider):
         extra_body: dict[str, Any] | None = None,
         max_tokens_field: str | None = None,
     ) -> None:
+        try:
+            import openai  # noqa: F401
+        except ModuleNotFoundError as exc:  # pragma: no cover - a core dependency
+            raise MissingDependencyError("openai", None, f"the '{self.name}' model provider") from exc
         guided = guided_decoding or self.default_guided
         if guided not in GUIDED_MODES:
             raise ConfigError(f"guided_decoding must be one of {', '.join(GUIDED_MODES)}, not {guided!r}")
@@ -159,7 +163,7 @@ class OpenAIProvider(Provider):
             raise TransientProviderError(f"no answer within {request.timeout} s (timeout)") from None
         except openai.APIConnectionError as exc:
             cause = exc.__cause__ or exc.__context__
-            detail = f"{type(cause).__name__}: {cause}" if cause else str(exc)
+            detail = (f"{type(cause).__name__}: {cause}" if str(cause) else type(cause).__name__) if cause else str(exc)
             raise TransientProviderError(f"connection error ({detail})") from None
         except (json.JSONDecodeError, openai.APIResponseValidationError) as exc:
             raise TransientProviderError(f"invalid response body ({type(exc).__name__}: {exc})") from None
