@@ -1,1 +1,46 @@
-"""Bundled demo datasets (our own files): taskbench.bundled.path(name) gives their directory."""
+"""Bundled demo datasets (our own files): ``taskbench.bundled.path(name)`` gives their directory.
+
+One dataset per TaskBench domain, in the reference directory layout (``tool_desc.json``, ``graph_desc.json``,
+``data.json``, ``user_requests.json``). Tool ids, types and parameter names are those of the released
+libraries; every description and every sample was written for this project (see ``README.md`` here and
+``docs/datasets.md``).
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+from ..errors import ConfigError
+
+__all__ = ["NAMES", "is_bundled", "names", "path"]
+
+NAMES: tuple[str, ...] = ("huggingface", "multimedia", "dailylifeapis")
+"""The bundled datasets, in the paper's order."""
+
+
+def names() -> list[str]:
+    """Names of the bundled datasets."""
+    return list(NAMES)
+
+
+def is_bundled(name: str) -> bool:
+    """True when ``name`` is the name of a bundled dataset."""
+    return name in NAMES
+
+
+def path(name: str) -> Path:
+    """The directory of the bundled dataset ``name`` (works from a source tree and an installed wheel).
+
+    Raises :class:`~taskbench.errors.ConfigError` for an unknown name.
+    """
+    if name not in NAMES:
+        raise ConfigError(f"unknown bundled dataset {name!r}; choose one of: {', '.join(NAMES)}")
+    root = resources.files(__name__) / name
+    # Regular (unzipped) installs give a real directory; a zipped install cannot serve a directory.
+    directory = Path(str(root))
+    if not directory.is_dir():
+        raise ConfigError(
+            f"bundled dataset {name!r} is not on disk at {directory}; reinstall taskbench from a wheel or sdist"
+        )
+    return directory
