@@ -1,0 +1,291 @@
+"""The main job: predict and evaluate models x datasets into a self-describing run directory.
+
+Run directory layout::
+
+    RUN_DIR/
+      run_log.json                       RunLog: config, environment, seeds, timings, usage, records, metrics
+      report.md, report.html             leaderboard + per-structure tables + plots (HTML is self-contained)
+      predictions/<dataset>/<model>.jsonl  resumable predictions (reference format + raw/usage/error)
+      metrics/<dataset>/<model>.json     {"strict": ..., "compat": ...} as `taskbench evaluate --both` writes
+
+Re-running with the same directory resumes: the predictions files are the source of truth (see
+:mod:`taskbench.predict.runner`), so finished samples cost nothing and scores are recomputed from them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as _dt
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..dataset import jsonio
+from ..dataset.layout import Dataset, load_dataset
+from ..errors import InputError
+from ..predict.demos import demo_candidates
+from ..predict.runner import (
+    NullDisplay,
+    PredictDisplay,
+    PredictOptions,
+    open_model,
+    predict_dataset,
+    read_done,
+    select_samples,
+)
+from ..schema import Prediction, RunConfig, RunEntry, RunEnvironment, RunLog, Usage
+from .resolve import BUNDLED_DEMO_DATASETS, resolve_data
+
+DEFAULT_MODEL = "llamacpp/qwen2.5-coder-0.5b"
+"""The embedded default model (no server, no key)."""
+
+DEFAULT_LIMIT = 6
+"""Samples per dataset when `taskbench run` is called without --model and --limit: a stratified subset
+(2 single, 2 chain, 2 DAG) so the embedded model finishes the three bundled datasets within 5 minutes on a
+2-core machine. Pass --limit 0 for every sample."""
+
+DEFAULT_MAX_TOKENS = 320
+"""Answer budget of the default run: enough for a complete 1-6 node graph from the embedded model."""
+
+RUN_LOG_FILE = "run_log.json"
+PACKAGES = ("taskbench", "pydantic", "numpy", "scipy", "rouge-score", "llama_cpp_python", "openai", "rich",
+            "typer", "matplotlib", "jinja2")
+
+
+def model_slug(model: str) -> str:
+    """A file-name-safe form of 'provider/model'."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_") or "model"
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def git_revision(path: Path) -> tuple[str | None, bool | None]:
+    """(commit, dirty) of the git checkout holding ``path``, or (None, None)."""
+    try:
+        rev = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=10)
+        if rev.returncode != 0:
+            return None, None
+        status = subprocess.run(["git", "-C", str(path), "status", "--porcelain", "--untracked-files=no"],
+                                capture_output=True, text=True, timeout=10)
+        return rev.stdout.strip(), bool(status.stdout.strip()) if status.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError):
+        return None, None
+
+
+def environment(command: Sequence[str] | None = None) -> RunEnvironment:
+    """Versions, git revision and machine facts for the run log."""
+    from importlib import metadata
+
+    from .. import __version__
+
+    packages: dict[str, str] = {}
+    for name in PACKAGES:
+        try:
+            packages[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    rev, dirty = git_revision(Path(__file__).resolve().parent)
+    return RunEnvironment(
+        taskbench=__version__, git_revision=rev, git_dirty=dirty, python=platform.python_version(),
+        platform=platform.platform(), cpu_count=os.cpu_count(), packages=packages,
+        command=list(command if command is not None else sys.argv),
+    )
+
+
+def _dataset_name(spec: str, ds: Dataset) -> str:
+    return ds.root.name if Path(spec).is_dir() else str(spec)
+
+
+def _load(spec: str) -> tuple[str, Dataset]:
+    path = resolve_data(spec)
+    ds = load_dataset(path)
+    if not ds.samples:
+        raise InputError("no samples (data.json) in the dataset directory", path=path)
+    return _dataset_name(spec, ds), ds
+
+
+def _sum_usage(records: Sequence[Prediction]) -> Usage:
+    total = Usage()
+    for r in records:
+        if r.usage is not None:
+            total = total + Usage(prompt_tokens=r.usage.prompt_tokens,
+                                  completion_tokens=r.usage.completion_tokens, seconds=r.usage.seconds)
+    return total
+
+
+def score_entry(entry: RunEntry, ds: Dataset, run_dir: Path, *, bootstrap: int, seed: int) -> None:
+    """Score an entry's predictions in strict and compat modes; fill its metrics and write the metrics JSON."""
+    from ..dataset.layout import read_raw_records
+    from ..eval.api import evaluate
+
+    start = time.perf_counter()
+    chosen = set(entry.sample_ids)
+    samples = [s for s in ds.samples if s.id in chosen]
+    raw = [r for r in read_raw_records(ds.data_path) if str(r.get("id")) in chosen] if ds.data_path else None
+    records = [r.to_record() for r in entry.records]
+    result = evaluate(samples, records, ds.library, mode="both", gold_records=raw, bootstrap=bootstrap, seed=seed)
+    doc = result.to_json()
+    entry.strict = doc.get("strict")
+    entry.compat = doc.get("compat")
+    metrics_path = Path("metrics") / entry.dataset / f"{model_slug(entry.model)}.json"
+    jsonio.write_json(run_dir / metrics_path, doc)
+    entry.metrics_path = str(metrics_path)
+    entry.evaluate_seconds = time.perf_counter() - start
+    entry.status = "scored"
+
+
+def _write_log(log: RunLog, run_dir: Path) -> None:
+    jsonio.write_json(run_dir / RUN_LOG_FILE, log.model_dump(mode="json"))
+
+
+def read_run_log(run_dir: str | Path) -> RunLog:
+    """Load ``run_log.json`` from a run directory."""
+    path = Path(run_dir) / RUN_LOG_FILE
+    return RunLog.model_validate(jsonio.read_json(path))
+
+
+async def _run_model(
+    spec: str,
+    datasets: list[tuple[str, Dataset]],
+    log: RunLog,
+    run_dir: Path,
+    options: PredictOptions,
+    *,
+    cache: bool,
+    model_options: dict[str, Any],
+    display: PredictDisplay,
+    bootstrap: int,
+    seed: int,
+) -> None:
+    model = open_model(spec, concurrency=options.concurrency, cache=cache, options=model_options)
+    try:
+        for name, ds in datasets:
+            entry = log.entry(spec, name)
+            assert entry is not None
+            out = run_dir / entry.predictions_path
+            try:
+                summary = await predict_dataset(
+                    model, ds.library, ds.samples, out, options, requests=ds.requests, dataset_name=name,
+                    display=display,
+                )
+            except Exception as exc:
+                entry.status, entry.error = "failed", f"{type(exc).__name__}: {exc}"
+                _write_log(log, run_dir)
+                raise
+            done = read_done(out)
+            entry.records = [Prediction.model_validate(done[i]) for i in entry.sample_ids if i in done]
+            entry.predict_seconds = summary.seconds
+            entry.failures = summary.failures
+            entry.cache_hits = summary.cache_hits
+            entry.parse_failures = sum(1 for r in entry.records if r.error is not None)
+            entry.usage = _sum_usage(entry.records)
+            entry.run_usage = Usage(prompt_tokens=summary.prompt_tokens, completion_tokens=summary.completion_tokens,
+                                    seconds=summary.seconds, retries=summary.retries)
+            entry.status = "predicted"
+            score_entry(entry, ds, run_dir, bootstrap=bootstrap, seed=seed)
+            _write_log(log, run_dir)
+    finally:
+        await model.aclose()
+
+
+def run_benchmark(
+    run_dir: str | Path,
+    *,
+    models: Sequence[str] = (DEFAULT_MODEL,),
+    datasets: Sequence[str] = BUNDLED_DEMO_DATASETS,
+    options: PredictOptions | None = None,
+    cache: bool = True,
+    model_options: dict[str, Any] | None = None,
+    bootstrap: int = 1000,
+    seed: int = 0,
+    display: PredictDisplay | None = None,
+    command: Sequence[str] | None = None,
+    plots: bool = True,
+) -> RunLog:
+    """Predict and score every model on every dataset into ``run_dir``; write the run log and reports.
+
+    Resumes from whatever ``run_dir`` already holds. Returns the final :class:`RunLog`.
+    """
+    from .report import write_reports
+
+    options = options or PredictOptions()
+    display = display or NullDisplay()
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    loaded = [_load(spec) for spec in datasets]
+    names = [n for n, _ in loaded]
+    if len(set(names)) != len(names):
+        raise InputError(f"two datasets share a name ({', '.join(names)}); give distinct directories")
+    if len(set(models)) != len(models):
+        raise InputError(f"a model is listed twice: {', '.join(models)}")
+    start = time.perf_counter()
+    config = RunConfig(
+        models=list(models), datasets=list(datasets), shots=options.shots, limit=options.limit,
+        structured=options.structured, reformat=options.reformat, temperature=options.temperature,
+        top_p=options.top_p, max_tokens=options.max_tokens, concurrency=options.concurrency, cache=cache,
+        bootstrap=bootstrap, model_options=dict(model_options or {}),
+    )
+    started = _now()
+    log = RunLog(
+        run_id=f"{run_dir.resolve().name}@{started}", started=started, config=config,
+        environment=environment(command), seeds={"sampling": options.seed, "bootstrap": seed, "demos": None},
+    )
+    for spec in models:
+        for name, ds in loaded:
+            selected = select_samples(ds.samples, options.limit)
+            demos = demo_candidates(ds.samples, ds.library, name=name) if options.shots else []
+            log.entries.append(RunEntry(
+                model=spec, dataset=name, data_path=str(ds.root), dependency=ds.library.dependency,
+                predictions_path=str(Path("predictions") / name / f"{model_slug(spec)}.jsonl"),
+                sample_ids=[s.id for s in selected], demo_ids=[d.id for d in demos],
+            ))
+    _write_log(log, run_dir)
+
+    async def go() -> None:
+        for spec in models:
+            await _run_model(spec, loaded, log, run_dir, options, cache=cache, model_options=model_options or {},
+                             display=display, bootstrap=bootstrap, seed=seed)
+
+    try:
+        asyncio.run(go())
+    except BaseException as exc:
+        log.status = "interrupted" if isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError)) else "failed"
+        _finish(log, run_dir, start)
+        raise
+    log.status = "complete"
+    _finish(log, run_dir, start)
+    write_reports(log, run_dir, plots=plots)
+    return log
+
+
+def _finish(log: RunLog, run_dir: Path, start: float) -> None:
+    log.finished = _now()
+    log.seconds = time.perf_counter() - start
+    total = Usage()
+    for e in log.entries:
+        total = total + e.usage
+    log.usage = total
+    _write_log(log, run_dir)
+
+
+__all__ = [
+    "DEFAULT_LIMIT",
+    "DEFAULT_MAX_TOKENS",
+    "DEFAULT_MODEL",
+    "RUN_LOG_FILE",
+    "environment",
+    "git_revision",
+    "model_slug",
+    "read_run_log",
+    "run_benchmark",
+    "score_entry",
+]

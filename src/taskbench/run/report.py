@@ -1,0 +1,237 @@
+"""report.md and report.html of a run directory (built from the RunLog; the HTML is self-contained).
+
+Per dataset: the leaderboard (strict and reference-compatible numbers, via :mod:`taskbench.report.leaderboard`)
+and its plot (per structure and per tool count; PNG files under ``plots/``, inlined in the HTML as data
+URIs). Then a run summary: timings, tokens, parse failures, cache hits, configuration and software.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from pathlib import Path
+from typing import Any
+
+from ..schema import RunEntry, RunLog
+
+SUMMARY_METRICS: tuple[tuple[str, str], ...] = (
+    ("node_micro_f1", "n-F1"),
+    ("link_f1", "e-F1"),
+    ("argument_value_f1", "v-F1"),
+    ("edit_distance", "NED"),
+    ("step_rougeL", "R-L"),
+    ("graph_accuracy", "graph acc"),
+    ("parse_failure_rate", "parse fail"),
+)
+"""Headline strict metrics of the overview table (group overall_overall)."""
+
+COMPAT_SUMMARY: tuple[tuple[str, str], ...] = (
+    ("node_micro_f1_no_matching", "n-F1"),
+    ("link_binary_f1", "e-F1"),
+    ("argument_task_argname_value_binary_f1_no_matching", "v-F1"),
+    ("edit_distance", "NED"),
+    ("step_rougeL", "R-L"),
+)
+"""Headline compat metrics (the reference evaluator's keys, group overall_overall)."""
+
+
+def _pct(v: Any) -> str:
+    return "-" if v is None or not isinstance(v, (int, float)) or v != v else f"{100 * float(v):.2f}"
+
+
+def strict_overall(entry: RunEntry) -> dict[str, Any]:
+    """The strict overall_overall metrics of an entry ({} when not scored)."""
+    groups = (entry.strict or {}).get("groups") or {}
+    return dict((groups.get("overall_overall") or {}).get("metrics") or {})
+
+
+def compat_overall(entry: RunEntry) -> dict[str, Any]:
+    """The compat overall_overall metrics of an entry ({} when not scored)."""
+    return dict((entry.compat or {}).get("overall_overall") or {})
+
+
+def overview_rows(log: RunLog) -> list[list[str]]:
+    """One row per (dataset, model): samples, strict headline metrics, compat n-F1, tokens, seconds."""
+    rows = []
+    for e in log.entries:
+        s, c = strict_overall(e), compat_overall(e)
+        rows.append(
+            [e.dataset, e.model, f"{len(e.records)}/{len(e.sample_ids)}"]
+            + [_pct(s.get(k)) for k, _ in SUMMARY_METRICS]
+            + [_pct(c.get(k)) for k, _ in COMPAT_SUMMARY]
+            + [f"{e.usage.prompt_tokens + e.usage.completion_tokens:,}", f"{e.predict_seconds:.1f}"]
+        )
+    return rows
+
+
+def overview_header() -> list[str]:
+    """Column headers of :func:`overview_rows`."""
+    return (["dataset", "model", "samples"] + [h for _, h in SUMMARY_METRICS]
+            + [f"compat {h}" for _, h in COMPAT_SUMMARY] + ["tokens", "predict s"])
+
+
+def _boards(log: RunLog) -> dict[str, dict[str, Any]]:
+    """Per dataset: strict and compat leaderboards."""
+    from ..report.leaderboard import build_board, entry_from_json
+
+    out: dict[str, dict[str, Any]] = {}
+    datasets = list(dict.fromkeys(e.dataset for e in log.entries))
+    for ds in datasets:
+        scored = [e for e in log.entries if e.dataset == ds and e.strict is not None]
+        if not scored:
+            continue
+        boards: dict[str, Any] = {}
+        for source in ("strict", "compat"):
+            docs = [(e, e.strict if source == "strict" else e.compat) for e in scored]
+            entries = [entry_from_json(doc, model=e.model, source=source) for e, doc in docs if doc]
+            if entries:
+                boards[source] = build_board(entries)
+        out[ds] = boards
+    return out
+
+
+def write_plots(log: RunLog, run_dir: Path) -> dict[str, Path]:
+    """One PNG per dataset (strict n-F1 per structure and per tool count), under ``plots/``."""
+    from ..report.leaderboard import plot_board
+
+    out: dict[str, Path] = {}
+    (run_dir / "plots").mkdir(parents=True, exist_ok=True)
+    for ds, boards in _boards(log).items():
+        if "strict" in boards:
+            out[ds] = plot_board(boards["strict"], run_dir / "plots" / f"{ds}.png")
+    return out
+
+
+def render_markdown(log: RunLog, plots: dict[str, Path] | None = None, run_dir: Path | None = None) -> str:
+    """report.md: overview, per-dataset leaderboards (strict and compat) and plots, run facts."""
+    from ..report.leaderboard import to_markdown
+
+    plots = plots or {}
+    cfg = log.config
+    lines = [
+        f"# taskbench run `{log.run_id}`",
+        "",
+        f"Status: **{log.status}** · {log.seconds:.1f} s · models: {', '.join(cfg.models)} · "
+        f"datasets: {', '.join(cfg.datasets)} · shots: {cfg.shots} · "
+        f"limit: {cfg.limit if cfg.limit else 'all'} per dataset · "
+        f"output: {'structured' if cfg.structured else 'free text'} · max tokens: {cfg.max_tokens}",
+        "",
+        "## Overview (overall, values in %)",
+        "",
+        "Strict: every selected gold sample counts, a missing or unparseable prediction scores as an empty "
+        "graph. Compat: the reference TaskBench evaluator's numbers (unparseable predictions are dropped).",
+        "",
+    ]
+    head = overview_header()
+    lines.append("| " + " | ".join(head) + " |")
+    lines.append("|" + "|".join([":---", ":---"] + ["---:"] * (len(head) - 2)) + "|")
+    for row in overview_rows(log):
+        lines.append("| " + " | ".join(row) + " |")
+    for ds, boards in _boards(log).items():
+        lines += ["", f"## {ds}", ""]
+        for source, board in boards.items():
+            lines += [f"**{source}** " + to_markdown(board).rstrip(), ""]
+        if ds in plots:
+            rel = plots[ds].relative_to(run_dir) if run_dir else plots[ds]
+            lines += [f"![{ds}: n-F1 per structure and tool count]({rel.as_posix()})", ""]
+    lines += ["", "## Run", ""]
+    lines += _facts_md(log)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _facts(log: RunLog) -> list[tuple[str, str]]:
+    env = log.environment
+    facts = [
+        ("started", log.started),
+        ("finished", log.finished or "-"),
+        ("wall seconds", f"{log.seconds:.1f}"),
+        ("tokens (prompt/completion)", f"{log.usage.prompt_tokens:,}/{log.usage.completion_tokens:,}"),
+        ("generation seconds", f"{log.usage.seconds:.1f}"),
+        ("seeds", ", ".join(f"{k}={v}" for k, v in log.seeds.items())),
+        ("taskbench", env.taskbench + (f" (git {env.git_revision[:12]}{' dirty' if env.git_dirty else ''})"
+                                        if env.git_revision else "")),
+        ("python / platform", f"{env.python} / {env.platform} / {env.cpu_count} CPUs"),
+        ("packages", ", ".join(f"{k} {v}" for k, v in env.packages.items())),
+    ]
+    for e in log.entries:
+        facts.append((
+            f"{e.model} · {e.dataset}",
+            f"{e.status}; {len(e.records)} records, {e.parse_failures} parse failures, {e.failures} failed calls, "
+            f"{e.cache_hits} cache hits; predict {e.predict_seconds:.1f} s, evaluate {e.evaluate_seconds:.1f} s",
+        ))
+    return facts
+
+
+def _facts_md(log: RunLog) -> list[str]:
+    out = ["| | |", "|:---|:---|"]
+    out += [f"| {k} | {v} |" for k, v in _facts(log)]
+    return out
+
+
+def render_html(log: RunLog, plots: dict[str, Path] | None = None) -> str:
+    """report.html: the same content as report.md in one self-contained page (plots inlined)."""
+    from ..report.leaderboard import header
+
+    e = html.escape
+    plots = plots or {}
+    parts = [f"<h1>taskbench run <code>{e(log.run_id)}</code></h1>"]
+    cfg = log.config
+    parts.append(
+        f"<p>Status: <b>{e(log.status)}</b> · {log.seconds:.1f} s · models: {e(', '.join(cfg.models))} · "
+        f"datasets: {e(', '.join(cfg.datasets))} · shots: {cfg.shots} · limit: "
+        f"{cfg.limit if cfg.limit else 'all'} per dataset · "
+        f"{'structured' if cfg.structured else 'free text'} output · max tokens {cfg.max_tokens}</p>"
+    )
+    parts.append("<h2>Overview (overall, values in %)</h2>")
+    parts.append(_table(overview_header(), overview_rows(log)))
+    for ds, boards in _boards(log).items():
+        parts.append(f"<h2>{e(ds)}</h2>")
+        for source, board in boards.items():
+            heads = ["#", "model"] + [header(m) for m in board.metrics]
+            rows = [[str(i), r["model"]] + [_pct(r[m]) for m in board.metrics] for i, r in enumerate(board.rows, 1)]
+            parts.append(f"<h3>{e(source)} (ranked by {e(header(board.rank_by))})</h3>")
+            parts.append(_table(heads, rows))
+        if ds in plots and plots[ds].is_file():
+            data = base64.b64encode(plots[ds].read_bytes()).decode("ascii")
+            parts.append(f'<img alt="{e(ds)} plot" src="data:image/png;base64,{data}">')
+    parts.append("<h2>Run</h2>")
+    parts.append(_table(["", ""], [[k, v] for k, v in _facts(log)]))
+    style = ("body{font-family:sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;margin:1em 0}"
+             "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td:first-child,th:first-child,"
+             "td:nth-child(2){text-align:left}img{max-width:100%}code{background:#f4f4f4}")
+    return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>taskbench run {e(log.run_id)}</title>"
+            f"<style>{style}</style></head><body>\n" + "\n".join(parts) + "\n</body></html>\n")
+
+
+def _table(head: list[str], rows: list[list[str]]) -> str:
+    e = html.escape
+    out = ["<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr>"]
+    for r in rows:
+        out.append("<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in r) + "</tr>")
+    return "\n".join(out) + "</table>"
+
+
+def write_reports(log: RunLog, run_dir: str | Path, *, plots: bool = True) -> tuple[Path, Path]:
+    """Write report.md and report.html (and plots/*.png) into ``run_dir``."""
+    from ..dataset.jsonio import _atomic_write
+
+    run_dir = Path(run_dir)
+    pngs = write_plots(log, run_dir) if plots else {}
+    md, page = run_dir / "report.md", run_dir / "report.html"
+    _atomic_write(md, render_markdown(log, pngs, run_dir))
+    _atomic_write(page, render_html(log, pngs))
+    return md, page
+
+
+__all__ = [
+    "COMPAT_SUMMARY",
+    "SUMMARY_METRICS",
+    "compat_overall",
+    "overview_header",
+    "overview_rows",
+    "render_html",
+    "render_markdown",
+    "strict_overall",
+    "write_plots",
+    "write_reports",
+]
