@@ -3,7 +3,8 @@
 The score of Zhang et al. (2020) without idf weighting and without baseline rescaling, which is what the
 reference evaluator gets from ``load_metric("bertscore").compute(..., model_type="roberta-large")``:
 
-- both texts are tokenised with the model's tokenizer (special tokens added, then left out of the match);
+- both texts are tokenised with the model's tokenizer, special tokens added (they can be a token's best
+  match but are not averaged over, as bert-score's zero idf weight for them does);
 - each token is embedded with the hidden state of one layer (``num_layers``; the layer ``bert-score`` uses
   for the known models, else the last layer) and L2-normalised;
 - precision = mean over prediction tokens of the best cosine with any reference token; recall = the same the
@@ -88,13 +89,16 @@ class BertScorer:
             text = " " + text
         return list(self.tokenizer.encode(text, **kwargs))
 
-    def _embed(self, texts: Sequence[str]) -> list[np.ndarray]:
-        """L2-normalised embeddings of the content tokens of each text (special tokens removed)."""
+    def _embed(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per text: L2-normalised embeddings of all its tokens, and a mask of the content tokens.
+
+        Special tokens ([CLS]/[SEP], <s>/</s>) can be the best match of a token but are not averaged over
+        (bert-score gives them idf weight 0)."""
         torch = self._torch
         special = set(self.tokenizer.all_special_ids)
         ids = [self._encode(t) for t in texts]
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        out: list[np.ndarray] = [np.zeros((0, 1))] * len(ids)
+        out: list[tuple[np.ndarray, np.ndarray]] = [(np.zeros((0, 1)), np.zeros(0, dtype=bool))] * len(ids)
         pad = self.tokenizer.pad_token_id or 0
         for start in range(0, len(order), self.batch_size):
             batch = order[start : start + self.batch_size]
@@ -112,10 +116,10 @@ class BertScorer:
                 )
             hidden = result.hidden_states[self.num_layers].float().cpu().numpy()
             for row, i in enumerate(batch):
-                keep = [k for k, tok in enumerate(ids[i]) if tok not in special]
-                emb = hidden[row, keep, :]
+                emb = hidden[row, : len(ids[i]), :]
                 norms = np.linalg.norm(emb, axis=1, keepdims=True)
-                out[i] = emb / np.where(norms > 0, norms, 1.0)
+                content = np.array([tok not in special for tok in ids[i]], dtype=bool)
+                out[i] = (emb / np.where(norms > 0, norms, 1.0), content)
         return out
 
     def score(self, predictions: Sequence[str], references: Sequence[str]) -> dict[str, np.ndarray]:
@@ -127,12 +131,12 @@ class BertScorer:
         n = len(predictions)
         p, r, f = np.zeros(n), np.zeros(n), np.zeros(n)
         for i, (cand, ref) in enumerate(zip(predictions, references, strict=True)):
-            c, g = emb[cand], emb[ref]
-            if len(c) == 0 or len(g) == 0:
-                continue
+            (c, c_keep), (g, g_keep) = emb[cand], emb[ref]
+            if not c_keep.any() or not g_keep.any():
+                continue  # an empty text scores 0
             sim = c @ g.T
-            p[i] = sim.max(axis=1).mean()
-            r[i] = sim.max(axis=0).mean()
+            p[i] = sim.max(axis=1)[c_keep].mean()
+            r[i] = sim.max(axis=0)[g_keep].mean()
             f[i] = 2 * p[i] * r[i] / (p[i] + r[i]) if p[i] + r[i] > 0 else 0.0
         return {"precision": p, "recall": r, "f1": f}
 
