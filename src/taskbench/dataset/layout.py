@@ -4,7 +4,9 @@ A dataset directory holds (all optional except the tool library)::
 
     tool_desc.json       the tool library ({"nodes": [...]})
     graph_desc.json      the tool graph ({"nodes", "links"})
-    data.json            gold samples, JSON Lines (v1 or current shape)
+    data.json            gold samples, JSON Lines (v1 or current shape; the hub copy's tool_* names too)
+    data.parquet         (hub copy) the samples as parquet, read when there is no JSON data file;
+    improved.parquet     needs pyarrow
     user_requests.json   {id, user_request} per line (the hub copy calls it user_requests.jsonl)
     alignment_ids.json   {"<mode>_alignment_id": {"single": [...], "chain": [...], "dag": [...]}}
     data_raw.json        data-engine output before critics (JSON Lines)
@@ -13,6 +15,7 @@ A dataset directory holds (all optional except the tool library)::
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +33,7 @@ REQUESTS_FILES = ("user_requests.json", "user_requests.jsonl")
 ALIGNMENT_FILE = "alignment_ids.json"
 RAW_FILE = "data_raw.json"
 ERROR_FILE = "data_error.json"
-DATA_FILES = (DATA_FILE, "data.jsonl", "gold_sample.jsonl")
+DATA_FILES = (DATA_FILE, "data.jsonl", "gold_sample.jsonl", "improved.parquet", "data.parquet")
 
 
 def _validation_message(exc: ValidationError) -> str:
@@ -55,11 +58,22 @@ def parse_sample(record: Any, *, path: str | Path | None = None, line: int | Non
         raise InputError(f"sample {record.get('id')!r}: {exc}", path=path, line=line) from None
 
 
+def _iter_records(path: str | Path) -> Iterator[tuple[int, Any]]:
+    """(line or row number, record) of a JSON Lines file, or of a parquet file (row numbers from 1)."""
+    if str(path).endswith(".parquet"):
+        from .hub import read_parquet_records
+
+        yield from enumerate(read_parquet_records(path), start=1)
+    else:
+        yield from iter_jsonl(path)
+
+
 def read_samples(path: str | Path) -> list[Sample]:
-    """All samples of a ``data.json`` (JSON Lines, either release shape); duplicate ids are an error."""
+    """All samples of a ``data.json`` (JSON Lines, either release shape) or a hub parquet file; duplicate ids
+    are an error."""
     out: list[Sample] = []
     seen: dict[str, int] = {}
-    for line, record in iter_jsonl(path):
+    for line, record in _iter_records(path):
         sample = parse_sample(record, path=path, line=line)
         if sample.id in seen:
             raise InputError(
@@ -73,7 +87,7 @@ def read_samples(path: str | Path) -> list[Sample]:
 def read_raw_records(path: str | Path) -> list[dict[str, Any]]:
     """The records of a JSON Lines file as plain dicts (for reference-compatible scoring)."""
     out = []
-    for line, record in iter_jsonl(path):
+    for line, record in _iter_records(path):
         if not isinstance(record, dict):
             raise InputError("expected a JSON object per line", path=path, line=line)
         out.append(record)

@@ -1,0 +1,169 @@
+"""`taskbench data list|check|fetch`: the bundled demo datasets, the rule critic over a dataset, the hub download."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+data_app = typer.Typer(
+    name="data",
+    help="Datasets: list the bundled demo datasets, check a dataset with the rule critic, download TaskBench.",
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+)
+
+
+def _console(stderr: bool = False):  # noqa: ANN202
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+
+
+def _dataset_dir(arg: str) -> Path:
+    """A bundled dataset name or a directory."""
+    from .. import bundled
+
+    if bundled.is_bundled(arg) and not Path(arg).is_dir():
+        return bundled.path(arg)
+    return Path(arg)
+
+
+@data_app.command("list")
+def list_command() -> None:
+    """List the bundled demo datasets: dependency kind, tools, graph links, samples by type, tools per sample.
+
+    The names work wherever a dataset directory is expected (e.g. `taskbench data check multimedia`).
+
+    Example:
+
+        taskbench data list
+    """
+    from collections import Counter
+
+    from rich.table import Table
+
+    from .. import bundled
+    from ..dataset import load_dataset
+
+    table = Table(title="Bundled demo datasets")
+    for col in ("name", "kind", "tools", "links", "samples", "single", "chain", "dag", "sizes"):
+        table.add_column(col, justify="left" if col in ("name", "kind") else "right", no_wrap=True)
+    for name in bundled.names():
+        ds = load_dataset(bundled.path(name))
+        kinds = Counter(s.type for s in ds.samples)
+        sizes = [s.n_tools for s in ds.samples] or [0]
+        table.add_row(
+            name,
+            ds.library.dependency,
+            str(len(ds.library)),
+            str(len(ds.graph.links) if ds.graph is not None else 0),
+            str(len(ds.samples)),
+            str(kinds.get("single", 0)),
+            str(kinds.get("chain", 0)),
+            str(kinds.get("dag", 0)),
+            f"{min(sizes)}-{max(sizes)}",
+        )
+    _console().print(table)
+
+
+@data_app.command("check")
+def check_command(
+    dataset: str = typer.Argument(
+        ..., metavar="DIR", help="Dataset directory (reference or hub layout) or a bundled dataset name.",
+        show_default=False,
+    ),
+    dependency: str | None = typer.Option(
+        None, "--dependency", "-d", help="Override the library's dependency kind: resource or temporal."
+    ),
+    strict: bool = typer.Option(False, "--strict", help="Exit with code 1 when any sample has an issue."),
+    show: int = typer.Option(20, "--show", help="How many individual issues to print (0: only the summary)."),
+    no_sampled: bool = typer.Option(
+        False, "--no-sampled", help="Skip the check against each sample's sampled_nodes/sampled_links."
+    ),
+) -> None:
+    """Load a dataset and run the rule critic on every sample; print a summary table of issue codes.
+
+    Checks: tools exist and are used once, one step per node, n_tools, type vs shape (single/chain/dag),
+    <node-j> references and types (resource), parameter names (temporal), links vs the tool graph, and
+    nodes/links vs the sampled subgraph.
+
+    Example:
+
+        taskbench data check multimedia --strict
+
+        taskbench data check ~/.cache/taskbench/data_huggingface --show 50
+    """
+    from rich.table import Table
+
+    from ..dataset import load_dataset
+    from ..engine.critics import ISSUE_CODES, check_dataset, issue_counts
+    from ..graph.loaders import check_dependency
+
+    check_dependency(dependency)
+    ds = load_dataset(_dataset_dir(dataset), dependency=dependency)
+    results = check_dataset(ds.samples, ds.library, ds.graph, dependency=dependency, sampled=not no_sampled)
+    counts = issue_counts(results)
+    flagged = sum(1 for issues in results.values() if issues)
+    console = _console()
+    console.print(
+        f"{ds.root}: {len(ds.samples)} samples, {len(ds.library)} tools ({dependency or ds.library.dependency}); "
+        f"{len(ds.samples) - flagged} clean, {flagged} with issues"
+    )
+    if counts:
+        table = Table(title="Issues by code (samples affected)")
+        table.add_column("code")
+        table.add_column("samples", justify="right")
+        table.add_column("meaning")
+        for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+            table.add_row(code, str(n), ISSUE_CODES.get(code, ""))
+        console.print(table)
+        shown = 0
+        for sample_id, issues in results.items():
+            for issue in issues:
+                if shown >= show:
+                    break
+                console.print(f"  {sample_id}  {issue.code}: {issue.message}")
+                shown += 1
+        total = sum(len(v) for v in results.values())
+        if total > shown:
+            console.print(f"  ... {total - shown} more (use --show N)")
+    if strict and flagged:
+        raise typer.Exit(1)
+
+
+@data_app.command("fetch")
+def fetch_command(
+    name: str = typer.Argument(..., metavar="NAME", help="What to download; only 'taskbench' is known.",
+                               show_default=False),
+    domain: str = typer.Option(
+        "all", "--domain", help="huggingface, multimedia, dailylifeapis or all."
+    ),
+    cache_dir: Path | None = typer.Option(
+        None, "--cache-dir", help="Download cache (default: the huggingface_hub cache, ~/.cache/huggingface)."
+    ),
+    revision: str | None = typer.Option(None, "--revision", help="Branch, tag or commit of the hub dataset."),
+) -> None:
+    """Download the released TaskBench (hub dataset microsoft/Taskbench) and print each domain's local folder.
+
+    Needs the optional extra: pip install "taskbench[hub]". Files are cached; running it again is cheap.
+    The printed folders work as --data for other commands (the hub's tool_nodes/... names and
+    user_requests.jsonl are understood; its parquet files need pyarrow). HF_ENDPOINT picks another hub.
+
+    Example:
+
+        taskbench data fetch taskbench --domain multimedia --cache-dir ~/.cache/taskbench
+    """
+    from ..dataset.hub import fetch_taskbench, resolve_domains
+    from ..errors import ConfigError
+
+    if name.lower() != "taskbench":
+        raise ConfigError(f"unknown dataset {name!r} to fetch; only 'taskbench' is known")
+    dirs = fetch_taskbench(resolve_domains(domain), cache_dir=cache_dir, revision=revision)
+    for dom, path in dirs.items():
+        typer.echo(f"{dom}\t{path}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `data` command group to the main app."""
+    app.add_typer(data_app, name="data")
