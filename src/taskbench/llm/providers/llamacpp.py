@@ -1,0 +1,314 @@
+"""The embedded ``llamacpp`` provider: a GGUF model run in-process by llama-cpp-python, no server, no key.
+
+``get_model("llamacpp/qwen2.5-coder-0.5b")`` (the default embedded model), ``llamacpp/smollm2-135m`` (the tiny
+test model) or ``llamacpp/path/to/model.gguf``; see :mod:`taskbench.llm.weights` for where the weights come
+from. Options (keyword arguments of ``get_model``):
+
+``n_ctx``      context window in tokens (default 8192: the TaskBench prompt with a full tool list and demos
+               fits with room for the answer)
+``n_threads``  CPU threads for decoding and prompt evaluation (default ``os.cpu_count()``)
+``n_batch``    prompt evaluation batch size (default 512)
+``seed``       sampling seed used when a request has none (default 0, so runs repeat)
+``verbose``    let llama.cpp log to stderr (default False)
+
+How a call runs:
+
+- The model is loaded lazily, once, on the first request. llama.cpp contexts are not thread-safe, so every
+  generation runs in a worker thread (``asyncio.to_thread``) under one lock, and :attr:`max_concurrency` is 1.
+- Messages are rendered with the chat template stored in the GGUF file (the same rendering as llama-cpp-python's
+  ``create_chat_completion``), then completed from the token list.
+- **KV prefix cache.** The context keeps the tokens (and their KV cache) of the previous call; a new prompt
+  reuses the longest common token prefix and evaluates only the rest. Prompts that put everything shared (tool
+  list, instructions, demos) first and the sample last therefore pay for the shared part once. The number of
+  prompt tokens actually evaluated is reported as ``extra["prompt_tokens_evaluated"]``.
+- **Structured output.** A request's JSON Schema becomes a llama.cpp grammar, so the output always parses and
+  fits the schema (unless cut off by ``max_tokens``); an empty schema or a bare ``{"type": "object"}`` means "any
+  JSON object" and uses a generic JSON grammar.
+- **Timeouts.** A request's timeout stops generation at the next token and raises
+  :class:`~taskbench.llm.base.TransientProviderError`; so does cancelling the awaiting task (prompt evaluation
+  itself cannot be interrupted).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+import time
+from collections import OrderedDict
+from typing import Any
+
+from ...errors import ConfigError, MissingDependencyError
+from ..base import Provider, ProviderRequest, ProviderResponse, TransientProviderError
+from ..weights import DEFAULT_ALIAS, KNOWN_WEIGHTS, resolve_model_path
+
+__all__ = ["LlamaCppProvider", "import_llama_cpp"]
+
+_OPTIONS = {"n_ctx", "n_threads", "n_batch", "seed", "verbose"}
+# Options the Model wrapper / CLI may pass for every provider; meaningless here but harmless.
+_GENERIC_OPTIONS = {"concurrency", "timeout", "api_key_env", "api_key", "base_url", "cache", "max_retries"}
+_GRAMMAR_CACHE_SIZE = 16
+
+
+def import_llama_cpp() -> Any:
+    """Import ``llama_cpp`` or raise :class:`MissingDependencyError` with the exact pip line."""
+    try:
+        import llama_cpp
+    except ImportError as exc:
+        raise MissingDependencyError(
+            "llama-cpp-python", "llamacpp", "the embedded 'llamacpp' model provider"
+        ) from exc
+    return llama_cpp
+
+
+def _is_generic_object(schema: dict[str, Any]) -> bool:
+    """True for schemas that only say "a JSON object" (``{}``, ``{"type": "object"}``)."""
+    meaningful = {k: v for k, v in schema.items() if k not in ("title", "description", "$schema")}
+    return not meaningful or meaningful == {"type": "object"}
+
+
+class _Deadline:
+    """A llama-cpp-python stopping criterion: stop at the deadline or when the caller went away."""
+
+    def __init__(self, timeout: float | None, cancelled: threading.Event) -> None:
+        self.deadline = None if timeout is None else time.monotonic() + timeout
+        self.cancelled = cancelled
+        self.fired: str | None = None
+        self.first_token_at: float | None = None
+
+    def __call__(self, input_ids: Any, logits: Any) -> bool:
+        now = time.monotonic()
+        if self.first_token_at is None:
+            self.first_token_at = now
+        if self.cancelled.is_set():
+            self.fired = "cancelled"
+        elif self.deadline is not None and now > self.deadline:
+            self.fired = "timeout"
+        return self.fired is not None
+
+
+class LlamaCppProvider(Provider):
+    """Embedded llama.cpp over a GGUF file (a known alias or a path)."""
+
+    name = "llamacpp"
+
+    def __init__(self, model: str = DEFAULT_ALIAS, **options: Any) -> None:
+        unknown = sorted(set(options) - _OPTIONS - _GENERIC_OPTIONS)
+        if unknown:
+            raise ConfigError(
+                f"unknown option(s) for the llamacpp provider: {', '.join(unknown)}; "
+                f"known: {', '.join(sorted(_OPTIONS))}"
+            )
+        if options.get("base_url"):
+            raise ConfigError("the llamacpp provider runs the model in-process and takes no base URL")
+        super().__init__(model, **options)
+        self._llama_cpp = import_llama_cpp()
+        self.n_ctx = int(options.get("n_ctx") or 8192)
+        self.n_threads = int(options.get("n_threads") or os.cpu_count() or 1)
+        self.n_batch = int(options.get("n_batch") or 512)
+        seed = options.get("seed")
+        self.seed = 0 if seed is None else int(seed)
+        self.verbose = bool(options.get("verbose", False))
+        self._lock = threading.Lock()
+        self._llm: Any = None
+        self._formatter: Any = None
+        self._evaluated: list[int] = []
+        self._grammars: OrderedDict[str, Any] = OrderedDict()
+
+    # ------------------------------------------------------------------------------------------ contract
+
+    def identity(self) -> dict[str, Any]:
+        """Provider, model and what pins the weights (SHA-256 for aliases; size and mtime for a path)."""
+        ident: dict[str, Any] = {"provider": self.name, "model": self.model, "base_url": None}
+        known = KNOWN_WEIGHTS.get(self.model.strip().lower())
+        if known is not None:
+            ident["sha256"] = known.sha256
+        else:
+            try:
+                st = os.stat(os.path.expanduser(self.model))
+                ident["file"] = {"size": st.st_size, "mtime_ns": st.st_mtime_ns}
+            except OSError:
+                pass
+        return ident
+
+    @property
+    def max_concurrency(self) -> int:
+        """One: a llama.cpp context runs one generation at a time."""
+        return 1
+
+    async def complete(self, request: ProviderRequest) -> ProviderResponse:
+        cancelled = threading.Event()
+        try:
+            return await asyncio.to_thread(self._complete_sync, request, cancelled)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    async def aclose(self) -> None:
+        await asyncio.to_thread(self._close_sync)
+
+    # ------------------------------------------------------------------------------------------ internals
+
+    def _close_sync(self) -> None:
+        with self._lock:
+            if self._llm is not None:
+                close = getattr(self._llm, "close", None)
+                if close is not None:
+                    close()
+                self._llm = None
+                self._formatter = None
+
+    def _load(self) -> Any:
+        """Load the model (once) and wrap its ``eval`` to count the prompt tokens each call evaluates."""
+        if self._llm is not None:
+            return self._llm
+        path = resolve_model_path(self.model)
+        llm = self._llama_cpp.Llama(
+            model_path=str(path),
+            n_ctx=self.n_ctx,
+            n_threads=self.n_threads,
+            n_threads_batch=self.n_threads,
+            n_batch=self.n_batch,
+            seed=self.seed,
+            verbose=self.verbose,
+        )
+        evaluate = llm.eval
+        counts = self._evaluated
+
+        def counting_eval(tokens: Any) -> None:
+            counts.append(len(tokens))
+            evaluate(tokens)
+
+        llm.eval = counting_eval
+        template = llm.metadata.get("tokenizer.chat_template")
+        if template:
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+            def token_text(token_id: int) -> str:
+                return llm.detokenize([token_id], special=True).decode("utf-8", errors="ignore")
+
+            eos = llm.token_eos()
+            bos = llm.token_bos()
+            self._formatter = Jinja2ChatFormatter(
+                template=template,
+                eos_token=token_text(eos) if eos != -1 else "",
+                bos_token=token_text(bos) if bos != -1 else "",
+                stop_token_ids=[eos],
+            )
+        self._llm = llm
+        return llm
+
+    def _grammar(self, schema: dict[str, Any] | None) -> Any:
+        if schema is None:
+            return None
+        key = json.dumps(schema, sort_keys=True)
+        grammar = self._grammars.get(key)
+        if grammar is not None:
+            self._grammars.move_to_end(key)
+            return grammar
+        from llama_cpp.llama_grammar import JSON_GBNF, LlamaGrammar
+
+        try:
+            if _is_generic_object(schema):
+                grammar = LlamaGrammar.from_string(JSON_GBNF, verbose=False)
+            else:
+                grammar = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
+        except Exception as exc:  # the converter raises bare exceptions for unsupported constructs
+            raise ConfigError(f"cannot turn the JSON Schema into a llama.cpp grammar: {exc}") from exc
+        self._grammars[key] = grammar
+        while len(self._grammars) > _GRAMMAR_CACHE_SIZE:
+            self._grammars.popitem(last=False)
+        return grammar
+
+    def _complete_sync(self, request: ProviderRequest, cancelled: threading.Event) -> ProviderResponse:
+        with self._lock:
+            if cancelled.is_set():
+                raise TransientProviderError("cancelled before it started")
+            llm = self._load()
+            grammar = self._grammar(request.json_schema)
+            cfg = request.config
+            deadline = _Deadline(request.timeout, cancelled)
+            params: dict[str, Any] = {
+                "max_tokens": cfg.max_tokens,
+                "temperature": cfg.temperature,
+                "top_p": cfg.top_p,
+                "seed": self.seed if cfg.seed is None else cfg.seed,
+                "grammar": grammar,
+            }
+            self._evaluated.clear()
+            started = time.monotonic()
+            try:
+                if self._formatter is not None:
+                    out = self._complete_formatted(llm, request, params, deadline)
+                else:  # no template in the GGUF: llama-cpp-python's own chat format (no mid-run timeout)
+                    out = llm.create_chat_completion(messages=request.messages, stop=list(cfg.stop), **params)
+            except ValueError as exc:
+                if "exceed context window" in str(exc):
+                    raise ConfigError(
+                        f"{exc}; raise the llamacpp option n_ctx (now {self.n_ctx}) or shorten the prompt"
+                    ) from exc
+                raise
+            ended = time.monotonic()
+            evaluated = list(self._evaluated)
+        if deadline.fired == "timeout":
+            raise TransientProviderError(f"the embedded model did not finish within {request.timeout:g} s")
+        if deadline.fired == "cancelled":
+            raise TransientProviderError("cancelled")
+        choice = out["choices"][0]
+        text = choice["message"]["content"] if "message" in choice else choice["text"]
+        usage = out.get("usage") or {}
+        prompt_tokens = int(usage.get("prompt_tokens", 0))
+        completion_tokens = int(usage.get("completion_tokens", 0))
+        prompt_evaluated = evaluated[0] if evaluated else 0
+        first = deadline.first_token_at
+        extra: dict[str, Any] = {
+            "prompt_tokens_evaluated": prompt_evaluated,
+            "prompt_tokens_reused": max(prompt_tokens - prompt_evaluated, 0),
+            "seconds": round(ended - started, 6),
+        }
+        if first is not None:
+            extra["prompt_seconds"] = round(first - started, 6)
+            extra["decode_seconds"] = round(ended - first, 6)
+        return ProviderResponse(
+            text=text or "",
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            finish_reason=choice.get("finish_reason"),
+            extra=extra,
+        )
+
+    def _complete_formatted(
+        self, llm: Any, request: ProviderRequest, params: dict[str, Any], deadline: _Deadline
+    ) -> dict[str, Any]:
+        """Render with the GGUF chat template and complete from tokens (what create_chat_completion does,
+        plus a stopping criterion for timeouts and cancellation)."""
+        from llama_cpp import StoppingCriteriaList
+
+        rendered = self._formatter(messages=request.messages)
+        tokens = llm.tokenize(
+            rendered.prompt.encode("utf-8"), add_bos=not rendered.added_special, special=True
+        )
+        stop = list(request.config.stop)
+        if rendered.stop is not None:
+            stop += rendered.stop if isinstance(rendered.stop, list) else [rendered.stop]
+        criteria = [deadline]
+        if rendered.stopping_criteria is not None:
+            criteria.extend(rendered.stopping_criteria)
+        out = llm.create_completion(
+            prompt=tokens,
+            stop=stop,
+            stopping_criteria=StoppingCriteriaList(criteria),
+            repeat_penalty=1.0,
+            **params,
+        )
+        choice = out["choices"][0]
+        return {
+            "choices": [
+                {
+                    "message": {"role": "assistant", "content": choice["text"]},
+                    "finish_reason": choice["finish_reason"],
+                }
+            ],
+            "usage": out.get("usage"),
+        }
