@@ -41,12 +41,13 @@ def list_command() -> None:
     """
     from collections import Counter
 
+    from rich import box
     from rich.table import Table
 
     from .. import bundled
     from ..dataset import load_dataset
 
-    table = Table(title="Bundled demo datasets")
+    table = Table(title="Bundled demo datasets", box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1), collapse_padding=True)
     for col in ("name", "kind", "tools", "links", "samples", "single", "chain", "dag", "sizes"):
         table.add_column(col, justify="left" if col in ("name", "kind") else "right", no_wrap=True)
     for name in bundled.names():
