@@ -59,13 +59,15 @@ class JsonSource:
         """Read and parse a JSON file; missing files and syntax errors raise :class:`InputError`."""
         path = Path(path)
         try:
-            text = path.read_text(encoding="utf-8")
+            text = path.read_text(encoding="utf-8-sig")
         except FileNotFoundError:
             raise InputError("file not found", path=path, hint="check the path") from None
         except IsADirectoryError:
             raise InputError("expected a file, found a directory", path=path) from None
         except UnicodeDecodeError as exc:
             raise InputError(f"not UTF-8 text ({exc.reason})", path=path, hint="save the file as UTF-8") from None
+        except OSError as exc:
+            raise InputError(f"cannot read the file ({exc.strerror or exc})", path=path) from None
         return cls.parse(text, path=path)
 
     @classmethod
@@ -84,6 +86,8 @@ class JsonSource:
             ) from None
         except RecursionError:
             raise InputError("JSON nested too deeply", path=path) from None
+        except ValueError as exc:  # e.g. an integer literal longer than Python's conversion limit
+            raise InputError(f"invalid JSON: {exc}", path=path) from None
         return cls(path, text, doc)
 
     def line(self, *keys: Key) -> int | None:
@@ -531,7 +535,7 @@ def detect_format(doc: Any) -> str | None:
             return "openapi"
         if isinstance(doc.get("nodes"), list):
             return "taskbench"
-        if isinstance(doc.get("result"), dict) and "tools" in doc["result"]:
+        if (isinstance(doc.get("result"), dict) and "tools" in doc["result"]) or "jsonrpc" in doc:
             return "mcp"
         for key in ("tools", "functions"):
             if isinstance(doc.get(key), list):
