@@ -1,6 +1,14 @@
 """Datasets on disk: JSON/JSONL I/O with file:line errors, and the reference directory layout."""
 
-from .jsonio import JsonlAppender, iter_jsonl, read_json, read_json_or_jsonl, read_jsonl, write_json, write_jsonl
+from .jsonio import (
+    JsonlAppender,
+    iter_jsonl,
+    read_json,
+    read_json_or_jsonl,
+    read_jsonl,
+    write_json,
+    write_jsonl,
+)
 from .layout import Dataset, load_dataset, parse_sample, read_raw_records, read_samples, save_dataset
 
 __all__ = [
