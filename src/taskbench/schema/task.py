@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Annotated, Any, Union
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
 
@@ -26,7 +26,7 @@ class TaskArgument(BaseModel):
     value: JsonValue = Field(description="The value; usually a string, numbers and booleans are kept as given.")
 
 
-Argument = Annotated[Union[TaskArgument, str, JsonValue], Field(union_mode="left_to_right")]
+Argument = Annotated[TaskArgument | str | JsonValue, Field(union_mode="left_to_right")]
 """One argument: a named pair, a plain string (resource domains: text, a file name or ``<node-j>``), or any
 other JSON value as found in real data."""
 
