@@ -371,7 +371,11 @@ def render_html(graph: ToolGraph, path: str | Path, *, title: str | None = None,
         info = _tool_info(t)
         info["nin"], info["nout"] = indeg.get(t.id, 0), outdeg.get(t.id, 0)
         nodes_json.append(info)
-    data = json.dumps({"nodes": nodes_json}, ensure_ascii=False).replace("</", "<\\/").replace("<!--", "<\\!--")
+    # no '<', '>' or '&' inside the script element, so no text can close it or open a comment
+    data = (
+        json.dumps({"nodes": nodes_json}, ensure_ascii=False)
+        .replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    )
     typed = any(t.is_typed for t in graph.nodes)
     legend = []
     for g in dict.fromkeys(_group(t) for t in graph.nodes):
