@@ -92,7 +92,8 @@ def evaluate_command(
     ds, ids = _load(data, dependency, alignment)
     preds = read_raw_records(predictions)
     result = evaluate(
-        ds.samples, preds, ds.library, mode=run_mode, gold_records=read_raw_records(ds.data_path),
+        ds.samples, preds, ds.library, mode=run_mode,
+        gold_records=read_raw_records(ds.data_path) if run_mode != "strict" else None,
         dependency=dependency, splits=split_list, n_tools=n_list, group_mode=mode, metrics=metric_list,
         alignment_ids=ids, bootstrap=bootstrap, seed=seed, bertscore_model=bertscore_model,
     )

@@ -29,14 +29,15 @@ from .strict import (
     SampleScore,
     group_mask,
     metrics_from_sums,
+    normalise_graph,
     parse_strict,
     per_tool_from_sums,
     sample_table,
-    score_sample,
+    score_normalised,
     split_groups,
     to_jsonable,
 )
-from .taxonomy import PredictionErrors, TaxonomySummary, classify, summarize
+from .taxonomy import PredictionErrors, TaxonomySummary, classify_normalised, summarize
 
 METRIC_NAMES = ("f1", "ed", "link", "argument", "rouge", "bertscore")
 DEFAULT_METRICS = ("f1", "ed", "link", "argument", "rouge")
@@ -130,8 +131,13 @@ def score_strict(
     by_id, dups = _index_predictions(records)
     gold_ids = {s.id for s in gold}
     parsed = [parse_strict(s.id, by_id.get(s.id)) for s in gold]
-    scores = [score_sample(s, p, library, dep) for s, p in zip(gold, parsed, strict=True)]
-    errors = [classify(s, p, library, dep) for s, p in zip(gold, parsed, strict=True)]
+    scores: list[SampleScore] = []
+    errors: list[PredictionErrors] = []
+    for s, p in zip(gold, parsed, strict=True):
+        g_norm = normalise_graph(s, library, dep)
+        p_norm = normalise_graph(p.graph, library, dep)  # the empty graph when missing or unparseable
+        scores.append(score_normalised(s, p, g_norm, p_norm, library))
+        errors.append(classify_normalised(s.id, p, g_norm, p_norm, library))
     extra: dict[str, np.ndarray] = {}
     if "rouge" in metrics or "bertscore" in metrics:
         preds = ["\n".join(p.graph.task_steps) for p in parsed]

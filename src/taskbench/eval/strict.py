@@ -189,9 +189,12 @@ class SampleScore:
     error: str | None = None
 
 
-def _prf_counts(gold: Counter, pred: Counter) -> tuple[int, int, int]:
-    tp = sum((gold & pred).values())
-    return tp, sum(pred.values()) - tp, sum(gold.values()) - tp
+def _prf_counts(gold: Sequence[Any], pred: Sequence[Any]) -> tuple[int, int, int]:
+    """(tp, fp, fn) of two multisets given as sequences."""
+    if len(gold) == len(pred) and (gold == pred or sorted(map(repr, gold)) == sorted(map(repr, pred))):
+        return len(gold), 0, 0
+    tp = sum((Counter(gold) & Counter(pred)).values())
+    return tp, len(pred) - tp, len(gold) - tp
 
 
 def _ned(gold: Sequence[str], pred: Sequence[str]) -> float:
@@ -211,12 +214,19 @@ def score_sample(
     """Compare one gold sample with its parsed prediction (pure)."""
     g = normalise_graph(gold, library, dependency)
     p = normalise_graph(parsed.graph, library, dependency)
+    return score_normalised(gold, parsed, g, p, library)
+
+
+def score_normalised(
+    gold: Sample, parsed: ParsedPrediction, g: NormalGraph, p: NormalGraph, library: ToolLibrary
+) -> SampleScore:
+    """:func:`score_sample` on graphs already normalised (so a caller normalises each graph once)."""
     gn, pn = Counter(g.names), Counter(p.names)
-    gl, pl = Counter(set(g.links)), Counter(set(p.links))
-    g_args = Counter((t, a.name) for t, args in zip(g.names, g.arguments, strict=True) for a in args)
-    p_args = Counter((t, a.name) for t, args in zip(p.names, p.arguments, strict=True) for a in args)
-    g_vals = Counter((t, a.name, a.value) for t, args in zip(g.names, g.arguments, strict=True) for a in args)
-    p_vals = Counter((t, a.name, a.value) for t, args in zip(p.names, p.arguments, strict=True) for a in args)
+    gl, pl = sorted(set(g.links)), sorted(set(p.links))
+    g_args = [(t, a.name) for t, args in zip(g.names, g.arguments, strict=True) for a in args]
+    p_args = [(t, a.name) for t, args in zip(p.names, p.arguments, strict=True) for a in args]
+    g_vals = [(t, a.name, a.value) for t, args in zip(g.names, g.arguments, strict=True) for a in args]
+    p_vals = [(t, a.name, a.value) for t, args in zip(p.names, p.arguments, strict=True) for a in args]
     tool_counts: dict[str, tuple[int, int, int]] = {}
     for name in set(gn) | set(pn):
         if name in library:
@@ -229,7 +239,7 @@ def score_sample(
         split=gold.type,
         n_tools=len(gold.task_nodes),
         status=parsed.status,
-        node=_prf_counts(gn, pn),
+        node=_prf_counts(g.names, p.names),
         link=_prf_counts(gl, pl),
         arg_name=_prf_counts(g_args, p_args),
         arg_value=_prf_counts(g_vals, p_vals),
@@ -433,6 +443,7 @@ __all__ = [
     "parse_strict",
     "per_tool_from_sums",
     "sample_table",
+    "score_normalised",
     "score_sample",
     "split_groups",
     "to_jsonable",

@@ -68,11 +68,12 @@ class TaxonomySummary(BaseModel):
 
 
 def _occurrences(names: Sequence[str]) -> list[tuple[str, int]]:
-    seen: Counter[str] = Counter()
+    seen: dict[str, int] = {}
     out = []
     for name in names:
-        out.append((name, seen[name]))
-        seen[name] += 1
+        k = seen.get(name, 0)
+        out.append((name, k))
+        seen[name] = k + 1
     return out
 
 
@@ -95,14 +96,25 @@ def classify(
     gold: Sample, parsed: ParsedPrediction, library: ToolLibrary, dependency: str
 ) -> PredictionErrors:
     """The error labels of one prediction against its gold sample (pure)."""
-    if parsed.status == "missing":
-        return PredictionErrors(id=gold.id, labels=["missing_prediction"], detail=parsed.error)
-    if parsed.status == "parse_error":
-        return PredictionErrors(id=gold.id, labels=["parse_failure"], detail=parsed.error)
+    if parsed.status != "ok":
+        return classify_normalised(gold.id, parsed, None, None, library)
     g = normalise_graph(gold, library, dependency)
     p = normalise_graph(parsed.graph, library, dependency)
+    return classify_normalised(gold.id, parsed, g, p, library)
+
+
+def classify_normalised(
+    sample_id: str, parsed: ParsedPrediction, g: NormalGraph | None, p: NormalGraph | None, library: ToolLibrary
+) -> PredictionErrors:
+    """:func:`classify` on graphs already normalised (``g``/``p`` may be None unless the status is ok)."""
+    if parsed.status == "missing":
+        return PredictionErrors(id=sample_id, labels=["missing_prediction"], detail=parsed.error)
+    if parsed.status == "parse_error" or g is None or p is None:
+        return PredictionErrors(id=sample_id, labels=["parse_failure"], detail=parsed.error)
+    if g.names == p.names and g.links == p.links and g.arguments == p.arguments:
+        return PredictionErrors(id=sample_id)  # identical graphs: nothing to find
     gn, pn = Counter(g.names), Counter(p.names)
-    out = PredictionErrors(id=gold.id)
+    out = PredictionErrors(id=sample_id)
     out.missing_tools = sorted((gn - pn).elements())
     out.extra_tools = sorted((pn - gn).elements())
     out.hallucinated_tools = [n for n in p.names if n not in library and n not in gn]
@@ -135,4 +147,11 @@ def summarize(errors: Iterable[PredictionErrors]) -> TaxonomySummary:
     )
 
 
-__all__ = ["CATEGORIES", "PredictionErrors", "TaxonomySummary", "classify", "summarize"]
+__all__ = [
+    "CATEGORIES",
+    "PredictionErrors",
+    "TaxonomySummary",
+    "classify",
+    "classify_normalised",
+    "summarize",
+]
