@@ -59,7 +59,6 @@ def type_colors(graph: ToolGraph) -> dict[str, str]:
 
 def layout(graph: ToolGraph, kind: str = "auto") -> dict[str, tuple[float, float]]:
     """Node positions in [-1, 1]^2. ``kind``: auto | circular | kamada_kawai | spring."""
-    import networkx as nx
 
     n = len(graph.nodes)
     if n == 0:
@@ -76,19 +75,54 @@ def layout(graph: ToolGraph, kind: str = "auto") -> dict[str, tuple[float, float
             angle = math.pi / 2 - 2 * math.pi * k / n
             pos[graph.nodes[i].id] = (math.cos(angle), math.sin(angle))
         return pos
-    g = graph.to_networkx().to_undirected()
-    if kind == "spring":
-        raw = nx.spring_layout(g, seed=0)
-    elif kind == "kamada_kawai":
-        # components far apart would squash the layout; lay out the largest, put the rest on the rim
-        raw = nx.kamada_kawai_layout(g)
-    else:
+    if kind not in ("spring", "kamada_kawai"):
         raise ValueError(f"unknown layout {kind!r}")
+    g = graph.to_networkx().to_undirected()
+    raw = _packed_layout(g, kind)
     xs = [p[0] for p in raw.values()]
     ys = [p[1] for p in raw.values()]
     cx, cy = (max(xs) + min(xs)) / 2, (max(ys) + min(ys)) / 2
     scale = max(max(xs) - min(xs), max(ys) - min(ys), 1e-9) / 2
     return {k: (float((p[0] - cx) / scale), float((p[1] - cy) / scale)) for k, p in raw.items()}
+
+
+def _packed_layout(g: Any, kind: str) -> dict[str, tuple[float, float]]:
+    """Lay out each connected component on its own, then pack them in rows (biggest first) with the
+    isolated tools in a grid, so components neither overlap nor get squashed together."""
+    import networkx as nx
+
+    order = {name: i for i, name in enumerate(g.nodes)}
+    comps = sorted((sorted(c, key=order.__getitem__) for c in nx.connected_components(g)),
+                   key=lambda c: (-len(c), order[c[0]]))
+    blocks: list[tuple[float, dict[str, tuple[float, float]]]] = []  # (side, positions in [0, side]^2)
+    isolated = [c[0] for c in comps if len(c) == 1]
+    for comp in (c for c in comps if len(c) > 1):
+        sub = g.subgraph(comp)
+        raw = nx.spring_layout(sub, seed=0) if kind == "spring" else nx.kamada_kawai_layout(sub)
+        side = math.sqrt(len(comp)) * 1.6
+        xs = [p[0] for p in raw.values()]
+        ys = [p[1] for p in raw.values()]
+        w = max(max(xs) - min(xs), max(ys) - min(ys), 1e-9)
+        pad = 0.12 * side
+        blocks.append((side, {k: (pad + (p[0] - min(xs)) / w * (side - 2 * pad),
+                                  pad + (p[1] - min(ys)) / w * (side - 2 * pad)) for k, p in raw.items()}))
+    if isolated:
+        cols = math.ceil(math.sqrt(len(isolated)))
+        side = cols * 1.2
+        blocks.append((side, {name: ((i % cols + 0.5) * 1.2, side - (i // cols + 0.5) * 1.2)
+                              for i, name in enumerate(isolated)}))
+    total = sum(b[0] ** 2 for b in blocks)
+    row_width = max(max(b[0] for b in blocks), math.sqrt(total) * 1.15)
+    out: dict[str, tuple[float, float]] = {}
+    x = y = row_h = 0.0
+    for side, pos in blocks:
+        if x > 0 and x + side > row_width:
+            x, y, row_h = 0.0, y + row_h, 0.0
+        for k, (px, py) in pos.items():
+            out[k] = (x + px, -(y + side - py))
+        x += side
+        row_h = max(row_h, side)
+    return out
 
 
 def _wrap(name: str, width: int = 16) -> str:
