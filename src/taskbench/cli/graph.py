@@ -114,10 +114,10 @@ def stats_command(
     table.add_row("links", str(st.links))
     table.add_row("density", f"{st.density:.3f}")
     table.add_row("in-degree min / mean / max", f"{st.in_degree.min} / {st.in_degree.mean:.2f} / {st.in_degree.max}")
-    table.add_row("most depended on (in)", top(st.in_degree.top))
+    table.add_row("highest in-degree", top(st.in_degree.top))
     table.add_row("out-degree min / mean / max",
                   f"{st.out_degree.min} / {st.out_degree.mean:.2f} / {st.out_degree.max}")
-    table.add_row("most used as input (out)", top(st.out_degree.top))
+    table.add_row("highest out-degree", top(st.out_degree.top))
     table.add_row("link types", counts(st.link_types))
     if st.dependency == "resource":
         table.add_row("input types (tools)", counts(st.input_types))
