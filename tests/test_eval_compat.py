@@ -60,7 +60,10 @@ def one(g: dict, p: dict, lib: ToolLibrary | None = None, **kw: Any):
 
 
 def test_only_ids_in_both_count_and_missing_prediction_is_not_penalised() -> None:
-    golds = [gold("a", [{"task": "Speaker", "arguments": ["hi"]}]), gold("b", [{"task": "Speaker", "arguments": []}])]
+    golds = [
+        gold("a", [{"task": "Speaker", "arguments": ["hi"]}]),
+        gold("b", [{"task": "Speaker", "arguments": []}]),
+    ]
     preds = [pred("a", [{"task": "Speaker", "arguments": ["hi"]}]), pred("zzz", [])]
     res = evaluate_compat(golds, preds, resource_lib(), splits=("overall",), n_tools=("overall",))
     m = res.metrics["overall_overall"]
@@ -69,7 +72,10 @@ def test_only_ids_in_both_count_and_missing_prediction_is_not_penalised() -> Non
 
 
 def test_missing_result_is_dropped_with_the_reference_text() -> None:
-    golds = [gold("a", [{"task": "Speaker", "arguments": []}]), gold("b", [{"task": "Speaker", "arguments": []}])]
+    golds = [
+        gold("a", [{"task": "Speaker", "arguments": []}]),
+        gold("b", [{"task": "Speaker", "arguments": []}]),
+    ]
     preds = [{"id": "a", "answer": {}}, pred("b", [{"task": "Speaker", "arguments": []}])]
     res = evaluate_compat(golds, preds, resource_lib(), splits=("overall",), n_tools=("overall",))
     assert res.ignored_ids == {"a"}
@@ -79,9 +85,14 @@ def test_missing_result_is_dropped_with_the_reference_text() -> None:
 
 
 def test_alignment_ids_filter_gold() -> None:
-    golds = [gold("a", [{"task": "Speaker", "arguments": []}]), gold("b", [{"task": "Speaker", "arguments": []}])]
+    golds = [
+        gold("a", [{"task": "Speaker", "arguments": []}]),
+        gold("b", [{"task": "Speaker", "arguments": []}]),
+    ]
     preds = [pred("a", []), pred("b", [{"task": "Speaker", "arguments": []}])]
-    res = evaluate_compat(golds, preds, resource_lib(), splits="overall", n_tools="overall", alignment_ids={"b"})
+    res = evaluate_compat(
+        golds, preds, resource_lib(), splits="overall", n_tools="overall", alignment_ids={"b"}
+    )
     assert res.metrics["overall_overall"]["all_samples"] == 1
     assert res.metrics["overall_overall"]["node_micro_f1_no_matching"] == 1.0
 
@@ -130,11 +141,17 @@ def test_prediction_without_steps_is_dropped_only_when_steps_are_scored() -> Non
 
 
 def test_step_support_counts_samples_that_fail_later_and_rouge_uses_them() -> None:
-    golds = [gold("a", [{"task": "Speaker", "arguments": []}], steps=["the cat sat"]),
-             gold("b", [{"task": "Speaker", "arguments": []}], steps=["a dog"])]
-    preds = [pred("a", [{"name": "Speaker"}], steps=["the cat"]), pred("b", [{"task": "Speaker"}], steps=["a dog"])]
-    res = evaluate_compat(golds, preds, resource_lib(), splits="overall", n_tools="overall",
-                          metrics=("rouge", "f1"))
+    golds = [
+        gold("a", [{"task": "Speaker", "arguments": []}], steps=["the cat sat"]),
+        gold("b", [{"task": "Speaker", "arguments": []}], steps=["a dog"]),
+    ]
+    preds = [
+        pred("a", [{"name": "Speaker"}], steps=["the cat"]),
+        pred("b", [{"task": "Speaker"}], steps=["a dog"]),
+    ]
+    res = evaluate_compat(
+        golds, preds, resource_lib(), splits="overall", n_tools="overall", metrics=("rouge", "f1")
+    )
     m = res.metrics["overall_overall"]
     assert (m["step_supports"], m["node_supports"], m["argument_supports"]) == (2, 1, 1)
     assert res.ignored_ids == {"a"}
@@ -152,7 +169,10 @@ def test_argument_support_counts_a_non_text_tool_name_in_temporal_domains() -> N
 
 
 def test_bertscore_callable_mean_over_step_supported_samples() -> None:
-    golds = [gold("a", [{"task": "Speaker", "arguments": []}]), gold("b", [{"task": "Speaker", "arguments": []}])]
+    golds = [
+        gold("a", [{"task": "Speaker", "arguments": []}]),
+        gold("b", [{"task": "Speaker", "arguments": []}]),
+    ]
     preds = [pred("a", [{"task": "Speaker"}]), pred("b", [{"task": "Speaker"}])]
     calls = []
 
@@ -163,7 +183,11 @@ def test_bertscore_callable_mean_over_step_supported_samples() -> None:
     res = evaluate_compat(golds, preds, resource_lib(), metrics=("bertscore",), bertscore=fake)
     m = res.metrics["overall_overall"]
     assert calls == [2]  # once for all groups
-    assert (m["step_bertscore_precision"], m["step_bertscore_recall"], m["step_bertscore_f1"]) == (0.75, 0.5, 0.5)
+    assert (m["step_bertscore_precision"], m["step_bertscore_recall"], m["step_bertscore_f1"]) == (
+        0.75,
+        0.5,
+        0.5,
+    )
     res = evaluate_compat(golds, preds, resource_lib(), metrics=("bertscore",))
     assert "step_bertscore_f1" not in res.metrics["overall_overall"]
     assert any("BERTScore skipped" in line for line in res.log)
@@ -174,22 +198,35 @@ def test_bertscore_callable_mean_over_step_supported_samples() -> None:
 
 @pytest.mark.parametrize(
     ("content", "kind"),
-    [("a.png", "image"), ("'clip.mp4'", "video"), ("song.mp3", "audio"), ("notes.aux", "audio"),
-     ("hello", "text"), ("x.jpeg.mp4", "image")],
+    [
+        ("a.png", "image"),
+        ("'clip.mp4'", "video"),
+        ("song.mp3", "audio"),
+        ("notes.aux", "audio"),
+        ("hello", "text"),
+        ("x.jpeg.mp4", "image"),
+    ],
 )
 def test_content_type_guess(content: str, kind: str) -> None:
     assert get_content_type(content) == kind
 
 
 def test_underscores_become_spaces_in_names_and_links_from_node_refs() -> None:
-    g = gold("a", [
-        {"task": "Image Downloader", "arguments": ["http://x/a.png"]},
-        {"task": "Image Captioner", "arguments": ["<node-0>", "<node-1>"]},  # self reference skipped
-    ], type_="chain")
-    p = pred("a", [
-        {"task": "Image_Downloader", "arguments": ["http://x/a.png"]},
-        {"task": "Image_Captioner", "arguments": [{"image": "<node-0>"}]},
-    ])
+    g = gold(
+        "a",
+        [
+            {"task": "Image Downloader", "arguments": ["http://x/a.png"]},
+            {"task": "Image Captioner", "arguments": ["<node-0>", "<node-1>"]},  # self reference skipped
+        ],
+        type_="chain",
+    )
+    p = pred(
+        "a",
+        [
+            {"task": "Image_Downloader", "arguments": ["http://x/a.png"]},
+            {"task": "Image_Captioner", "arguments": [{"image": "<node-0>"}]},
+        ],
+    )
     rec = one(g, p)
     assert sorted(rec.node_tp) == [0, 1] and rec.node_fp == [] and rec.node_fn == []
     # the link target is the raw task name: gold "Image Captioner", prediction "Image_Captioner"
@@ -232,7 +269,13 @@ def test_non_text_argument_without_a_previous_value_drops_the_sample() -> None:
 
 
 def test_out_of_range_node_reference_repeats_or_drops() -> None:
-    g = gold("a", [{"task": "Image Downloader", "arguments": ["u.png"]}, {"task": "Image Captioner", "arguments": ["<node-0>"]}])
+    g = gold(
+        "a",
+        [
+            {"task": "Image Downloader", "arguments": ["u.png"]},
+            {"task": "Image Captioner", "arguments": ["<node-0>"]},
+        ],
+    )
     rec = one(g, pred("a", [{"task": "Image Captioner", "arguments": ["<node-5>"]}]))
     # repeats the gold's last value (image, Image Downloader) and adds no link
     assert rec.error is None and rec.link == (0, 0, 1) and rec.arg_value == (1, 1, 0)
@@ -241,9 +284,16 @@ def test_out_of_range_node_reference_repeats_or_drops() -> None:
 
 
 def test_node_reference_output_type_none_and_other() -> None:
-    g = gold("a", [{"task": "Speaker", "arguments": ["hi"]}, {"task": "Image Captioner", "arguments": ["<node-0>"]}])
-    p = pred("a", [{"task": "Magic", "arguments": ["hi"]}, {"task": "Image Captioner", "arguments": ["<node-0>"]}])
-    res = evaluate_compat([g], [p], resource_lib(), splits="overall", n_tools="overall", metrics=("argument",))
+    g = gold(
+        "a",
+        [{"task": "Speaker", "arguments": ["hi"]}, {"task": "Image Captioner", "arguments": ["<node-0>"]}],
+    )
+    p = pred(
+        "a", [{"task": "Magic", "arguments": ["hi"]}, {"task": "Image Captioner", "arguments": ["<node-0>"]}]
+    )
+    res = evaluate_compat(
+        [g], [p], resource_lib(), splits="overall", n_tools="overall", metrics=("argument",)
+    )
     rec = res.samples[0]
     # gold: Speaker-text, Image Captioner-none ; prediction: Magic-text, Image Captioner-other
     assert rec.arg_name == (0, 2, 2)
@@ -254,12 +304,23 @@ def test_node_reference_output_type_none_and_other() -> None:
 
 
 def test_temporal_links_from_task_links_and_string_arguments_drop() -> None:
-    g = gold("a", [{"task": "get_weather", "arguments": [{"name": "city", "value": "Rome"}]},
-                   {"task": "send_email", "arguments": [{"name": "to", "value": "x@y"}]}],
-             type_="chain", links=[{"source": "get_weather", "target": "send_email"}])
-    p = pred("a", [{"task": "get_weather", "arguments": [{"name": "city", "value": "rome"}]},
-                   {"task": "send_email", "arguments": [{"name": "to", "value": "x@y"}]}],
-             links=[{"source": "get_weather", "target": "send_email"}, {"source": "send_email", "target": "x"}])
+    g = gold(
+        "a",
+        [
+            {"task": "get_weather", "arguments": [{"name": "city", "value": "Rome"}]},
+            {"task": "send_email", "arguments": [{"name": "to", "value": "x@y"}]},
+        ],
+        type_="chain",
+        links=[{"source": "get_weather", "target": "send_email"}],
+    )
+    p = pred(
+        "a",
+        [
+            {"task": "get_weather", "arguments": [{"name": "city", "value": "rome"}]},
+            {"task": "send_email", "arguments": [{"name": "to", "value": "x@y"}]},
+        ],
+        links=[{"source": "get_weather", "target": "send_email"}, {"source": "send_email", "target": "x"}],
+    )
     rec = one(g, p, temporal_lib())
     assert rec.link == (1, 1, 0)  # the extra predicted link is a false positive
     assert rec.arg_name == (2, 0, 0) and rec.arg_value == (1, 1, 1)
@@ -277,7 +338,11 @@ def test_temporal_links_from_task_links_and_string_arguments_drop() -> None:
 def test_node_scores_by_hand() -> None:
     lib = resource_lib()
     golds = [
-        gold("a", [{"task": "Image Downloader", "arguments": []}, {"task": "Image Captioner", "arguments": []}], type_="chain"),
+        gold(
+            "a",
+            [{"task": "Image Downloader", "arguments": []}, {"task": "Image Captioner", "arguments": []}],
+            type_="chain",
+        ),
         gold("b", [{"task": "Text Summarizer", "arguments": []}]),
     ]
     preds = [
@@ -291,7 +356,12 @@ def test_node_scores_by_hand() -> None:
     assert m["node_micro_recall_no_matching"] == pytest.approx(2 / 3)
     per = m["node_per_type_no_matchcing"]
     assert list(per) == lib.names
-    assert per["Image Downloader"] == {"precision": 0.5, "recall": 1.0, "f1-score": pytest.approx(2 / 3), "support": 1}
+    assert per["Image Downloader"] == {
+        "precision": 0.5,
+        "recall": 1.0,
+        "f1-score": pytest.approx(2 / 3),
+        "support": 1,
+    }
     assert per["Image Captioner"] == {"precision": 0.0, "recall": 0.0, "f1-score": 0.0, "support": 1}
     assert per["Speaker"]["support"] == 0
     # macro over all 4 library tools (Speaker counts as 0)
@@ -313,21 +383,44 @@ def test_edit_distance_pad_and_empty() -> None:
 
 def test_groups_add_and_mul() -> None:
     assert [g.key for g in make_groups(("all",), ("overall", "2"), "add")] == [
-        "overall_overall", "single_overall", "chain_overall", "dag_overall", "overall_2"]
+        "overall_overall",
+        "single_overall",
+        "chain_overall",
+        "dag_overall",
+        "overall_2",
+    ]
     assert [g.key for g in make_groups(("single", "dag"), ("1", "2"), "mul")] == [
-        "single_1", "single_2", "dag_1", "dag_2"]
+        "single_1",
+        "single_2",
+        "dag_1",
+        "dag_2",
+    ]
     assert len(make_groups("all", "all", "add")) == 14
     assert group_mask(Group("overall", "03"), ["single"], [3]).tolist() == [False]
-    assert group_mask(Group("chain", "3"), ["chain", "chain", "dag"], [3, 2, 3]).tolist() == [True, False, False]
+    assert group_mask(Group("chain", "3"), ["chain", "chain", "dag"], [3, 2, 3]).tolist() == [
+        True,
+        False,
+        False,
+    ]
 
 
 def test_group_without_supported_samples_reports_only_counts() -> None:
-    golds = [gold("a", [{"task": "Speaker", "arguments": []}]), gold("b", [{"task": "Speaker", "arguments": []}] * 2, type_="chain")]
+    golds = [
+        gold("a", [{"task": "Speaker", "arguments": []}]),
+        gold("b", [{"task": "Speaker", "arguments": []}] * 2, type_="chain"),
+    ]
     preds = [pred("a", [{"task": "Speaker"}]), {"id": "b"}]
-    res = evaluate_compat(golds, preds, resource_lib(), splits=("single", "chain"), n_tools=("2",), mode="add")
+    res = evaluate_compat(
+        golds, preds, resource_lib(), splits=("single", "chain"), n_tools=("2",), mode="add"
+    )
     assert list(res.metrics) == ["single_overall", "chain_overall", "overall_2"]
-    assert res.metrics["chain_overall"] == {"all_samples": 1, "step_supports": 0, "node_supports": 0,
-                                            "link_supports": 0, "argument_supports": 0}
+    assert res.metrics["chain_overall"] == {
+        "all_samples": 1,
+        "step_supports": 0,
+        "node_supports": 0,
+        "link_supports": 0,
+        "argument_supports": 0,
+    }
     assert res.metrics["overall_2"] == res.metrics["chain_overall"]
     assert "step_rouge1" in res.metrics["single_overall"]
 
@@ -336,14 +429,22 @@ def test_metric_selection_and_key_order() -> None:
     assert expand_compat_metrics(["all"]) == ["f1", "ed", "link", "argument", "rouge", "bertscore"]
     g = gold("a", [{"task": "Speaker", "arguments": ["x"]}])
     p = pred("a", [{"task": "Speaker", "arguments": ["x"]}])
-    m = evaluate_compat([g], [p], resource_lib(), splits="overall", n_tools="overall",
-                        metrics=("argument",)).metrics["overall_overall"]
+    m = evaluate_compat(
+        [g], [p], resource_lib(), splits="overall", n_tools="overall", metrics=("argument",)
+    ).metrics["overall_overall"]
     assert list(m)[5:] == [  # "argument" brings the node metrics too, as in the reference
-        "node_micro_precision_no_matching", "node_micro_recall_no_matching", "node_micro_f1_no_matching",
-        "node_macro_precision_no_matching", "node_macro_recall_no_matching", "node_macro_f1_no_matching",
-        "node_per_type_no_matchcing", "argument_task_argname_binary_f1_no_matching",
-        "argument_task_argname_value_binary_f1_no_matching"]
-    m = evaluate_compat([g], [p], resource_lib(), splits="overall", n_tools="overall",
-                        metrics=("all",)).metrics["overall_overall"]
+        "node_micro_precision_no_matching",
+        "node_micro_recall_no_matching",
+        "node_micro_f1_no_matching",
+        "node_macro_precision_no_matching",
+        "node_macro_recall_no_matching",
+        "node_macro_f1_no_matching",
+        "node_per_type_no_matchcing",
+        "argument_task_argname_binary_f1_no_matching",
+        "argument_task_argname_value_binary_f1_no_matching",
+    ]
+    m = evaluate_compat(
+        [g], [p], resource_lib(), splits="overall", n_tools="overall", metrics=("all",)
+    ).metrics["overall_overall"]
     assert list(m)[5:9] == ["step_rouge1", "step_rouge2", "step_rougeL", "step_rougeLsum"]
     assert list(m)[-2:] == ["edit_distance", "link_binary_f1"]

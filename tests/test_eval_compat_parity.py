@@ -18,7 +18,11 @@ from taskbench.graph.loaders import load_tool_library
 
 CASES = [
     (domain, dep, k)
-    for domain, dep in (("huggingface", "resource"), ("multimedia", "resource"), ("dailylifeapis", "temporal"))
+    for domain, dep in (
+        ("huggingface", "resource"),
+        ("multimedia", "resource"),
+        ("dailylifeapis", "temporal"),
+    )
     for k in (1, 2)
 ]
 TOL = 1e-9

@@ -52,9 +52,11 @@ COMPAT_METRICS: tuple[str, ...] = ("f1", "ed", "link", "argument", "rouge", "ber
 BertScoreFn = Callable[[list[str], list[str]], Mapping[str, Sequence[float]]]
 """``(predictions, references) -> {"precision": [...], "recall": [...], "f1": [...]}`` per sample."""
 
-_IMAGE_EXTS = ("jpg", "png", "jpeg", "gif", "bmp", "tiff", "svg", "ico")
-_AUDIO_EXTS = ("mp3", "wav", "wma", "ogg", "aac", "flac", "aiff", "au")
-_VIDEO_EXTS = ("mp4", "avi", "mov", "flv", "wmv", "mkv", "webm", "m4v", "mpg", "mpeg")
+_CONTENT_TYPES = (
+    ("image", (".jpg", ".png", ".jpeg", ".gif", ".bmp", ".tiff", ".svg", ".ico")),
+    ("audio", (".mp3", ".wav", ".wma", ".ogg", ".aac", ".flac", ".aiff", ".au")),
+    ("video", (".mp4", ".avi", ".mov", ".flv", ".wmv", ".mkv", ".webm", ".m4v", ".mpg", ".mpeg")),
+)
 _STEP_KEYS = ("task", "step", "id", "step_name")
 # Python 3.11+ wording of the error the reference hits when it repeats a value it never had.
 _UNBOUND = "cannot access local variable 'new_argument' where it is not associated with a value"
@@ -65,9 +67,9 @@ def get_content_type(content: str) -> str:
     """The resource type the reference guesses from a text argument: image / audio / video by a file
     extension appearing anywhere in it (after stripping single quotes), else text."""
     content = content.strip("'")
-    for kind, exts in (("image", _IMAGE_EXTS), ("audio", _AUDIO_EXTS), ("video", _VIDEO_EXTS)):
+    for kind, exts in _CONTENT_TYPES:
         for ext in exts:
-            if "." + ext in content:
+            if ext in content:
                 return kind
     return "text"
 
@@ -161,28 +163,27 @@ def _join_pred_steps(steps: Any) -> str:
         return str(steps)
 
 
-class _Stale:
-    """The last (name, value) produced in the current sample ("unbound" until the first one)."""
-
-    __slots__ = ("value",)
-
-    def __init__(self) -> None:
-        self.value: dict[str, Any] | None = None
-
-
 def _resource_arguments(
     nodes: list[Any],
-    arguments_of: Callable[[Any], Any],
+    gold_side: bool,
     names: list[Any],
     output_types: Mapping[str, str],
     links: list[tuple[Any, Any]],
-    stale: _Stale,
-) -> list[list[dict[str, Any]]]:
-    """Map each node's arguments to ``{name, value}`` as the reference does in resource domains."""
-    out: list[list[dict[str, Any]]] = []
+    last: tuple[str, Any] | None,
+) -> tuple[list[list[tuple[str, Any]]], tuple[str, Any] | None]:
+    """Map each node's arguments to (name, value) as the reference does in resource domains.
+
+    ``last`` is the value an argument that cannot be mapped repeats (None: none yet, the sample is
+    dropped); the updated one is returned with the mapped arguments.
+    """
+    out: list[list[tuple[str, Any]]] = []
     for inx, node in enumerate(nodes):
-        new_arguments: list[dict[str, Any]] = []
-        for argument in arguments_of(node):
+        new_arguments: list[tuple[str, Any]] = []
+        for argument in node["arguments"] if gold_side else node.get("arguments", []):
+            if type(argument) is str and _NODE_REF not in argument:  # plain text: the common case
+                last = (get_content_type(argument) if "." in argument else "text", argument)
+                new_arguments.append(last)
+                continue
             try:
                 if isinstance(argument, dict):
                     argument = list(argument.values())[0]
@@ -198,16 +199,16 @@ def _resource_arguments(
                         continue  # a node referring to itself adds nothing
                     source = names[ref]
                     links.append((source, node["task"]))
-                    stale.value = {"name": output_types.get(source, "other"), "value": source}
+                    last = (output_types.get(source, "other"), source)
                 else:
-                    stale.value = {"name": get_content_type(argument), "value": argument}
+                    last = (get_content_type(argument), argument)
             except Exception:
                 pass  # the reference swallows the error and repeats the previous value
-            if stale.value is None:
+            if last is None:
                 raise _Dropped(_UNBOUND)
-            new_arguments.append(stale.value)
+            new_arguments.append(last)
         out.append(new_arguments)
-    return out
+    return out, last
 
 
 def _set_counts(a: Iterable[Any], b: Iterable[Any]) -> tuple[int, int, int]:
@@ -241,39 +242,40 @@ def _score_one(
     label_names = [node["task"] for node in label_nodes]
     pred_names = [node["task"] for node in pred_nodes]
 
-    if resource:
-        pred_names = [name.replace("_", " ") for name in pred_names]
-        label_names = [name.replace("_", " ") for name in label_names]
-        label_links: list[tuple[Any, Any]] = []
-        pred_links: list[tuple[Any, Any]] = []
-        stale = _Stale()
-        label_args = _resource_arguments(
-            label_nodes, lambda n: n["arguments"], label_names, output_types, label_links, stale
-        )
-        pred_args = _resource_arguments(
-            pred_nodes, lambda n: n.get("arguments", []), pred_names, output_types, pred_links, stale
-        )
-        raw_pred_links = raw_label_links = None
-    else:
-        raw_pred_links = pred["result"]["task_links"]
-        raw_label_links = label["task_links"]
-        pred_args = [node.get("arguments", []) for node in pred_nodes]
-        label_args = [node["arguments"] for node in label_nodes]
-
     # The reference fills its "label" argument lists from the prediction and vice versa; binary F1 is
     # symmetric, but the orientation is kept so precision/recall would come out as the reference's.
     as_gold_names: list[str] = []
     as_gold_values: list[str] = []
     as_pred_names: list[str] = []
     as_pred_values: list[str] = []
-    for task, arguments in zip(pred_names, pred_args):  # noqa: B905 - zip truncation is the reference's
-        for argument in arguments:
-            as_gold_names.append(f"{task}-{argument['name']}")
-            as_gold_values.append(f"{task}-{argument['name']}-{argument['value']}")
-    for task, arguments in zip(label_names, label_args):  # noqa: B905
-        for argument in arguments:
-            as_pred_names.append(f"{task}-{argument['name']}")
-            as_pred_values.append(f"{task}-{argument['name']}-{argument['value']}")
+    if resource:
+        pred_names = [name.replace("_", " ") for name in pred_names]
+        label_names = [name.replace("_", " ") for name in label_names]
+        label_links: list[tuple[Any, Any]] = []
+        pred_links: list[tuple[Any, Any]] = []
+        label_res, last = _resource_arguments(label_nodes, True, label_names, output_types, label_links, None)
+        pred_res, _ = _resource_arguments(pred_nodes, False, pred_names, output_types, pred_links, last)
+        for task, arguments in zip(pred_names, pred_res):  # noqa: B905
+            for name, value in arguments:
+                as_gold_names.append(f"{task}-{name}")
+                as_gold_values.append(f"{task}-{name}-{value}")
+        for task, arguments in zip(label_names, label_res):  # noqa: B905
+            for name, value in arguments:
+                as_pred_names.append(f"{task}-{name}")
+                as_pred_values.append(f"{task}-{name}-{value}")
+    else:
+        raw_pred_links = pred["result"]["task_links"]
+        raw_label_links = label["task_links"]
+        pred_args = [node.get("arguments", []) for node in pred_nodes]
+        label_args = [node["arguments"] for node in label_nodes]
+        for task, arguments in zip(pred_names, pred_args):  # noqa: B905 - zip truncation is the reference's
+            for argument in arguments:
+                as_gold_names.append(f"{task}-{argument['name']}")
+                as_gold_values.append(f"{task}-{argument['name']}-{argument['value']}")
+        for task, arguments in zip(label_names, label_args):  # noqa: B905
+            for argument in arguments:
+                as_pred_names.append(f"{task}-{argument['name']}")
+                as_pred_values.append(f"{task}-{argument['name']}-{argument['value']}")
     rec.graph_ok = True
 
     for name in pred_names:
@@ -422,7 +424,12 @@ def evaluate_compat(
     chosen = expand_compat_metrics(metrics)
     groups: list[Group] = make_groups(splits, n_tools, mode)
     samples = score_samples_compat(
-        gold_records, pred_records, library, metrics=chosen, alignment_ids=alignment_ids, dependency=dependency
+        gold_records,
+        pred_records,
+        library,
+        metrics=chosen,
+        alignment_ids=alignment_ids,
+        dependency=dependency,
     )
     table = _Table(samples, len(library.tools))
     log: list[str] = []
@@ -517,7 +524,12 @@ def evaluate_compat(
             per_type: dict[str, dict[str, Any]] = {}
             m["node_per_type_no_matchcing"] = per_type
             for j, name in enumerate(names):
-                p, r, f, s = float(per.precision[j]), float(per.recall[j]), float(per.f1[j]), int(per.support[j])
+                p, r, f, s = (
+                    float(per.precision[j]),
+                    float(per.recall[j]),
+                    float(per.f1[j]),
+                    int(per.support[j]),
+                )
                 per_type[name] = {"precision": p, "recall": r, "f1-score": f, "support": s}
                 log.append(_fmt_row(name, (p, r, f), s if isinstance(total_support, int) else float(s)))
             log += ["", _fmt_row("micro", micro, total_support), _fmt_row("macro", macro, total_support)]

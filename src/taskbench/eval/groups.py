@@ -99,7 +99,9 @@ def make_groups(
     return groups
 
 
-def group_mask(group: Group, types: Sequence[str] | NDArray, n_tools: Sequence[int] | NDArray) -> NDArray[np.bool_]:
+def group_mask(
+    group: Group, types: Sequence[str] | NDArray, n_tools: Sequence[int] | NDArray
+) -> NDArray[np.bool_]:
     """Boolean mask of the samples in ``group`` given each sample's structure and gold tool count.
 
     A sample is in the group when its structure equals ``group.split`` (or the split is ``overall``) and its

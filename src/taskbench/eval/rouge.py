@@ -178,6 +178,210 @@ def summary_lcs_hits(ref_sents: list[tuple[str, ...]], pred_sents: list[tuple[st
     return sum(min(c, cnt_pred[t]) for t, c in union_tokens.items())
 
 
+def rouge_per_sample_simple(
+    predictions: Sequence[str], references: Sequence[str]
+) -> dict[str, NDArray[np.float64]]:
+    """The same scores one pair at a time in plain Python (the readable version; tests check the fast one
+    against it and against ``rouge-score``)."""
+    if len(predictions) != len(references):
+        raise ValueError(
+            f"predictions and references differ in length ({len(predictions)} != {len(references)})"
+        )
+    n = len(predictions)
+    out = {key: np.zeros(n, dtype=np.float64) for key in ROUGE_KEYS}
+    tok = RougeTokenizer()
+    r1, r2, rl, rlsum = (out[k] for k in ROUGE_KEYS)
+    for i, (pred, ref) in enumerate(zip(predictions, references, strict=True)):
+        ref_t = tok.tokens(ref)
+        pred_t = tok.tokens(pred)
+        r1[i] = _ngram_f(ref_t, pred_t, 1)
+        r2[i] = _ngram_f(ref_t, pred_t, 2)
+        rl[i] = _lcs_f(ref_t, pred_t)
+        ref_s, pred_s = tok.sentences(ref), tok.sentences(pred)
+        m = sum(map(len, ref_s))
+        k = sum(map(len, pred_s))
+        if m and k:
+            rlsum[i] = _fmeasure(summary_lcs_hits(ref_s, pred_s), k, m)
+    return out
+
+
+# ------------------------------------------------------------------------------------- the fast engine
+#
+# Tokens are encoded as code points (one character per token), so a sentence is a str: hashing, equality,
+# set operations and rapidfuzz's LCS all run in C, and numpy gets the token ids of many texts at once with
+# one np.frombuffer over their UTF-32 encoding.
+
+_SURROGATES = 0xD800
+_MAX_TOKENS = 0x110000 - 0x800  # distinct tokens that fit in code points outside the surrogate block
+_CELL_BUDGET = 4_000_000  # cells of LCS table per batch (bytes for uint8 tables)
+
+
+class _Encoder:
+    """Lines -> sentence strings (one code point per token), texts -> their non-empty lines."""
+
+    def __init__(self) -> None:
+        self.vocab: dict[str, str] = {}
+        """token -> its one-character code"""
+        self.lines: dict[str, str] = {}
+        self.texts: dict[str, list[str]] = {}
+
+    def _line(self, line: str) -> str:
+        enc = self.lines.get(line)
+        if enc is None:
+            toks = _TOKEN_RE.findall(line.lower())
+            try:
+                enc = "".join(map(self.vocab.__getitem__, toks))
+            except KeyError:
+                vocab = self.vocab
+                for t in toks:
+                    if t not in vocab:
+                        k = len(vocab)
+                        if k >= _MAX_TOKENS:
+                            raise OverflowError(
+                                "too many distinct tokens for the fast ROUGE engine"
+                            ) from None
+                        vocab[t] = chr(k if k < _SURROGATES else k + 0x800)
+                enc = "".join(map(vocab.__getitem__, toks))
+            self.lines[line] = enc
+        return enc
+
+    def sentences(self, text: str) -> list[str]:
+        """Encoded non-empty lines of ``text`` (rougeLsum sentences; their concatenation is the text's
+        token sequence, since a newline always separates tokens)."""
+        sents = self.texts.get(text)
+        if sents is None:
+            sents = self.texts[text] = [self._line(line) for line in text.split("\n") if line]
+        return sents
+
+
+def _codes(strings: list[str]) -> NDArray[np.int64]:
+    """Code points of the concatenation of ``strings``."""
+    joined = "".join(strings)
+    return np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
+
+
+def _f_vec(hits: NDArray, n_pred: NDArray, n_ref: NDArray) -> NDArray[np.float64]:
+    """rouge-score's F-measure, element-wise, with the same floating-point operations."""
+    precision = hits / np.maximum(n_pred, 1)
+    recall = hits / np.maximum(n_ref, 1)
+    denom = precision + recall
+    with np.errstate(invalid="ignore", divide="ignore"):
+        f = 2 * precision * recall / denom
+    return np.where(denom > 0, f, 0.0)
+
+
+def _keyed_counts(keys: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    uniq, counts = np.unique(keys, return_counts=True)
+    return uniq, counts
+
+
+def _clipped_hits(
+    keys_a: NDArray[np.int64],
+    cnt_a: NDArray[np.int64],
+    keys_b: NDArray[np.int64],
+    cnt_b: NDArray[np.int64],
+    scale: int,
+    n: int,
+) -> NDArray[np.int64]:
+    """Per sample sum over shared keys of min(count a, count b); ``key // scale`` is the sample."""
+    _, ia, ib = np.intersect1d(keys_a, keys_b, assume_unique=True, return_indices=True)
+    mins = np.minimum(cnt_a[ia], cnt_b[ib])
+    return np.bincount(keys_a[ia] // scale, weights=mins, minlength=n).astype(np.int64)
+
+
+def _bigram_hits(ref: str, pred: str) -> int:
+    grams_r = Counter(zip(ref, ref[1:], strict=False))
+    grams_p = Counter(zip(pred, pred[1:], strict=False))
+    return sum((grams_r & grams_p).values())
+
+
+def _batch_lcs(
+    ref: NDArray[np.int64], rlen: NDArray[np.int64], cand: NDArray[np.int64], clen: NDArray[np.int64]
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """``lcs_indices`` for a batch of padded pairs: returns (pair, position in ref) of every chosen index.
+
+    Row i of the table is the running maximum (along the candidate) of max(row above, diagonal + match),
+    which equals the textbook recurrence. The walk is the one of :func:`lcs_indices`, for all pairs at once;
+    a pair leaves the walk when no match is left (table value 0) or it reaches an edge.
+    """
+    b, r = ref.shape
+    c = cand.shape[1]
+    dtype = np.uint8 if min(r, c) < 255 else np.int32
+    table = np.zeros((b, r + 1, c + 1), dtype=dtype)
+    for i in range(r):
+        eq = ref[:, i : i + 1] == cand
+        prev = table[:, i, :]
+        row = prev[:, :-1] + eq.astype(dtype)
+        np.maximum(row, prev[:, 1:], out=row)
+        np.maximum.accumulate(row, axis=1, out=table[:, i + 1, 1:])
+    sel_pair: list[NDArray[np.int64]] = []
+    sel_pos: list[NDArray[np.int64]] = []
+    i_arr, j_arr = rlen.copy(), clen.copy()
+    act = np.flatnonzero(table[np.arange(b), i_arr, j_arr] > 0)
+    while act.size:
+        ii, jj = i_arr[act], j_arr[act]
+        match = ref[act, ii - 1] == cand[act, jj - 1]
+        if match.any():
+            sel_pair.append(act[match])
+            sel_pos.append(ii[match] - 1)
+        left = table[act, ii, jj - 1] > table[act, ii - 1, jj]
+        go_left = left & ~match
+        ii = ii - (~go_left)
+        jj = jj - (match | go_left)
+        i_arr[act], j_arr[act] = ii, jj
+        act = act[table[act, ii, jj] > 0]
+    if not sel_pair:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty
+    return np.concatenate(sel_pair), np.concatenate(sel_pos)
+
+
+def _padded(
+    codes: NDArray[np.int64], starts: NDArray[np.int64], lens: NDArray[np.int64], width: int, fill: int
+):
+    cols = np.arange(width)
+    idx = starts[:, None] + cols[None, :]
+    inside = cols[None, :] < lens[:, None]
+    return np.where(inside, codes[np.minimum(idx, max(codes.size - 1, 0))] if codes.size else fill, fill)
+
+
+def _union_lcs_positions(
+    pair_ref: list[str], pair_cand: list[str]
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """(pair, position) of the LCS indices rouge-score picks, for every (ref, cand) sentence pair."""
+    n = len(pair_ref)
+    rlen = np.fromiter(map(len, pair_ref), dtype=np.int64, count=n)
+    clen = np.fromiter(map(len, pair_cand), dtype=np.int64, count=n)
+    rcodes, ccodes = _codes(pair_ref), _codes(pair_cand)
+    rstart = np.concatenate(([0], np.cumsum(rlen)[:-1]))
+    cstart = np.concatenate(([0], np.cumsum(clen)[:-1]))
+    order = np.lexsort((clen, rlen))
+    out_pair: list[NDArray[np.int64]] = []
+    out_pos: list[NDArray[np.int64]] = []
+    lo = 0
+    while lo < n:
+        # grow the batch while the padded table stays within the cell budget
+        hi = lo + 1
+        rmax, cmax = rlen[order[lo]], clen[order[lo]]
+        while hi < n:
+            r2, c2 = max(rmax, rlen[order[hi]]), max(cmax, clen[order[hi]])
+            if (hi - lo + 1) * (r2 + 1) * (c2 + 1) > _CELL_BUDGET:
+                break
+            rmax, cmax = r2, c2
+            hi += 1
+        idx = order[lo:hi]
+        ref = _padded(rcodes, rstart[idx], rlen[idx], int(rmax), -1)
+        cand = _padded(ccodes, cstart[idx], clen[idx], int(cmax), -2)
+        p, pos = _batch_lcs(ref, rlen[idx], cand, clen[idx])
+        out_pair.append(idx[p])
+        out_pos.append(pos)
+        lo = hi
+    if not out_pair:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty
+    return np.concatenate(out_pair), np.concatenate(out_pos)
+
+
 def rouge_per_sample(predictions: Sequence[str], references: Sequence[str]) -> dict[str, NDArray[np.float64]]:
     """Per-sample ROUGE F-measures: ``{"rouge1", "rouge2", "rougeL", "rougeLsum"} -> float64 array``.
 
@@ -189,22 +393,102 @@ def rouge_per_sample(predictions: Sequence[str], references: Sequence[str]) -> d
             f"predictions and references differ in length ({len(predictions)} != {len(references)})"
         )
     n = len(predictions)
-    out = {key: np.zeros(n, dtype=np.float64) for key in ROUGE_KEYS}
-    tok = RougeTokenizer()
-    r1, r2, rl, rlsum = (out[k] for k in ROUGE_KEYS)
-    pairs_ref: list[list[tuple[str, ...]]] = []
-    pairs_pred: list[list[tuple[str, ...]]] = []
-    for i, (pred, ref) in enumerate(zip(predictions, references, strict=True)):
-        ref_t = tok.tokens(ref)
-        pred_t = tok.tokens(pred)
-        r1[i] = _ngram_f(ref_t, pred_t, 1)
-        r2[i] = _ngram_f(ref_t, pred_t, 2)
-        rl[i] = _lcs_f(ref_t, pred_t)
-        pairs_ref.append(tok.sentences(ref))
-        pairs_pred.append(tok.sentences(pred))
+    enc = _Encoder()
+    try:
+        ref_sents = [enc.sentences(t) for t in references]
+        pred_sents = [enc.sentences(t) for t in predictions]
+    except OverflowError:
+        return rouge_per_sample_simple(predictions, references)
+    ref_text = ["".join(s) for s in ref_sents]
+    pred_text = ["".join(s) for s in pred_sents]
+    n_ref = np.fromiter(map(len, ref_text), dtype=np.int64, count=n)
+    n_pred = np.fromiter(map(len, pred_text), dtype=np.int64, count=n)
+    ref_codes, pred_codes = _codes(ref_text), _codes(pred_text)
+    ref_sample = np.repeat(np.arange(n, dtype=np.int64), n_ref)
+    pred_sample = np.repeat(np.arange(n, dtype=np.int64), n_pred)
+    vsize = int(max(ref_codes.max(initial=0), pred_codes.max(initial=0))) + 1
+    out: dict[str, NDArray[np.float64]] = {}
+
+    # ROUGE-1: clipped unigram overlap
+    keys_r1, cnt_r1 = _keyed_counts(ref_sample * vsize + ref_codes)
+    keys_p1, cnt_p1 = _keyed_counts(pred_sample * vsize + pred_codes)
+    hits1 = _clipped_hits(keys_r1, cnt_r1, keys_p1, cnt_p1, vsize, n)
+    out["rouge1"] = _f_vec(hits1, n_pred, n_ref)
+
+    # ROUGE-2: clipped bigram overlap (bigrams never cross samples)
+    if n * vsize * vsize < 2**62:
+        same_r = ref_sample[1:] == ref_sample[:-1]
+        same_p = pred_sample[1:] == pred_sample[:-1]
+        kr = ((ref_sample[1:] * vsize + ref_codes[:-1]) * vsize + ref_codes[1:])[same_r]
+        kp = ((pred_sample[1:] * vsize + pred_codes[:-1]) * vsize + pred_codes[1:])[same_p]
+        keys_r2, cnt_r2 = _keyed_counts(kr)
+        keys_p2, cnt_p2 = _keyed_counts(kp)
+        hits2 = _clipped_hits(keys_r2, cnt_r2, keys_p2, cnt_p2, vsize * vsize, n)
+    else:  # astronomically many distinct tokens: count per sample
+        hits2 = np.array(
+            [_bigram_hits(r, p) for r, p in zip(ref_text, pred_text, strict=True)], dtype=np.int64
+        )
+    out["rouge2"] = _f_vec(hits2, np.maximum(n_pred - 1, 0), np.maximum(n_ref - 1, 0))
+
+    # ROUGE-L: LCS length of the whole token sequences
+    lcs = np.fromiter(
+        (LCSseq.similarity(r, p) if r and p else 0 for r, p in zip(ref_text, pred_text, strict=True)),
+        dtype=np.int64,
+        count=n,
+    )
+    out["rougeL"] = _f_vec(lcs, n_pred, n_ref)
+
+    # ROUGE-Lsum: union LCS per reference sentence, then clipped hits per token type.
+    # Positions are indices into the concatenated reference tokens (ref_codes).
+    ref_start = np.concatenate(([0], np.cumsum(n_ref)[:-1])).tolist()
+    chosen = np.zeros(ref_codes.size, dtype=bool)
+    pair_index: dict[tuple[str, str], int] = {}
+    pair_ref: list[str] = []
+    pair_cand: list[str] = []
+    app_pair: list[int] = []
+    app_start: list[int] = []
     for i in range(n):
-        m = sum(map(len, pairs_ref[i]))
-        k = sum(map(len, pairs_pred[i]))
-        if m and k:
-            rlsum[i] = _fmeasure(summary_lcs_hits(pairs_ref[i], pairs_pred[i]), k, m)
-    return out
+        if not n_ref[i] or not n_pred[i]:
+            continue
+        cands = [c for c in dict.fromkeys(pred_sents[i]) if c]
+        cand_set = set(cands)
+        cand_types = [(c, set(c)) for c in cands]
+        pos = ref_start[i]
+        for r in ref_sents[i]:
+            if r:
+                if r in cand_set:  # an identical sentence: its LCS is all of r
+                    chosen[pos : pos + len(r)] = True
+                else:
+                    for c, c_types in cand_types:
+                        if c_types.isdisjoint(r):
+                            continue
+                        key = (r, c)
+                        k = pair_index.get(key)
+                        if k is None:
+                            k = pair_index[key] = len(pair_ref)
+                            pair_ref.append(r)
+                            pair_cand.append(c)
+                        app_pair.append(k)
+                        app_start.append(pos)
+            pos += len(r)
+    if pair_ref:
+        sel_pair, sel_pos = _union_lcs_positions(pair_ref, pair_cand)
+        # spread each unique pair's chosen positions to every place the pair occurs
+        order = np.argsort(sel_pair, kind="stable")
+        sel_pair, sel_pos = sel_pair[order], sel_pos[order]
+        per_pair = np.bincount(sel_pair, minlength=len(pair_ref))
+        first = np.concatenate(([0], np.cumsum(per_pair)[:-1]))
+        apps = np.asarray(app_pair, dtype=np.int64)
+        starts = np.asarray(app_start, dtype=np.int64)
+        reps = per_pair[apps]
+        total = int(reps.sum())
+        if total:
+            app_of = np.repeat(np.arange(apps.size), reps)
+            within = np.arange(total) - np.repeat(np.cumsum(reps) - reps, reps)
+            chosen[starts[app_of] + sel_pos[first[apps[app_of]] + within]] = True
+    pos_chosen = np.flatnonzero(chosen)
+    keys_u, cnt_u = _keyed_counts(ref_sample[pos_chosen] * vsize + ref_codes[pos_chosen])
+    hits_lsum = _clipped_hits(keys_u, cnt_u, keys_p1, cnt_p1, vsize, n)
+    f_lsum = _f_vec(hits_lsum, n_pred, n_ref)
+    out["rougeLsum"] = np.where((n_ref > 0) & (n_pred > 0), f_lsum, 0.0)
+    return {key: out[key] for key in ROUGE_KEYS}

@@ -1,0 +1,336 @@
+"""Benchmark: reference-compatible evaluation of a TaskBench-sized prediction file.
+
+Makes a synthetic data set the size of the TaskBench multimedia release (8,904 samples; tool library from
+../shared/reference/taskbench/multimedia/tool_desc.json when present, else a built-in one), gold graphs
+with single / chain / DAG structure and 1..10 tools, and predictions with the perturbations real model
+output has (dropped, swapped, replaced, duplicated and hallucinated tools, underscores in names, arguments as
+dicts / bare strings / numbers / out-of-range ``<node-j>``, steps as dicts, reworded steps, empty results, a
+missing ``result`` key, missing ids). It writes ``data.json``, ``tool_desc.json`` and ``predictions.jsonl``
+to a temporary directory and times, each in a fresh Python process (best of ``--repeat``):
+
+(a) merely reading the two JSON Lines files with ``json.loads``;
+(b) the whole evaluation: all splits x all tool counts (mode add) with ROUGE, compat mode. ``--via cli``
+    runs ``python -m taskbench evaluate ... --compat``; ``--via api`` runs ``python -c`` that reads the files
+    and calls ``taskbench.eval.evaluate_compat``; ``auto`` (default) uses the CLI when it has ``--compat``.
+
+It prints samples/s for (b) and the ratio (b)/(a) (target: <= 5).
+
+    .venv/bin/python benchmarks/bench_evaluate.py            # 8,904 samples
+    .venv/bin/python benchmarks/bench_evaluate.py -n 2000 --via api --keep /tmp/bench
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("TASKBENCH_SHARED", ROOT.parent / "shared"))
+MULTIMEDIA_TOOLS = SHARED / "reference" / "taskbench" / "multimedia" / "tool_desc.json"
+N_SAMPLES = 8904  # the TaskBench multimedia release
+
+# A small built-in library (used when ../shared is absent): (name, input types, output types).
+_BUILTIN = [
+    ("Image Downloader", ["url"], ["image"]),
+    ("Video Downloader", ["url"], ["video"]),
+    ("Audio Downloader", ["url"], ["audio"]),
+    ("Text Downloader", ["url"], ["text"]),
+    ("Text Search", ["text"], ["text"]),
+    ("Image Search", ["text"], ["image"]),
+    ("Video Search", ["text"], ["video"]),
+    ("Text Summarizer", ["text"], ["text"]),
+    ("Text Translator", ["text"], ["text"]),
+    ("Text Sentiment Analysis", ["text"], ["text"]),
+    ("Text-to-Image", ["text"], ["image"]),
+    ("Text-to-Audio", ["text"], ["audio"]),
+    ("Text-to-Video", ["text"], ["video"]),
+    ("Image-to-Text", ["image"], ["text"]),
+    ("Image Colorizer", ["image"], ["image"]),
+    ("Image Stitcher", ["image", "image"], ["image"]),
+    ("Image Style Transfer", ["image", "image"], ["image"]),
+    ("Audio-to-Text", ["audio"], ["text"]),
+    ("Audio Noise Reduction", ["audio"], ["audio"]),
+    ("Audio Splicer", ["audio", "audio"], ["audio"]),
+    ("Video-to-Audio", ["video"], ["audio"]),
+    ("Video-to-Text", ["video"], ["text"]),
+    ("Video Speed Changer", ["video"], ["video"]),
+    ("Video Synchronization", ["video", "audio"], ["video"]),
+    ("Voice Changer", ["audio"], ["audio"]),
+    ("Text Grammar Checker", ["text"], ["text"]),
+]
+_WORDS = (
+    "the a an image video audio text file url clip photo song speech report article summary caption "
+    "translate extract generate convert enhance remove noise colorize stitch detect describe analyse "
+    "download search combine split speed change voice style transfer sentiment grammar check into from "
+    "with and of for to using result previous step output input new final high quality english french"
+).split()
+_SYNONYMS = {
+    "generate": "create",
+    "extract": "obtain",
+    "convert": "transform",
+    "image": "picture",
+    "video": "clip",
+    "audio": "sound",
+    "download": "fetch",
+    "analyse": "examine",
+}
+_FILES = ["example.jpg", "example.png", "example.mp4", "example.wav", "example.mp3", "example.txt"]
+
+
+def load_library() -> list[dict[str, Any]]:
+    """The multimedia tool library (or the built-in one), as TaskBench ``tool_desc.json`` nodes."""
+    if MULTIMEDIA_TOOLS.is_file():
+        return json.loads(MULTIMEDIA_TOOLS.read_text())["nodes"]
+    return [{"id": n, "desc": f"{n}.", "input-type": i, "output-type": o} for n, i, o in _BUILTIN]
+
+
+def _sentence(rng: random.Random, lo: int, hi: int) -> str:
+    return " ".join(rng.choice(_WORDS) for _ in range(rng.randint(lo, hi)))
+
+
+def make_gold(rng: random.Random, tools: list[dict[str, Any]], n: int) -> list[dict[str, Any]]:
+    """Gold records in the current TaskBench shape (plus the v1 sampled_* strings, for realistic size)."""
+    out: list[dict[str, Any]] = []
+    for k in range(n):
+        kind = rng.choices(["single", "chain", "dag"], weights=[2117, 3145, 3642])[0]  # the release mix
+        size = 1 if kind == "single" else rng.choices(range(2, 11), weights=[8, 8, 6, 5, 4, 3, 2, 2, 1])[0]
+        if kind == "dag" and size < 3:
+            size = 3
+        picked = rng.sample(tools, size)
+        nodes, links, steps = [], [], []
+        for j, tool in enumerate(picked):
+            args: list[Any] = []
+            for _t in tool.get("input-type", [])[:2]:
+                if j > 0 and (kind == "chain" or rng.random() < 0.6):
+                    src = j - 1 if kind == "chain" else rng.randrange(j)
+                    args.append(f"<node-{src}>")
+                    links.append({"source": picked[src]["id"], "target": tool["id"]})
+                else:
+                    args.append(rng.choice(_FILES) if rng.random() < 0.5 else _sentence(rng, 2, 8))
+            if rng.random() < 0.01:
+                args.append(rng.choice([2, 1.25]))  # real gold data has numbers as arguments
+            nodes.append({"task": tool["id"], "arguments": args})
+            steps.append(f"Step {j + 1}: {_sentence(rng, 6, 16)}")
+        sampled = [
+            {"task": t["id"], "input-type": t.get("input-type"), "output-type": t.get("output-type")}
+            for t in picked
+        ]
+        out.append(
+            {
+                "id": str(10_000_000 + k * 7919 % 90_000_000 + k),
+                "seed": rng.randrange(1_000_000),
+                "n_tools": size,
+                "type": kind,
+                "sampled_nodes": json.dumps(sampled),
+                "sampled_links": json.dumps(links),
+                "instruction": _sentence(rng, 25, 55),
+                "task_nodes": nodes,
+                "task_links": links,
+                "task_steps": steps,
+            }
+        )
+    return out
+
+
+def _reword(rng: random.Random, step: str) -> str:
+    words = step.split()
+    r = rng.random()
+    if r < 0.3:
+        return step
+    words = [_SYNONYMS.get(w, w) if rng.random() < 0.5 else w for w in words]
+    if r < 0.6 and len(words) > 3:
+        del words[rng.randrange(2, len(words))]
+    if r > 0.85:
+        words.insert(rng.randrange(len(words) + 1), rng.choice(_WORDS))
+    return " ".join(words)
+
+
+def make_prediction(
+    rng: random.Random, g: dict[str, Any], tools: list[dict[str, Any]]
+) -> dict[str, Any] | None:
+    """One prediction made from gold with a random perturbation (None = the prediction is missing)."""
+    nodes = json.loads(json.dumps(g["task_nodes"]))
+    steps: Any = [_reword(rng, s) for s in g["task_steps"]]
+    links = [dict(x) for x in g["task_links"]]
+    op = rng.choices(
+        [
+            "keep",
+            "drop",
+            "swap",
+            "replace",
+            "duplicate",
+            "hallucinate",
+            "underscore",
+            "dict_args",
+            "bare_string_args",
+            "number_arg",
+            "bad_ref",
+            "dict_steps",
+            "empty",
+            "no_result",
+            "missing",
+        ],
+        weights=[30, 8, 6, 8, 4, 4, 6, 6, 2, 2, 2, 6, 2, 1, 1],
+    )[0]
+    if op == "missing":
+        return None
+    if op == "no_result":
+        return {"id": g["id"], "answer": "I cannot help with that."}
+    if op == "empty":
+        return {"id": g["id"], "result": {"task_steps": [], "task_nodes": [], "task_links": []}}
+    if op == "drop" and len(nodes) > 1:
+        del nodes[rng.randrange(len(nodes))]
+    elif op == "swap" and len(nodes) > 1:
+        i, j = rng.sample(range(len(nodes)), 2)
+        nodes[i], nodes[j] = nodes[j], nodes[i]
+    elif op == "replace":
+        nodes[rng.randrange(len(nodes))]["task"] = rng.choice(tools)["id"]
+    elif op == "duplicate":
+        nodes.append(json.loads(json.dumps(rng.choice(nodes))))
+    elif op == "hallucinate":
+        nodes.append({"task": "Magic " + rng.choice(_WORDS).title() + " Tool", "arguments": ["example.jpg"]})
+    elif op == "underscore":
+        for node in nodes:
+            node["task"] = node["task"].replace(" ", "_")
+    elif op == "dict_args":
+        for node in nodes:
+            node["arguments"] = [{"value": a} for a in node["arguments"]]
+    elif op == "bare_string_args":
+        nodes[0]["arguments"] = _sentence(rng, 2, 5)
+    elif op == "number_arg":
+        nodes[-1]["arguments"].append(3)
+    elif op == "bad_ref":
+        nodes[-1]["arguments"] = [f"<node-{len(nodes) + 3}>"]
+    elif op == "dict_steps":
+        steps = [{"step": s, "description": s} for s in steps]
+    return {"id": g["id"], "result": {"task_steps": steps, "task_nodes": nodes, "task_links": links}}
+
+
+def write_dataset(directory: Path, n: int, seed: int) -> tuple[Path, Path]:
+    """Write tool_desc.json, data.json and predictions.jsonl; return (data dir, predictions path)."""
+    rng = random.Random(seed)
+    tools = load_library()
+    gold = make_gold(rng, tools, n)
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "tool_desc.json").write_text(json.dumps({"nodes": tools}, indent=2))
+    with open(directory / "data.json", "w") as f:
+        for g in gold:
+            f.write(json.dumps(g) + "\n")
+    pred_path = directory / "predictions.jsonl"
+    with open(pred_path, "w") as f:
+        for g in gold:
+            p = make_prediction(rng, g, tools)
+            if p is not None:
+                f.write(json.dumps(p) + "\n")
+    return directory, pred_path
+
+
+def _time(cmd: list[str], repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+_READ = "import json,sys\nfor p in sys.argv[1:]:\n    [json.loads(line) for line in open(p)]\n"
+_API = """import json, sys
+from taskbench.eval import evaluate_compat
+from taskbench.graph.loaders import load_tool_library
+data_dir, pred_path, out = sys.argv[1:4]
+gold = [json.loads(line) for line in open(data_dir + "/data.json")]
+preds = [json.loads(line) for line in open(pred_path)]
+lib = load_tool_library(data_dir + "/tool_desc.json")
+res = evaluate_compat(gold, preds, lib, splits=("all",), n_tools=("all",), mode="add",
+                      metrics=("f1", "ed", "link", "argument", "rouge"))
+with open(out, "w") as f:
+    json.dump(res.metrics, f, indent=2)
+"""
+
+
+def cli_has_compat(python: str) -> bool:
+    """True when ``taskbench evaluate`` exists and has a --compat flag."""
+    proc = subprocess.run(
+        [python, "-m", "taskbench", "evaluate", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    return proc.returncode == 0 and "--compat" in proc.stdout
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("-n", "--samples", type=int, default=N_SAMPLES, help="number of gold samples")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--repeat", type=int, default=3, help="timed runs per measurement (best is kept)")
+    ap.add_argument("--via", choices=["auto", "cli", "api"], default="auto")
+    ap.add_argument("--keep", type=Path, help="write the data here and keep it (default: a temp dir)")
+    args = ap.parse_args(argv)
+    python = sys.executable
+
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = args.keep or Path(tmp)
+        data_dir, pred_path = write_dataset(directory, args.samples, args.seed)
+        n_preds = sum(1 for _ in open(pred_path))
+        out = directory / "metrics.json"
+        via = args.via
+        if via == "auto":
+            via = "cli" if cli_has_compat(python) else "api"
+        if via == "cli":
+            cmd = [
+                python,
+                "-m",
+                "taskbench",
+                "evaluate",
+                "--data",
+                str(data_dir),
+                "--predictions",
+                str(pred_path),
+                "--compat",
+                "--splits",
+                "all",
+                "--n-tools",
+                "all",
+                "--mode",
+                "add",
+                "--metrics",
+                "f1,ed,link,argument,rouge",
+                "-o",
+                str(out),
+            ]
+        else:
+            cmd = [python, "-c", _API, str(data_dir), str(pred_path), str(out)]
+        t_read = _time([python, "-c", _READ, str(data_dir / "data.json"), str(pred_path)], args.repeat)
+        t_eval = _time(cmd, args.repeat)
+        groups = json.loads(out.read_text())
+        overall = groups.get("overall_overall", groups)
+        size_mb = ((data_dir / "data.json").stat().st_size + pred_path.stat().st_size) / 1e6
+        print(f"samples: {args.samples} gold, {n_preds} predictions ({size_mb:.1f} MB of JSON Lines)")
+        print(f"(a) bare read, json.loads, fresh process:   {t_read:7.3f} s")
+        print(
+            f"(b) evaluation via {via} ({'python -m taskbench evaluate --compat' if via == 'cli' else 'python -c evaluate_compat'}),"
+            f" {len(groups)} groups + ROUGE: {t_eval:7.3f} s = {args.samples / t_eval:,.0f} samples/s"
+        )
+        print(f"ratio (b)/(a): {t_eval / t_read:.2f} (target <= 5)")
+        if isinstance(overall, dict) and "step_rouge1" in overall:
+            print(
+                f"overall: rouge1 {overall['step_rouge1']:.4f}, node micro F1 "
+                f"{overall['node_micro_f1_no_matching']:.4f}, supports {overall['node_supports']}/"
+                f"{overall['all_samples']}"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
