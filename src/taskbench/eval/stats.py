@@ -33,14 +33,32 @@ def rng_for(seed: int, key: str = "") -> np.random.Generator:
     return np.random.default_rng([seed, zlib.crc32(key.encode("utf-8"))])
 
 
+class _Stacked:
+    """All columns side by side in one (n, k) matrix, so a batch of replicates is one matrix product."""
+
+    def __init__(self, columns: Mapping[str, np.ndarray]) -> None:
+        self.keys = list(columns)
+        arrays = [np.asarray(columns[k], dtype=float) for k in self.keys]
+        self.shapes = [a.shape[1:] for a in arrays]
+        self.matrix = np.concatenate([a.reshape(len(a), -1) for a in arrays], axis=1)
+
+    def sums(self, weights: np.ndarray) -> dict[str, np.ndarray]:
+        total = weights @ self.matrix
+        out: dict[str, np.ndarray] = {}
+        start = 0
+        for k, shape in zip(self.keys, self.shapes, strict=True):
+            width = int(np.prod(shape)) if shape else 1
+            block = total[:, start : start + width]
+            out[k] = block[:, 0] if not shape else block.reshape((len(weights),) + shape)
+            start += width
+        return out
+
+
 def column_sums(columns: Mapping[str, np.ndarray], weights: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Sums of each column over samples; with ``weights`` (B x n) one row of sums per replicate."""
     if weights is None:
         return {k: np.asarray(v).sum(axis=0) for k, v in columns.items()}
-    out = {}
-    for k, v in columns.items():
-        out[k] = weights @ np.asarray(v, dtype=float)
-    return out
+    return _Stacked(columns).sums(weights)
 
 
 def resample_weights(n: int, n_boot: int, rng: np.random.Generator) -> np.ndarray:
@@ -56,12 +74,13 @@ def _replicates(
     columns: Mapping[str, np.ndarray], statistic: Statistic, n_boot: int, rng: np.random.Generator
 ) -> dict[str, np.ndarray]:
     n = len(next(iter(columns.values())))
+    stacked = _Stacked(columns)
     parts: dict[str, list[np.ndarray]] = {}
     done = 0
     while done < n_boot:
         b = min(_CHUNK, n_boot - done)
         w = resample_weights(n, b, rng)
-        for k, v in statistic(column_sums(columns, w)).items():
+        for k, v in statistic(stacked.sums(w)).items():
             parts.setdefault(k, []).append(np.asarray(v, dtype=float))
         done += b
     return {k: np.concatenate(v) for k, v in parts.items()}
@@ -143,11 +162,12 @@ def paired_compare(
 
     rng = rng_for(seed, "compare:" + key)
     boot: dict[str, list[np.ndarray]] = {k: [] for k in names}
+    stacked_a, stacked_b = _Stacked(ca), _Stacked(cb)
     done = 0
     while n > 0 and done < n_boot:
         b = min(_CHUNK, n_boot - done)
         w = resample_weights(n, b, rng)
-        ra, rb = statistic(column_sums(ca, w)), statistic(column_sums(cb, w))
+        ra, rb = statistic(stacked_a.sums(w)), statistic(stacked_b.sums(w))
         for k in names:
             boot[k].append(np.asarray(ra[k], dtype=float) - np.asarray(rb[k], dtype=float))
         done += b
@@ -155,13 +175,14 @@ def paired_compare(
     extreme = dict.fromkeys(names, 0)
     valid = dict.fromkeys(names, 0)
     sa, sb = column_sums(ca), column_sums(cb)
-    diffs = {k: ca[k] - cb[k] for k in keys}
+    diffs = _Stacked({k: ca[k] - cb[k] for k in keys})
     done = 0
     while n > 0 and done < n_perm:
         b = min(_CHUNK, n_perm - done)
         swap = rng.integers(0, 2, size=(b, n)).astype(float)
-        pa = {k: sa[k] - swap @ diffs[k] for k in keys}
-        pb = {k: sb[k] + swap @ diffs[k] for k in keys}
+        moved = diffs.sums(swap)
+        pa = {k: sa[k] - moved[k] for k in keys}
+        pb = {k: sb[k] + moved[k] for k in keys}
         ra, rb = statistic(pa), statistic(pb)
         for k in names:
             d = np.asarray(ra[k], dtype=float) - np.asarray(rb[k], dtype=float)
