@@ -140,13 +140,17 @@ class SubgraphSampler:
         if size == 1:
             best = ([first], [])
         else:
-            order = [first] + [s for s in rng.sample(range(n), n) if s != first]
-            for start in order:
-                nodes, edges = grow(rng, start, size)
-                if best is None or len(nodes) > len(best[0]):
-                    best = (nodes, edges)
-                if len(nodes) == size:
-                    break
+            best = grow(rng, first, size)
+            if len(best[0]) < size:
+                # dead end: retry from the other tools, in an order drawn from this entry's RNG
+                for start in rng.sample(range(n), n):
+                    if start == first:
+                        continue
+                    nodes, edges = grow(rng, start, size)
+                    if len(nodes) > len(best[0]):
+                        best = (nodes, edges)
+                    if len(nodes) == size:
+                        break
         assert best is not None
         nodes, edges = best
         names = self._names
