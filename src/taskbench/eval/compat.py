@@ -22,7 +22,9 @@ does when there is no previous value at all) when there is none yet.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import gc
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -421,6 +423,47 @@ def evaluate_compat(
     ``bertscore``: a per-sample scorer, called once with all step texts; without it BERTScore keys are
     left out (a log line says so). ``dependency`` overrides the library's dependency kind.
     """
+    with _gc_paused():
+        return _evaluate_compat(
+            gold_records,
+            pred_records,
+            library,
+            splits=splits,
+            n_tools=n_tools,
+            mode=mode,
+            metrics=metrics,
+            alignment_ids=alignment_ids,
+            bertscore=bertscore,
+            dependency=dependency,
+        )
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector: scoring allocates many small objects while the parsed JSON
+    (millions of objects) is alive, and every collection would walk all of it. Nothing here makes cycles."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _evaluate_compat(
+    gold_records: Sequence[Mapping[str, Any]],
+    pred_records: Sequence[Mapping[str, Any]],
+    library: ToolLibrary,
+    *,
+    splits: Iterable[str] | str,
+    n_tools: Iterable[str | int] | str,
+    mode: str,
+    metrics: Iterable[str],
+    alignment_ids: set[Any] | None,
+    bertscore: BertScoreFn | None,
+    dependency: str | None,
+) -> CompatResult:
     chosen = expand_compat_metrics(metrics)
     groups: list[Group] = make_groups(splits, n_tools, mode)
     samples = score_samples_compat(

@@ -355,31 +355,129 @@ def _union_lcs_positions(
     rcodes, ccodes = _codes(pair_ref), _codes(pair_cand)
     rstart = np.concatenate(([0], np.cumsum(rlen)[:-1]))
     cstart = np.concatenate(([0], np.cumsum(clen)[:-1]))
-    order = np.lexsort((clen, rlen))
+    order = np.lexsort((rlen, clen))  # by candidate length, then reference length: little padding
     out_pair: list[NDArray[np.int64]] = []
     out_pos: list[NDArray[np.int64]] = []
-    lo = 0
-    while lo < n:
-        # grow the batch while the padded table stays within the cell budget
-        hi = lo + 1
-        rmax, cmax = rlen[order[lo]], clen[order[lo]]
-        while hi < n:
-            r2, c2 = max(rmax, rlen[order[hi]]), max(cmax, clen[order[hi]])
-            if (hi - lo + 1) * (r2 + 1) * (c2 + 1) > _CELL_BUDGET:
-                break
-            rmax, cmax = r2, c2
-            hi += 1
-        idx = order[lo:hi]
-        ref = _padded(rcodes, rstart[idx], rlen[idx], int(rmax), -1)
-        cand = _padded(ccodes, cstart[idx], clen[idx], int(cmax), -2)
-        p, pos = _batch_lcs(ref, rlen[idx], cand, clen[idx])
-        out_pair.append(idx[p])
-        out_pos.append(pos)
-        lo = hi
+    # batches: runs of equal candidate length, split so that a padded table stays within the cell budget
+    sorted_c = clen[order]
+    bounds = np.flatnonzero(np.diff(sorted_c)) + 1
+    for lo_run, hi_run in zip(np.r_[0, bounds].tolist(), np.r_[bounds, n].tolist(), strict=True):
+        width = int(sorted_c[lo_run])
+        max_r = int(rlen[order[lo_run:hi_run]].max())
+        step = max(1, _CELL_BUDGET // ((max_r + 1) * (width + 1)))
+        for lo in range(lo_run, hi_run, step):
+            idx = order[lo : min(lo + step, hi_run)]
+            rmax = int(rlen[idx].max())
+            ref = _padded(rcodes, rstart[idx], rlen[idx], rmax, -1)
+            cand = _padded(ccodes, cstart[idx], clen[idx], width, -2)
+            p, pos = _batch_lcs(ref, rlen[idx], cand, clen[idx])
+            out_pair.append(idx[p])
+            out_pos.append(pos)
     if not out_pair:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty
     return np.concatenate(out_pair), np.concatenate(out_pos)
+
+
+class _PairBatch:
+    """Distinct (reference sentence, candidate sentence) pairs to run, and where each applies."""
+
+    def __init__(self) -> None:
+        self.index: dict[tuple[str, str], int] = {}
+        self.ref: list[str] = []
+        self.cand: list[str] = []
+        self.app_pair: list[int] = []
+        self.app_start: list[int] = []
+
+    def add(self, r: str, c: str, start: int) -> None:
+        key = (r, c)
+        k = self.index.get(key)
+        if k is None:
+            k = self.index[key] = len(self.ref)
+            self.ref.append(r)
+            self.cand.append(c)
+        self.app_pair.append(k)
+        self.app_start.append(start)
+
+    def run(self, chosen: NDArray[np.bool_]) -> None:
+        """Mark the LCS positions of every application in ``chosen``; then forget the applications."""
+        if not self.app_pair:
+            return
+        sel_pair, sel_pos = _union_lcs_positions(self.ref, self.cand)
+        # spread each distinct pair's chosen positions to every place the pair occurs
+        order = np.argsort(sel_pair, kind="stable")
+        sel_pair, sel_pos = sel_pair[order], sel_pos[order]
+        per_pair = np.bincount(sel_pair, minlength=len(self.ref))
+        first = np.concatenate(([0], np.cumsum(per_pair)[:-1]))
+        apps = np.asarray(self.app_pair, dtype=np.int64)
+        starts = np.asarray(self.app_start, dtype=np.int64)
+        reps = per_pair[apps]
+        total = int(reps.sum())
+        if total:
+            app_of = np.repeat(np.arange(apps.size), reps)
+            within = np.arange(total) - np.repeat(np.cumsum(reps) - reps, reps)
+            chosen[starts[app_of] + sel_pos[first[apps[app_of]] + within]] = True
+        self.index.clear()
+        self.ref, self.cand, self.app_pair, self.app_start = [], [], [], []
+
+
+def _union_positions(
+    ref_sents: list[list[str]],
+    pred_sents: list[list[str]],
+    n_ref: NDArray[np.int64],
+    n_pred: NDArray[np.int64],
+    size: int,
+) -> NDArray[np.bool_]:
+    """Which reference token positions (in the concatenation of all references) are in the union LCS of
+    their sentence with the candidate sentences of the same sample.
+
+    The union does not depend on the order candidates are taken in, which allows two exact shortcuts:
+    a candidate identical to the sentence covers all of it; and after a first round (each sentence with
+    its most likely partner: the candidate at the same line, else the first sharing a token), a candidate
+    is only run when it contains a token type at a position still uncovered, since an LCS only picks
+    positions whose token occurs in the candidate.
+    """
+    chosen = np.zeros(size, dtype=bool)
+    batch = _PairBatch()
+    pending: list[tuple[str, int, list[tuple[str, set[str]]], str]] = []
+    start = 0
+    for i in range(len(ref_sents)):
+        if not n_ref[i] or not n_pred[i]:
+            start += int(n_ref[i])
+            continue
+        cands = [c for c in dict.fromkeys(pred_sents[i]) if c]
+        cand_set = set(cands)
+        cand_types = [(c, set(c)) for c in cands]
+        for line, r in enumerate(ref_sents[i]):
+            if r:
+                if r in cand_set:  # an identical sentence: its LCS is all of r
+                    chosen[start : start + len(r)] = True
+                else:
+                    preds_i = pred_sents[i]
+                    first = preds_i[line] if line < len(preds_i) else None
+                    if not first or set(first).isdisjoint(r):
+                        first = None
+                        for c, c_types in cand_types:
+                            if not c_types.isdisjoint(r):
+                                first = c
+                                break
+                    if first is not None:
+                        batch.add(r, first, start)
+                        if len(cand_types) > 1:
+                            pending.append((r, start, cand_types, first))
+            start += len(r)
+    batch.run(chosen)
+    if pending:
+        flags = chosen.view(np.uint8).tobytes()
+        for r, pos, cand_types, first in pending:
+            uncovered = {t for t, f in zip(r, flags[pos : pos + len(r)], strict=True) if not f}
+            if not uncovered:
+                continue
+            for c, c_types in cand_types:
+                if c != first and not c_types.isdisjoint(uncovered):
+                    batch.add(r, c, pos)
+        batch.run(chosen)
+    return chosen
 
 
 def rouge_per_sample(predictions: Sequence[str], references: Sequence[str]) -> dict[str, NDArray[np.float64]]:
@@ -439,53 +537,7 @@ def rouge_per_sample(predictions: Sequence[str], references: Sequence[str]) -> d
     out["rougeL"] = _f_vec(lcs, n_pred, n_ref)
 
     # ROUGE-Lsum: union LCS per reference sentence, then clipped hits per token type.
-    # Positions are indices into the concatenated reference tokens (ref_codes).
-    ref_start = np.concatenate(([0], np.cumsum(n_ref)[:-1])).tolist()
-    chosen = np.zeros(ref_codes.size, dtype=bool)
-    pair_index: dict[tuple[str, str], int] = {}
-    pair_ref: list[str] = []
-    pair_cand: list[str] = []
-    app_pair: list[int] = []
-    app_start: list[int] = []
-    for i in range(n):
-        if not n_ref[i] or not n_pred[i]:
-            continue
-        cands = [c for c in dict.fromkeys(pred_sents[i]) if c]
-        cand_set = set(cands)
-        cand_types = [(c, set(c)) for c in cands]
-        pos = ref_start[i]
-        for r in ref_sents[i]:
-            if r:
-                if r in cand_set:  # an identical sentence: its LCS is all of r
-                    chosen[pos : pos + len(r)] = True
-                else:
-                    for c, c_types in cand_types:
-                        if c_types.isdisjoint(r):
-                            continue
-                        key = (r, c)
-                        k = pair_index.get(key)
-                        if k is None:
-                            k = pair_index[key] = len(pair_ref)
-                            pair_ref.append(r)
-                            pair_cand.append(c)
-                        app_pair.append(k)
-                        app_start.append(pos)
-            pos += len(r)
-    if pair_ref:
-        sel_pair, sel_pos = _union_lcs_positions(pair_ref, pair_cand)
-        # spread each unique pair's chosen positions to every place the pair occurs
-        order = np.argsort(sel_pair, kind="stable")
-        sel_pair, sel_pos = sel_pair[order], sel_pos[order]
-        per_pair = np.bincount(sel_pair, minlength=len(pair_ref))
-        first = np.concatenate(([0], np.cumsum(per_pair)[:-1]))
-        apps = np.asarray(app_pair, dtype=np.int64)
-        starts = np.asarray(app_start, dtype=np.int64)
-        reps = per_pair[apps]
-        total = int(reps.sum())
-        if total:
-            app_of = np.repeat(np.arange(apps.size), reps)
-            within = np.arange(total) - np.repeat(np.cumsum(reps) - reps, reps)
-            chosen[starts[app_of] + sel_pos[first[apps[app_of]] + within]] = True
+    chosen = _union_positions(ref_sents, pred_sents, n_ref, n_pred, ref_codes.size)
     pos_chosen = np.flatnonzero(chosen)
     keys_u, cnt_u = _keyed_counts(ref_sample[pos_chosen] * vsize + ref_codes[pos_chosen])
     hits_lsum = _clipped_hits(keys_u, cnt_u, keys_p1, cnt_p1, vsize, n)
