@@ -53,11 +53,35 @@ def load_prompts(domain: str, n: int, seed: int) -> tuple[Any, list[tuple[str, l
     return data.library, [(i, build_messages(data.library, data.requests[i])) for i in chosen]
 
 
-def graph_schema(library: Any) -> dict[str, Any]:
-    """{task_steps: [str], task_nodes: [{task: <tool enum>, arguments: [...]}], task_links: [{source, target}]}."""
+CAPS = {"task_steps": 10, "task_nodes": 10, "arguments": 8, "task_links": 12}
+"""Array caps for the bounded schema (the reference gold graphs have at most 7 nodes and 6 links)."""
+MAX_STRING = 300
+
+
+def _cap(schema: Any, key: str | None = None) -> Any:
+    if isinstance(schema, list):
+        return [_cap(v) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {
+        k: (_cap(v, k) if k != "properties" else {pk: _cap(pv, pk) for pk, pv in v.items()})
+        for k, v in schema.items()
+    }
+    if out.get("type") == "array" and key in CAPS:
+        out.setdefault("maxItems", CAPS[key])
+    if out.get("type") == "string" and "enum" not in out:
+        out.setdefault("maxLength", MAX_STRING)
+    return out
+
+
+def graph_schema(library: Any, *, bounded: bool = True) -> dict[str, Any]:
+    """{task_steps: [str], task_nodes: [{task: <tool enum>, arguments: [...]}], task_links: [{source, target}]},
+    from ``taskbench.llm.task_graph_schema``; ``bounded`` caps array lengths and string lengths so that a
+    model caught in a repetition loop is forced to close the document (a 0.5B model does loop)."""
     from taskbench.llm import task_graph_schema
 
-    return task_graph_schema(library, include_links=True)
+    schema = task_graph_schema(library, include_links=True)
+    return _cap(schema) if bounded else schema
 
 
 # ------------------------------------------------------------------------------------------------ parsing
@@ -104,7 +128,7 @@ def bench_overhead(args: argparse.Namespace) -> dict[str, Any]:
     from taskbench.llm.weights import resolve_model_path
 
     library, prompts = load_prompts(args.domain, args.n, args.seed)
-    schema = graph_schema(library)
+    schema = graph_schema(library, bounded=not args.unbounded)
     path = resolve_model_path(args.model)
     threads = args.threads or os.cpu_count() or 1
     settings = {"n_ctx": args.n_ctx, "n_threads": threads, "seed": 0}
@@ -247,7 +271,7 @@ def bench_parse(args: argparse.Namespace) -> dict[str, Any]:
 
     for domain in args.domains:
         library, prompts = load_prompts(domain, args.n, args.seed)
-        schema = graph_schema(library)
+        schema = graph_schema(library, bounded=not args.unbounded)
         for rid, messages in prompts:
             for mode in ("unconstrained", "constrained"):
                 resp = asyncio.run(one(messages, schema if mode == "constrained" else None))
@@ -288,6 +312,7 @@ def bench_parse(args: argparse.Namespace) -> dict[str, Any]:
         "model": args.model,
         "domains": args.domains,
         "n_per_mode": len(records) // 2,
+        "schema": "unbounded" if args.unbounded else f"bounded {CAPS}, strings <= {MAX_STRING} chars",
         "threads": threads,
         "max_tokens": args.max_tokens,
     }
@@ -328,12 +353,13 @@ def main(argv: list[str] | None = None) -> int:
     common.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: all cores)")
     common.add_argument("--n-ctx", type=int, default=8192)
     common.add_argument("--json", default=None, help="also write the summary as JSON here")
+    common.add_argument("--unbounded", action="store_true", help="no maxItems/maxLength caps in the schema")
     p_over = sub.add_parser("overhead", parents=[common], help="Model wrapper vs direct llama-cpp-python")
     p_over.add_argument("--domain", default="huggingface")
     p_over.add_argument("--max-tokens", type=int, default=96)
     p_parse = sub.add_parser("parse", parents=[common], help="parse failures unconstrained vs constrained")
     p_parse.add_argument("--domains", nargs="+", default=["huggingface"])
-    p_parse.add_argument("--max-tokens", type=int, default=512)
+    p_parse.add_argument("--max-tokens", type=int, default=768)
     p_parse.add_argument("--records", default=None, help="write every answer as JSONL here")
     args = parser.parse_args(argv)
     if not REFERENCE.is_dir():
