@@ -212,46 +212,43 @@ def rouge_per_sample_simple(
 # one np.frombuffer over their UTF-32 encoding.
 
 _SURROGATES = 0xD800
-_MAX_TOKENS = 0x110000 - 0x800  # distinct tokens that fit in code points outside the surrogate block
+_MAX_TOKENS = 0x110000 - 0x800 - 11  # distinct tokens that fit in code points outside the surrogate block
 _CELL_BUDGET = 4_000_000  # cells of LCS table per batch (bytes for uint8 tables)
 
 
-class _Encoder:
-    """Lines -> sentence strings (one code point per token), texts -> their non-empty lines."""
+_TOKEN_OR_NEWLINE_RE = re.compile(r"[a-z0-9]+|\n")
+_CODE_BASE = 11  # codes start above "\n" (10), which stays the line separator
 
-    def __init__(self) -> None:
-        self.vocab: dict[str, str] = {}
-        """token -> its one-character code"""
-        self.lines: dict[str, str] = {}
-        self.texts: dict[str, list[str]] = {}
 
-    def _line(self, line: str) -> str:
-        enc = self.lines.get(line)
-        if enc is None:
-            toks = _TOKEN_RE.findall(line.lower())
-            try:
-                enc = "".join(map(self.vocab.__getitem__, toks))
-            except KeyError:
-                vocab = self.vocab
-                for t in toks:
-                    if t not in vocab:
-                        k = len(vocab)
-                        if k >= _MAX_TOKENS:
-                            raise OverflowError(
-                                "too many distinct tokens for the fast ROUGE engine"
-                            ) from None
-                        vocab[t] = chr(k if k < _SURROGATES else k + 0x800)
-                enc = "".join(map(vocab.__getitem__, toks))
-            self.lines[line] = enc
-        return enc
+def _code(k: int) -> str:
+    c = k + _CODE_BASE
+    return chr(c if c < _SURROGATES else c + 0x800)
 
-    def sentences(self, text: str) -> list[str]:
-        """Encoded non-empty lines of ``text`` (rougeLsum sentences; their concatenation is the text's
-        token sequence, since a newline always separates tokens)."""
-        sents = self.texts.get(text)
-        if sents is None:
-            sents = self.texts[text] = [self._line(line) for line in text.split("\n") if line]
-        return sents
+
+def _encode_texts(texts: Sequence[str]) -> dict[str, list[str]]:
+    """Each distinct text -> its sentences for rougeLsum: the lines that have tokens, each line as a
+    string with one character (code point) per token.
+
+    All texts are tokenised in one pass: lowercasing and rouge-score's token pattern work character by
+    character, so tokenising the newline-joined texts and splitting the codes at the newlines gives every
+    line's tokens. Lines without tokens are dropped: they add nothing to any ROUGE variant.
+    """
+    distinct = list(dict.fromkeys(texts))
+    tokens = _TOKEN_OR_NEWLINE_RE.findall("\n".join(distinct).lower())
+    vocab: dict[str, str] = {"\n": "\n"}
+    new = set(tokens).difference(vocab)
+    if len(new) > _MAX_TOKENS:
+        raise OverflowError("too many distinct tokens for the fast ROUGE engine")
+    for k, t in enumerate(sorted(new)):
+        vocab[t] = _code(k)
+    lines = "".join(map(vocab.__getitem__, tokens)).split("\n")
+    out: dict[str, list[str]] = {}
+    pos = 0
+    for text in distinct:
+        end = pos + text.count("\n") + 1
+        out[text] = [line for line in lines[pos:end] if line]
+        pos = end
+    return out
 
 
 def _codes(strings: list[str]) -> NDArray[np.int64]:
@@ -491,12 +488,12 @@ def rouge_per_sample(predictions: Sequence[str], references: Sequence[str]) -> d
             f"predictions and references differ in length ({len(predictions)} != {len(references)})"
         )
     n = len(predictions)
-    enc = _Encoder()
     try:
-        ref_sents = [enc.sentences(t) for t in references]
-        pred_sents = [enc.sentences(t) for t in predictions]
+        encoded = _encode_texts([*references, *predictions])
     except OverflowError:
         return rouge_per_sample_simple(predictions, references)
+    ref_sents = [encoded[t] for t in references]
+    pred_sents = [encoded[t] for t in predictions]
     ref_text = ["".join(s) for s in ref_sents]
     pred_text = ["".join(s) for s in pred_sents]
     n_ref = np.fromiter(map(len, ref_text), dtype=np.int64, count=n)
