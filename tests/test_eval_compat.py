@@ -448,3 +448,50 @@ def test_metric_selection_and_key_order() -> None:
     ).metrics["overall_overall"]
     assert list(m)[5:9] == ["step_rouge1", "step_rouge2", "step_rougeL", "step_rougeLsum"]
     assert list(m)[-2:] == ["edit_distance", "link_binary_f1"]
+
+
+def test_node_reference_parsing_follows_python_int() -> None:
+    g = gold(
+        "a",
+        [
+            {"task": "Image Downloader", "arguments": ["u.png"]},
+            {"task": "Image Captioner", "arguments": ["<node- 0>"]},
+            {
+                "task": "Text Summarizer",
+                "arguments": ["<node--1>"],
+            },  # -1: the last node (itself? no: 2 != -1)
+        ],
+        type_="chain",
+    )
+    rec = one(g, pred("a", []))
+    # links: (Image Downloader -> Image Captioner), (Text Summarizer -> Text Summarizer)
+    assert rec.link == (0, 0, 2)
+    # an index whose ">" comes first does not parse: the previous value is repeated, no link
+    g2 = gold(
+        "a", [{"task": "Speaker", "arguments": ["x"]}, {"task": "Speaker", "arguments": ["a>b <node-0>"]}]
+    )
+    assert one(g2, pred("a", [])).link == (0, 0, 0)
+
+
+def test_duplicate_gold_ids_last_record_in_the_group_wins() -> None:
+    golds = [
+        gold("a", [{"task": "Speaker", "arguments": []}], type_="single"),
+        gold(
+            "a",
+            [{"task": "Speaker", "arguments": []}, {"task": "Image Captioner", "arguments": []}],
+            type_="chain",
+        ),
+    ]
+    preds = [pred("a", [{"task": "Speaker"}])]
+    res = evaluate_compat(
+        golds, preds, resource_lib(), splits=("overall", "single"), n_tools="1", metrics=("f1",)
+    )
+    assert res.metrics["overall_overall"]["node_micro_recall_no_matching"] == 0.5  # the chain record
+    assert res.metrics["single_overall"]["node_micro_recall_no_matching"] == 1.0  # the only single one
+    assert res.metrics["overall_1"]["all_samples"] == 1
+
+
+def test_malformed_temporal_links_drop_the_sample() -> None:
+    g = gold("a", [{"task": "book_car", "arguments": []}], links=[])
+    rec = one(g, pred("a", [{"task": "book_car", "arguments": []}], links=[{"from": "x"}]), temporal_lib())
+    assert rec.error is not None and rec.error.startswith("'source'") and not rec.node_ok
