@@ -456,10 +456,8 @@ def test_node_reference_parsing_follows_python_int() -> None:
         [
             {"task": "Image Downloader", "arguments": ["u.png"]},
             {"task": "Image Captioner", "arguments": ["<node- 0>"]},
-            {
-                "task": "Text Summarizer",
-                "arguments": ["<node--1>"],
-            },  # -1: the last node (itself? no: 2 != -1)
+            # -1 is the last node (this one), but -1 != 2 so it is not skipped as a self reference
+            {"task": "Text Summarizer", "arguments": ["<node--1>"]},
         ],
         type_="chain",
     )
