@@ -216,8 +216,10 @@ _MAX_TOKENS = 0x110000 - 0x800 - 11  # distinct tokens that fit in code points o
 _CELL_BUDGET = 4_000_000  # cells of LCS table per batch (bytes for uint8 tables)
 
 
-_TOKEN_OR_NEWLINE_RE = re.compile(r"[a-z0-9]+|\n")
 _CODE_BASE = 11  # codes start above "\n" (10), which stays the line separator
+# bytes outside [a-z0-9\n] become spaces; newlines become a one-byte marker token
+_SPACE_TABLE = bytes(c if chr(c) in "abcdefghijklmnopqrstuvwxyz0123456789\n" else 32 for c in range(256))
+_LINE_MARK = b"\x01"
 
 
 def _code(k: int) -> str:
@@ -229,16 +231,20 @@ def _encode_texts(texts: Sequence[str]) -> dict[str, list[str]]:
     """Each distinct text -> its sentences for rougeLsum: the lines that have tokens, each line as a
     string with one character (code point) per token.
 
-    All texts are tokenised in one pass: lowercasing and rouge-score's token pattern work character by
-    character, so tokenising the newline-joined texts and splitting the codes at the newlines gives every
+    All texts are tokenised in one pass. rouge-score lowercases, then takes the runs of ``[a-z0-9]``;
+    lowercasing works character by character, and after it every non-ASCII character is a separator, so
+    the lowercased, newline-joined texts are encoded to ASCII with ``?`` for the rest, every byte outside
+    ``[a-z0-9\n]`` becomes a space, each newline a marker token, and a whitespace split yields every
     line's tokens. Lines without tokens are dropped: they add nothing to any ROUGE variant.
     """
     distinct = list(dict.fromkeys(texts))
-    tokens = _TOKEN_OR_NEWLINE_RE.findall("\n".join(distinct).lower())
-    vocab: dict[str, str] = {"\n": "\n"}
-    new = set(tokens).difference(vocab)
+    raw = "\n".join(distinct).lower().encode("ascii", "replace").translate(_SPACE_TABLE)
+    tokens = raw.replace(b"\n", b" \x01 ").split()
+    new = set(tokens)
+    new.discard(_LINE_MARK)
     if len(new) > _MAX_TOKENS:
         raise OverflowError("too many distinct tokens for the fast ROUGE engine")
+    vocab: dict[bytes, str] = {_LINE_MARK: "\n"}
     for k, t in enumerate(sorted(new)):
         vocab[t] = _code(k)
     lines = "".join(map(vocab.__getitem__, tokens)).split("\n")
@@ -268,6 +274,10 @@ def _f_vec(hits: NDArray, n_pred: NDArray, n_ref: NDArray) -> NDArray[np.float64
 
 
 def _keyed_counts(keys: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Distinct keys (sorted) and their counts; small keys are sorted as int32, which is faster."""
+    if keys.size and int(keys.max()) < 2**31:
+        uniq, counts = np.unique(keys.astype(np.int32), return_counts=True)
+        return uniq.astype(np.int64), counts
     uniq, counts = np.unique(keys, return_counts=True)
     return uniq, counts
 
@@ -436,43 +446,45 @@ def _union_positions(
     """
     chosen = np.zeros(size, dtype=bool)
     batch = _PairBatch()
-    pending: list[tuple[str, int, list[tuple[str, set[str]]], str]] = []
+    add = batch.add
+    pending: list[tuple[str, int, dict[str, set[str]], str]] = []
+    full_start: list[int] = []
+    full_len: list[int] = []
     start = 0
-    for i in range(len(ref_sents)):
-        if not n_ref[i] or not n_pred[i]:
-            start += int(n_ref[i])
+    for refs, preds, m, k in zip(ref_sents, pred_sents, n_ref.tolist(), n_pred.tolist(), strict=True):
+        if not m or not k:
+            start += m
             continue
-        cands = [c for c in dict.fromkeys(pred_sents[i]) if c]
-        cand_set = set(cands)
-        cand_types = [(c, set(c)) for c in cands]
-        for line, r in enumerate(ref_sents[i]):
-            if r:
-                if r in cand_set:  # an identical sentence: its LCS is all of r
-                    chosen[start : start + len(r)] = True
-                else:
-                    preds_i = pred_sents[i]
-                    first = preds_i[line] if line < len(preds_i) else None
-                    if not first or set(first).isdisjoint(r):
-                        first = None
-                        for c, c_types in cand_types:
-                            if not c_types.isdisjoint(r):
-                                first = c
-                                break
-                    if first is not None:
-                        batch.add(r, first, start)
-                        if len(cand_types) > 1:
-                            pending.append((r, start, cand_types, first))
+        cand_set = set(preds)  # sentences are never empty (lines without tokens are dropped)
+        types: dict[str, set[str]] | None = None
+        for line, r in enumerate(refs):
+            if r in cand_set:  # an identical sentence: its LCS is all of r
+                full_start.append(start)
+                full_len.append(len(r))
+            else:
+                if types is None:
+                    types = {c: set(c) for c in preds}
+                first = preds[line] if line < len(preds) else None
+                if first is None or types[first].isdisjoint(r):
+                    first = next((c for c, t in types.items() if not t.isdisjoint(r)), None)
+                if first is not None:
+                    add(r, first, start)
+                    if len(types) > 1:
+                        pending.append((r, start, types, first))
             start += len(r)
+    if full_start:
+        lens = np.asarray(full_len, dtype=np.int64)
+        offsets = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
+        chosen[np.repeat(np.asarray(full_start, dtype=np.int64), lens) + offsets] = True
     batch.run(chosen)
     if pending:
         flags = chosen.view(np.uint8).tobytes()
-        for r, pos, cand_types, first in pending:
+        for r, pos, types, first in pending:
             uncovered = {t for t, f in zip(r, flags[pos : pos + len(r)], strict=True) if not f}
-            if not uncovered:
-                continue
-            for c, c_types in cand_types:
-                if c != first and not c_types.isdisjoint(uncovered):
-                    batch.add(r, c, pos)
+            if uncovered:
+                for c, t in types.items():
+                    if c != first and not t.isdisjoint(uncovered):
+                        add(r, c, pos)
         batch.run(chosen)
     return chosen
 
