@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import InputError
+from ..errors import ConfigError, InputError
 
 BUNDLED_DEMO_DATASETS: tuple[str, ...] = ("huggingface", "multimedia", "dailylifeapis")
 """The bundled demo datasets `taskbench run` uses by default, in report order."""
@@ -38,7 +38,7 @@ def resolve_data(spec: str | Path) -> Path:
                 found = Path(finder(name))
             except (KeyError, ValueError, LookupError, FileNotFoundError):
                 found = None
-            except InputError:
+            except (InputError, ConfigError):
                 found = None
             if found is not None and found.is_dir():
                 return found
