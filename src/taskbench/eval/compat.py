@@ -168,49 +168,51 @@ def _join_pred_steps(steps: Any) -> str:
 def _resource_arguments(
     nodes: list[Any],
     gold_side: bool,
-    names: list[Any],
+    names: list[str],
     output_types: Mapping[str, str],
     links: list[tuple[Any, Any]],
-    last: tuple[str, Any] | None,
-) -> tuple[list[list[tuple[str, Any]]], tuple[str, Any] | None]:
-    """Map each node's arguments to (name, value) as the reference does in resource domains.
+    last: tuple[str, str] | None,
+    arg_names: list[str],
+    arg_values: list[str],
+) -> tuple[str, str] | None:
+    """Map each node's arguments to (name, value) as the reference does in resource domains, appending
+    the ``task-name`` and ``task-name-value`` strings of node ``i`` (task = ``names[i]``) and the links.
 
-    ``last`` is the value an argument that cannot be mapped repeats (None: none yet, the sample is
-    dropped); the updated one is returned with the mapped arguments.
+    ``last`` is the value an argument that cannot be mapped repeats (None: none yet, and the sample is
+    dropped); the updated one is returned.
     """
-    out: list[list[tuple[str, Any]]] = []
     for inx, node in enumerate(nodes):
-        new_arguments: list[tuple[str, Any]] = []
+        task = names[inx]
         for argument in node["arguments"] if gold_side else node.get("arguments", []):
             if type(argument) is str and _NODE_REF not in argument:  # plain text: the common case
                 last = (get_content_type(argument) if "." in argument else "text", argument)
-                new_arguments.append(last)
-                continue
-            try:
-                if isinstance(argument, dict):
-                    argument = list(argument.values())[0]
-                if isinstance(argument, list):
-                    argument = " ".join(argument)
-                if not isinstance(argument, str):
-                    raise TypeError("not a text argument")
-                if _NODE_REF in argument:
-                    start = argument.index(_NODE_REF) + len(_NODE_REF)
-                    end = argument.index(">")
-                    ref = int(argument[start:end])
-                    if ref == inx:
-                        continue  # a node referring to itself adds nothing
-                    source = names[ref]
-                    links.append((source, node["task"]))
-                    last = (output_types.get(source, "other"), source)
-                else:
-                    last = (get_content_type(argument), argument)
-            except Exception:
-                pass  # the reference swallows the error and repeats the previous value
-            if last is None:
-                raise _Dropped(_UNBOUND)
-            new_arguments.append(last)
-        out.append(new_arguments)
-    return out, last
+            else:
+                try:
+                    if isinstance(argument, dict):
+                        argument = list(argument.values())[0]
+                    if isinstance(argument, list):
+                        argument = " ".join(argument)
+                    if not isinstance(argument, str):
+                        raise TypeError("not a text argument")
+                    if _NODE_REF in argument:
+                        start = argument.index(_NODE_REF) + len(_NODE_REF)
+                        end = argument.index(">")
+                        ref = int(argument[start:end])
+                        if ref == inx:
+                            continue  # a node referring to itself adds nothing
+                        source = names[ref]
+                        links.append((source, node["task"]))
+                        last = (output_types.get(source, "other"), source)
+                    else:
+                        last = (get_content_type(argument), argument)
+                except Exception:
+                    pass  # the reference swallows the error and repeats the previous value
+                if last is None:
+                    raise _Dropped(_UNBOUND)
+            name = f"{task}-{last[0]}"
+            arg_names.append(name)
+            arg_values.append(f"{name}-{last[1]}")
+    return last
 
 
 def _set_counts(a: Iterable[Any], b: Iterable[Any]) -> tuple[int, int, int]:
@@ -255,16 +257,13 @@ def _score_one(
         label_names = [name.replace("_", " ") for name in label_names]
         label_links: list[tuple[Any, Any]] = []
         pred_links: list[tuple[Any, Any]] = []
-        label_res, last = _resource_arguments(label_nodes, True, label_names, output_types, label_links, None)
-        pred_res, _ = _resource_arguments(pred_nodes, False, pred_names, output_types, pred_links, last)
-        for task, arguments in zip(pred_names, pred_res):  # noqa: B905
-            for name, value in arguments:
-                as_gold_names.append(f"{task}-{name}")
-                as_gold_values.append(f"{task}-{name}-{value}")
-        for task, arguments in zip(label_names, label_res):  # noqa: B905
-            for name, value in arguments:
-                as_pred_names.append(f"{task}-{name}")
-                as_pred_values.append(f"{task}-{name}-{value}")
+        last = _resource_arguments(
+            label_nodes, True, label_names, output_types, label_links, None, as_pred_names, as_pred_values
+        )
+        _resource_arguments(
+            pred_nodes, False, pred_names, output_types, pred_links, last, as_gold_names, as_gold_values
+        )
+        raw_pred_links = raw_label_links = None
     else:
         raw_pred_links = pred["result"]["task_links"]
         raw_label_links = label["task_links"]
