@@ -9,6 +9,10 @@ import typer
 
 from .predict import OPTION_HELP, parse_model_options
 
+CLI_COLUMNS = ("dataset", "model", "samples", "n-F1", "e-F1", "v-F1", "NED", "parse fail", "compat n-F1",
+               "compat v-F1", "predict s")
+"""Columns of the leaderboard printed at the end (report.md has them all)."""
+
 
 def run_command(
     model: list[str] | None = typer.Option(
@@ -94,10 +98,11 @@ def run_command(
     out.print(summary_table(display.summaries))
     table = Table(title="Leaderboard (overall, %; strict unless marked compat)", title_justify="left")
     head = overview_header()
-    for i, h in enumerate(head):
-        table.add_column(h, justify="left" if i < 2 else "right")
+    keep = [i for i, h in enumerate(head) if h in CLI_COLUMNS]
+    for i in keep:
+        table.add_column(head[i], justify="left" if i < 2 else "right")
     for row in overview_rows(log):
-        table.add_row(*row)
+        table.add_row(*(row[i] for i in keep))
     out.print(table)
     out.print(f"run directory: {output} (report.md, report.html, run_log.json) · {log.seconds:.1f} s")
 
