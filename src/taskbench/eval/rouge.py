@@ -308,39 +308,40 @@ def _batch_lcs(
     """``lcs_indices`` for a batch of padded pairs: returns (pair, position in ref) of every chosen index.
 
     Row i of the table is the running maximum (along the candidate) of max(row above, diagonal + match),
-    which equals the textbook recurrence. The walk is the one of :func:`lcs_indices`, for all pairs at once;
-    a pair leaves the walk when no match is left (table value 0) or it reaches an edge.
+    which equals the textbook recurrence. The walk is the one of :func:`lcs_indices`, for all pairs at once,
+    on flat cell indices: a match moves diagonally and picks the row's token; otherwise it moves left when
+    the left cell is strictly larger than the upper one, else up. A pair leaves the walk at a cell of value
+    0 (no match is left there; the table's first row and column are 0, so this also stops it at an edge).
     """
     b, r = ref.shape
     c = cand.shape[1]
     dtype = np.uint8 if min(r, c) < 255 else np.int32
     table = np.zeros((b, r + 1, c + 1), dtype=dtype)
+    match = np.zeros((b, r + 1, c + 1), dtype=bool)
     for i in range(r):
-        eq = ref[:, i : i + 1] == cand
+        eq = np.equal(ref[:, i : i + 1], cand, out=match[:, i + 1, 1:])
         prev = table[:, i, :]
-        row = prev[:, :-1] + eq.astype(dtype)
+        row = prev[:, :-1] + eq.view(np.uint8).astype(dtype, copy=False)
         np.maximum(row, prev[:, 1:], out=row)
         np.maximum.accumulate(row, axis=1, out=table[:, i + 1, 1:])
-    sel_pair: list[NDArray[np.int64]] = []
-    sel_pos: list[NDArray[np.int64]] = []
-    i_arr, j_arr = rlen.copy(), clen.copy()
-    act = np.flatnonzero(table[np.arange(b), i_arr, j_arr] > 0)
-    while act.size:
-        ii, jj = i_arr[act], j_arr[act]
-        match = ref[act, ii - 1] == cand[act, jj - 1]
-        if match.any():
-            sel_pair.append(act[match])
-            sel_pos.append(ii[match] - 1)
-        left = table[act, ii, jj - 1] > table[act, ii - 1, jj]
-        go_left = left & ~match
-        ii = ii - (~go_left)
-        jj = jj - (match | go_left)
-        i_arr[act], j_arr[act] = ii, jj
-        act = act[table[act, ii, jj] > 0]
-    if not sel_pair:
+    width = c + 1
+    block = (r + 1) * width
+    flat_t = table.reshape(-1)
+    flat_m = match.reshape(-1)
+    cell = np.arange(b, dtype=np.int64) * block + rlen * width + clen
+    cell = cell[flat_t[cell] > 0]
+    picked: list[NDArray[np.int64]] = []
+    while cell.size:
+        is_match = flat_m[cell]
+        picked.append(cell[is_match])
+        go_left = flat_t[cell - 1] > flat_t[cell - width]
+        cell = cell - np.where(is_match, width + 1, np.where(go_left, 1, width))
+        cell = cell[flat_t[cell] > 0]
+    if not picked:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty
-    return np.concatenate(sel_pair), np.concatenate(sel_pos)
+    cells = np.concatenate(picked)
+    return cells // block, (cells % block) // width - 1
 
 
 def _padded(
