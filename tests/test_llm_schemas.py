@@ -78,3 +78,13 @@ def test_extract_json_failures(text):
 def test_repair_keeps_valid_json():
     valid = '{"a": [1, {"b": "c, ]"}], "d": null}'
     assert repair_json(valid) == valid
+
+
+def test_bounded_schema():
+    schema = task_graph_schema(["a", "b"], "temporal", max_nodes=3, max_arguments=2, max_string_length=40)
+    props = schema["properties"]
+    assert props["task_nodes"]["maxItems"] == 3 and props["task_nodes"]["minItems"] == 1
+    assert props["task_steps"]["maxItems"] == 3 and props["task_steps"]["items"]["maxLength"] == 40
+    assert props["task_nodes"]["items"]["properties"]["arguments"]["maxItems"] == 2
+    assert props["task_links"]["maxItems"] == 6
+    assert "maxItems" not in task_graph_schema(["a"])["properties"]["task_nodes"]

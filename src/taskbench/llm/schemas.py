@@ -26,11 +26,16 @@ def task_graph_schema(
     dependency: str | None = None,
     *,
     include_links: bool | None = None,
+    max_nodes: int | None = None,
+    max_arguments: int | None = None,
+    max_string_length: int | None = None,
 ) -> dict[str, Any]:
     """JSON Schema of a task graph over ``tools``.
 
     ``dependency`` defaults to the library's; ``include_links`` defaults to True for temporal and False for
     resource domains (resource links follow from ``<node-j>`` references, as in the reference prompt).
+    ``max_nodes`` / ``max_arguments`` bound the arrays (``maxItems``), which keeps small constrained models from
+    looping until they run out of tokens; ``max_string_length`` bounds every free-text string (``maxLength``).
     """
     if isinstance(tools, ToolLibrary):
         names = tools.names
@@ -45,38 +50,39 @@ def task_graph_schema(
     if include_links is None:
         include_links = dependency == "temporal"
     tool_name = {"type": "string", "enum": list(names)}
+    text: dict[str, Any] = {"type": "string"}
+    if max_string_length is not None:
+        text["maxLength"] = max_string_length
     if dependency == "resource":
         argument: dict[str, Any] = {
-            "type": "string",
+            **text,
             "description": "original text, a user-mentioned file name, or '<node-j>' for the output of node j",
         }
     else:
         argument = {
             "type": "object",
-            "properties": {"name": {"type": "string"}, "value": {"type": "string"}},
+            "properties": {"name": text, "value": text},
             "required": ["name", "value"],
             "additionalProperties": False,
         }
     node = {
         "type": "object",
-        "properties": {"task": tool_name, "arguments": {"type": "array", "items": argument}},
+        "properties": {"task": tool_name, "arguments": _array(argument, None, max_arguments)},
         "required": ["task", "arguments"],
         "additionalProperties": False,
     }
     properties: dict[str, Any] = {
-        "task_steps": {"type": "array", "items": {"type": "string"}},
-        "task_nodes": {"type": "array", "items": node, "minItems": 1},
+        "task_steps": _array(text, None, max_nodes),
+        "task_nodes": _array(node, 1, max_nodes),
     }
     if include_links:
-        properties["task_links"] = {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {"source": tool_name, "target": tool_name},
-                "required": ["source", "target"],
-                "additionalProperties": False,
-            },
+        link = {
+            "type": "object",
+            "properties": {"source": tool_name, "target": tool_name},
+            "required": ["source", "target"],
+            "additionalProperties": False,
         }
+        properties["task_links"] = _array(link, None, None if max_nodes is None else max(max_nodes - 1, 0) * max_nodes)
     return {
         "title": "TaskGraph",
         "type": "object",
@@ -84,6 +90,15 @@ def task_graph_schema(
         "required": list(properties),
         "additionalProperties": False,
     }
+
+
+def _array(items: dict[str, Any], min_items: int | None, max_items: int | None) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "array", "items": items}
+    if min_items is not None:
+        out["minItems"] = min_items
+    if max_items is not None:
+        out["maxItems"] = max_items
+    return out
 
 
 def resolve_schema(schema: Any) -> tuple[dict[str, Any] | None, str, type | None]:

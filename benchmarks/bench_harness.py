@@ -1,0 +1,210 @@
+"""Harness throughput: how close does the Model wrapper get to the latency bound of a slow server?
+
+A loopback OpenAI-compatible server (plain asyncio, HTTP/1.1 keep-alive, its own process so it does not share
+the client's GIL) answers every chat completion after ``--delay`` seconds (default 0.2). The client fires
+``--n`` requests through ``taskbench.llm.Model`` (openai-compatible provider, official SDK, cache off) with
+``--concurrency`` in flight (default 64). The bound is ``concurrency / delay`` requests/s (320/s by default).
+
+Reported: requests/s divided by the bound (target >= 0.9) and client CPU time per request
+(``time.process_time`` delta / n; target < 1 ms). For attribution the same load is also sent through the bare
+SDK (``AsyncOpenAI``, no wrapper) and through bare ``httpx2`` (no SDK).
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_harness.py [--n 1280] [--concurrency 64] [--delay 0.2] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from typing import Any
+
+CANNED = {
+    "id": "chatcmpl-bench",
+    "object": "chat.completion",
+    "created": 1700000000,
+    "model": "bench",
+    "choices": [{"index": 0, "message": {"role": "assistant", "content": '{"ok": true}'}, "finish_reason": "stop"}],
+    "usage": {"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25},
+}
+
+
+# ------------------------------------------------------------------------------------------------ server
+
+
+async def _serve(delay: float) -> None:
+    body = json.dumps(CANNED).encode()
+    response = (
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+        + f"content-length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n"):
+                    if line[:15].lower() == b"content-length:":
+                        length = int(line[15:])
+                if length:
+                    await reader.readexactly(length)
+                await asyncio.sleep(delay)
+                writer.write(response)
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0, backlog=1024)
+    print(server.sockets[0].getsockname()[1], flush=True)
+    async with server:
+        await server.serve_forever()
+
+
+def start_server(delay: float) -> tuple[subprocess.Popen[str], int]:
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--serve-only", "--delay", str(delay)], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    port = int(proc.stdout.readline())
+    return proc, port
+
+
+# ------------------------------------------------------------------------------------------------ clients
+
+
+async def _drive(n: int, concurrency: int, one: Any) -> tuple[float, float]:
+    """Run ``n`` calls of ``one(i)`` with ``concurrency`` in flight; (wall seconds, CPU seconds)."""
+    sem = asyncio.Semaphore(concurrency)
+
+    async def job(i: int) -> None:
+        async with sem:
+            await one(i)
+
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    await asyncio.gather(*(job(i) for i in range(n)))
+    return time.perf_counter() - t0, time.process_time() - cpu0
+
+
+async def bench_model(base_url: str, n: int, concurrency: int) -> dict[str, Any]:
+    from taskbench.llm import get_model
+
+    model = get_model(
+        "openai-compatible/bench", base_url=base_url, concurrency=concurrency, cache=False, timeout=30.0
+    )
+    messages = [{"role": "user", "content": "benchmark request"}]
+
+    async def one(i: int) -> None:
+        out = await model.generate(messages)
+        assert out.text == '{"ok": true}'
+
+    await _drive(concurrency, concurrency, one)  # warm-up: open the connections
+    wall, cpu = await _drive(n, concurrency, one)
+    await model.aclose()
+    return {"wall": wall, "cpu": cpu}
+
+
+async def bench_sdk(base_url: str, n: int, concurrency: int) -> dict[str, Any]:
+    import httpx2
+    import openai
+
+    client = openai.AsyncOpenAI(
+        base_url=base_url,
+        api_key="none",
+        max_retries=0,
+        http_client=httpx2.AsyncClient(limits=httpx2.Limits(max_connections=concurrency,
+                                                            max_keepalive_connections=concurrency)),
+    )
+
+    async def one(i: int) -> None:
+        await client.chat.completions.create(
+            model="bench", messages=[{"role": "user", "content": "benchmark request"}], temperature=0.0
+        )
+
+    await _drive(concurrency, concurrency, one)
+    wall, cpu = await _drive(n, concurrency, one)
+    await client.close()
+    return {"wall": wall, "cpu": cpu}
+
+
+async def bench_httpx(base_url: str, n: int, concurrency: int) -> dict[str, Any]:
+    import httpx2
+
+    client = httpx2.AsyncClient(
+        limits=httpx2.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    )
+    payload = {"model": "bench", "messages": [{"role": "user", "content": "benchmark request"}]}
+
+    async def one(i: int) -> None:
+        resp = await client.post(base_url + "/chat/completions", json=payload)
+        resp.json()
+
+    await _drive(concurrency, concurrency, one)
+    wall, cpu = await _drive(n, concurrency, one)
+    await client.aclose()
+    return {"wall": wall, "cpu": cpu}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, default=1280, help="requests per measured run")
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--delay", type=float, default=0.2, help="server answer delay in seconds")
+    parser.add_argument("--only", choices=["model", "sdk", "httpx"], help="run one client only")
+    parser.add_argument("--json", help="also write the results to this file")
+    parser.add_argument("--serve-only", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve_only:
+        asyncio.run(_serve(args.delay))
+        return
+
+    proc, port = start_server(args.delay)
+    base_url = f"http://127.0.0.1:{port}/v1"
+    bound = args.concurrency / args.delay
+    results: dict[str, Any] = {
+        "n": args.n,
+        "concurrency": args.concurrency,
+        "delay_s": args.delay,
+        "bound_rps": bound,
+        "cpus": os.cpu_count(),
+        "python": sys.version.split()[0],
+    }
+    try:
+        runs = {"model": bench_model, "sdk": bench_sdk, "httpx": bench_httpx}
+        for name, fn in runs.items():
+            if args.only and name != args.only:
+                continue
+            r = asyncio.run(fn(base_url, args.n, args.concurrency))
+            rps = args.n / r["wall"]
+            results[name] = {
+                "requests_per_s": round(rps, 1),
+                "ratio_to_bound": round(rps / bound, 3),
+                "cpu_ms_per_request": round(1000 * r["cpu"] / args.n, 3),
+                "wall_s": round(r["wall"], 3),
+            }
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    for name in ("model", "sdk", "httpx"):
+        if name in results:
+            r = results[name]
+            print(
+                f"{name:6s} {r['requests_per_s']:7.1f} req/s  ratio {r['ratio_to_bound']:.3f} (target >= 0.9)  "
+                f"CPU {r['cpu_ms_per_request']:.3f} ms/request (target < 1 ms)"
+            )
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            json.dump(results, fh, indent=2)
+
+
+if __name__ == "__main__":
+    main()
