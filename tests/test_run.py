@@ -37,7 +37,7 @@ def test_run_writes_a_self_describing_run_directory(tmp_path, cache_dir) -> None
     assert back == RunLog.model_validate_json(back.model_dump_json())
     assert back.config.models == ["mock/echo"] and back.config.limit == 6 and back.config.max_tokens == 256
     assert back.environment.packages["pydantic"] and back.environment.python
-    assert back.seeds == {"sampling": 0, "bootstrap": 0, "demos": None}
+    assert back.seeds == {"sampling": 0, "bootstrap": 0}
     assert [e.dataset for e in back.entries] == ["huggingface", "dailylifeapis"]
     for entry in back.entries:
         assert entry.status == "scored" and len(entry.records) == 6 == len(entry.sample_ids)

@@ -237,7 +237,7 @@ def run_benchmark(
     started = _now()
     log = RunLog(
         run_id=f"{run_dir.resolve().name}@{started}", started=started, config=config,
-        environment=environment(command), seeds={"sampling": options.seed, "bootstrap": seed, "demos": None},
+        environment=environment(command), seeds={"sampling": options.seed, "bootstrap": seed},
     )
     for spec in models:
         for name, ds in loaded:
