@@ -108,16 +108,16 @@ def test_openai_request_arguments(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-unit-test")
     schema = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}
     req = ProviderRequest([{"role": "user", "content": "q"}], json_schema=schema, schema_name="Thing", timeout=9.0)
-    args = get_model("openai/gpt-4o-mini", cache=False).provider.build_arguments(req)
-    assert args["response_format"] == {
+    body = get_model("openai/gpt-4o-mini", cache=False).provider.build_body(req)
+    assert body["response_format"] == {
         "type": "json_schema",
         "json_schema": {"name": "Thing", "schema": schema, "strict": True},
     }
-    assert args["max_completion_tokens"] == 1024 and args["timeout"] == 9.0 and "extra_body" not in args
+    assert body["max_completion_tokens"] == 1024 and body["model"] == "gpt-4o-mini" and "timeout" not in body
     compat = get_model("openai-compatible/m", base_url="http://x/v1", guided_decoding="vllm",
                        extra_body={"top_k": 5}, cache=False).provider
-    args = compat.build_arguments(req)
-    assert args["extra_body"] == {"top_k": 5, "guided_json": schema} and args["max_tokens"] == 1024
-    assert compat.identity()["guided_decoding"] == "vllm"
+    body = compat.build_body(req)
+    assert body["guided_json"] == schema and body["top_k"] == 5 and body["max_tokens"] == 1024
+    assert compat.identity()["guided_decoding"] == "vllm" and compat.identity()["extra_body"] == {"top_k": 5}
     plain = ProviderRequest([{"role": "user", "content": "q"}])
-    assert "response_format" not in compat.build_arguments(plain)
+    assert "response_format" not in compat.build_body(plain)

@@ -56,6 +56,7 @@ class OpenAIProvider(Provider):
         strict: bool | None = None,
         extra_body: dict[str, Any] | None = None,
         max_tokens_field: str | None = None,
+        pool_shards: int | None = None,
     ) -> None:
         try:
             import openai  # noqa: F401
@@ -77,8 +78,12 @@ class OpenAIProvider(Provider):
                 f"the '{self.name}' provider needs an API key in the environment variable {self.api_key_env} "
                 f"(set it, or pass api_key_env='NAME_OF_YOUR_VARIABLE')"
             )
-        self._client: Any = None
+        # httpx's connection pool scans all its connections on every request, so one pool of 64 costs more CPU
+        # per request than 8 pools of 8; requests are spread round-robin over `pool_shards` SDK clients.
+        self.pool_shards = max(1, int(pool_shards or max(1, self.max_concurrency // 8)))
+        self._clients: list[Any] = []
         self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._turn = 0
 
     def __repr__(self) -> str:
         where = f", base_url={self.base_url!r}" if self.base_url else ""
@@ -94,41 +99,43 @@ class OpenAIProvider(Provider):
         return ident
 
     def _get_client(self) -> Any:
-        """One AsyncOpenAI client per event loop (httpx connection pools belong to a loop)."""
+        """The next SDK client (round-robin); one set per event loop (connection pools belong to a loop)."""
         loop = asyncio.get_running_loop()
-        if self._client is not None and self._client_loop is loop:
-            return self._client
+        if not self._clients or self._client_loop is not loop:
+            self._clients = [self._new_client() for _ in range(self.pool_shards)]
+            self._client_loop = loop
+        self._turn = (self._turn + 1) % self.pool_shards
+        return self._clients[self._turn]
+
+    def _new_client(self) -> Any:
         import httpx2
         import openai
 
-        key = os.environ.get(self.api_key_env) or "EMPTY"
-        pool = max(self.max_concurrency, 1)
+        pool = -(-max(self.max_concurrency, 1) // self.pool_shards)
         http_client = httpx2.AsyncClient(
             limits=httpx2.Limits(max_connections=pool, max_keepalive_connections=pool),
             timeout=self.timeout,
             follow_redirects=True,
         )
-        self._client = openai.AsyncOpenAI(
-            api_key=key,
+        return openai.AsyncOpenAI(
+            api_key=os.environ.get(self.api_key_env) or "EMPTY",
             base_url=self.base_url,
             timeout=self.timeout,
             max_retries=0,
             http_client=http_client,
         )
-        self._client_loop = loop
-        return self._client
 
-    def build_arguments(self, request: ProviderRequest) -> dict[str, Any]:
-        """The keyword arguments of ``chat.completions.create`` for ``request`` (pure; tested directly)."""
+    def build_body(self, request: ProviderRequest) -> dict[str, Any]:
+        """The JSON body of ``POST /chat/completions`` for ``request`` (pure; tested directly)."""
         cfg = request.config
-        messages = list(request.messages)
-        args: dict[str, Any] = {"model": self.model, "temperature": cfg.temperature, "top_p": cfg.top_p}
-        args[self.max_tokens_field] = cfg.max_tokens
+        body: dict[str, Any] = {"model": self.model, "messages": request.messages}
+        body["temperature"] = cfg.temperature
+        body["top_p"] = cfg.top_p
+        body[self.max_tokens_field] = cfg.max_tokens
         if cfg.seed is not None:
-            args["seed"] = cfg.seed
+            body["seed"] = cfg.seed
         if cfg.stop:
-            args["stop"] = list(cfg.stop)
-        extra_body = dict(self.extra_body)
+            body["stop"] = list(cfg.stop)
         schema = request.json_schema
         if schema is not None:
             mode = self.guided_decoding
@@ -136,27 +143,29 @@ class OpenAIProvider(Provider):
                 spec: dict[str, Any] = {"name": request.schema_name, "schema": schema}
                 if mode == "response_format":
                     spec["strict"] = self.strict
-                args["response_format"] = {"type": "json_schema", "json_schema": spec}
+                body["response_format"] = {"type": "json_schema", "json_schema": spec}
             elif mode == "vllm":
-                extra_body["guided_json"] = schema
+                body["guided_json"] = schema
             else:
                 if mode == "json_object":
-                    args["response_format"] = {"type": "json_object"}
-                messages = [{"role": "system", "content": schema_instruction(schema)}, *messages]
-        args["messages"] = messages
-        if extra_body:
-            args["extra_body"] = extra_body
-        if request.timeout is not None:
-            args["timeout"] = request.timeout
-        return args
+                    body["response_format"] = {"type": "json_object"}
+                body["messages"] = [{"role": "system", "content": schema_instruction(schema)}, *request.messages]
+        if self.extra_body:
+            body.update(self.extra_body)
+        return body
 
     async def complete(self, request: ProviderRequest) -> ProviderResponse:
         import openai
 
         client = self._get_client()
-        args = self.build_arguments(request)
+        body = self.build_body(request)
+        options: dict[str, Any] = {} if request.timeout is None else {"timeout": request.timeout}
         try:
-            completion = await client.chat.completions.create(**args)
+            # The SDK's generic POST (its documented way to call any endpoint): same auth, base URL, timeouts
+            # and error classes as chat.completions.create, but without re-walking the body against the typed
+            # params or building pydantic response models -- which cost ~1 ms CPU per request (see
+            # benchmarks/bench_harness.py and docs/models.md).
+            data = await client.post("/chat/completions", cast_to=object, body=body, options=options)
         except openai.APIStatusError as exc:
             raise _map_status_error(exc, self.name) from None
         except openai.APITimeoutError:
@@ -167,12 +176,13 @@ class OpenAIProvider(Provider):
             raise TransientProviderError(f"connection error ({detail})") from None
         except (json.JSONDecodeError, openai.APIResponseValidationError) as exc:
             raise TransientProviderError(f"invalid response body ({type(exc).__name__}: {exc})") from None
-        return _to_response(completion)
+        return _to_response(data)
 
     async def aclose(self) -> None:
-        client, self._client = self._client, None
-        if client is not None and self._client_loop is asyncio.get_running_loop():
-            await client.close()
+        clients, self._clients = self._clients, []
+        if self._client_loop is asyncio.get_running_loop():
+            for client in clients:
+                await client.close()
         self._client_loop = None
 
 
@@ -191,25 +201,25 @@ class OpenAICompatibleProvider(OpenAIProvider):
         super().__init__(model, base_url=base_url, **options)
 
 
-def _to_response(completion: Any) -> ProviderResponse:
-    choices = getattr(completion, "choices", None)
-    if not choices:
-        shown = completion if isinstance(completion, str) else type(completion).__name__
-        raise TransientProviderError(f"invalid response body: no choices ({str(shown)[:120]})")
-    choice = choices[0]
-    message = choice.message
-    text = message.content
+def _to_response(data: Any) -> ProviderResponse:
+    """A chat completion JSON object -> ProviderResponse; a body without a usable choice is transient."""
+    try:
+        choice = data["choices"][0]
+        message = choice["message"]
+    except (TypeError, KeyError, IndexError):
+        shown = data if isinstance(data, str) else json.dumps(data)[:200] if isinstance(data, dict) else type(data)
+        raise TransientProviderError(f"invalid response body: no choices ({str(shown)[:200]})") from None
+    text = message.get("content")
     if text is None:
-        refusal = getattr(message, "refusal", None)
-        if refusal:
-            raise ModelError(f"the model refused: {refusal}")
+        if message.get("refusal"):
+            raise ModelError(f"the model refused: {message['refusal']}")
         text = ""
-    usage = completion.usage
+    usage = data.get("usage") or {}
     return ProviderResponse(
         text=text,
-        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0) if usage else 0,
-        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0) if usage else 0,
-        finish_reason=choice.finish_reason,
+        prompt_tokens=int(usage.get("prompt_tokens") or 0),
+        completion_tokens=int(usage.get("completion_tokens") or 0),
+        finish_reason=choice.get("finish_reason"),
     )
 
 
