@@ -25,6 +25,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import subprocess
 import sys
 import tempfile
@@ -92,8 +93,20 @@ def load_library() -> list[dict[str, Any]]:
     return [{"id": n, "desc": f"{n}.", "input-type": i, "output-type": o} for n, i, o in _BUILTIN]
 
 
+def _lexicon(size: int = 4000) -> tuple[list[str], list[float]]:
+    """The core words plus made-up ones, with Zipf weights: real step texts use a few thousand words."""
+    syllables = ["ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "pe", "da", "go", "zu", "re", "an", "ex"]
+    extra = {a + b + c for a in syllables for b in syllables for c in syllables}
+    words = list(_WORDS) + sorted(extra)[: max(0, size - len(_WORDS))]
+    return words, [1.0 / (rank + 1) for rank in range(len(words))]
+
+
+_LEXICON, _LEXICON_WEIGHTS = _lexicon()
+
+
 def _sentence(rng: random.Random, lo: int, hi: int) -> str:
-    return " ".join(rng.choice(_WORDS) for _ in range(rng.randint(lo, hi)))
+    k = rng.randint(lo, hi)
+    return " ".join(rng.choices(_LEXICON, weights=_LEXICON_WEIGHTS, k=k))
 
 
 def make_gold(rng: random.Random, tools: list[dict[str, Any]], n: int) -> list[dict[str, Any]]:
@@ -233,12 +246,24 @@ def write_dataset(directory: Path, n: int, seed: int) -> tuple[Path, Path]:
     return directory, pred_path
 
 
-def _time(cmd: list[str], repeat: int) -> float:
-    best = float("inf")
+def _run(cmd: list[str]) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (user + system) of one fresh process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
+
+
+def _time_pair(cmd_a: list[str], cmd_b: list[str], repeat: int) -> list[tuple[float, float]]:
+    """Best (wall, CPU) seconds of each command; runs alternate so both see the same machine load."""
+    best = [(float("inf"), float("inf")), (float("inf"), float("inf"))]
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
-        best = min(best, time.perf_counter() - t0)
+        for k, cmd in enumerate((cmd_a, cmd_b)):
+            wall, cpu = _run(cmd)
+            best[k] = (min(best[k][0], wall), min(best[k][1], cpu))
     return best
 
 
@@ -246,15 +271,48 @@ _READ = "import json,sys\nfor p in sys.argv[1:]:\n    [json.loads(line) for line
 _API = """import json, sys
 from taskbench.eval import evaluate_compat
 from taskbench.graph.loaders import load_tool_library
-data_dir, pred_path, out = sys.argv[1:4]
-gold = [json.loads(line) for line in open(data_dir + "/data.json")]
-preds = [json.loads(line) for line in open(pred_path)]
-lib = load_tool_library(data_dir + "/tool_desc.json")
-res = evaluate_compat(gold, preds, lib, splits=("all",), n_tools=("all",), mode="add",
-                      metrics=("f1", "ed", "link", "argument", "rouge"))
-with open(out, "w") as f:
-    json.dump(res.metrics, f, indent=2)
+
+def main(data_dir, pred_path, out):
+    gold = [json.loads(line) for line in open(data_dir + "/data.json")]
+    preds = [json.loads(line) for line in open(pred_path)]
+    lib = load_tool_library(data_dir + "/tool_desc.json")
+    res = evaluate_compat(gold, preds, lib, splits=("all",), n_tools=("all",), mode="add",
+                          metrics=("f1", "ed", "link", "argument", "rouge"))
+    with open(out, "w") as f:
+        json.dump(res.metrics, f, indent=2)
+
+main(*sys.argv[1:4])
 """
+
+
+def compare_rouge(data_dir: Path, pred_path: Path, limit: int) -> None:
+    """In this process: taskbench's rouge_per_sample vs rouge-score on the step texts of the benchmark."""
+    from rouge_score import rouge_scorer
+
+    from taskbench.eval.compat import score_samples_compat
+    from taskbench.eval.rouge import ROUGE_KEYS, rouge_per_sample
+    from taskbench.graph.loaders import load_tool_library
+
+    gold = [json.loads(line) for line in open(data_dir / "data.json")]
+    preds = [json.loads(line) for line in open(pred_path)]
+    lib = load_tool_library(data_dir / "tool_desc.json")
+    scored = [s for s in score_samples_compat(gold, preds, lib, metrics=("rouge",)) if s.step_ok]
+    p_all = [s.pred_steps for s in scored]
+    r_all = [s.gold_steps for s in scored]
+    t0 = time.perf_counter()
+    fast = rouge_per_sample(p_all, r_all)
+    t_fast = time.perf_counter() - t0
+    scorer = rouge_scorer.RougeScorer(list(ROUGE_KEYS), use_stemmer=False)
+    k = min(limit, len(p_all))
+    t0 = time.perf_counter()
+    ref = [scorer.score(r, p) for p, r in zip(p_all[:k], r_all[:k], strict=True)]
+    t_ref = time.perf_counter() - t0
+    worst = max(abs(ref[i][key].fmeasure - float(fast[key][i])) for i in range(k) for key in ROUGE_KEYS)
+    print(
+        f"ROUGE-1/2/L/Lsum per sample: taskbench {len(p_all) / t_fast:,.0f} samples/s ({len(p_all)} in "
+        f"{t_fast:.2f} s); rouge-score {k / t_ref:,.0f} samples/s ({k} in {t_ref:.2f} s); "
+        f"speed-up {(len(p_all) / t_fast) / (k / t_ref):.1f}x; max |diff| {worst:.1e}"
+    )
 
 
 def cli_has_compat(python: str) -> bool:
@@ -273,9 +331,16 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-n", "--samples", type=int, default=N_SAMPLES, help="number of gold samples")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--repeat", type=int, default=3, help="timed runs per measurement (best is kept)")
+    ap.add_argument("--repeat", type=int, default=5, help="timed runs per measurement (best is kept)")
     ap.add_argument("--via", choices=["auto", "cli", "api"], default="auto")
     ap.add_argument("--keep", type=Path, help="write the data here and keep it (default: a temp dir)")
+    ap.add_argument(
+        "--rouge",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also compare ROUGE speed with rouge-score on the first N step pairs (in this process)",
+    )
     args = ap.parse_args(argv)
     python = sys.executable
 
@@ -311,18 +376,29 @@ def main(argv: list[str] | None = None) -> int:
             ]
         else:
             cmd = [python, "-c", _API, str(data_dir), str(pred_path), str(out)]
-        t_read = _time([python, "-c", _READ, str(data_dir / "data.json"), str(pred_path)], args.repeat)
-        t_eval = _time(cmd, args.repeat)
+        (t_read, c_read), (t_eval, c_eval) = _time_pair(
+            [python, "-c", _READ, str(data_dir / "data.json"), str(pred_path)], cmd, args.repeat
+        )
         groups = json.loads(out.read_text())
         overall = groups.get("overall_overall", groups)
         size_mb = ((data_dir / "data.json").stat().st_size + pred_path.stat().st_size) / 1e6
         print(f"samples: {args.samples} gold, {n_preds} predictions ({size_mb:.1f} MB of JSON Lines)")
-        print(f"(a) bare read, json.loads, fresh process:   {t_read:7.3f} s")
-        print(
-            f"(b) evaluation via {via} ({'python -m taskbench evaluate --compat' if via == 'cli' else 'python -c evaluate_compat'}),"
-            f" {len(groups)} groups + ROUGE: {t_eval:7.3f} s = {args.samples / t_eval:,.0f} samples/s"
+        how = (
+            "python -m taskbench evaluate --compat" if via == "cli" else "python -c ... evaluate_compat(...)"
         )
-        print(f"ratio (b)/(a): {t_eval / t_read:.2f} (target <= 5)")
+        print(
+            f"(a) bare read of both files with json.loads, fresh process: {t_read:6.3f} s wall, {c_read:6.3f} s CPU"
+        )
+        print(
+            f"(b) evaluation via {via} ({how}), {len(groups)} groups + ROUGE, fresh process: "
+            f"{t_eval:6.3f} s wall, {c_eval:6.3f} s CPU"
+        )
+        print(f"    = {args.samples / t_eval:,.0f} samples/s (wall)")
+        print(
+            f"ratio (b)/(a): {t_eval / t_read:.2f} wall, {c_eval / c_read:.2f} CPU (target <= 5; best of {args.repeat})"
+        )
+        if args.rouge:
+            compare_rouge(data_dir, pred_path, args.rouge)
         if isinstance(overall, dict) and "step_rouge1" in overall:
             print(
                 f"overall: rouge1 {overall['step_rouge1']:.4f}, node micro F1 "

@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
+from itertools import compress
 
 import numpy as np
 from numpy.typing import NDArray
@@ -441,14 +442,14 @@ def _union_positions(
 
     The union does not depend on the order candidates are taken in, which allows two exact shortcuts:
     a candidate identical to the sentence covers all of it; and after a first round (each sentence with
-    its most likely partner: the candidate at the same line, else the first sharing a token), a candidate
-    is only run when it contains a token type at a position still uncovered, since an LCS only picks
-    positions whose token occurs in the candidate.
+    the candidate on the same line, or the first one), another candidate is only run when it contains a
+    token at a position still uncovered, since an LCS only picks positions whose token occurs in the
+    candidate.
     """
     chosen = np.zeros(size, dtype=bool)
     batch = _PairBatch()
     add = batch.add
-    pending: list[tuple[str, int, dict[str, set[str]], str]] = []
+    pending: list[tuple[str, int, list[str], str]] = []
     full_start: list[int] = []
     full_len: list[int] = []
     start = 0
@@ -457,21 +458,16 @@ def _union_positions(
             start += m
             continue
         cand_set = set(preds)  # sentences are never empty (lines without tokens are dropped)
-        types: dict[str, set[str]] | None = None
+        several = len(cand_set) > 1
         for line, r in enumerate(refs):
             if r in cand_set:  # an identical sentence: its LCS is all of r
                 full_start.append(start)
                 full_len.append(len(r))
             else:
-                if types is None:
-                    types = {c: set(c) for c in preds}
-                first = preds[line] if line < len(preds) else None
-                if first is None or types[first].isdisjoint(r):
-                    first = next((c for c, t in types.items() if not t.isdisjoint(r)), None)
-                if first is not None:
-                    add(r, first, start)
-                    if len(types) > 1:
-                        pending.append((r, start, types, first))
+                first = preds[line] if line < len(preds) else preds[0]
+                add(r, first, start)
+                if several:
+                    pending.append((r, start, preds, first))
             start += len(r)
     if full_start:
         lens = np.asarray(full_len, dtype=np.int64)
@@ -479,13 +475,18 @@ def _union_positions(
         chosen[np.repeat(np.asarray(full_start, dtype=np.int64), lens) + offsets] = True
     batch.run(chosen)
     if pending:
-        flags = chosen.view(np.uint8).tobytes()
-        for r, pos, types, first in pending:
-            uncovered = {t for t, f in zip(r, flags[pos : pos + len(r)], strict=True) if not f}
+        open_flags = (~chosen).view(np.uint8).tobytes()
+        types: dict[str, set[str]] = {}
+        for r, pos, preds, first in pending:
+            uncovered = set(compress(r, open_flags[pos : pos + len(r)]))
             if uncovered:
-                for c, t in types.items():
-                    if c != first and not t.isdisjoint(uncovered):
-                        add(r, c, pos)
+                for c in dict.fromkeys(preds):
+                    if c != first:
+                        t = types.get(c)
+                        if t is None:
+                            t = types[c] = set(c)
+                        if not t.isdisjoint(uncovered):
+                            add(r, c, pos)
         batch.run(chosen)
     return chosen
 
