@@ -186,6 +186,22 @@ def _resource_arguments(
         for argument in node["arguments"] if gold_side else node.get("arguments", []):
             if type(argument) is str and _NODE_REF not in argument:  # plain text: the common case
                 last = (get_content_type(argument) if "." in argument else "text", argument)
+            elif (
+                type(argument) is str
+                and argument.startswith(_NODE_REF)
+                and argument.find(">") == len(argument) - 1
+                and argument[6:-1].isascii()
+                and argument[6:-1].isdigit()
+            ):  # exactly "<node-N>": the general rule below gives N too
+                ref = int(argument[6:-1])
+                if ref == inx:
+                    continue
+                if ref < len(names):
+                    source = names[ref]
+                    links.append((source, node["task"]))
+                    last = (output_types.get(source, "other"), source)
+                elif last is None:  # out of range: the previous value is repeated, if any
+                    raise _Dropped(_UNBOUND)
             else:
                 try:
                     if isinstance(argument, dict):
@@ -213,14 +229,6 @@ def _resource_arguments(
             arg_names.append(name)
             arg_values.append(f"{name}-{last[1]}")
     return last
-
-
-def _set_counts(a: Iterable[Any], b: Iterable[Any]) -> tuple[int, int, int]:
-    """(tp, fp, fn) of scikit-learn's binary average on the reference's flattened union of two lists,
-    where ``a`` plays gold and ``b`` prediction."""
-    sa, sb = set(a), set(b)
-    tp = len(sa & sb)
-    return tp, len(sb) - tp, len(sa) - tp
 
 
 def _score_one(
@@ -295,9 +303,16 @@ def _score_one(
             rec.graph_ok = False
             raise _Dropped(f"{exc} (malformed task_links; the reference evaluator stops here)") from None
 
-    rec.arg_name = _set_counts(as_gold_names, as_pred_names)
-    rec.arg_value = _set_counts(as_gold_values, as_pred_values)
-    rec.link = _set_counts(label_links, pred_links)
+    # (tp, fp, fn) of the reference's binary average over the union of the two sides' distinct items
+    sa, sb = set(as_gold_names), set(as_pred_names)
+    tp = len(sa & sb)
+    rec.arg_name = (tp, len(sb) - tp, len(sa) - tp)
+    sa, sb = set(as_gold_values), set(as_pred_values)
+    tp = len(sa & sb)
+    rec.arg_value = (tp, len(sb) - tp, len(sa) - tp)
+    sa, sb = set(label_links), set(pred_links)
+    tp = len(sa & sb)
+    rec.link = (tp, len(sb) - tp, len(sa) - tp)
 
     gold_set, pred_set = set(label_names), set(pred_names)
     for name in gold_set | pred_set:

@@ -388,46 +388,12 @@ def _union_lcs_positions(
     return np.concatenate(out_pair), np.concatenate(out_pos)
 
 
-class _PairBatch:
-    """Distinct (reference sentence, candidate sentence) pairs to run, and where each applies."""
-
-    def __init__(self) -> None:
-        self.index: dict[tuple[str, str], int] = {}
-        self.ref: list[str] = []
-        self.cand: list[str] = []
-        self.app_pair: list[int] = []
-        self.app_start: list[int] = []
-
-    def add(self, r: str, c: str, start: int) -> None:
-        key = (r, c)
-        k = self.index.get(key)
-        if k is None:
-            k = self.index[key] = len(self.ref)
-            self.ref.append(r)
-            self.cand.append(c)
-        self.app_pair.append(k)
-        self.app_start.append(start)
-
-    def run(self, chosen: NDArray[np.bool_]) -> None:
-        """Mark the LCS positions of every application in ``chosen``; then forget the applications."""
-        if not self.app_pair:
-            return
-        sel_pair, sel_pos = _union_lcs_positions(self.ref, self.cand)
-        # spread each distinct pair's chosen positions to every place the pair occurs
-        order = np.argsort(sel_pair, kind="stable")
-        sel_pair, sel_pos = sel_pair[order], sel_pos[order]
-        per_pair = np.bincount(sel_pair, minlength=len(self.ref))
-        first = np.concatenate(([0], np.cumsum(per_pair)[:-1]))
-        apps = np.asarray(self.app_pair, dtype=np.int64)
-        starts = np.asarray(self.app_start, dtype=np.int64)
-        reps = per_pair[apps]
-        total = int(reps.sum())
-        if total:
-            app_of = np.repeat(np.arange(apps.size), reps)
-            within = np.arange(total) - np.repeat(np.cumsum(reps) - reps, reps)
-            chosen[starts[app_of] + sel_pos[first[apps[app_of]] + within]] = True
-        self.index.clear()
-        self.ref, self.cand, self.app_pair, self.app_start = [], [], [], []
+def _mark_lcs(chosen: NDArray[np.bool_], refs: list[str], cands: list[str], starts: list[int]) -> None:
+    """Mark in ``chosen`` the LCS positions rouge-score picks for each (ref, cand) pair, the ref sentence
+    starting at ``starts[k]`` in the concatenated reference tokens."""
+    if refs:
+        pair, pos = _union_lcs_positions(refs, cands)
+        chosen[np.asarray(starts, dtype=np.int64)[pair] + pos] = True
 
 
 def _union_positions(
@@ -447,8 +413,9 @@ def _union_positions(
     candidate.
     """
     chosen = np.zeros(size, dtype=bool)
-    batch = _PairBatch()
-    add = batch.add
+    refs_1: list[str] = []
+    cands_1: list[str] = []
+    starts_1: list[int] = []
     pending: list[tuple[str, int, list[str], str]] = []
     full_start: list[int] = []
     full_len: list[int] = []
@@ -465,7 +432,9 @@ def _union_positions(
                 full_len.append(len(r))
             else:
                 first = preds[line] if line < len(preds) else preds[0]
-                add(r, first, start)
+                refs_1.append(r)
+                cands_1.append(first)
+                starts_1.append(start)
                 if several:
                     pending.append((r, start, preds, first))
             start += len(r)
@@ -473,8 +442,11 @@ def _union_positions(
         lens = np.asarray(full_len, dtype=np.int64)
         offsets = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
         chosen[np.repeat(np.asarray(full_start, dtype=np.int64), lens) + offsets] = True
-    batch.run(chosen)
+    _mark_lcs(chosen, refs_1, cands_1, starts_1)
     if pending:
+        refs_2: list[str] = []
+        cands_2: list[str] = []
+        starts_2: list[int] = []
         open_flags = (~chosen).view(np.uint8).tobytes()
         types: dict[str, set[str]] = {}
         for r, pos, preds, first in pending:
@@ -486,8 +458,10 @@ def _union_positions(
                         if t is None:
                             t = types[c] = set(c)
                         if not t.isdisjoint(uncovered):
-                            add(r, c, pos)
-        batch.run(chosen)
+                            refs_2.append(r)
+                            cands_2.append(c)
+                            starts_2.append(pos)
+        _mark_lcs(chosen, refs_2, cands_2, starts_2)
     return chosen
 
 
