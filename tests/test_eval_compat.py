@@ -493,3 +493,24 @@ def test_malformed_temporal_links_drop_the_sample() -> None:
     g = gold("a", [{"task": "book_car", "arguments": []}], links=[])
     rec = one(g, pred("a", [{"task": "book_car", "arguments": []}], links=[{"from": "x"}]), temporal_lib())
     assert rec.error is not None and rec.error.startswith("'source'") and not rec.node_ok
+
+
+def test_input_and_option_errors() -> None:
+    from taskbench.errors import ConfigError, InputError
+
+    g = gold("a", [{"task": "Speaker", "arguments": []}])
+    with pytest.raises(ConfigError, match="unknown metric 'rogue'"):
+        evaluate_compat([g], [pred("a", [])], resource_lib(), metrics=("rogue",))
+    with pytest.raises(ConfigError, match="group mode"):
+        evaluate_compat([g], [pred("a", [])], resource_lib(), mode="sum")
+    with pytest.raises(InputError, match="prediction #1 has no 'id'"):
+        evaluate_compat([g], [{"result": {}}], resource_lib())
+    with pytest.raises(InputError, match="gold record #1"):
+        evaluate_compat([{"id": "a", "type": "single"}], [pred("a", [])], resource_lib())
+    assert expand_compat_metrics("f1,rouge") == ["f1", "rouge"]
+    # a gold record without 'type' counts in the overall groups only
+    g2 = {k: v for k, v in g.items() if k != "type"}
+    res = evaluate_compat([g2], [pred("a", [{"task": "Speaker"}])], resource_lib(), splits="all", n_tools="1")
+    assert res.metrics["overall_overall"]["all_samples"] == 1
+    assert res.metrics["single_overall"]["all_samples"] == 0
+    assert res.metrics["overall_1"]["all_samples"] == 1

@@ -32,6 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 from rapidfuzz.distance import Indel
 
+from ..errors import ConfigError, InputError
 from ..schema import ToolLibrary
 from .groups import Group, group_mask, make_groups
 from .prf import binary_prf, macro_prf, micro_prf, per_label_prf
@@ -76,10 +77,20 @@ def get_content_type(content: str) -> str:
     return "text"
 
 
-def expand_compat_metrics(metrics: Iterable[str]) -> list[str]:
-    """Metric families with ``all`` expanded to every family, as the reference does (cot prompting)."""
-    names = [m.strip() for m in metrics if m and m.strip()]
-    return list(COMPAT_METRICS) if "all" in names else names
+def expand_compat_metrics(metrics: Iterable[str] | str) -> list[str]:
+    """Metric families with ``all`` expanded to every family, as the reference does (cot prompting).
+
+    A comma-separated string is accepted; an unknown name is a :class:`ConfigError`.
+    """
+    if isinstance(metrics, str):
+        metrics = [metrics]
+    names = [m.strip() for item in metrics for m in str(item).split(",") if m.strip()]
+    if "all" in names:
+        return list(COMPAT_METRICS)
+    for name in names:
+        if name not in COMPAT_METRICS:
+            raise ConfigError(f"unknown metric {name!r}: use 'all' or some of {', '.join(COMPAT_METRICS)}")
+    return names
 
 
 class _Dropped(Exception):
@@ -354,18 +365,30 @@ def score_samples_compat(
     output_types = {tool.id: tool.first_output_type() for tool in library.tools} if resource else {}
 
     preds: dict[Any, Mapping[str, Any]] = {}
-    for p in pred_records:
+    for k, p in enumerate(pred_records):
+        if not isinstance(p, Mapping) or "id" not in p:
+            raise InputError(
+                f"prediction #{k + 1} has no 'id'", hint='each line is {"id": ..., "result": {...}}'
+            )
         preds[p["id"]] = p
 
     out: list[CompatSampleScore] = []
     for index, label in enumerate(gold_records):
-        sid = label["id"]
+        try:
+            sid = label["id"]
+            n_nodes = len(label["task_nodes"])
+        except (KeyError, TypeError) as exc:
+            raise InputError(
+                f"gold record #{index + 1} has no {exc} (or it is not a list)",
+                hint="gold records need 'id', 'type' and a 'task_nodes' list",
+            ) from None
         if alignment_ids is not None and sid not in alignment_ids:
             continue
         pred = preds.get(sid)
         if pred is None:
             continue
-        rec = CompatSampleScore(index=index, id=sid, split=label["type"], n_tools=len(label["task_nodes"]))
+        # a record without 'type' only belongs to the 'overall' groups (the reference only reads it there)
+        rec = CompatSampleScore(index=index, id=sid, split=label.get("type"), n_tools=n_nodes)
         try:
             _score_one(
                 rec,
