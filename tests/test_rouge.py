@@ -157,3 +157,15 @@ def test_parity_steps(parity_dir: Path) -> None:
                     refs.append(gold[rec["id"]])
     assert len(preds) > 100
     assert_same(preds, refs)
+
+
+def test_vocabulary_beyond_the_surrogate_block() -> None:
+    # more than 0xD800 distinct tokens: codes pass through the surrogate range and must still work
+    words = [f"w{i}" for i in range(60_000)]
+    refs = [" ".join(words[i : i + 3000 : 3]) + "\nshared tail" for i in range(0, 60_000, 3000)]
+    preds = [" ".join(words[i + 1500 : i + 4500 : 2]) + "\nshared" for i in range(0, 60_000, 3000)]
+    fast = rouge_per_sample(preds, refs)
+    simple = rouge_per_sample_simple(preds, refs)
+    for key in ROUGE_KEYS:
+        assert np.array_equal(fast[key], simple[key]), key
+    assert fast["rouge1"].max() > 0

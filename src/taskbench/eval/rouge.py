@@ -22,9 +22,9 @@ LCS, and ROUGE-Lsum runs its tables for all sentence pairs of all samples at onc
 from __future__ import annotations
 
 import re
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Sequence
-from itertools import compress
+from itertools import compress, count
 
 import numpy as np
 from numpy.typing import NDArray
@@ -212,8 +212,6 @@ def rouge_per_sample_simple(
 # set operations and rapidfuzz's LCS all run in C, and numpy gets the token ids of many texts at once with
 # one np.frombuffer over their UTF-32 encoding.
 
-_SURROGATES = 0xD800
-_MAX_TOKENS = 0x110000 - 0x800 - 11  # distinct tokens that fit in code points outside the surrogate block
 _CELL_BUDGET = 4_000_000  # cells of LCS table per batch (bytes for uint8 tables)
 
 
@@ -221,11 +219,6 @@ _CODE_BASE = 11  # codes start above "\n" (10), which stays the line separator
 # bytes outside [a-z0-9\n] become spaces; newlines become a one-byte marker token
 _SPACE_TABLE = bytes(c if chr(c) in "abcdefghijklmnopqrstuvwxyz0123456789\n" else 32 for c in range(256))
 _LINE_MARK = b"\x01"
-
-
-def _code(k: int) -> str:
-    c = k + _CODE_BASE
-    return chr(c if c < _SURROGATES else c + 0x800)
 
 
 def _encode_texts(texts: Sequence[str]) -> dict[str, list[str]]:
@@ -241,14 +234,13 @@ def _encode_texts(texts: Sequence[str]) -> dict[str, list[str]]:
     distinct = list(dict.fromkeys(texts))
     raw = "\n".join(distinct).lower().encode("ascii", "replace").translate(_SPACE_TABLE)
     tokens = raw.replace(b"\n", b" \x01 ").split()
-    new = set(tokens)
-    new.discard(_LINE_MARK)
-    if len(new) > _MAX_TOKENS:
-        raise OverflowError("too many distinct tokens for the fast ROUGE engine")
-    vocab: dict[bytes, str] = {_LINE_MARK: "\n"}
-    for k, t in enumerate(sorted(new)):
-        vocab[t] = _code(k)
-    lines = "".join(map(vocab.__getitem__, tokens)).split("\n")
+    # a new token gets the next code point (in order of first appearance) the moment it is looked up
+    vocab: defaultdict[bytes, str] = defaultdict(map(chr, count(_CODE_BASE)).__next__)
+    vocab[_LINE_MARK] = "\n"
+    try:
+        lines = "".join(map(vocab.__getitem__, tokens)).split("\n")
+    except ValueError:  # more distinct tokens than code points
+        raise OverflowError("too many distinct tokens for the fast ROUGE engine") from None
     out: dict[str, list[str]] = {}
     pos = 0
     for text in distinct:
@@ -261,7 +253,7 @@ def _encode_texts(texts: Sequence[str]) -> dict[str, list[str]]:
 def _codes(strings: list[str]) -> NDArray[np.int64]:
     """Code points of the concatenation of ``strings``."""
     joined = "".join(strings)
-    return np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
+    return np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32).astype(np.int64)
 
 
 def _f_vec(hits: NDArray, n_pred: NDArray, n_ref: NDArray) -> NDArray[np.float64]:
