@@ -15,6 +15,7 @@ A dataset directory holds (all optional except the tool library)::
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,10 +88,18 @@ def read_samples(path: str | Path) -> list[Sample]:
 def read_raw_records(path: str | Path) -> list[dict[str, Any]]:
     """The records of a JSON Lines file as plain dicts (for reference-compatible scoring)."""
     out = []
-    for line, record in _iter_records(path):
-        if not isinstance(record, dict):
-            raise InputError("expected a JSON object per line", path=path, line=line)
-        out.append(record)
+    # Parsing creates millions of small objects that all stay alive; with the cyclic GC running, each
+    # collection rescans them (about half the CPU time here). JSON values cannot form cycles: pause it.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for line, record in _iter_records(path):
+            if not isinstance(record, dict):
+                raise InputError("expected a JSON object per line", path=path, line=line)
+            out.append(record)
+    finally:
+        if was_enabled:
+            gc.enable()
     return out
 
 
