@@ -11,7 +11,8 @@ to a temporary directory and times, each in a fresh Python process (best of ``--
 (a) merely reading the two JSON Lines files with ``json.loads``;
 (b) the whole evaluation: all splits x all tool counts (mode add) with ROUGE, compat mode. ``--via cli``
     runs ``python -m taskbench evaluate ... --compat``; ``--via api`` runs ``python -c`` that reads the files
-    and calls ``taskbench.eval.evaluate_compat``; ``auto`` (default) uses the CLI when it has ``--compat``.
+    with ``taskbench.dataset.layout.read_raw_records`` (what the CLI uses) and calls
+    ``taskbench.eval.evaluate_compat``; ``auto`` (default) uses the CLI when it has ``--compat``.
 
 It prints samples/s for (b) and the ratio (b)/(a) (target: <= 5).
 
@@ -269,12 +270,13 @@ def _time_pair(cmd_a: list[str], cmd_b: list[str], repeat: int) -> list[tuple[fl
 
 _READ = "import json,sys\nfor p in sys.argv[1:]:\n    [json.loads(line) for line in open(p)]\n"
 _API = """import json, sys
+from taskbench.dataset.layout import read_raw_records
 from taskbench.eval import evaluate_compat
 from taskbench.graph.loaders import load_tool_library
 
 def main(data_dir, pred_path, out):
-    gold = [json.loads(line) for line in open(data_dir + "/data.json")]
-    preds = [json.loads(line) for line in open(pred_path)]
+    gold = read_raw_records(data_dir + "/data.json")
+    preds = read_raw_records(pred_path)
     lib = load_tool_library(data_dir + "/tool_desc.json")
     res = evaluate_compat(gold, preds, lib, splits=("all",), n_tools=("all",), mode="add",
                           metrics=("f1", "ed", "link", "argument", "rouge"))
