@@ -438,6 +438,11 @@ def open_model(
 
     config: dict[str, Any] = dict(options or {})
     config["cache"] = cache
+    if spec.startswith("llamacpp/"):
+        # a local model is deterministic and only slow, never flaky: a timed-out attempt would be retried to
+        # the same end, so allow long answers on a slow machine and do not retry
+        config.setdefault("timeout", 900.0)
+        config.setdefault("max_retries", 0)
     config.setdefault("concurrency", concurrency)
     if base_url is not None:
         config["base_url"] = base_url
