@@ -184,6 +184,11 @@ def bench_overhead(args: argparse.Namespace) -> dict[str, Any]:
         )
         return out["choices"][0]["message"]["content"], direct_evaluated[0] if direct_evaluated else 0
 
+    # Load both sides before timing (the provider loads its model lazily, on the first request).
+    warm = [{"role": "user", "content": "hi"}]
+    through_wrapper(warm)
+    llm.create_chat_completion(messages=warm, max_tokens=1, temperature=0.0)
+
     rows = []
     for i, (rid, messages) in enumerate(prompts):
         # Alternate which side goes first so neither always runs right after the other's work.
