@@ -21,14 +21,36 @@ DEP_HELP = "Override the dataset's dependency kind: resource (links from <node-j
 
 
 def _load(data: Path, dependency: str | None, alignment: str | None):  # noqa: ANN202
-    from ..dataset.layout import load_dataset
-    from ..errors import InputError
+    """(library, raw gold records, gold file, alignment ids or None) of a dataset directory.
 
-    ds = load_dataset(data, dependency=dependency)
-    if ds.data_path is None:
+    Reads only what scoring needs: the tool library, data.json once as plain records (strict mode checks the
+    fields it scores, compat reads them as the reference does) and alignment_ids.json when asked for."""
+    from ..dataset.jsonio import read_json
+    from ..dataset.layout import (
+        ALIGNMENT_FILE,
+        GRAPH_FILE,
+        TOOL_FILE,
+        Dataset,
+        find_data_file,
+        read_raw_records,
+    )
+    from ..errors import InputError
+    from ..graph.loaders import load_tool_library
+
+    if not data.is_dir():
+        raise InputError("dataset directory not found", path=data, hint="pass a directory holding tool_desc.json")
+    tool_path = data / TOOL_FILE if (data / TOOL_FILE).is_file() else data / GRAPH_FILE
+    if not tool_path.is_file():
+        raise InputError(f"no {TOOL_FILE} in the dataset directory", path=data)
+    library = load_tool_library(tool_path, dependency, name=data.name)
+    data_path = find_data_file(data)
+    if data_path is None:
         raise InputError("no gold data (data.json) in the dataset directory", path=data)
-    ids = ds.aligned_ids(alignment) if alignment else None
-    return ds, ids
+    ids = None
+    if alignment:
+        doc = read_json(data / ALIGNMENT_FILE) if (data / ALIGNMENT_FILE).is_file() else None
+        ids = Dataset(root=data, library=library, alignment_ids=doc).aligned_ids(alignment)
+    return library, read_raw_records(data_path), data_path, ids
 
 
 def _choices(splits: str, n_tools: str, metrics: str | None):  # noqa: ANN202
@@ -56,7 +78,9 @@ def evaluate_command(
     alignment: str | None = typer.Option(None, "--alignment", help=ALIGN_HELP),
     metrics: str | None = typer.Option(None, "--metrics", "-m", help=METRICS_HELP),
     dependency: str | None = typer.Option(None, "--dependency", help=DEP_HELP),
-    bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap replicates for 95% CIs (0 = none)."),
+    bootstrap: int = typer.Option(
+        1000, "--bootstrap", help="Bootstrap replicates for the 95% CIs of every group (0 = no CIs)."
+    ),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap (same seed, same CIs)."),
     bertscore_model: str | None = typer.Option(
         None, "--bertscore-model", help="BERTScore model name or local path (default roberta-large)."
@@ -74,12 +98,9 @@ def evaluate_command(
 
         taskbench evaluate --data data/multimedia --predictions preds/gpt-4.jsonl --both -o metrics/gpt-4.json
     """
-    from rich.console import Console
-
     from ..dataset.layout import read_raw_records
     from ..errors import ConfigError
-    from ..eval.api import evaluate, write_metrics
-    from ..report.tables import accuracy_table, compat_table, strict_table, taxonomy_table
+    from ..eval.api import evaluate, gc_paused, write_metrics
 
     if sum([compat, strict, both]) > 1:
         raise ConfigError("choose one of --compat, --strict, --both")
@@ -89,27 +110,39 @@ def evaluate_command(
     if bootstrap < 0:
         raise ConfigError("--bootstrap must be >= 0")
     split_list, n_list, metric_list = _choices(splits, n_tools, metrics)
-    ds, ids = _load(data, dependency, alignment)
-    preds = read_raw_records(predictions)
-    result = evaluate(
-        ds.samples, preds, ds.library, mode=run_mode,
-        gold_records=read_raw_records(ds.data_path) if run_mode != "strict" else None,
-        dependency=dependency, splits=split_list, n_tools=n_list, group_mode=mode, metrics=metric_list,
-        alignment_ids=ids, bootstrap=bootstrap, seed=seed, bertscore_model=bertscore_model,
-    )
-    console = Console()
+    with gc_paused():  # the parsed JSON is millions of objects no collection needs to walk
+        library, gold, data_path, ids = _load(data, dependency, alignment)
+        preds = read_raw_records(predictions)
+        result = evaluate(
+            gold, preds, library, mode=run_mode, gold_records=gold, gold_path=data_path,
+            dependency=dependency, splits=split_list, n_tools=n_list, group_mode=mode, metrics=metric_list,
+            alignment_ids=ids, bootstrap=bootstrap, seed=seed, bertscore_model=bertscore_model,
+        )
+        _print_result(result, predictions.name, errors)
+        if output is not None:
+            write_metrics(result, output)
+            _console().print(f"wrote {output}")
+
+
+def _console():  # noqa: ANN202
+    from rich.console import Console
+
+    return Console()
+
+
+def _print_result(result, name: str, errors: bool) -> None:  # noqa: ANN001
+    from ..report.tables import accuracy_table, compat_table, strict_table, taxonomy_table
+
+    console = _console()
     if result.strict is not None:
-        console.print(strict_table(result.strict.groups, title=f"Strict metrics (%) - {predictions.name}"))
+        console.print(strict_table(result.strict.groups, title=f"Strict metrics (%) - {name}"))
         console.print(accuracy_table(result.strict.groups))
         if result.strict.chain_edit_distance is not None:
             console.print(f"NED on chains: {100 * result.strict.chain_edit_distance:.2f}")
         if errors:
             console.print(taxonomy_table(result.strict.taxonomy))
     if result.compat is not None:
-        console.print(compat_table(result.compat, title=f"Compat metrics (%) - {predictions.name}"))
-    if output is not None:
-        write_metrics(result, output)
-        console.print(f"wrote {output}")
+        console.print(compat_table(result.compat, title=f"Compat metrics (%) - {name}"))
 
 
 def compare_command(
@@ -141,7 +174,7 @@ def compare_command(
     from ..dataset.jsonio import write_json
     from ..dataset.layout import read_raw_records
     from ..errors import ConfigError
-    from ..eval.api import compare_predictions
+    from ..eval.api import compare_predictions, gc_paused
     from ..report.tables import comparison_table
 
     if mode not in ("add", "mul"):
@@ -149,12 +182,13 @@ def compare_command(
     if n_boot < 0 or n_perm < 0:
         raise ConfigError("--bootstrap and --permutations must be >= 0")
     split_list, n_list, metric_list = _choices(splits, n_tools, metrics)
-    ds, ids = _load(data, dependency, alignment)
-    result = compare_predictions(
-        ds.samples, read_raw_records(a), read_raw_records(b), ds.library, names=(a.stem, b.stem),
-        dependency=dependency, splits=split_list, n_tools=n_list, group_mode=mode, metrics=metric_list,
-        alignment_ids=ids, n_boot=n_boot, n_perm=n_perm, seed=seed,
-    )
+    with gc_paused():
+        library, gold, data_path, ids = _load(data, dependency, alignment)
+        result = compare_predictions(
+            gold, read_raw_records(a), read_raw_records(b), library, names=(a.stem, b.stem),
+            dependency=dependency, splits=split_list, n_tools=n_list, group_mode=mode, metrics=metric_list,
+            alignment_ids=ids, n_boot=n_boot, n_perm=n_perm, seed=seed, gold_path=data_path,
+        )
     console = Console()
     console.print(comparison_table(result))
     if output is not None:

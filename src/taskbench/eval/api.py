@@ -11,7 +11,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import gc
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -25,22 +27,24 @@ from . import stats
 from .strict import (
     N_TOOLS,
     SPLITS,
-    ParsedPrediction,
     SampleScore,
+    compare_graphs,
     group_mask,
     metrics_from_sums,
-    normalise_graph,
-    parse_strict,
+    output_types,
+    parse_normal,
     per_tool_from_sums,
+    prepare_gold,
     sample_table,
-    score_normalised,
     split_groups,
     to_jsonable,
 )
-from .taxonomy import PredictionErrors, TaxonomySummary, classify_normalised, summarize
+from .taxonomy import PredictionErrors, TaxonomySummary, classify_graphs, summarize
 
 METRIC_NAMES = ("f1", "ed", "link", "argument", "rouge", "bertscore")
 DEFAULT_METRICS = ("f1", "ed", "link", "argument", "rouge")
+DEFAULT_BOOTSTRAP = 1000
+"""Bootstrap replicates per evaluation unless told otherwise (``--bootstrap``)."""
 Mode = Literal["strict", "compat", "both"]
 
 # which reported metrics each --metrics family switches on (parse rates are always reported)
@@ -94,7 +98,6 @@ class ScoredSet:
     n_tools: np.ndarray
     columns: dict[str, np.ndarray]
     scores: list[SampleScore]
-    parsed: list[ParsedPrediction]
     errors: list[PredictionErrors]
     unmatched_ids: list[str]
     duplicate_ids: list[str]
@@ -107,15 +110,30 @@ def _index_predictions(records: Sequence[Mapping[str, Any]]) -> tuple[dict[str, 
     for rec in records:
         if "id" not in rec:
             continue
-        key = str(rec["id"])
+        key = rec["id"]
+        if type(key) is not str:
+            key = str(key)
         if key in out:
             dups.append(key)
         out[key] = rec  # the last record of an id wins, as in the reference
     return out, dups
 
 
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while scoring: the parsed JSON is millions of live objects that every
+    collection would walk again, and nothing here creates reference cycles."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def score_strict(
-    samples: Sequence[Sample],
+    samples: Sequence[Sample] | Sequence[Mapping[str, Any]],
     records: Sequence[Mapping[str, Any]],
     library: ToolLibrary,
     *,
@@ -123,47 +141,54 @@ def score_strict(
     metrics: Sequence[str] = DEFAULT_METRICS,
     alignment_ids: set[str] | None = None,
     bertscorer: Any = None,
+    gold_path: str | Path | None = None,
 ) -> ScoredSet:
-    """Parse and score each gold sample once. ``bertscorer`` (a :class:`~taskbench.eval.bertscore.BertScorer`)
+    """Parse and score each gold sample once.
+
+    ``samples``: :class:`Sample` objects or the raw ``data.json`` records (read as :func:`prepare_gold` says;
+    ``gold_path`` names the file in errors). ``bertscorer`` (a :class:`~taskbench.eval.bertscore.BertScorer`)
     is needed when ``metrics`` holds ``bertscore``."""
     dep = dependency or library.dependency
-    gold = [s for s in samples if alignment_ids is None or s.id in alignment_ids]
-    by_id, dups = _index_predictions(records)
-    gold_ids = {s.id for s in gold}
-    parsed = [parse_strict(s.id, by_id.get(s.id)) for s in gold]
-    scores: list[SampleScore] = []
-    errors: list[PredictionErrors] = []
-    for s, p in zip(gold, parsed, strict=True):
-        g_norm = normalise_graph(s, library, dep)
-        p_norm = normalise_graph(p.graph, library, dep)  # the empty graph when missing or unparseable
-        scores.append(score_normalised(s, p, g_norm, p_norm, library))
-        errors.append(classify_normalised(s.id, p, g_norm, p_norm, library))
-    extra: dict[str, np.ndarray] = {}
-    if "rouge" in metrics or "bertscore" in metrics:
-        preds = ["\n".join(p.graph.task_steps) for p in parsed]
-        refs = ["\n".join(s.task_steps) for s in gold]
-        if "rouge" in metrics:
-            from .rouge import rouge_per_sample
+    in_library = {name: i for i, name in enumerate(library.names)}
+    out_types = output_types(library)
+    with gc_paused():
+        gold = prepare_gold(samples, library, dep, alignment_ids=alignment_ids, path=gold_path)
+        by_id, dups = _index_predictions(records)
+        scores: list[SampleScore] = []
+        errors: list[PredictionErrors] = []
+        pred_steps: list[str] = []
+        for item in gold:
+            status, error, p = parse_normal(by_id.get(item.id), library, dep, out_types)
+            g = item.graph
+            scores.append(SampleScore(item.id, item.split, item.n_tools, status, *compare_graphs(g, p, in_library),
+                                      error=error))
+            errors.append(classify_graphs(item.id, status, error, g, p, in_library))
+            pred_steps.append(p.steps)
+        extra: dict[str, np.ndarray] = {}
+        if "rouge" in metrics or "bertscore" in metrics:
+            refs = [item.graph.steps for item in gold]
+            if "rouge" in metrics:
+                from .rouge import rouge_per_sample
 
-            for key, values in rouge_per_sample(preds, refs).items():
-                extra[f"step_{key}"] = values
-        if "bertscore" in metrics:
-            if bertscorer is None:
-                raise ConfigError("metric 'bertscore' needs a BERTScore model (bertscorer=...)")
-            for key, values in bertscorer.score(preds, refs).items():
-                extra[f"step_bertscore_{key}"] = values
-    return ScoredSet(
-        ids=[s.id for s in gold],
-        splits=np.array([s.type for s in gold], dtype=object),
-        n_tools=np.array([len(s.task_nodes) for s in gold], dtype=int),
-        columns=sample_table(scores, library, extra),
-        scores=scores,
-        parsed=parsed,
-        errors=errors,
-        unmatched_ids=sorted(set(by_id) - gold_ids),
-        duplicate_ids=sorted(set(dups)),
-        tool_names=library.names,
-    )
+                for key, values in rouge_per_sample(pred_steps, refs).items():
+                    extra[f"step_{key}"] = values
+            if "bertscore" in metrics:
+                if bertscorer is None:
+                    raise ConfigError("metric 'bertscore' needs a BERTScore model (bertscorer=...)")
+                for key, values in bertscorer.score(pred_steps, refs).items():
+                    extra[f"step_bertscore_{key}"] = values
+        gold_ids = {item.id for item in gold}
+        return ScoredSet(
+            ids=[item.id for item in gold],
+            splits=np.array([item.split for item in gold], dtype=object),
+            n_tools=np.array([item.n_tools for item in gold], dtype=int),
+            columns=sample_table(scores, library, extra),
+            scores=scores,
+            errors=errors,
+            unmatched_ids=sorted(set(by_id) - gold_ids),
+            duplicate_ids=sorted(set(dups)),
+            tool_names=library.names,
+        )
 
 
 # ----------------------------------------------------------------------------------------- aggregation
@@ -220,32 +245,36 @@ def aggregate_strict(
     n_tools: Sequence[str] = ("overall",),
     mode: str = "add",
     metrics: Sequence[str] = DEFAULT_METRICS,
-    bootstrap: int = 1000,
+    bootstrap: int = DEFAULT_BOOTSTRAP,
     seed: int = 0,
 ) -> StrictResult:
-    """Metrics per group, with bootstrap CIs (``bootstrap`` replicates, seeded per group)."""
+    """Metrics per group, with bootstrap 95% CIs for every group (``bootstrap`` Poisson replicates shared by
+    all groups, seeded; see :func:`taskbench.eval.stats.bootstrap_groups`)."""
     keep = _selected(metrics)
+    pairs = split_groups(splits, n_tools, mode)
+    masks = {f"{split}_{n}": group_mask(scored.splits, scored.n_tools, split, n) for split, n in pairs}
+    cis: dict[str, dict[str, tuple[float, float] | None]] = {}
+    if bootstrap > 0:
+        columns = scored.columns
+        if not keep & set(_FAMILY["f1"][3:6]):  # no macro metric asked for: leave the per-tool columns out
+            columns = {k: (np.zeros((len(v), 0)) if k.startswith("tool_") else v) for k, v in columns.items()}
+
+        def statistic(s: Mapping[str, np.ndarray]) -> Mapping[str, np.ndarray]:
+            return {k: v for k, v in metrics_from_sums(s).items() if k in keep}
+
+        cis = stats.bootstrap_groups(columns, masks, statistic, n_boot=bootstrap, seed=seed, key="strict")
     groups: dict[str, GroupResult] = {}
-    for split, n in split_groups(splits, n_tools, mode):
-        key = f"{split}_{n}"
-        mask = group_mask(scored.splits, scored.n_tools, split, n)
-        cols = {k: v[mask] for k, v in scored.columns.items()}
-        sums = stats.column_sums(cols)
+    for (split, n), (key, mask) in zip(pairs, masks.items(), strict=True):
+        any_rows = bool(mask.any())
+        sums = {k: v[mask].sum(axis=0) for k, v in scored.columns.items()}
         values = {k: v for k, v in metrics_from_sums(sums).items() if k in keep}
-        ci = {}
-        if bootstrap > 0 and mask.any():
-
-            def statistic(s: Mapping[str, np.ndarray]) -> Mapping[str, np.ndarray]:
-                return {k: v for k, v in metrics_from_sums(s).items() if k in keep}
-
-            ci = stats.bootstrap_ci(cols, statistic, n_boot=bootstrap, seed=seed, key=key)
         groups[key] = GroupResult(
             split=split,
             n_tools=n,
             n_samples=int(mask.sum()),
-            metrics=to_jsonable(values) if mask.any() else {},
-            ci=ci,
-            per_tool=per_tool_from_sums(sums, scored.tool_names) if "f1" in metrics and mask.any() else {},
+            metrics=to_jsonable(values) if any_rows else {},
+            ci=cis.get(key, {}) if any_rows else {},
+            per_tool=per_tool_from_sums(sums, scored.tool_names) if "f1" in metrics and any_rows else {},
         )
     chain = scored.splits == "chain"
     ned_chain = float(scored.columns["ned"][chain].mean()) if chain.any() and "ed" in metrics else None
@@ -279,7 +308,7 @@ class EvaluationResult(BaseModel):
     def to_json(self) -> dict[str, Any]:
         """The metrics JSON: compat alone -> the reference layout; strict alone -> the strict document;
         both -> ``{"strict": ..., "compat": ...}``."""
-        strict = to_jsonable(self.strict.model_dump(mode="json")) if self.strict is not None else None
+        strict = _strict_json(self.strict) if self.strict is not None else None
         if strict is not None and self.compat is not None:
             return {"strict": strict, "compat": self.compat}
         if self.compat is not None:
@@ -287,8 +316,16 @@ class EvaluationResult(BaseModel):
         return strict or {}
 
 
+def _strict_json(result: StrictResult) -> dict[str, Any]:
+    doc = result.model_dump(mode="json")
+    # the metric values are made JSON-safe when the groups are built; this only guards against NaN
+    doc["groups"] = to_jsonable(doc["groups"])
+    doc["chain_edit_distance"] = to_jsonable(doc["chain_edit_distance"])
+    return doc
+
+
 def evaluate(
-    samples: Sequence[Sample],
+    samples: Sequence[Sample] | Sequence[Mapping[str, Any]],
     predictions: Sequence[Mapping[str, Any]],
     library: ToolLibrary,
     *,
@@ -300,15 +337,18 @@ def evaluate(
     group_mode: str = "add",
     metrics: Sequence[str] = DEFAULT_METRICS,
     alignment_ids: set[str] | None = None,
-    bootstrap: int = 1000,
+    bootstrap: int = DEFAULT_BOOTSTRAP,
     seed: int = 0,
     bertscore_model: str | None = None,
+    gold_path: str | Path | None = None,
 ) -> EvaluationResult:
     """Score ``predictions`` (reference-format records ``{"id", "result"}``) against gold.
 
-    ``mode``: ``strict`` (default), ``compat`` (the reference evaluator's numbers; needs ``gold_records``,
-    the raw gold lines, because the reference reads them as they are) or ``both``. ``dependency`` overrides
-    the library's kind. ``bertscore_model``: model name or local path for BERTScore (default roberta-large).
+    ``samples``: the gold :class:`Sample` objects, or the raw ``data.json`` records (then they also serve as
+    ``gold_records``; ``gold_path`` names their file in error messages). ``mode``: ``strict`` (default),
+    ``compat`` (the reference evaluator's numbers; needs ``gold_records``, the raw gold lines, because the
+    reference reads them as they are) or ``both``. ``dependency`` overrides the library's kind.
+    ``bertscore_model``: model name or local path for BERTScore (default roberta-large).
     """
     if mode not in ("strict", "compat", "both"):
         raise ConfigError(f"mode must be strict, compat or both, not {mode!r}")
@@ -323,35 +363,58 @@ def evaluate(
 
         scorer = BertScorer(bertscore_model or DEFAULT_MODEL)
     out = EvaluationResult()
-    if mode in ("strict", "both"):
-        scored = score_strict(
-            samples, predictions, library, dependency=dep, metrics=metrics, alignment_ids=alignment_ids,
-            bertscorer=scorer,
-        )
-        out.strict = aggregate_strict(
-            scored, dependency=dep, splits=splits, n_tools=n_tools, mode=group_mode, metrics=metrics,
-            bootstrap=bootstrap, seed=seed,
-        )
-    if mode in ("compat", "both"):
-        from .compat import evaluate_compat
+    with gc_paused():
+        if mode in ("strict", "both"):
+            scored = score_strict(
+                samples, predictions, library, dependency=dep, metrics=metrics, alignment_ids=alignment_ids,
+                bertscorer=scorer, gold_path=gold_path,
+            )
+            out.strict = aggregate_strict(
+                scored, dependency=dep, splits=splits, n_tools=n_tools, mode=group_mode, metrics=metrics,
+                bootstrap=bootstrap, seed=seed,
+            )
+        if mode in ("compat", "both"):
+            from .compat import evaluate_compat
 
-        if gold_records is None:
-            gold_records = [s.to_record() for s in samples]
-        res = evaluate_compat(
-            list(gold_records), list(predictions), library, splits=list(splits), n_tools=list(n_tools),
-            mode=group_mode, metrics=list(metrics), alignment_ids=alignment_ids,
-            bertscore=scorer.score if scorer is not None else None, dependency=dep,
-        )
-        out.compat = res.metrics
-        out.compat_log = list(res.log)
+            if gold_records is None:
+                gold_records = [s.to_record() if isinstance(s, Sample) else s for s in samples]
+            res = evaluate_compat(
+                gold_records, predictions, library, splits=list(splits), n_tools=list(n_tools),
+                mode=group_mode, metrics=list(metrics), alignment_ids=alignment_ids,
+                bertscore=scorer.score if scorer is not None else None, dependency=dep,
+            )
+            out.compat = res.metrics
+            out.compat_log = list(res.log)
     return out
 
 
-def write_metrics(result: EvaluationResult, path: str | Path) -> Path:
-    """Write :meth:`EvaluationResult.to_json` (atomic; indent 2 as the reference writes it)."""
-    from ..dataset.jsonio import write_json
+def dumps_metrics(doc: Mapping[str, Any]) -> str:
+    """The metrics JSON text: indent 2 (as the reference writes it), except that each entry of a strict
+    document's per-prediction ``errors`` list takes one line (thousands of small records; this keeps the file
+    readable and writing it fast). ``json.loads`` gives back ``doc``."""
+    import json
 
-    write_json(path, result.to_json())
+    holder = doc.get("strict") if isinstance(doc.get("strict"), dict) else doc
+    errors = holder.get("errors") if isinstance(holder, dict) else None
+    if not isinstance(errors, list) or not errors:
+        return json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
+    marker = "\u0000errors\u0000"
+    trimmed = {**holder, "errors": marker}
+    outer = trimmed if holder is doc else {**doc, "strict": trimmed}
+    text = json.dumps(outer, ensure_ascii=False, indent=2)
+    quoted = json.dumps(marker)
+    at = text.index(quoted)
+    indent = " " * (at - text.rindex("\n", 0, at) - 1 - len('"errors": '))
+    encode = json.JSONEncoder(ensure_ascii=False).encode
+    body = (",\n" + indent + "  ").join(map(encode, errors))
+    return text[:at] + "[\n" + indent + "  " + body + "\n" + indent + "]" + text[at + len(quoted):] + "\n"
+
+
+def write_metrics(result: EvaluationResult, path: str | Path) -> Path:
+    """Write :meth:`EvaluationResult.to_json` as :func:`dumps_metrics` formats it (atomically)."""
+    from ..dataset.jsonio import _atomic_write
+
+    _atomic_write(Path(path), dumps_metrics(result.to_json()))
     return Path(path)
 
 
@@ -379,7 +442,7 @@ class Comparison(BaseModel):
 
 
 def compare_predictions(
-    samples: Sequence[Sample],
+    samples: Sequence[Sample] | Sequence[Mapping[str, Any]],
     predictions_a: Sequence[Mapping[str, Any]],
     predictions_b: Sequence[Mapping[str, Any]],
     library: ToolLibrary,
@@ -394,12 +457,14 @@ def compare_predictions(
     n_boot: int = 1000,
     n_perm: int = 1000,
     seed: int = 0,
+    gold_path: str | Path | None = None,
 ) -> Comparison:
-    """Strictly score both prediction sets on the same gold and compare them pairwise per group."""
+    """Strictly score both prediction sets on the same gold and compare them pairwise per group (``samples``:
+    :class:`Sample` objects or raw gold records, as for :func:`score_strict`)."""
     if "bertscore" in metrics:
         raise ConfigError("compare does not support bertscore; leave it out of --metrics")
     dep = dependency or library.dependency
-    kw: dict[str, Any] = {"dependency": dep, "metrics": metrics, "alignment_ids": alignment_ids}
+    kw: dict[str, Any] = {"dependency": dep, "metrics": metrics, "alignment_ids": alignment_ids, "gold_path": gold_path}
     sa = score_strict(samples, predictions_a, library, **kw)
     sb = score_strict(samples, predictions_b, library, **kw)
     keep = _selected(metrics)
@@ -422,6 +487,7 @@ def compare_predictions(
 
 __all__ = [
     "Comparison",
+    "DEFAULT_BOOTSTRAP",
     "DEFAULT_METRICS",
     "EvaluationResult",
     "GroupComparison",
@@ -431,6 +497,7 @@ __all__ = [
     "StrictResult",
     "aggregate_strict",
     "compare_predictions",
+    "dumps_metrics",
     "evaluate",
     "parse_choice_list",
     "parse_metric_list",

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -70,28 +72,151 @@ def resample_weights(n: int, n_boot: int, rng: np.random.Generator) -> np.ndarra
     return np.bincount(flat, minlength=n_boot * n).reshape(n_boot, n).astype(float)
 
 
-def _replicates(
-    columns: Mapping[str, np.ndarray], statistic: Statistic, n_boot: int, rng: np.random.Generator
-) -> dict[str, np.ndarray]:
-    n = len(next(iter(columns.values())))
-    stacked = _Stacked(columns)
-    parts: dict[str, list[np.ndarray]] = {}
-    done = 0
-    while done < n_boot:
-        b = min(_CHUNK, n_boot - done)
-        w = resample_weights(n, b, rng)
-        for k, v in statistic(stacked.sums(w)).items():
-            parts.setdefault(k, []).append(np.asarray(v, dtype=float))
-        done += b
-    return {k: np.concatenate(v) for k, v in parts.items()}
-
-
 def _percentile_ci(values: np.ndarray, alpha: float) -> tuple[float, float] | None:
     finite = values[np.isfinite(values)]
     if finite.size == 0:
         return None
     lo, hi = np.percentile(finite, [100 * alpha / 2, 100 * (1 - alpha / 2)])
     return float(lo), float(hi)
+
+
+# ----------------------------------------------------------------------------------- Poisson bootstrap
+
+_POISSON_LEVELS = 1 << 16
+_poisson_table_cache: list[np.ndarray] = []
+
+
+def _poisson_table() -> np.ndarray:
+    """Poisson(1) quantiles of 65,536 equally likely levels: ``table[u]`` for a uniform 16-bit ``u`` is a
+    Poisson(1) draw (each probability exact to 2^-16; values 0..8)."""
+    if not _poisson_table_cache:
+        k = np.arange(20)
+        pmf = np.exp(-1.0) / np.cumprod(np.concatenate([[1.0], np.arange(1, 20)]))
+        cdf = np.cumsum(pmf)
+        u = (np.arange(_POISSON_LEVELS) + 0.5) / _POISSON_LEVELS
+        _poisson_table_cache.append(k[np.searchsorted(cdf, u, side="right")].astype(np.float32))
+    return _poisson_table_cache[0]
+
+
+def poisson_weights(n: int, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """``n_boot`` x ``n`` Poisson(1) weights (float32): row b says how often each sample occurs in replicate b.
+
+    The Poisson bootstrap (each sample drawn an independent Poisson(1) number of times) is the standard
+    large-data form of the bootstrap: it agrees with resampling n of n with replacement as n grows, any subset
+    of the samples is itself Poisson-resampled (so all split groups share one draw), and it needs only 16
+    random bits per weight."""
+    raw = rng.bytes(2 * n * n_boot)
+    return _poisson_table()[np.frombuffer(raw, dtype="<u2").reshape(n_boot, n)]
+
+
+_EXACT_F32 = float(1 << 24)
+
+
+def _one_blas_thread() -> AbstractContextManager[Any]:
+    """Run BLAS single-threaded: the bootstrap does many small matrix products, for which thread start-up and
+    synchronisation cost more than the work (on a busy machine, ten times more)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - threadpoolctl is a dependency; without it BLAS picks its threads
+        return nullcontext()
+    return threadpool_limits(1, user_api="blas")
+
+
+def bootstrap_groups(
+    columns: Mapping[str, np.ndarray],
+    groups: Mapping[str, np.ndarray],
+    statistic: Statistic,
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
+    key: str = "",
+    alpha: float = 0.05,
+) -> dict[str, dict[str, tuple[float, float] | None]]:
+    """Percentile bootstrap ``(1 - alpha)`` CIs of every scalar metric ``statistic`` returns, for many groups
+    of rows (``groups``: name -> boolean row mask) at once.
+
+    One Poisson bootstrap draw serves all groups: a replicate weights every sample, and each group's sums are
+    the weighted sums over its rows. Rows are partitioned into cells (rows that belong to the same groups), a
+    replicate's sums are computed once per cell (one matrix product per cell and chunk of replicates) and a
+    group's sums are the sum of its cells', so the cost does not grow with the number of groups.
+    Integer-valued columns are multiplied in float32, which is exact for them (every partial sum stays below
+    2^24); other columns in float64. Replicates where a metric is undefined (e.g. a group that drew no sample)
+    are left out of its percentiles; a metric undefined in every replicate gets None.
+    """
+    out: dict[str, dict[str, tuple[float, float] | None]] = {g: {} for g in groups}
+    if n_boot <= 0 or not columns or not groups:
+        return out
+    keys = list(columns)
+    arrays = [np.asarray(columns[k], dtype=float) for k in keys]
+    n = len(arrays[0])
+    if n == 0:
+        return out
+    names = [g for g in groups if np.asarray(groups[g]).any()]
+    if not names:
+        return out
+    member = np.stack([np.asarray(groups[g], dtype=bool) for g in names], axis=1)
+    used = member.any(axis=1)
+    cells, cell_of = np.unique(member[used], axis=0, return_inverse=True)
+    rows = np.flatnonzero(used)[np.argsort(cell_of.ravel(), kind="stable")]
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(cell_of.ravel(), minlength=len(cells)))])
+    # column blocks: exact integers (float32) and the rest (float64), in cell order
+    shapes = [a.shape[1:] for a in arrays]
+    flat = [a.reshape(n, -1)[rows] for a in arrays]
+    int_like = [
+        bool(f.size == 0 or (np.array_equal(f, np.round(f)) and np.abs(f).max() * 16 * len(rows) < _EXACT_F32))
+        for f in flat
+    ]
+    widths = [f.shape[1] for f in flat]
+    m32 = np.concatenate([f for f, ok in zip(flat, int_like, strict=True) if ok] or [np.zeros((len(rows), 0))],
+                         axis=1).astype(np.float32)
+    m64 = np.concatenate([f for f, ok in zip(flat, int_like, strict=True) if not ok] or [np.zeros((len(rows), 0))],
+                         axis=1)
+    rng = rng_for(seed, key)
+    chunk = max(1, min(n_boot, 4_000_000 // len(rows)))
+    parts: dict[str, dict[str, list[np.ndarray]]] = {g: {} for g in names}
+    with _one_blas_thread():
+        _replicate_groups(names, keys, shapes, widths, int_like, cells, bounds, m32, m64, statistic, parts,
+                          n_boot=n_boot, chunk=chunk, rng=rng)
+    for g in names:
+        out[g] = {m: _percentile_ci(np.concatenate(v), alpha) for m, v in parts[g].items()}
+    return out
+
+
+def _replicate_groups(
+    names: list[str], keys: list[str], shapes: list[tuple[int, ...]], widths: list[int], int_like: list[bool],
+    cells: np.ndarray, bounds: np.ndarray, m32: np.ndarray, m64: np.ndarray, statistic: Statistic,
+    parts: dict[str, dict[str, list[np.ndarray]]], *, n_boot: int, chunk: int, rng: np.random.Generator,
+) -> None:
+    done = 0
+    while done < n_boot:
+        b = min(chunk, n_boot - done)
+        w = poisson_weights(m32.shape[0], b, rng)
+        w64 = w.astype(np.float64) if m64.shape[1] else None
+        cell_sums = []
+        for c in range(len(cells)):
+            lo, hi = bounds[c], bounds[c + 1]
+            s32 = (w[:, lo:hi] @ m32[lo:hi]).astype(np.float64)
+            s64 = w64[:, lo:hi] @ m64[lo:hi] if w64 is not None else np.zeros((b, 0))
+            cell_sums.append((s32, s64))
+        for gi, g in enumerate(names):
+            in_group = np.flatnonzero(cells[:, gi])
+            s32 = sum(cell_sums[c][0] for c in in_group)
+            s64 = sum(cell_sums[c][1] for c in in_group)
+            sums: dict[str, np.ndarray] = {}
+            i32 = i64 = 0
+            for k, shape, width, ok in zip(keys, shapes, widths, int_like, strict=True):
+                if ok:
+                    block = s32[:, i32 : i32 + width]
+                    i32 += width
+                else:
+                    block = s64[:, i64 : i64 + width]
+                    i64 += width
+                sums[k] = block[:, 0] if not shape else block.reshape((b,) + shape)
+            for metric, values in statistic(sums).items():
+                values = np.asarray(values, dtype=float)
+                if values.ndim == 1:
+                    parts[g].setdefault(metric, []).append(values)
+        done += b
 
 
 def bootstrap_ci(
@@ -105,13 +230,15 @@ def bootstrap_ci(
 ) -> dict[str, tuple[float, float] | None]:
     """Percentile bootstrap ``(1 - alpha)`` CI of every metric ``statistic`` returns (scalar metrics only).
 
-    Samples (rows of ``columns``) are resampled with replacement ``n_boot`` times; replicates where a metric is
-    undefined (NaN) are left out of its percentiles; a metric undefined in every replicate gets None.
+    Poisson bootstrap (:func:`poisson_weights`) over the rows of ``columns``, ``n_boot`` replicates; replicates
+    where a metric is undefined (NaN) are left out of its percentiles; a metric undefined in every replicate
+    gets None. (:func:`bootstrap_groups` does many groups of rows at once.)
     """
     if n_boot <= 0 or not columns or len(next(iter(columns.values()))) == 0:
         return {}
-    reps = _replicates(columns, statistic, n_boot, rng_for(seed, key))
-    return {k: _percentile_ci(v, alpha) for k, v in reps.items() if v.ndim == 1}
+    n = len(next(iter(columns.values())))
+    return bootstrap_groups(columns, {"": np.ones(n, dtype=bool)}, statistic, n_boot=n_boot, seed=seed,
+                            key=key, alpha=alpha)[""]
 
 
 class PairedResult(BaseModel):
@@ -240,9 +367,11 @@ __all__ = [
     "PairedResult",
     "Statistic",
     "bootstrap_ci",
+    "bootstrap_groups",
     "column_sums",
     "kendall_tau",
     "paired_compare",
+    "poisson_weights",
     "resample_weights",
     "rng_for",
     "spearman_rho",

@@ -24,14 +24,16 @@ from __future__ import annotations
 
 import json
 import re
-from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from pathlib import Path
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 from pydantic import ValidationError
+from rapidfuzz.distance import Indel
 
+from ..errors import InputError
 from ..schema import NODE_REF, Sample, TaskArgument, TaskGraph, ToolLibrary
 
 ParseStatus = Literal["ok", "missing", "parse_error"]
@@ -102,18 +104,19 @@ def _as_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
-@dataclass(frozen=True)
-class ArgPair:
-    """One argument as compared: ``name`` and ``value``; ``ref`` is the referenced tool for ``<node-j>``."""
+class ArgPair(NamedTuple):
+    """One argument as compared: ``name`` and ``value``; ``ref`` is the referenced tool for ``<node-j>``.
+
+    (A tuple: the fast path below builds plain ``(name, value, ref)`` tuples, which compare equal.)"""
 
     name: str
     value: str
     ref: str | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class NormalGraph:
-    """A task graph reduced to what the metrics compare."""
+    """A task graph reduced to what the metrics compare (``arguments[i]``: ``(name, value, ref)`` tuples)."""
 
     names: list[str]
     links: list[tuple[str, str]]
@@ -164,10 +167,185 @@ def normalise_graph(graph: TaskGraph, library: ToolLibrary, dependency: str) -> 
     return NormalGraph(names, links, arguments, "\n".join(graph.task_steps))
 
 
+# ------------------------------------------------------------------------- fast path on raw JSON records
+#
+# The functions below give exactly ``normalise_graph(TaskGraph.model_validate(result), ...)`` for records in
+# the shapes real data has, without building pydantic models (which costs more than all the scoring). They
+# accept a record only when every field they read has a type for which the model's validation is known to
+# succeed and to keep the value as it is; anything else returns None and the caller takes the model path
+# (which then either accepts the record or reports the validation error). tests/test_eval_fast.py checks the
+# equality on the parity fixtures, the benchmark's perturbations and hand-made odd cases.
+
+_STEP_KEYS = ("task", "step", "description", "step_name", "id")
+
+
+def _steps_text(value: Any) -> str | None:
+    """The task steps joined by newlines, as :class:`TaskGraph`'s steps validator reads them; None = not plain."""
+    if value is None:
+        return ""
+    if type(value) is str:
+        return value
+    if type(value) is not list:
+        return None
+    try:
+        return "\n".join(value)
+    except TypeError:
+        pass
+    out = []
+    for step in value:
+        if type(step) is str:
+            out.append(step)
+        elif type(step) is dict:
+            for key in _STEP_KEYS:
+                v = step.get(key)
+                if isinstance(v, str):
+                    out.append(v)
+                    break
+            else:
+                out.append(json.dumps(step, ensure_ascii=False))
+        else:
+            out.append(json.dumps(step, ensure_ascii=False))
+    return "\n".join(out)
+
+
+def _plain_links(links: Any) -> list[tuple[str, str]] | None:
+    """``task_links`` as (source, target) pairs when every link is ``{"source": str, "target": str, ...}``."""
+    if type(links) is not list:
+        return None
+    out = []
+    for lk in links:
+        if type(lk) is not dict:
+            return None
+        src, tgt = lk.get("source"), lk.get("target")
+        if type(src) is not str or type(tgt) is not str:
+            return None
+        out.append((src, tgt))
+    return out
+
+
+def _literal(text: str) -> tuple[str, str, None]:
+    """A literal resource argument: (content type, text)."""
+    if "." not in text:
+        return ("text", text, None)
+    return (content_type(text), text, None)
+
+
+def normalise_record(
+    result: Mapping[str, Any], resource: bool, output_type: Mapping[str, str]
+) -> NormalGraph | None:
+    """:func:`normalise_graph` of ``TaskGraph.model_validate(result)`` straight from the raw dict, or None
+    when the record is not in a plain shape (then use the model path). ``output_type``: tool name -> first
+    output type for library tools (others count as ``other``)."""
+    nodes = result.get("task_nodes", [])
+    if type(nodes) is not list:
+        return None
+    raw_links = result.get("task_links", [])
+    links = _plain_links(raw_links)  # validated in both kinds (the model rejects bad links either way)
+    if links is None:
+        return None
+    steps = _steps_text(result.get("task_steps"))
+    if steps is None:
+        return None
+    names: list[str] = []
+    raw_args: list[list[Any]] = []
+    for node in nodes:
+        if type(node) is not dict:
+            return None
+        task = node.get("task")
+        if type(task) is not str:
+            return None
+        args = node.get("arguments", [])
+        if args is None:
+            args = []
+        elif type(args) is str:
+            args = [args]
+        elif type(args) is not list:
+            return None
+        names.append(task)
+        raw_args.append(args)
+    n = len(names)
+    arguments: list[list[Any]] = []
+    if resource:
+        links = []
+        seen: set[tuple[str, str]] = set()
+        for i, args in enumerate(raw_args):
+            pairs: list[Any] = []
+            for a in args:
+                ta = type(a)
+                refs_text = None  # the text whose <node-j> references make links (str and named values)
+                if ta is str:
+                    text = refs_text = a
+                elif ta is dict:
+                    name = a.get("name")
+                    if type(name) is str and "value" in a:  # a TaskArgument: (name, value), no reference
+                        value = a["value"]
+                        pairs.append((name, _as_text(value), None))
+                        if type(value) is str and "<node-" in value:
+                            refs_text = value
+                            for m in NODE_REF.findall(refs_text):
+                                j = int(m)
+                                if j != i and j < n:
+                                    key = (names[j], names[i])
+                                    if key not in seen:
+                                        seen.add(key)
+                                        links.append(key)
+                        continue
+                    if not a:
+                        pairs.append(("text", "", None))
+                        continue
+                    text = _as_text(next(iter(a.values())))
+                elif ta is list or ta is int or ta is float or ta is bool or a is None:
+                    text = _as_text(a)
+                else:
+                    return None
+                if "<node-" in text:
+                    if refs_text is not None:
+                        for m in NODE_REF.findall(refs_text):
+                            j = int(m)
+                            if j != i and j < n:
+                                key = (names[j], names[i])
+                                if key not in seen:
+                                    seen.add(key)
+                                    links.append(key)
+                    m1 = NODE_REF.search(text)
+                    if m1 is not None:
+                        j = int(m1.group(1))
+                        if j == i:
+                            continue
+                        if j < n:
+                            src = names[j]
+                            pairs.append((output_type.get(src, "other"), src, src))
+                            continue
+                pairs.append(_literal(text))
+            arguments.append(pairs)
+    else:
+        for args in raw_args:
+            pairs = []
+            for a in args:
+                ta = type(a)
+                if ta is str:
+                    pairs.append(("", a, None))
+                elif ta is dict:
+                    name = a.get("name")
+                    if type(name) is str and "value" in a:
+                        pairs.append((name, _as_text(a["value"]), None))
+                    elif not a:
+                        pairs.append(("", "", None))
+                    else:
+                        key, value = next(iter(a.items()))
+                        pairs.append((str(key), _as_text(value), None))
+                elif ta is list or ta is int or ta is float or ta is bool or a is None:
+                    pairs.append(("", _as_text(a), None))
+                else:
+                    return None
+            arguments.append(pairs)
+    return NormalGraph(names, links, arguments, steps)
+
+
 # --------------------------------------------------------------------------------------------- scoring
 
 
-@dataclass
+@dataclass(slots=True)
 class SampleScore:
     """Counts and scores of one sample (gold vs prediction)."""
 
@@ -189,23 +367,89 @@ class SampleScore:
     error: str | None = None
 
 
+def _multiset_tp(gold: Sequence[Any], pred: Sequence[Any]) -> int:
+    """Size of the multiset intersection of two sequences."""
+    if not gold or not pred:
+        return 0
+    counts: dict[Any, int] = {}
+    for x in gold:
+        counts[x] = counts.get(x, 0) + 1
+    tp = 0
+    for x in pred:
+        k = counts.get(x, 0)
+        if k:
+            counts[x] = k - 1
+            tp += 1
+    return tp
+
+
 def _prf_counts(gold: Sequence[Any], pred: Sequence[Any]) -> tuple[int, int, int]:
     """(tp, fp, fn) of two multisets given as sequences."""
-    if len(gold) == len(pred) and (gold == pred or sorted(map(repr, gold)) == sorted(map(repr, pred))):
-        return len(gold), 0, 0
-    tp = sum((Counter(gold) & Counter(pred)).values())
+    tp = _multiset_tp(gold, pred)
     return tp, len(pred) - tp, len(gold) - tp
 
 
 def _ned(gold: Sequence[str], pred: Sequence[str]) -> float:
-    from rapidfuzz.distance import Indel
-
     if not gold and not pred:
+        return 0.0
+    if gold == pred:
         return 0.0
     ids: dict[str, int] = {}
     g = [ids.setdefault(n, len(ids)) for n in gold]
     p = [ids.setdefault(n, len(ids)) for n in pred]
     return float(Indel.normalized_distance(g, p))
+
+
+def _counts(names: Sequence[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for n in names:
+        out[n] = out.get(n, 0) + 1
+    return out
+
+
+def compare_graphs(
+    g: NormalGraph, p: NormalGraph, in_library: Container[str]
+) -> tuple[Any, ...]:
+    """Every per-sample count of gold ``g`` vs prediction ``p`` (normalised graphs): ``(node, link, arg_name,
+    arg_value, ned, node_set_match, edge_defined, edge_set_match, graph_match, tool_counts, hallucinated)``.
+    Nodes and arguments are multisets, links sets; ``tool_counts`` covers library tools only."""
+    gnames, pnames = g.names, p.names
+    if gnames == pnames and g.links == p.links and g.arguments == p.arguments:  # the same graph
+        n_args = sum(map(len, g.arguments))
+        n_links = len(set(g.links))
+        tool_counts = {name: (k, 0, 0) for name, k in _counts(gnames).items() if name in in_library}
+        full = (len(gnames), 0, 0)
+        return (full, (n_links, 0, 0), (n_args, 0, 0), (n_args, 0, 0), 0.0, True, n_links > 0, True, True,
+                tool_counts, [])
+    gc, pc = _counts(gnames), _counts(pnames)
+    n_tp = _multiset_tp(gnames, pnames)
+    node_match = n_tp == len(gnames) == len(pnames)
+    gl, pl = set(g.links), set(p.links)
+    l_tp = len(gl & pl)
+    edge_match = l_tp == len(gl) == len(pl)
+    g_args = [(t, a[0]) for t, args in zip(gnames, g.arguments, strict=True) for a in args]
+    p_args = [(t, a[0]) for t, args in zip(pnames, p.arguments, strict=True) for a in args]
+    g_vals = [(t, a[0], a[1]) for t, args in zip(gnames, g.arguments, strict=True) for a in args]
+    p_vals = [(t, a[0], a[1]) for t, args in zip(pnames, p.arguments, strict=True) for a in args]
+    tool_counts = {}
+    for name in gc.keys() | pc.keys():
+        if name in in_library:
+            gk, pk = gc.get(name, 0), pc.get(name, 0)
+            tp = min(gk, pk)
+            tool_counts[name] = (tp, pk - tp, gk - tp)
+    return (
+        (n_tp, len(pnames) - n_tp, len(gnames) - n_tp),
+        (l_tp, len(pl) - l_tp, len(gl) - l_tp),
+        _prf_counts(g_args, p_args),
+        _prf_counts(g_vals, p_vals),
+        _ned(gnames, pnames),
+        node_match,
+        bool(gl),
+        edge_match,
+        node_match and edge_match,
+        tool_counts,
+        [n for n in pnames if n not in in_library and n not in gc],
+    )
 
 
 def score_sample(
@@ -221,37 +465,8 @@ def score_normalised(
     gold: Sample, parsed: ParsedPrediction, g: NormalGraph, p: NormalGraph, library: ToolLibrary
 ) -> SampleScore:
     """:func:`score_sample` on graphs already normalised (so a caller normalises each graph once)."""
-    gn, pn = Counter(g.names), Counter(p.names)
-    gl, pl = sorted(set(g.links)), sorted(set(p.links))
-    g_args = [(t, a.name) for t, args in zip(g.names, g.arguments, strict=True) for a in args]
-    p_args = [(t, a.name) for t, args in zip(p.names, p.arguments, strict=True) for a in args]
-    g_vals = [(t, a.name, a.value) for t, args in zip(g.names, g.arguments, strict=True) for a in args]
-    p_vals = [(t, a.name, a.value) for t, args in zip(p.names, p.arguments, strict=True) for a in args]
-    tool_counts: dict[str, tuple[int, int, int]] = {}
-    for name in set(gn) | set(pn):
-        if name in library:
-            tp = min(gn[name], pn[name])
-            tool_counts[name] = (tp, pn[name] - tp, gn[name] - tp)
-    node_match = gn == pn
-    edge_match = gl == pl
-    return SampleScore(
-        id=gold.id,
-        split=gold.type,
-        n_tools=len(gold.task_nodes),
-        status=parsed.status,
-        node=_prf_counts(g.names, p.names),
-        link=_prf_counts(gl, pl),
-        arg_name=_prf_counts(g_args, p_args),
-        arg_value=_prf_counts(g_vals, p_vals),
-        ned=_ned(g.names, p.names),
-        node_set_match=node_match,
-        edge_defined=bool(gl),
-        edge_set_match=edge_match,
-        graph_match=node_match and edge_match,
-        tool_counts=tool_counts,
-        hallucinated=[n for n in p.names if n not in library and n not in gn],
-        error=parsed.error,
-    )
+    return SampleScore(gold.id, gold.type, len(gold.task_nodes), parsed.status, *compare_graphs(g, p, library),
+                       error=parsed.error)
 
 
 def sample_table(
@@ -263,24 +478,146 @@ def sample_table(
     """
     n = len(scores)
     cols: dict[str, np.ndarray] = {"n": np.ones(n)}
-    for key in ("node", "link", "arg_name", "arg_value"):
-        arr = np.array([getattr(s, key) for s in scores], dtype=float).reshape(n, 3)
-        cols[f"{key}_tp"], cols[f"{key}_fp"], cols[f"{key}_fn"] = arr[:, 0], arr[:, 1], arr[:, 2]
+    counts = np.array([s.node + s.link + s.arg_name + s.arg_value for s in scores], dtype=float).reshape(n, 12)
+    for k, key in enumerate(("node", "link", "arg_name", "arg_value")):
+        for j, part in enumerate(("tp", "fp", "fn")):
+            cols[f"{key}_{part}"] = counts[:, 3 * k + j].copy()
     index = {name: i for i, name in enumerate(library.names)}
-    per_tool = np.zeros((n, 3, len(index)))
+    rows: list[int] = []
+    tools: list[int] = []
+    values: list[tuple[int, int, int]] = []
     for r, s in enumerate(scores):
-        for name, counts in s.tool_counts.items():
-            per_tool[r, :, index[name]] = counts
-    cols["tool_tp"], cols["tool_fp"], cols["tool_fn"] = per_tool[:, 0], per_tool[:, 1], per_tool[:, 2]
-    cols["ned"] = np.array([s.ned for s in scores], dtype=float)
-    for key in ("node_set_match", "edge_defined", "edge_set_match", "graph_match"):
-        cols[key] = np.array([getattr(s, key) for s in scores], dtype=float)
+        for name, c in s.tool_counts.items():
+            rows.append(r)
+            tools.append(index[name])
+            values.append(c)
+    for j, part in enumerate(("tp", "fp", "fn")):
+        block = np.zeros((n, len(index)))
+        if rows:
+            block[rows, tools] = [v[j] for v in values]
+        cols[f"tool_{part}"] = block
+    flags = np.array(
+        [(s.ned, s.node_set_match, s.edge_defined, s.edge_set_match, s.graph_match,
+          s.status == "parse_error", s.status == "missing") for s in scores],
+        dtype=float,
+    ).reshape(n, 7)
+    for j, key in enumerate(("ned", "node_set_match", "edge_defined", "edge_set_match", "graph_match",
+                             "parse_failure", "missing")):
+        cols[key] = flags[:, j].copy()
     cols["edge_set_match"] = cols["edge_set_match"] * cols["edge_defined"]
-    cols["parse_failure"] = np.array([s.status == "parse_error" for s in scores], dtype=float)
-    cols["missing"] = np.array([s.status == "missing" for s in scores], dtype=float)
-    for key, values in (extra or {}).items():
-        cols[key] = np.asarray(values, dtype=float)
+    for key, values_ in (extra or {}).items():
+        cols[key] = np.asarray(values_, dtype=float)
     return cols
+
+
+# ------------------------------------------------------------------------------- batch: gold + predictions
+
+
+@dataclass(slots=True)
+class GoldItem:
+    """One gold sample, normalised for scoring."""
+
+    id: str
+    split: str
+    n_tools: int
+    graph: NormalGraph
+
+
+_SCORED_KEYS = ("id", "type", "task_steps", "task_nodes", "task_links", "tool_steps", "tool_nodes", "tool_links")
+_SPLIT_NAMES = frozenset(("single", "chain", "dag"))
+
+
+def output_types(library: ToolLibrary) -> dict[str, str]:
+    """Tool name -> the type a ``<node-j>`` reference to it stands for (its first output type)."""
+    return {t.id: t.first_output_type() for t in library.tools}
+
+
+def _line_of(path: str | Path | None, index: int) -> int | None:
+    """Line (JSON Lines) or row (parquet) of the ``index``-th record of a gold file (only on error paths)."""
+    if path is None:
+        return None
+    if str(path).endswith(".parquet"):
+        return index + 1
+    from ..dataset.jsonio import iter_jsonl
+
+    for k, (line, _) in enumerate(iter_jsonl(path)):
+        if k == index:
+            return line
+    return None
+
+
+def prepare_gold(
+    samples: Sequence[Any],
+    library: ToolLibrary,
+    dependency: str,
+    *,
+    alignment_ids: set[str] | None = None,
+    path: str | Path | None = None,
+) -> list[GoldItem]:
+    """Normalise gold samples once: :class:`Sample` objects, or raw ``data.json`` records (the fields scored
+    are checked as :class:`Sample` would check them: id, type, task_steps, task_nodes, task_links; other
+    fields are not read). Raw records: an invalid record or a duplicate id raises :class:`InputError`
+    naming ``path``:line. ``alignment_ids`` keeps only those ids."""
+    from ..dataset.layout import parse_sample
+
+    resource = dependency == "resource"
+    out_types = output_types(library)
+    out: list[GoldItem] = []
+    first: dict[str, int] = {}
+    for index, rec in enumerate(samples):
+        if isinstance(rec, Sample):
+            if alignment_ids is None or rec.id in alignment_ids:
+                out.append(GoldItem(rec.id, rec.type, len(rec.task_nodes), normalise_graph(rec, library, dependency)))
+            continue
+        if not isinstance(rec, dict) or "id" not in rec:
+            what = "expected a JSON object per line" if not isinstance(rec, dict) else "record has no 'id'"
+            raise InputError(what, path=path, line=_line_of(path, index), hint=f"gold record #{index + 1}")
+        sid = rec["id"]
+        if type(sid) is not str:
+            sid = str(sid)
+        if sid in first:
+            raise InputError(
+                f"duplicate sample id {sid!r} (first on line {_line_of(path, first[sid])})",
+                path=path, line=_line_of(path, index),
+            )
+        first[sid] = index
+        if alignment_ids is not None and sid not in alignment_ids:
+            continue
+        split = rec.get("type", "single")
+        g = None
+        if (
+            type(split) is str and split in _SPLIT_NAMES
+            and "tool_nodes" not in rec and "tool_steps" not in rec and "tool_links" not in rec
+        ):
+            g = normalise_record(rec, resource, out_types)
+        if g is None:  # an unusual shape: let the model decide (and name the line of an error)
+            sample = parse_sample(
+                {k: rec[k] for k in _SCORED_KEYS if k in rec}, path=path, line=_line_of(path, index)
+            )
+            out.append(GoldItem(sid, sample.type, len(sample.task_nodes), normalise_graph(sample, library, dependency)))
+        else:
+            out.append(GoldItem(sid, split, len(g.names), g))
+    return out
+
+
+def parse_normal(
+    record: Mapping[str, Any] | None,
+    library: ToolLibrary,
+    dependency: str,
+    out_types: Mapping[str, str],
+) -> tuple[ParseStatus, str | None, NormalGraph]:
+    """``(status, error, normalised graph)`` of one prediction record: the same as :func:`parse_strict`
+    followed by :func:`normalise_graph`, from the raw record when it is in a plain shape."""
+    if record is not None:
+        result = record.get("result")
+        if isinstance(result, dict) and isinstance(result.get("task_nodes"), list):
+            g = normalise_record(result, dependency == "resource", out_types)
+            if g is not None:
+                return "ok", None, g
+    parsed = parse_strict("", record)
+    if parsed.status != "ok":
+        return parsed.status, parsed.error, NormalGraph([], [], [], "")
+    return "ok", None, normalise_graph(parsed.graph, library, dependency)
 
 
 # ----------------------------------------------------------------------------------------- aggregation
@@ -429,6 +766,7 @@ def to_jsonable(value: Any) -> Any:
 
 __all__ = [
     "ArgPair",
+    "GoldItem",
     "HEADLINE",
     "N_TOOLS",
     "NormalGraph",
@@ -436,12 +774,17 @@ __all__ = [
     "ParsedPrediction",
     "SPLITS",
     "SampleScore",
+    "compare_graphs",
     "content_type",
     "group_mask",
     "metrics_from_sums",
     "normalise_graph",
+    "normalise_record",
+    "output_types",
+    "parse_normal",
     "parse_strict",
     "per_tool_from_sums",
+    "prepare_gold",
     "sample_table",
     "score_normalised",
     "score_sample",

@@ -22,7 +22,7 @@ reproduce the paper's case study (its Table "Case Study of Prediction Errors").
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 
 from pydantic import BaseModel, Field
 
@@ -78,15 +78,16 @@ def _occurrences(names: Sequence[str]) -> list[tuple[str, int]]:
 
 
 def _parameter_errors(gold: NormalGraph, pred: NormalGraph, absent: set[str]) -> list[str]:
+    # arguments are (name, value, ref) tuples (ArgPair or plain)
     pred_pos = {occ: i for i, occ in enumerate(_occurrences(pred.names))}
     wrong = []
     for gi, occ in enumerate(_occurrences(gold.names)):
         pi = pred_pos.get(occ)
         if pi is None:
             continue
-        g_args = Counter((a.name, a.value) for a in gold.arguments[gi] if a.ref not in absent)
-        excused = sum(1 for a in gold.arguments[gi] if a.ref is not None and a.ref in absent)
-        p_args = Counter((a.name, a.value) for a in pred.arguments[pi])
+        g_args = Counter((a[0], a[1]) for a in gold.arguments[gi] if a[2] not in absent)
+        excused = sum(1 for a in gold.arguments[gi] if a[2] is not None and a[2] in absent)
+        p_args = Counter((a[0], a[1]) for a in pred.arguments[pi])
         if (g_args - p_args) or sum((p_args - g_args).values()) > excused:
             wrong.append(occ[0])
     return wrong
@@ -107,32 +108,48 @@ def classify_normalised(
     sample_id: str, parsed: ParsedPrediction, g: NormalGraph | None, p: NormalGraph | None, library: ToolLibrary
 ) -> PredictionErrors:
     """:func:`classify` on graphs already normalised (``g``/``p`` may be None unless the status is ok)."""
-    if parsed.status == "missing":
-        return PredictionErrors(id=sample_id, labels=["missing_prediction"], detail=parsed.error)
-    if parsed.status == "parse_error" or g is None or p is None:
-        return PredictionErrors(id=sample_id, labels=["parse_failure"], detail=parsed.error)
+    return classify_graphs(sample_id, parsed.status, parsed.error, g, p, library)
+
+
+def classify_graphs(
+    sample_id: str, status: str, detail: str | None, g: NormalGraph | None, p: NormalGraph | None,
+    in_library: Container[str],
+) -> PredictionErrors:
+    """:func:`classify_normalised` from a parse status and message; ``in_library``: the library (or a set of
+    its tool names)."""
+    if status == "missing":
+        return PredictionErrors(id=sample_id, labels=["missing_prediction"], detail=detail)
+    if status == "parse_error" or g is None or p is None:
+        return PredictionErrors(id=sample_id, labels=["parse_failure"], detail=detail)
     if g.names == p.names and g.links == p.links and g.arguments == p.arguments:
         return PredictionErrors(id=sample_id)  # identical graphs: nothing to find
     gn, pn = Counter(g.names), Counter(p.names)
-    out = PredictionErrors(id=sample_id)
-    out.missing_tools = sorted((gn - pn).elements())
-    out.extra_tools = sorted((pn - gn).elements())
-    out.hallucinated_tools = [n for n in p.names if n not in library and n not in gn]
-    shared = set(gn) & set(pn)
+    missing_tools = sorted((gn - pn).elements())
+    extra_tools = sorted((pn - gn).elements())
+    hallucinated = [n for n in p.names if n not in in_library and n not in gn]
+    shared = gn.keys() & pn.keys()
     g_links = {lk for lk in g.links if lk[0] in shared and lk[1] in shared}
     p_links = {lk for lk in p.links if lk[0] in shared and lk[1] in shared}
-    out.wrong_links = sorted(p_links - g_links)
-    out.missing_links = sorted(g_links - p_links)
-    out.parameter_tools = _parameter_errors(g, p, set(gn) - set(pn))
+    wrong_links = sorted(p_links - g_links)
+    missing_links = sorted(g_links - p_links)
+    parameter_tools = _parameter_errors(g, p, gn.keys() - pn.keys())
     flags = {
-        "missing_tool": out.missing_tools,
-        "extra_tool": out.extra_tools,
-        "hallucinated_tool": out.hallucinated_tools,
-        "dependency_error": out.wrong_links or out.missing_links,
-        "parameter_error": out.parameter_tools,
+        "missing_tool": missing_tools,
+        "extra_tool": extra_tools,
+        "hallucinated_tool": hallucinated,
+        "dependency_error": wrong_links or missing_links,
+        "parameter_error": parameter_tools,
     }
-    out.labels = [c for c in CATEGORIES if flags.get(c)]
-    return out
+    return PredictionErrors(
+        id=sample_id,
+        labels=[c for c in CATEGORIES if flags.get(c)],
+        missing_tools=missing_tools,
+        extra_tools=extra_tools,
+        hallucinated_tools=hallucinated,
+        wrong_links=wrong_links,
+        missing_links=missing_links,
+        parameter_tools=parameter_tools,
+    )
 
 
 def summarize(errors: Iterable[PredictionErrors]) -> TaxonomySummary:
@@ -152,6 +169,7 @@ __all__ = [
     "PredictionErrors",
     "TaxonomySummary",
     "classify",
+    "classify_graphs",
     "classify_normalised",
     "summarize",
 ]
