@@ -30,7 +30,7 @@ def run_command(
     limit: int | None = typer.Option(
         None, "--limit", min=0,
         help="Samples per dataset, stratified over single/chain/dag; 0 = all. Default: all, except with the "
-        "default model, where it is 6 per dataset (18 in all) so the run fits in 5 minutes on 2 cores.",
+        "default model, where it is 4 per dataset (12 in all) so the run fits in 5 minutes on 2 cores.",
     ),
     structured: bool = typer.Option(
         True, "--structured/--free", help="Schema-constrained output (default) or free text + JSON extraction."
@@ -50,8 +50,8 @@ def run_command(
     """Predict and evaluate models on datasets; print the leaderboard and write a run directory.
 
     With no arguments: the embedded model llamacpp/qwen2.5-coder-0.5b on the three bundled demo datasets,
-    6 stratified samples each (2 single, 2 chain, 2 DAG), structured output, zero-shot - about 3-4 minutes on a
-    2-core machine. The run directory holds run_log.json (config, versions, git revision, seeds, timings,
+    4 stratified samples each (2 single, 1 chain, 1 DAG), structured output, zero-shot - under 5 minutes on
+    a 2-core machine. The run directory holds run_log.json (config, versions, git revision, seeds, timings,
     usage, every prediction, strict and compat metrics), report.md, report.html (self-contained, with plots),
     predictions/ and metrics/. Rerunning with the same -o resumes.
 

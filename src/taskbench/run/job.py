@@ -45,13 +45,16 @@ from .resolve import BUNDLED_DEMO_DATASETS, resolve_data
 DEFAULT_MODEL = "llamacpp/qwen2.5-coder-0.5b"
 """The embedded default model (no server, no key)."""
 
-DEFAULT_LIMIT = 6
+DEFAULT_LIMIT = 4
 """Samples per dataset when `taskbench run` is called without --model and --limit: a stratified subset
-(2 single, 2 chain, 2 DAG) so the embedded model finishes the three bundled datasets within 5 minutes on a
-2-core machine. Pass --limit 0 for every sample."""
+(round robin single, chain, dag: 2 single, 1 chain, 1 DAG) so the embedded model finishes the three bundled
+datasets within 5 minutes on a 2-core machine even when other work shares the CPU (measured: 18 samples took
+285-334 s with other processes competing, too close). Pass --limit 0 for every sample."""
 
 DEFAULT_MAX_TOKENS = 320
-"""Answer budget of the default run: enough for a complete 1-6 node graph from the embedded model."""
+"""Answer budget of the default run. Measured: the embedded model's complete answers on the bundled data take
+50-260 tokens; longer ones are the small model looping (repeated nodes or arguments), which more tokens do not
+fix and which would cost the time budget."""
 
 RUN_LOG_FILE = "run_log.json"
 PACKAGES = ("taskbench", "pydantic", "numpy", "scipy", "rouge-score", "llama_cpp_python", "openai", "rich",
