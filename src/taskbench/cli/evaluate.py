@@ -100,7 +100,8 @@ def evaluate_command(
     """
     from ..dataset.layout import read_raw_records
     from ..errors import ConfigError
-    from ..eval.api import evaluate, gc_paused, write_metrics
+    from ..eval.api import evaluate, write_metrics
+    from ..eval.runtime import gc_paused
 
     if sum([compat, strict, both]) > 1:
         raise ConfigError("choose one of --compat, --strict, --both")
@@ -174,7 +175,8 @@ def compare_command(
     from ..dataset.jsonio import write_json
     from ..dataset.layout import read_raw_records
     from ..errors import ConfigError
-    from ..eval.api import compare_predictions, gc_paused
+    from ..eval.api import compare_predictions
+    from ..eval.runtime import gc_paused
     from ..report.tables import comparison_table
 
     if mode not in ("add", "mul"):

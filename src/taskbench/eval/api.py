@@ -11,9 +11,7 @@
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -24,6 +22,7 @@ from pydantic import BaseModel, Field
 from ..errors import ConfigError
 from ..schema import Sample, ToolLibrary
 from . import stats
+from .runtime import gc_paused
 from .strict import (
     N_TOOLS,
     SPLITS,
@@ -117,19 +116,6 @@ def _index_predictions(records: Sequence[Mapping[str, Any]]) -> tuple[dict[str, 
             dups.append(key)
         out[key] = rec  # the last record of an id wins, as in the reference
     return out, dups
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while scoring: the parsed JSON is millions of live objects that every
-    collection would walk again, and nothing here creates reference cycles."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def score_strict(

@@ -22,9 +22,7 @@ does when there is no previous value at all) when there is none yet.
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +35,7 @@ from ..schema import ToolLibrary
 from .groups import Group, group_mask, make_groups
 from .prf import binary_prf, macro_prf, micro_prf, per_label_prf
 from .rouge import ROUGE_KEYS, rouge_per_sample
+from .runtime import gc_paused
 
 __all__ = [
     "COMPAT_METRICS",
@@ -460,7 +459,7 @@ def evaluate_compat(
     ``bertscore``: a per-sample scorer, called once with all step texts; without it BERTScore keys are
     left out (a log line says so). ``dependency`` overrides the library's dependency kind.
     """
-    with _gc_paused():
+    with gc_paused():
         return _evaluate_compat(
             gold_records,
             pred_records,
@@ -473,19 +472,6 @@ def evaluate_compat(
             bertscore=bertscore,
             dependency=dependency,
         )
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector: scoring allocates many small objects while the parsed JSON
-    (millions of objects) is alive, and every collection would walk all of it. Nothing here makes cycles."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _evaluate_compat(

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext
-from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, Field
+
+from .runtime import one_blas_thread
 
 Statistic = Callable[[Mapping[str, np.ndarray]], Mapping[str, np.ndarray]]
 """Maps column sums (each with an optional leading batch axis) to named metric values."""
@@ -72,12 +72,40 @@ def resample_weights(n: int, n_boot: int, rng: np.random.Generator) -> np.ndarra
     return np.bincount(flat, minlength=n_boot * n).reshape(n_boot, n).astype(float)
 
 
+def _quantile_sorted(x: np.ndarray, m: int, q: float) -> float:
+    """The ``q`` quantile of the sorted finite values ``x[:m]`` (numpy's default "linear" method)."""
+    h = (m - 1) * q
+    i = int(np.floor(h))
+    if i + 1 >= m:
+        return float(x[m - 1])
+    a, b, t = float(x[i]), float(x[i + 1]), h - i
+    d = b - a
+    return b - d * (1 - t) if t >= 0.5 else a + d * t
+
+
 def _percentile_ci(values: np.ndarray, alpha: float) -> tuple[float, float] | None:
-    finite = values[np.isfinite(values)]
+    finite = np.sort(values[np.isfinite(values)])
     if finite.size == 0:
         return None
-    lo, hi = np.percentile(finite, [100 * alpha / 2, 100 * (1 - alpha / 2)])
-    return float(lo), float(hi)
+    return _quantile_sorted(finite, finite.size, alpha / 2), _quantile_sorted(finite, finite.size, 1 - alpha / 2)
+
+
+def _percentile_cis(replicates: Mapping[str, np.ndarray], alpha: float) -> dict[str, tuple[float, float] | None]:
+    """:func:`_percentile_ci` of many equally long replicate vectors (one sort for all)."""
+    if not replicates:
+        return {}
+    names = list(replicates)
+    mat = np.stack([replicates[k] for k in names])
+    finite = np.isfinite(mat)
+    mat = np.sort(np.where(finite, mat, np.inf), axis=1)  # undefined replicates last
+    counts = finite.sum(axis=1)
+    out: dict[str, tuple[float, float] | None] = {}
+    for r, k in enumerate(names):
+        m = int(counts[r])
+        out[k] = (
+            (_quantile_sorted(mat[r], m, alpha / 2), _quantile_sorted(mat[r], m, 1 - alpha / 2)) if m else None
+        )
+    return out
 
 
 # ----------------------------------------------------------------------------------- Poisson bootstrap
@@ -105,21 +133,68 @@ def poisson_weights(n: int, n_boot: int, rng: np.random.Generator) -> np.ndarray
     large-data form of the bootstrap: it agrees with resampling n of n with replacement as n grows, any subset
     of the samples is itself Poisson-resampled (so all split groups share one draw), and it needs only 16
     random bits per weight."""
-    raw = rng.bytes(2 * n * n_boot)
-    return _poisson_table()[np.frombuffer(raw, dtype="<u2").reshape(n_boot, n)]
+    return _poisson_table()[rng.integers(0, _POISSON_LEVELS, size=(n_boot, n), dtype=np.uint16)]
 
 
-_EXACT_F32 = float(1 << 24)
+_WEIGHTS_PER_CHUNK = 8_000_000  # replicates x samples per block of weights (32 MB as float32)
 
 
-def _one_blas_thread() -> AbstractContextManager[Any]:
-    """Run BLAS single-threaded: the bootstrap does many small matrix products, for which thread start-up and
-    synchronisation cost more than the work (on a busy machine, ten times more)."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - threadpoolctl is a dependency; without it BLAS picks its threads
-        return nullcontext()
-    return threadpool_limits(1, user_api="blas")
+def _cells(member: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows with the same group memberships form a cell: (cell of each row, membership row of each cell)."""
+    n_groups = member.shape[1]
+    if n_groups <= 62:
+        code = member.astype(np.int64) @ (np.int64(1) << np.arange(n_groups, dtype=np.int64))
+        codes, cell_of = np.unique(code, return_inverse=True)
+        cells = ((codes[:, None] >> np.arange(n_groups)) & 1).astype(bool)
+        return cell_of.ravel(), cells
+    cells, cell_of = np.unique(member, axis=0, return_inverse=True)
+    return cell_of.ravel(), cells
+
+
+class _GroupSums:
+    """Per-sample columns in cell order, and weighted sums per group for blocks of replicates."""
+
+    def __init__(self, columns: Mapping[str, np.ndarray], groups: Mapping[str, np.ndarray]) -> None:
+        self.keys = list(columns)
+        arrays = [np.asarray(columns[k], dtype=float) for k in self.keys]
+        n = len(arrays[0])
+        self.names = [g for g in groups if np.asarray(groups[g]).any()]
+        member = np.zeros((n, len(self.names)), dtype=bool)
+        for j, g in enumerate(self.names):
+            member[:, j] = groups[g]
+        used = np.flatnonzero(member.any(axis=1))
+        cell_of, self.cells = _cells(member[used])
+        order = np.argsort(cell_of, kind="stable")
+        self.rows = used[order]
+        self.bounds = np.concatenate([[0], np.cumsum(np.bincount(cell_of, minlength=len(self.cells)))])
+        self.shapes = [a.shape[1:] for a in arrays]
+        self.widths = [int(np.prod(sh)) if sh else 1 for sh in self.shapes]
+        flat = np.concatenate([a.reshape(n, -1)[self.rows] for a in arrays], axis=1)
+        # float32 products: exact for counts (every partial sum stays below 2^24); sums of real-valued columns
+        # (ROUGE, NED) carry ~1e-6 relative rounding, far below the bootstrap's Monte Carlo error
+        exact = np.abs(flat).max(initial=0.0) * 8 * len(self.rows) < float(1 << 24)
+        self.dtype = np.float32 if exact else np.float64
+        self.matrix = flat.astype(self.dtype)
+
+    def sums(self, weights: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
+        """Group -> column -> weighted sums (one row per replicate); ``weights`` is replicates x rows."""
+        w = weights.astype(self.dtype, copy=False)
+        cell_sums = [
+            (w[:, lo:hi] @ self.matrix[lo:hi]).astype(np.float64)
+            for lo, hi in zip(self.bounds[:-1].tolist(), self.bounds[1:].tolist(), strict=True)
+        ]
+        b = len(weights)
+        out: dict[str, dict[str, np.ndarray]] = {}
+        for j, g in enumerate(self.names):
+            total = sum(cell_sums[c] for c in np.flatnonzero(self.cells[:, j]))
+            sums: dict[str, np.ndarray] = {}
+            start = 0
+            for k, shape, width in zip(self.keys, self.shapes, self.widths, strict=True):
+                block = total[:, start : start + width]
+                sums[k] = block[:, 0] if not shape else block.reshape((b,) + shape)
+                start += width
+            out[g] = sums
+        return out
 
 
 def bootstrap_groups(
@@ -135,88 +210,35 @@ def bootstrap_groups(
     """Percentile bootstrap ``(1 - alpha)`` CIs of every scalar metric ``statistic`` returns, for many groups
     of rows (``groups``: name -> boolean row mask) at once.
 
-    One Poisson bootstrap draw serves all groups: a replicate weights every sample, and each group's sums are
-    the weighted sums over its rows. Rows are partitioned into cells (rows that belong to the same groups), a
-    replicate's sums are computed once per cell (one matrix product per cell and chunk of replicates) and a
-    group's sums are the sum of its cells', so the cost does not grow with the number of groups.
-    Integer-valued columns are multiplied in float32, which is exact for them (every partial sum stays below
-    2^24); other columns in float64. Replicates where a metric is undefined (e.g. a group that drew no sample)
-    are left out of its percentiles; a metric undefined in every replicate gets None.
+    One Poisson bootstrap draw (:func:`poisson_weights`) serves all groups: a replicate weights every sample,
+    and each group's sums are the weighted sums over its rows. Rows are partitioned into cells (rows that
+    belong to the same groups); a block of replicates costs one matrix product per cell, and a group's sums
+    are the sum of its cells', so the cost hardly grows with the number of groups. Replicates where a metric
+    is undefined (e.g. a group that drew no sample) are left out of its percentiles; a metric undefined in
+    every replicate gets None.
     """
     out: dict[str, dict[str, tuple[float, float] | None]] = {g: {} for g in groups}
-    if n_boot <= 0 or not columns or not groups:
+    if n_boot <= 0 or not columns or not groups or len(next(iter(columns.values()))) == 0:
         return out
-    keys = list(columns)
-    arrays = [np.asarray(columns[k], dtype=float) for k in keys]
-    n = len(arrays[0])
-    if n == 0:
+    table = _GroupSums(columns, groups)
+    if not table.names:
         return out
-    names = [g for g in groups if np.asarray(groups[g]).any()]
-    if not names:
-        return out
-    member = np.stack([np.asarray(groups[g], dtype=bool) for g in names], axis=1)
-    used = member.any(axis=1)
-    cells, cell_of = np.unique(member[used], axis=0, return_inverse=True)
-    rows = np.flatnonzero(used)[np.argsort(cell_of.ravel(), kind="stable")]
-    bounds = np.concatenate([[0], np.cumsum(np.bincount(cell_of.ravel(), minlength=len(cells)))])
-    # column blocks: exact integers (float32) and the rest (float64), in cell order
-    shapes = [a.shape[1:] for a in arrays]
-    flat = [a.reshape(n, -1)[rows] for a in arrays]
-    int_like = [
-        bool(f.size == 0 or (np.array_equal(f, np.round(f)) and np.abs(f).max() * 16 * len(rows) < _EXACT_F32))
-        for f in flat
-    ]
-    widths = [f.shape[1] for f in flat]
-    m32 = np.concatenate([f for f, ok in zip(flat, int_like, strict=True) if ok] or [np.zeros((len(rows), 0))],
-                         axis=1).astype(np.float32)
-    m64 = np.concatenate([f for f, ok in zip(flat, int_like, strict=True) if not ok] or [np.zeros((len(rows), 0))],
-                         axis=1)
     rng = rng_for(seed, key)
-    chunk = max(1, min(n_boot, 4_000_000 // len(rows)))
-    parts: dict[str, dict[str, list[np.ndarray]]] = {g: {} for g in names}
-    with _one_blas_thread():
-        _replicate_groups(names, keys, shapes, widths, int_like, cells, bounds, m32, m64, statistic, parts,
-                          n_boot=n_boot, chunk=chunk, rng=rng)
-    for g in names:
-        out[g] = {m: _percentile_ci(np.concatenate(v), alpha) for m, v in parts[g].items()}
-    return out
-
-
-def _replicate_groups(
-    names: list[str], keys: list[str], shapes: list[tuple[int, ...]], widths: list[int], int_like: list[bool],
-    cells: np.ndarray, bounds: np.ndarray, m32: np.ndarray, m64: np.ndarray, statistic: Statistic,
-    parts: dict[str, dict[str, list[np.ndarray]]], *, n_boot: int, chunk: int, rng: np.random.Generator,
-) -> None:
+    chunk = max(1, min(n_boot, _WEIGHTS_PER_CHUNK // len(table.rows)))
+    parts: dict[str, dict[str, list[np.ndarray]]] = {g: {} for g in table.names}
     done = 0
-    while done < n_boot:
-        b = min(chunk, n_boot - done)
-        w = poisson_weights(m32.shape[0], b, rng)
-        w64 = w.astype(np.float64) if m64.shape[1] else None
-        cell_sums = []
-        for c in range(len(cells)):
-            lo, hi = bounds[c], bounds[c + 1]
-            s32 = (w[:, lo:hi] @ m32[lo:hi]).astype(np.float64)
-            s64 = w64[:, lo:hi] @ m64[lo:hi] if w64 is not None else np.zeros((b, 0))
-            cell_sums.append((s32, s64))
-        for gi, g in enumerate(names):
-            in_group = np.flatnonzero(cells[:, gi])
-            s32 = sum(cell_sums[c][0] for c in in_group)
-            s64 = sum(cell_sums[c][1] for c in in_group)
-            sums: dict[str, np.ndarray] = {}
-            i32 = i64 = 0
-            for k, shape, width, ok in zip(keys, shapes, widths, int_like, strict=True):
-                if ok:
-                    block = s32[:, i32 : i32 + width]
-                    i32 += width
-                else:
-                    block = s64[:, i64 : i64 + width]
-                    i64 += width
-                sums[k] = block[:, 0] if not shape else block.reshape((b,) + shape)
-            for metric, values in statistic(sums).items():
-                values = np.asarray(values, dtype=float)
-                if values.ndim == 1:
-                    parts[g].setdefault(metric, []).append(values)
-        done += b
+    with one_blas_thread():
+        while done < n_boot:
+            b = min(chunk, n_boot - done)
+            for g, sums in table.sums(poisson_weights(len(table.rows), b, rng)).items():
+                for metric, values in statistic(sums).items():
+                    values = np.asarray(values, dtype=float)
+                    if values.ndim == 1:
+                        parts[g].setdefault(metric, []).append(values)
+            done += b
+    for g in table.names:
+        out[g] = _percentile_cis({m: np.concatenate(v) for m, v in parts[g].items()}, alpha)
+    return out
 
 
 def bootstrap_ci(

@@ -22,7 +22,7 @@ reproduce the paper's case study (its Table "Case Study of Prediction Errors").
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Container, Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence, Set
 
 from pydantic import BaseModel, Field
 
@@ -77,7 +77,7 @@ def _occurrences(names: Sequence[str]) -> list[tuple[str, int]]:
     return out
 
 
-def _parameter_errors(gold: NormalGraph, pred: NormalGraph, absent: set[str]) -> list[str]:
+def _parameter_errors(gold: NormalGraph, pred: NormalGraph, absent: Set[str]) -> list[str]:
     # arguments are (name, value, ref) tuples (ArgPair or plain)
     pred_pos = {occ: i for i, occ in enumerate(_occurrences(pred.names))}
     wrong = []
@@ -85,12 +85,33 @@ def _parameter_errors(gold: NormalGraph, pred: NormalGraph, absent: set[str]) ->
         pi = pred_pos.get(occ)
         if pi is None:
             continue
-        g_args = Counter((a[0], a[1]) for a in gold.arguments[gi] if a[2] not in absent)
-        excused = sum(1 for a in gold.arguments[gi] if a[2] is not None and a[2] in absent)
-        p_args = Counter((a[0], a[1]) for a in pred.arguments[pi])
+        g_all, p_all = gold.arguments[gi], pred.arguments[pi]
+        if g_all == p_all:
+            continue  # the same arguments (excused ones included): nothing wrong
+        g_args = Counter((a[0], a[1]) for a in g_all if a[2] not in absent)
+        excused = sum(1 for a in g_all if a[2] is not None and a[2] in absent)
+        p_args = Counter((a[0], a[1]) for a in p_all)
         if (g_args - p_args) or sum((p_args - g_args).values()) > excused:
             wrong.append(occ[0])
     return wrong
+
+
+def _surplus(a: dict[str, int], b: dict[str, int]) -> list[str]:
+    """Sorted multiset difference a - b of two name counts."""
+    out: list[str] = []
+    for name, k in a.items():
+        d = k - b.get(name, 0)
+        if d > 0:
+            out.extend([name] * d)
+    out.sort()
+    return out
+
+
+def _counts(names: Sequence[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for n in names:
+        out[n] = out.get(n, 0) + 1
+    return out
 
 
 def classify(
@@ -123,15 +144,18 @@ def classify_graphs(
         return PredictionErrors(id=sample_id, labels=["parse_failure"], detail=detail)
     if g.names == p.names and g.links == p.links and g.arguments == p.arguments:
         return PredictionErrors(id=sample_id)  # identical graphs: nothing to find
-    gn, pn = Counter(g.names), Counter(p.names)
-    missing_tools = sorted((gn - pn).elements())
-    extra_tools = sorted((pn - gn).elements())
+    gn, pn = _counts(g.names), _counts(p.names)
+    missing_tools = _surplus(gn, pn)
+    extra_tools = _surplus(pn, gn)
     hallucinated = [n for n in p.names if n not in in_library and n not in gn]
     shared = gn.keys() & pn.keys()
-    g_links = {lk for lk in g.links if lk[0] in shared and lk[1] in shared}
-    p_links = {lk for lk in p.links if lk[0] in shared and lk[1] in shared}
-    wrong_links = sorted(p_links - g_links)
-    missing_links = sorted(g_links - p_links)
+    if g.links or p.links:
+        g_links = {lk for lk in g.links if lk[0] in shared and lk[1] in shared}
+        p_links = {lk for lk in p.links if lk[0] in shared and lk[1] in shared}
+        wrong_links = sorted(p_links - g_links)
+        missing_links = sorted(g_links - p_links)
+    else:
+        wrong_links, missing_links = [], []
     parameter_tools = _parameter_errors(g, p, gn.keys() - pn.keys())
     flags = {
         "missing_tool": missing_tools,
