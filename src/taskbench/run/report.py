@@ -156,7 +156,7 @@ def _facts(log: RunLog) -> list[tuple[str, str]]:
     for e in log.entries:
         facts.append((
             f"{e.model} · {e.dataset}",
-            f"{e.status}; {len(e.records)} records, {e.parse_failures} parse failures, {e.failures} failed calls, "
+            f"{e.status}; {len(e.records)} records, {e.parse_failures} without JSON, {e.failures} failed calls, "
             f"{e.cache_hits} cache hits; predict {e.predict_seconds:.1f} s, evaluate {e.evaluate_seconds:.1f} s",
         ))
     return facts
