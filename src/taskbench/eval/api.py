@@ -27,18 +27,22 @@ from .strict import (
     N_TOOLS,
     SPLITS,
     SampleScore,
+    compare_counts,
     compare_graphs,
     group_mask,
+    identical_counts,
     metrics_from_sums,
+    name_counts,
     output_types,
     parse_normal,
     per_tool_from_sums,
     prepare_gold,
+    same_graph,
     sample_table,
     split_groups,
     to_jsonable,
 )
-from .taxonomy import PredictionErrors, TaxonomySummary, classify_graphs, summarize
+from .taxonomy import PredictionErrors, TaxonomySummary, classify_counts, classify_graphs, summarize
 
 METRIC_NAMES = ("f1", "ed", "link", "argument", "rouge", "bertscore")
 DEFAULT_METRICS = ("f1", "ed", "link", "argument", "rouge")
@@ -143,12 +147,21 @@ def score_strict(
         scores: list[SampleScore] = []
         errors: list[PredictionErrors] = []
         pred_steps: list[str] = []
+        literals: dict[str, Any] = {}
         for item in gold:
-            status, error, p = parse_normal(by_id.get(item.id), library, dep, out_types)
+            status, error, p = parse_normal(by_id.get(item.id), library, dep, out_types, literals)
             g = item.graph
-            scores.append(SampleScore(item.id, item.split, item.n_tools, status, *compare_graphs(g, p, in_library),
-                                      error=error))
-            errors.append(classify_graphs(item.id, status, error, g, p, in_library))
+            if status != "ok":
+                counts = compare_graphs(g, p, in_library)
+                errors.append(classify_graphs(item.id, status, error, g, p, in_library))
+            elif same_graph(g, p):
+                counts = identical_counts(g, in_library)
+                errors.append(PredictionErrors(id=item.id))
+            else:
+                gc, pc = name_counts(g.names), name_counts(p.names)
+                counts = compare_counts(g, p, gc, pc, in_library)
+                errors.append(classify_counts(item.id, g, p, gc, pc, in_library))
+            scores.append(SampleScore(item.id, item.split, item.n_tools, status, *counts, error=error))
             pred_steps.append(p.steps)
         extra: dict[str, np.ndarray] = {}
         if "rouge" in metrics or "bertscore" in metrics:

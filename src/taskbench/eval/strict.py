@@ -223,26 +223,85 @@ def _plain_links(links: Any) -> list[tuple[str, str]] | None:
     return out
 
 
-def _literal(text: str) -> tuple[str, str, None]:
+def _literal(text: str, cache: dict[str, tuple[str, str, None]] | None = None) -> tuple[str, str, None]:
     """A literal resource argument: (content type, text)."""
     if "." not in text:
         return ("text", text, None)
-    return (content_type(text), text, None)
+    if cache is None:
+        return (content_type(text), text, None)
+    pair = cache.get(text)
+    if pair is None:
+        pair = cache[text] = (content_type(text), text, None)
+    return pair
+
+
+def _other_argument(a: Any, i: int, names: list[str], resource: bool, output_type: Mapping[str, str],
+                    links: list[tuple[str, str]], seen: set[tuple[str, str]]) -> tuple[Any, ...] | None | bool:
+    """A non-string argument (see :func:`normalise_record`): its (name, value, ref), None to skip it, False
+    when it is not plain. Adds the links of a named argument's ``<node-j>`` value."""
+    ta = type(a)
+    if ta is dict:
+        name = a.get("name")
+        if type(name) is str and "value" in a:  # a TaskArgument: (name, value), no reference
+            value = a["value"]
+            if resource and type(value) is str and "<node-" in value:
+                n = len(names)
+                for m in NODE_REF.findall(value):
+                    j = int(m)
+                    if j != i and j < n:
+                        key = (names[j], names[i])
+                        if key not in seen:
+                            seen.add(key)
+                            links.append(key)
+            return (name, _as_text(value), None)
+        if not a:
+            return ("text" if resource else "", "", None)
+        key0, value0 = next(iter(a.items()))
+        if not resource:
+            return (str(key0), _as_text(value0), None)
+        text = _as_text(value0)
+    elif ta is list or ta is int or ta is float or ta is bool or a is None:
+        text = _as_text(a)
+        if not resource:
+            return ("", text, None)
+    else:
+        return False
+    if "<node-" in text:  # the first reference only; these arguments make no links
+        m1 = NODE_REF.search(text)
+        if m1 is not None:
+            j = int(m1.group(1))
+            if j == i:
+                return None
+            if j < len(names):
+                src = names[j]
+                return (output_type.get(src, "other"), src, src)
+    return _literal(text)
 
 
 def normalise_record(
-    result: Mapping[str, Any], resource: bool, output_type: Mapping[str, str]
+    result: Mapping[str, Any],
+    resource: bool,
+    output_type: Mapping[str, str],
+    cache: dict[str, tuple[str, str, None]] | None = None,
 ) -> NormalGraph | None:
     """:func:`normalise_graph` of ``TaskGraph.model_validate(result)`` straight from the raw dict, or None
     when the record is not in a plain shape (then use the model path). ``output_type``: tool name -> first
-    output type for library tools (others count as ``other``)."""
+    output type for library tools (others count as ``other``); ``cache``: a dict reused across calls for
+    literal arguments."""
     nodes = result.get("task_nodes", [])
     if type(nodes) is not list:
         return None
-    raw_links = result.get("task_links", [])
-    links = _plain_links(raw_links)  # validated in both kinds (the model rejects bad links either way)
-    if links is None:
-        return None
+    raw_links = result.get("task_links")
+    if not raw_links:
+        if raw_links is not None and type(raw_links) is not list:
+            return None  # e.g. "" or {}: the model rejects them
+        links: list[tuple[str, str]] = []
+    else:
+        links = _plain_links(raw_links)  # validated in both kinds (the model rejects bad links either way)
+        if links is None:
+            return None
+    if "task_links" in result and raw_links is None:
+        return None  # an explicit null is not a list
     steps = _steps_text(result.get("task_steps"))
     if steps is None:
         return None
@@ -265,79 +324,50 @@ def normalise_record(
         raw_args.append(args)
     n = len(names)
     arguments: list[list[Any]] = []
+    seen: set[tuple[str, str]] = set()
     if resource:
         links = []
-        seen: set[tuple[str, str]] = set()
+        get_type = output_type.get
         for i, args in enumerate(raw_args):
             pairs: list[Any] = []
             for a in args:
-                ta = type(a)
-                refs_text = None  # the text whose <node-j> references make links (str and named values)
-                if ta is str:
-                    text = refs_text = a
-                elif ta is dict:
-                    name = a.get("name")
-                    if type(name) is str and "value" in a:  # a TaskArgument: (name, value), no reference
-                        value = a["value"]
-                        pairs.append((name, _as_text(value), None))
-                        if type(value) is str and "<node-" in value:
-                            refs_text = value
-                            for m in NODE_REF.findall(refs_text):
+                if type(a) is str:
+                    if "<node-" in a:
+                        refs = NODE_REF.findall(a)
+                        if refs:
+                            for m in refs:
                                 j = int(m)
                                 if j != i and j < n:
                                     key = (names[j], names[i])
                                     if key not in seen:
                                         seen.add(key)
                                         links.append(key)
-                        continue
-                    if not a:
-                        pairs.append(("text", "", None))
-                        continue
-                    text = _as_text(next(iter(a.values())))
-                elif ta is list or ta is int or ta is float or ta is bool or a is None:
-                    text = _as_text(a)
-                else:
+                            j = int(refs[0])
+                            if j == i:
+                                continue  # a self-reference carries nothing
+                            if j < n:
+                                src = names[j]
+                                pairs.append((get_type(src, "other"), src, src))
+                                continue
+                    pairs.append(_literal(a, cache))
+                    continue
+                pair = _other_argument(a, i, names, True, output_type, links, seen)
+                if pair is False:
                     return None
-                if "<node-" in text:
-                    if refs_text is not None:
-                        for m in NODE_REF.findall(refs_text):
-                            j = int(m)
-                            if j != i and j < n:
-                                key = (names[j], names[i])
-                                if key not in seen:
-                                    seen.add(key)
-                                    links.append(key)
-                    m1 = NODE_REF.search(text)
-                    if m1 is not None:
-                        j = int(m1.group(1))
-                        if j == i:
-                            continue
-                        if j < n:
-                            src = names[j]
-                            pairs.append((output_type.get(src, "other"), src, src))
-                            continue
-                pairs.append(_literal(text))
+                if pair is not None:
+                    pairs.append(pair)
             arguments.append(pairs)
     else:
-        for args in raw_args:
+        for i, args in enumerate(raw_args):
             pairs = []
             for a in args:
-                ta = type(a)
-                if ta is str:
+                if type(a) is str:
                     pairs.append(("", a, None))
-                elif ta is dict:
-                    name = a.get("name")
-                    if type(name) is str and "value" in a:
-                        pairs.append((name, _as_text(a["value"]), None))
-                    elif not a:
-                        pairs.append(("", "", None))
-                    else:
-                        key, value = next(iter(a.items()))
-                        pairs.append((str(key), _as_text(value), None))
-                elif ta is list or ta is int or ta is float or ta is bool or a is None:
-                    pairs.append(("", _as_text(a), None))
-                else:
+                    continue
+                pair = _other_argument(a, i, names, False, output_type, links, seen)
+                if pair is False:
                     return None
+                pairs.append(pair)
             arguments.append(pairs)
     return NormalGraph(names, links, arguments, steps)
 
@@ -400,48 +430,78 @@ def _ned(gold: Sequence[str], pred: Sequence[str]) -> float:
     return float(Indel.normalized_distance(g, p))
 
 
-def _counts(names: Sequence[str]) -> dict[str, int]:
+def name_counts(names: Sequence[str]) -> dict[str, int]:
+    """How often each tool name occurs."""
     out: dict[str, int] = {}
     for n in names:
         out[n] = out.get(n, 0) + 1
     return out
 
 
-def compare_graphs(
-    g: NormalGraph, p: NormalGraph, in_library: Container[str]
+def same_graph(g: NormalGraph, p: NormalGraph) -> bool:
+    """True when two normalised graphs have the same tools, links and arguments (steps aside)."""
+    return g.names == p.names and g.links == p.links and g.arguments == p.arguments
+
+
+def identical_counts(g: NormalGraph, in_library: Container[str]) -> tuple[Any, ...]:
+    """:func:`compare_graphs` of a graph with itself."""
+    n_args = sum(map(len, g.arguments))
+    n_links = len(set(g.links))
+    tool_counts = {name: (k, 0, 0) for name, k in name_counts(g.names).items() if name in in_library}
+    return ((len(g.names), 0, 0), (n_links, 0, 0), (n_args, 0, 0), (n_args, 0, 0), 0.0, True, n_links > 0, True,
+            True, tool_counts, [])
+
+
+def compare_counts(
+    g: NormalGraph, p: NormalGraph, gc: Mapping[str, int], pc: Mapping[str, int], in_library: Container[str]
 ) -> tuple[Any, ...]:
-    """Every per-sample count of gold ``g`` vs prediction ``p`` (normalised graphs): ``(node, link, arg_name,
-    arg_value, ned, node_set_match, edge_defined, edge_set_match, graph_match, tool_counts, hallucinated)``.
-    Nodes and arguments are multisets, links sets; ``tool_counts`` covers library tools only."""
+    """:func:`compare_graphs` for two graphs that differ, given their tool name counts ``gc``/``pc``."""
     gnames, pnames = g.names, p.names
-    if gnames == pnames and g.links == p.links and g.arguments == p.arguments:  # the same graph
-        n_args = sum(map(len, g.arguments))
-        n_links = len(set(g.links))
-        tool_counts = {name: (k, 0, 0) for name, k in _counts(gnames).items() if name in in_library}
-        full = (len(gnames), 0, 0)
-        return (full, (n_links, 0, 0), (n_args, 0, 0), (n_args, 0, 0), 0.0, True, n_links > 0, True, True,
-                tool_counts, [])
-    gc, pc = _counts(gnames), _counts(pnames)
-    n_tp = _multiset_tp(gnames, pnames)
+    n_tp = 0
+    tool_counts: dict[str, tuple[int, int, int]] = {}
+    for name, gk in gc.items():
+        pk = pc.get(name, 0)
+        tp = gk if gk < pk else pk
+        n_tp += tp
+        if name in in_library:
+            tool_counts[name] = (tp, pk - tp, gk - tp)
+    for name, pk in pc.items():
+        if name not in gc and name in in_library:
+            tool_counts[name] = (0, pk, 0)
     node_match = n_tp == len(gnames) == len(pnames)
     gl, pl = set(g.links), set(p.links)
     l_tp = len(gl & pl)
     edge_match = l_tp == len(gl) == len(pl)
-    g_args = [(t, a[0]) for t, args in zip(gnames, g.arguments, strict=True) for a in args]
-    p_args = [(t, a[0]) for t, args in zip(pnames, p.arguments, strict=True) for a in args]
-    g_vals = [(t, a[0], a[1]) for t, args in zip(gnames, g.arguments, strict=True) for a in args]
-    p_vals = [(t, a[0], a[1]) for t, args in zip(pnames, p.arguments, strict=True) for a in args]
-    tool_counts = {}
-    for name in gc.keys() | pc.keys():
-        if name in in_library:
-            gk, pk = gc.get(name, 0), pc.get(name, 0)
-            tp = min(gk, pk)
-            tool_counts[name] = (tp, pk - tp, gk - tp)
+    # arguments: (tool, name) and (tool, name, value) multisets
+    names_left: dict[tuple[str, str], int] = {}
+    values_left: dict[tuple[str, str, str], int] = {}
+    n_gold = 0
+    for t, args in zip(gnames, g.arguments, strict=True):
+        for a in args:
+            k2 = (t, a[0])
+            names_left[k2] = names_left.get(k2, 0) + 1
+            k3 = (t, a[0], a[1])
+            values_left[k3] = values_left.get(k3, 0) + 1
+        n_gold += len(args)
+    tp_name = tp_value = n_pred = 0
+    for t, args in zip(pnames, p.arguments, strict=True):
+        n_pred += len(args)
+        for a in args:
+            k2 = (t, a[0])
+            c = names_left.get(k2)
+            if c:
+                names_left[k2] = c - 1
+                tp_name += 1
+            k3 = (t, a[0], a[1])
+            c = values_left.get(k3)
+            if c:
+                values_left[k3] = c - 1
+                tp_value += 1
     return (
         (n_tp, len(pnames) - n_tp, len(gnames) - n_tp),
         (l_tp, len(pl) - l_tp, len(gl) - l_tp),
-        _prf_counts(g_args, p_args),
-        _prf_counts(g_vals, p_vals),
+        (tp_name, n_pred - tp_name, n_gold - tp_name),
+        (tp_value, n_pred - tp_value, n_gold - tp_value),
         _ned(gnames, pnames),
         node_match,
         bool(gl),
@@ -450,6 +510,17 @@ def compare_graphs(
         tool_counts,
         [n for n in pnames if n not in in_library and n not in gc],
     )
+
+
+def compare_graphs(
+    g: NormalGraph, p: NormalGraph, in_library: Container[str]
+) -> tuple[Any, ...]:
+    """Every per-sample count of gold ``g`` vs prediction ``p`` (normalised graphs): ``(node, link, arg_name,
+    arg_value, ned, node_set_match, edge_defined, edge_set_match, graph_match, tool_counts, hallucinated)``.
+    Nodes and arguments are multisets, links sets; ``tool_counts`` covers library tools only."""
+    if same_graph(g, p):
+        return identical_counts(g, in_library)
+    return compare_counts(g, p, name_counts(g.names), name_counts(p.names), in_library)
 
 
 def score_sample(
@@ -564,6 +635,7 @@ def prepare_gold(
     out_types = output_types(library)
     out: list[GoldItem] = []
     first: dict[str, int] = {}
+    literals: dict[str, Any] = {}
     for index, rec in enumerate(samples):
         if isinstance(rec, Sample):
             if alignment_ids is None or rec.id in alignment_ids:
@@ -589,7 +661,7 @@ def prepare_gold(
             type(split) is str and split in _SPLIT_NAMES
             and "tool_nodes" not in rec and "tool_steps" not in rec and "tool_links" not in rec
         ):
-            g = normalise_record(rec, resource, out_types)
+            g = normalise_record(rec, resource, out_types, literals)
         if g is None:  # an unusual shape: let the model decide (and name the line of an error)
             sample = parse_sample(
                 {k: rec[k] for k in _SCORED_KEYS if k in rec}, path=path, line=_line_of(path, index)
@@ -605,13 +677,14 @@ def parse_normal(
     library: ToolLibrary,
     dependency: str,
     out_types: Mapping[str, str],
+    cache: dict[str, Any] | None = None,
 ) -> tuple[ParseStatus, str | None, NormalGraph]:
     """``(status, error, normalised graph)`` of one prediction record: the same as :func:`parse_strict`
     followed by :func:`normalise_graph`, from the raw record when it is in a plain shape."""
     if record is not None:
         result = record.get("result")
         if isinstance(result, dict) and isinstance(result.get("task_nodes"), list):
-            g = normalise_record(result, dependency == "resource", out_types)
+            g = normalise_record(result, dependency == "resource", out_types, cache)
             if g is not None:
                 return "ok", None, g
     parsed = parse_strict("", record)
@@ -774,10 +847,13 @@ __all__ = [
     "ParsedPrediction",
     "SPLITS",
     "SampleScore",
+    "compare_counts",
     "compare_graphs",
     "content_type",
     "group_mask",
+    "identical_counts",
     "metrics_from_sums",
+    "name_counts",
     "normalise_graph",
     "normalise_record",
     "output_types",
@@ -788,6 +864,7 @@ __all__ = [
     "sample_table",
     "score_normalised",
     "score_sample",
+    "same_graph",
     "split_groups",
     "to_jsonable",
 ]

@@ -22,12 +22,12 @@ reproduce the paper's case study (its Table "Case Study of Prediction Errors").
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Container, Iterable, Sequence, Set
+from collections.abc import Container, Iterable, Mapping, Sequence, Set
 
 from pydantic import BaseModel, Field
 
 from ..schema import Sample, ToolLibrary
-from .strict import NormalGraph, ParsedPrediction, normalise_graph
+from .strict import NormalGraph, ParsedPrediction, name_counts, normalise_graph, same_graph
 
 CATEGORIES = (
     "missing_prediction",
@@ -96,7 +96,7 @@ def _parameter_errors(gold: NormalGraph, pred: NormalGraph, absent: Set[str]) ->
     return wrong
 
 
-def _surplus(a: dict[str, int], b: dict[str, int]) -> list[str]:
+def _surplus(a: Mapping[str, int], b: Mapping[str, int]) -> list[str]:
     """Sorted multiset difference a - b of two name counts."""
     out: list[str] = []
     for name, k in a.items():
@@ -104,13 +104,6 @@ def _surplus(a: dict[str, int], b: dict[str, int]) -> list[str]:
         if d > 0:
             out.extend([name] * d)
     out.sort()
-    return out
-
-
-def _counts(names: Sequence[str]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for n in names:
-        out[n] = out.get(n, 0) + 1
     return out
 
 
@@ -142,9 +135,16 @@ def classify_graphs(
         return PredictionErrors(id=sample_id, labels=["missing_prediction"], detail=detail)
     if status == "parse_error" or g is None or p is None:
         return PredictionErrors(id=sample_id, labels=["parse_failure"], detail=detail)
-    if g.names == p.names and g.links == p.links and g.arguments == p.arguments:
+    if same_graph(g, p):
         return PredictionErrors(id=sample_id)  # identical graphs: nothing to find
-    gn, pn = _counts(g.names), _counts(p.names)
+    return classify_counts(sample_id, g, p, name_counts(g.names), name_counts(p.names), in_library)
+
+
+def classify_counts(
+    sample_id: str, g: NormalGraph, p: NormalGraph, gn: Mapping[str, int], pn: Mapping[str, int],
+    in_library: Container[str],
+) -> PredictionErrors:
+    """The labels of a parsed prediction ``p`` that differs from gold ``g``, given their tool name counts."""
     missing_tools = _surplus(gn, pn)
     extra_tools = _surplus(pn, gn)
     hallucinated = [n for n in p.names if n not in in_library and n not in gn]
@@ -193,6 +193,7 @@ __all__ = [
     "PredictionErrors",
     "TaxonomySummary",
     "classify",
+    "classify_counts",
     "classify_graphs",
     "classify_normalised",
     "summarize",
