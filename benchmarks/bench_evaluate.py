@@ -1,4 +1,4 @@
-"""Benchmark: reference-compatible evaluation of a TaskBench-sized prediction file.
+"""Benchmark: `taskbench evaluate` (strict and --compat) on a TaskBench-sized prediction file.
 
 Makes a synthetic data set the size of the TaskBench multimedia release (8,904 samples; tool library from
 ../shared/reference/taskbench/multimedia/tool_desc.json when present, else a built-in one), gold graphs
@@ -9,15 +9,16 @@ missing ``result`` key, missing ids). It writes ``data.json``, ``tool_desc.json`
 to a temporary directory and times, each in a fresh Python process (best of ``--repeat``):
 
 (a) merely reading the two JSON Lines files with ``json.loads``;
-(b) the whole evaluation: all splits x all tool counts (mode add) with ROUGE, compat mode. ``--via cli``
-    runs ``python -m taskbench evaluate ... --compat``; ``--via api`` runs ``python -c`` that reads the files
-    with ``taskbench.dataset.layout.read_raw_records`` (what the CLI uses) and calls
-    ``taskbench.eval.evaluate_compat``; ``auto`` (default) uses the CLI when it has ``--compat``.
+(b) ``python -m taskbench evaluate --data DIR --predictions PRED.jsonl -o OUT``: the default strict mode (all
+    splits x all tool counts, mode add, ROUGE, bootstrap 95% CIs for every group);
+(c) the same with ``--compat`` (the reference evaluator's numbers).
 
-It prints samples/s for (b) and the ratio (b)/(a) (target: <= 5).
+The commands take turns in every round (so all see the same machine load); the best wall and the best CPU
+time of each are kept. It prints both, the ratios to (a) (target: <= 5) and the load average. ``--via api``
+times ``read_raw_records`` + ``evaluate()`` + ``write_metrics`` instead of the CLI.
 
     .venv/bin/python benchmarks/bench_evaluate.py            # 8,904 samples
-    .venv/bin/python benchmarks/bench_evaluate.py -n 2000 --via api --keep /tmp/bench
+    .venv/bin/python benchmarks/bench_evaluate.py -n 2000 --modes strict --keep /tmp/bench
 """
 
 from __future__ import annotations
@@ -258,32 +259,30 @@ def _run(cmd: list[str]) -> tuple[float, float]:
     return wall, cpu
 
 
-def _time_pair(cmd_a: list[str], cmd_b: list[str], repeat: int) -> list[tuple[float, float]]:
-    """Best (wall, CPU) seconds of each command; runs alternate so both see the same machine load."""
-    best = [(float("inf"), float("inf")), (float("inf"), float("inf"))]
+def time_commands(cmds: dict[str, list[str]], repeat: int) -> dict[str, tuple[float, float]]:
+    """Best wall and best CPU seconds of each command; the commands take turns in every round, so all of them
+    see the same machine load."""
+    best = {name: (float("inf"), float("inf")) for name in cmds}
     for _ in range(repeat):
-        for k, cmd in enumerate((cmd_a, cmd_b)):
+        for name, cmd in cmds.items():
             wall, cpu = _run(cmd)
-            best[k] = (min(best[k][0], wall), min(best[k][1], cpu))
+            best[name] = (min(best[name][0], wall), min(best[name][1], cpu))
     return best
 
 
 _READ = "import json,sys\nfor p in sys.argv[1:]:\n    [json.loads(line) for line in open(p)]\n"
 _API = """import json, sys
 from taskbench.dataset.layout import read_raw_records
-from taskbench.eval import evaluate_compat
+from taskbench.eval.api import evaluate, write_metrics
 from taskbench.graph.loaders import load_tool_library
 
-def main(data_dir, pred_path, out):
+def main(data_dir, pred_path, out, mode):
     gold = read_raw_records(data_dir + "/data.json")
     preds = read_raw_records(pred_path)
     lib = load_tool_library(data_dir + "/tool_desc.json")
-    res = evaluate_compat(gold, preds, lib, splits=("all",), n_tools=("all",), mode="add",
-                          metrics=("f1", "ed", "link", "argument", "rouge"))
-    with open(out, "w") as f:
-        json.dump(res.metrics, f, indent=2)
+    write_metrics(evaluate(gold, preds, lib, mode=mode, gold_path=data_dir + "/data.json"), out)
 
-main(*sys.argv[1:4])
+main(*sys.argv[1:5])
 """
 
 
@@ -317,24 +316,18 @@ def compare_rouge(data_dir: Path, pred_path: Path, limit: int) -> None:
     )
 
 
-def cli_has_compat(python: str) -> bool:
-    """True when ``taskbench evaluate`` exists and has a --compat flag."""
-    proc = subprocess.run(
-        [python, "-m", "taskbench", "evaluate", "--help"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={**os.environ, "COLUMNS": "200"},
-    )
-    return proc.returncode == 0 and "--compat" in proc.stdout
+def _load() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-n", "--samples", type=int, default=N_SAMPLES, help="number of gold samples")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--repeat", type=int, default=5, help="timed runs per measurement (best is kept)")
-    ap.add_argument("--via", choices=["auto", "cli", "api"], default="auto")
+    ap.add_argument("--repeat", type=int, default=5, help="timed runs per command (the best is kept)")
+    ap.add_argument("--via", choices=["cli", "api"], default="cli",
+                    help="cli: `python -m taskbench evaluate`; api: read_raw_records + evaluate() + write_metrics")
+    ap.add_argument("--modes", default="strict,compat", help="comma list of strict, compat (default both)")
     ap.add_argument("--keep", type=Path, help="write the data here and keep it (default: a temp dir)")
     ap.add_argument(
         "--rouge",
@@ -345,68 +338,56 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
     python = sys.executable
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    if not modes or any(m not in ("strict", "compat") for m in modes):
+        ap.error("--modes takes strict and/or compat")
 
     with tempfile.TemporaryDirectory() as tmp:
         directory = args.keep or Path(tmp)
         data_dir, pred_path = write_dataset(directory, args.samples, args.seed)
         n_preds = sum(1 for _ in open(pred_path))
-        out = directory / "metrics.json"
-        via = args.via
-        if via == "auto":
-            via = "cli" if cli_has_compat(python) else "api"
-        if via == "cli":
-            cmd = [
-                python,
-                "-m",
-                "taskbench",
-                "evaluate",
-                "--data",
-                str(data_dir),
-                "--predictions",
-                str(pred_path),
-                "--compat",
-                "--splits",
-                "all",
-                "--n-tools",
-                "all",
-                "--mode",
-                "add",
-                "--metrics",
-                "f1,ed,link,argument,rouge",
-                "-o",
-                str(out),
-            ]
-        else:
-            cmd = [python, "-c", _API, str(data_dir), str(pred_path), str(out)]
-        (t_read, c_read), (t_eval, c_eval) = _time_pair(
-            [python, "-c", _READ, str(data_dir / "data.json"), str(pred_path)], cmd, args.repeat
-        )
-        groups = json.loads(out.read_text())
-        overall = groups.get("overall_overall", groups)
+        cmds = {"read": [python, "-c", _READ, str(data_dir / "data.json"), str(pred_path)]}
+        outputs = {}
+        for mode in modes:
+            out = outputs[mode] = directory / f"metrics-{mode}.json"
+            if args.via == "cli":
+                cmd = [python, "-m", "taskbench", "evaluate", "--data", str(data_dir), "--predictions", str(pred_path),
+                       "-o", str(out)]
+                cmds[mode] = cmd + (["--compat"] if mode == "compat" else [])
+            else:
+                cmds[mode] = [python, "-c", _API, str(data_dir), str(pred_path), str(out), mode]
+        load_before = _load()
+        best = time_commands(cmds, args.repeat)
+        load_after = _load()
         size_mb = ((data_dir / "data.json").stat().st_size + pred_path.stat().st_size) / 1e6
-        print(f"samples: {args.samples} gold, {n_preds} predictions ({size_mb:.1f} MB of JSON Lines)")
-        how = (
-            "python -m taskbench evaluate --compat" if via == "cli" else "python -c ... evaluate_compat(...)"
-        )
-        print(
-            f"(a) bare read of both files with json.loads, fresh process: {t_read:6.3f} s wall, {c_read:6.3f} s CPU"
-        )
-        print(
-            f"(b) evaluation via {via} ({how}), {len(groups)} groups + ROUGE, fresh process: "
-            f"{t_eval:6.3f} s wall, {c_eval:6.3f} s CPU"
-        )
-        print(f"    = {args.samples / t_eval:,.0f} samples/s (wall)")
-        print(
-            f"ratio (b)/(a): {t_eval / t_read:.2f} wall, {c_eval / c_read:.2f} CPU (target <= 5; best of {args.repeat})"
-        )
+        t_read, c_read = best["read"]
+        print(f"samples: {args.samples} gold, {n_preds} predictions ({size_mb:.1f} MB of JSON Lines); "
+              f"best of {args.repeat} fresh processes, run in turns; load average {load_before} -> {load_after} "
+              f"on {os.cpu_count()} CPUs")
+        how = {
+            "strict": "taskbench evaluate (strict, defaults)" if args.via == "cli" else "evaluate(mode='strict')",
+            "compat": "taskbench evaluate --compat" if args.via == "cli" else "evaluate(mode='compat')",
+        }
+        print(f"{'':42s} {'wall s':>7s} {'CPU s':>7s} {'wall x':>7s} {'CPU x':>7s} {'samples/s':>10s}")
+        print(f"{'(a) bare json.loads read of both files':42s} {t_read:7.3f} {c_read:7.3f} {1:7.2f} {1:7.2f}")
+        for k, mode in enumerate(modes):
+            wall, cpu = best[mode]
+            print(f"{f'({chr(98 + k)}) ' + how[mode]:42s} {wall:7.3f} {cpu:7.3f} {wall / t_read:7.2f} "
+                  f"{cpu / c_read:7.2f} {args.samples / wall:10,.0f}")
+        print("target: each ratio to (a) <= 5 (all splits x tool counts, mode add, ROUGE; strict with bootstrap CIs)")
+        if "strict" in outputs:
+            doc = json.loads(outputs["strict"].read_text())
+            g = doc["groups"]["overall_overall"]
+            ci = g["ci"].get("node_micro_f1")
+            print(f"strict overall: node micro F1 {g['metrics']['node_micro_f1']:.4f} (95% CI "
+                  f"{ci[0]:.4f}-{ci[1]:.4f}, {doc['bootstrap']} replicates), {len(doc['groups'])} groups, "
+                  f"parse failures {g['metrics']['parse_failure_rate']:.3f}")
+        if "compat" in outputs:
+            c = json.loads(outputs["compat"].read_text())["overall_overall"]
+            print(f"compat overall: rouge1 {c['step_rouge1']:.4f}, node micro F1 "
+                  f"{c['node_micro_f1_no_matching']:.4f}, supports {c['node_supports']}/{c['all_samples']}")
         if args.rouge:
             compare_rouge(data_dir, pred_path, args.rouge)
-        if isinstance(overall, dict) and "step_rouge1" in overall:
-            print(
-                f"overall: rouge1 {overall['step_rouge1']:.4f}, node micro F1 "
-                f"{overall['node_micro_f1_no_matching']:.4f}, supports {overall['node_supports']}/"
-                f"{overall['all_samples']}"
-            )
     return 0
 
 
