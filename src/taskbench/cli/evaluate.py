@@ -21,19 +21,10 @@ DEP_HELP = "Override the dataset's dependency kind: resource (links from <node-j
 
 
 def _load(data: Path, dependency: str | None, alignment: str | None):  # noqa: ANN202
-    """(library, raw gold records, gold file, alignment ids or None) of a dataset directory.
-
-    Reads only what scoring needs: the tool library, data.json once as plain records (strict mode checks the
-    fields it scores, compat reads them as the reference does) and alignment_ids.json when asked for."""
+    """(library, gold file, alignment ids or None) of a dataset directory: reads the tool library and, when
+    asked for, alignment_ids.json (scoring reads the gold file itself, see :func:`_records`)."""
     from ..dataset.jsonio import read_json
-    from ..dataset.layout import (
-        ALIGNMENT_FILE,
-        GRAPH_FILE,
-        TOOL_FILE,
-        Dataset,
-        find_data_file,
-        read_raw_records,
-    )
+    from ..dataset.layout import ALIGNMENT_FILE, GRAPH_FILE, TOOL_FILE, Dataset, find_data_file
     from ..errors import InputError
     from ..graph.loaders import load_tool_library
 
@@ -50,7 +41,27 @@ def _load(data: Path, dependency: str | None, alignment: str | None):  # noqa: A
     if alignment:
         doc = read_json(data / ALIGNMENT_FILE) if (data / ALIGNMENT_FILE).is_file() else None
         ids = Dataset(root=data, library=library, alignment_ids=doc).aligned_ids(alignment)
-    return library, read_raw_records(data_path), data_path, ids
+    return library, data_path, ids
+
+
+def _records(path: Path, *, stream: bool):  # noqa: ANN202
+    """The JSON objects of a JSON Lines (or parquet) file: a list, or with ``stream`` a one-pass iterator (the
+    strict scorer normalises each record as it comes, so the parsed file is never held in memory at once)."""
+    from ..dataset.layout import read_raw_records
+
+    if not stream or str(path).endswith(".parquet"):
+        return read_raw_records(path)
+    return _stream(path)
+
+
+def _stream(path: Path):  # noqa: ANN202
+    from ..dataset.jsonio import iter_jsonl
+    from ..errors import InputError
+
+    for line, record in iter_jsonl(path):
+        if not isinstance(record, dict):
+            raise InputError("expected a JSON object per line", path=path, line=line)
+        yield record
 
 
 def _choices(splits: str, n_tools: str, metrics: str | None):  # noqa: ANN202
@@ -98,7 +109,6 @@ def evaluate_command(
 
         taskbench evaluate --data data/multimedia --predictions preds/gpt-4.jsonl --both -o metrics/gpt-4.json
     """
-    from ..dataset.layout import read_raw_records
     from ..errors import ConfigError
     from ..eval.api import evaluate, write_metrics
     from ..eval.runtime import gc_paused
@@ -112,10 +122,12 @@ def evaluate_command(
         raise ConfigError("--bootstrap must be >= 0")
     split_list, n_list, metric_list = _choices(splits, n_tools, metrics)
     with gc_paused():  # the parsed JSON is millions of objects no collection needs to walk
-        library, gold, data_path, ids = _load(data, dependency, alignment)
-        preds = read_raw_records(predictions)
+        library, data_path, ids = _load(data, dependency, alignment)
+        stream = run_mode == "strict"  # compat reads the gold records as they are: it keeps them
+        gold = _records(data_path, stream=stream)
+        preds = _records(predictions, stream=stream)
         result = evaluate(
-            gold, preds, library, mode=run_mode, gold_records=gold, gold_path=data_path,
+            gold, preds, library, mode=run_mode, gold_records=None if stream else gold, gold_path=data_path,
             dependency=dependency, splits=split_list, n_tools=n_list, group_mode=mode, metrics=metric_list,
             alignment_ids=ids, bootstrap=bootstrap, seed=seed, bertscore_model=bertscore_model,
         )
@@ -173,7 +185,6 @@ def compare_command(
     from rich.console import Console
 
     from ..dataset.jsonio import write_json
-    from ..dataset.layout import read_raw_records
     from ..errors import ConfigError
     from ..eval.api import compare_predictions
     from ..eval.runtime import gc_paused
@@ -185,9 +196,10 @@ def compare_command(
         raise ConfigError("--bootstrap and --permutations must be >= 0")
     split_list, n_list, metric_list = _choices(splits, n_tools, metrics)
     with gc_paused():
-        library, gold, data_path, ids = _load(data, dependency, alignment)
+        library, data_path, ids = _load(data, dependency, alignment)
         result = compare_predictions(
-            gold, read_raw_records(a), read_raw_records(b), library, names=(a.stem, b.stem),
+            _records(data_path, stream=False), _records(a, stream=True), _records(b, stream=True), library,
+            names=(a.stem, b.stem),
             dependency=dependency, splits=split_list, n_tools=n_list, group_mode=mode, metrics=metric_list,
             alignment_ids=ids, n_boot=n_boot, n_perm=n_perm, seed=seed, gold_path=data_path,
         )

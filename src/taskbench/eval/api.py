@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -107,24 +107,35 @@ class ScoredSet:
     tool_names: list[str]
 
 
-def _index_predictions(records: Sequence[Mapping[str, Any]]) -> tuple[dict[str, Mapping[str, Any]], list[str]]:
-    out: dict[str, Mapping[str, Any]] = {}
+def _index_predictions(
+    records: Iterable[Mapping[str, Any]], wanted: Mapping[str, Any], parse: Callable[[Mapping[str, Any]], Any]
+) -> tuple[dict[str, Any], list[str], set[str]]:
+    """``{id: parse(record)}`` for the ids in ``wanted`` (the last record of an id wins, as in the reference),
+    the ids given more than once, and the ids not wanted. Each record is parsed as it comes, so a stream of
+    records never has to be held in memory."""
+    out: dict[str, Any] = {}
     dups: list[str] = []
+    seen: set[str] = set()
+    unmatched: set[str] = set()
     for rec in records:
         if "id" not in rec:
             continue
         key = rec["id"]
         if type(key) is not str:
             key = str(key)
-        if key in out:
+        if key in seen:
             dups.append(key)
-        out[key] = rec  # the last record of an id wins, as in the reference
-    return out, dups
+        seen.add(key)
+        if key in wanted:
+            out[key] = parse(rec)
+        else:
+            unmatched.add(key)
+    return out, dups, unmatched
 
 
 def score_strict(
-    samples: Sequence[Sample] | Sequence[Mapping[str, Any]],
-    records: Sequence[Mapping[str, Any]],
+    samples: Iterable[Sample] | Iterable[Mapping[str, Any]],
+    records: Iterable[Mapping[str, Any]],
     library: ToolLibrary,
     *,
     dependency: str | None = None,
@@ -136,20 +147,25 @@ def score_strict(
     """Parse and score each gold sample once.
 
     ``samples``: :class:`Sample` objects or the raw ``data.json`` records (read as :func:`prepare_gold` says;
-    ``gold_path`` names the file in errors). ``bertscorer`` (a :class:`~taskbench.eval.bertscore.BertScorer`)
-    is needed when ``metrics`` holds ``bertscore``."""
+    ``gold_path`` names the file in errors). Both ``samples`` and the prediction ``records`` may be one-pass
+    iterators (each record is normalised as it comes and not kept). ``bertscorer`` (a
+    :class:`~taskbench.eval.bertscore.BertScorer`) is needed when ``metrics`` holds ``bertscore``."""
     dep = dependency or library.dependency
     in_library = {name: i for i, name in enumerate(library.names)}
     out_types = output_types(library)
+    literals: dict[str, Any] = {}
     with gc_paused():
         gold = prepare_gold(samples, library, dep, alignment_ids=alignment_ids, path=gold_path)
-        by_id, dups = _index_predictions(records)
+        by_id, dups, unmatched = _index_predictions(
+            records, {item.id: None for item in gold},
+            lambda rec: parse_normal(rec, library, dep, out_types, literals),
+        )
+        missing = parse_normal(None, library, dep, out_types)
         scores: list[SampleScore] = []
         errors: list[PredictionErrors] = []
         pred_steps: list[str] = []
-        literals: dict[str, Any] = {}
         for item in gold:
-            status, error, p = parse_normal(by_id.get(item.id), library, dep, out_types, literals)
+            status, error, p = by_id.get(item.id, missing)
             g = item.graph
             if status != "ok":
                 counts = compare_graphs(g, p, in_library)
@@ -176,7 +192,6 @@ def score_strict(
                     raise ConfigError("metric 'bertscore' needs a BERTScore model (bertscorer=...)")
                 for key, values in bertscorer.score(pred_steps, refs).items():
                     extra[f"step_bertscore_{key}"] = values
-        gold_ids = {item.id for item in gold}
         return ScoredSet(
             ids=[item.id for item in gold],
             splits=np.array([item.split for item in gold], dtype=object),
@@ -184,7 +199,7 @@ def score_strict(
             columns=sample_table(scores, library, extra),
             scores=scores,
             errors=errors,
-            unmatched_ids=sorted(set(by_id) - gold_ids),
+            unmatched_ids=sorted(unmatched),
             duplicate_ids=sorted(set(dups)),
             tool_names=library.names,
         )
@@ -324,8 +339,8 @@ def _strict_json(result: StrictResult) -> dict[str, Any]:
 
 
 def evaluate(
-    samples: Sequence[Sample] | Sequence[Mapping[str, Any]],
-    predictions: Sequence[Mapping[str, Any]],
+    samples: Iterable[Sample] | Iterable[Mapping[str, Any]],
+    predictions: Iterable[Mapping[str, Any]],
     library: ToolLibrary,
     *,
     mode: Mode = "strict",
@@ -344,7 +359,8 @@ def evaluate(
     """Score ``predictions`` (reference-format records ``{"id", "result"}``) against gold.
 
     ``samples``: the gold :class:`Sample` objects, or the raw ``data.json`` records (then they also serve as
-    ``gold_records``; ``gold_path`` names their file in error messages). ``mode``: ``strict`` (default),
+    ``gold_records``; ``gold_path`` names their file in error messages). In strict mode ``samples`` and
+    ``predictions`` may be one-pass iterators (records are normalised as they are read and not kept). ``mode``: ``strict`` (default),
     ``compat`` (the reference evaluator's numbers; needs ``gold_records``, the raw gold lines, because the
     reference reads them as they are) or ``both``. ``dependency`` overrides the library's kind.
     ``bertscore_model``: model name or local path for BERTScore (default roberta-large).
@@ -362,6 +378,9 @@ def evaluate(
 
         scorer = BertScorer(bertscore_model or DEFAULT_MODEL)
     out = EvaluationResult()
+    if mode == "both":  # both modes read the inputs: a one-pass iterator is read once
+        samples = samples if isinstance(samples, Sequence) else list(samples)
+        predictions = predictions if isinstance(predictions, Sequence) else list(predictions)
     with gc_paused():
         if mode in ("strict", "both"):
             scored = score_strict(

@@ -266,27 +266,26 @@ def _f_vec(hits: NDArray, n_pred: NDArray, n_ref: NDArray) -> NDArray[np.float64
     return np.where(denom > 0, f, 0.0)
 
 
-def _keyed_counts(keys: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    """Distinct keys (sorted) and their counts; small keys are sorted as int32, which is faster."""
-    if keys.size and int(keys.max()) < 2**31:
-        uniq, counts = np.unique(keys.astype(np.int32), return_counts=True)
-        return uniq.astype(np.int64), counts
-    uniq, counts = np.unique(keys, return_counts=True)
-    return uniq, counts
-
-
-def _clipped_hits(
-    keys_a: NDArray[np.int64],
-    cnt_a: NDArray[np.int64],
-    keys_b: NDArray[np.int64],
-    cnt_b: NDArray[np.int64],
-    scale: int,
-    n: int,
-) -> NDArray[np.int64]:
-    """Per sample sum over shared keys of min(count a, count b); ``key // scale`` is the sample."""
-    _, ia, ib = np.intersect1d(keys_a, keys_b, assume_unique=True, return_indices=True)
-    mins = np.minimum(cnt_a[ia], cnt_b[ib])
-    return np.bincount(keys_a[ia] // scale, weights=mins, minlength=n).astype(np.int64)
+def _clipped_hits(keys_a: NDArray[np.int64], keys_b: NDArray[np.int64], scale: int, n: int) -> NDArray[np.int64]:
+    """Per sample, the sum over distinct keys of min(occurrences in a, occurrences in b); ``key // scale`` is
+    the sample. One sort: the side is tagged in the lowest bit, so within a run of equal keys a's copies come
+    first and b's last."""
+    if not keys_a.size or not keys_b.size:
+        return np.zeros(n, dtype=np.int64)
+    top = int(max(keys_a.max(), keys_b.max()))
+    tagged = np.concatenate((keys_a, keys_b))
+    if 2 * top + 1 < 2**31:
+        tagged = tagged.astype(np.int32)  # smaller keys sort faster
+    tagged <<= 1
+    tagged[keys_a.size :] |= 1
+    tagged.sort(kind="stable")  # timsort: the keys come in runs (sample by sample)
+    key = tagged >> 1
+    starts = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
+    run = np.diff(np.append(starts, key.size))
+    in_b = np.add.reduceat(tagged & 1, starts)
+    hits = np.minimum(run - in_b, in_b)
+    shared = hits > 0
+    return np.bincount(key[starts[shared]] // scale, weights=hits[shared], minlength=n).astype(np.int64)
 
 
 def _bigram_hits(ref: str, pred: str) -> int:
@@ -485,20 +484,17 @@ def rouge_per_sample(predictions: Sequence[str], references: Sequence[str]) -> d
     out: dict[str, NDArray[np.float64]] = {}
 
     # ROUGE-1: clipped unigram overlap
-    keys_r1, cnt_r1 = _keyed_counts(ref_sample * vsize + ref_codes)
-    keys_p1, cnt_p1 = _keyed_counts(pred_sample * vsize + pred_codes)
-    hits1 = _clipped_hits(keys_r1, cnt_r1, keys_p1, cnt_p1, vsize, n)
-    out["rouge1"] = _f_vec(hits1, n_pred, n_ref)
+    keys_r1 = ref_sample * vsize + ref_codes
+    keys_p1 = pred_sample * vsize + pred_codes
+    out["rouge1"] = _f_vec(_clipped_hits(keys_r1, keys_p1, vsize, n), n_pred, n_ref)
 
     # ROUGE-2: clipped bigram overlap (bigrams never cross samples)
-    if n * vsize * vsize < 2**62:
+    if n * vsize * vsize < 2**61:
         same_r = ref_sample[1:] == ref_sample[:-1]
         same_p = pred_sample[1:] == pred_sample[:-1]
         kr = ((ref_sample[1:] * vsize + ref_codes[:-1]) * vsize + ref_codes[1:])[same_r]
         kp = ((pred_sample[1:] * vsize + pred_codes[:-1]) * vsize + pred_codes[1:])[same_p]
-        keys_r2, cnt_r2 = _keyed_counts(kr)
-        keys_p2, cnt_p2 = _keyed_counts(kp)
-        hits2 = _clipped_hits(keys_r2, cnt_r2, keys_p2, cnt_p2, vsize * vsize, n)
+        hits2 = _clipped_hits(kr, kp, vsize * vsize, n)
     else:  # astronomically many distinct tokens: count per sample
         hits2 = np.array(
             [_bigram_hits(r, p) for r, p in zip(ref_text, pred_text, strict=True)], dtype=np.int64
@@ -515,9 +511,7 @@ def rouge_per_sample(predictions: Sequence[str], references: Sequence[str]) -> d
 
     # ROUGE-Lsum: union LCS per reference sentence, then clipped hits per token type.
     chosen = _union_positions(ref_sents, pred_sents, n_ref, n_pred, ref_codes.size)
-    pos_chosen = np.flatnonzero(chosen)
-    keys_u, cnt_u = _keyed_counts(ref_sample[pos_chosen] * vsize + ref_codes[pos_chosen])
-    hits_lsum = _clipped_hits(keys_u, cnt_u, keys_p1, cnt_p1, vsize, n)
+    hits_lsum = _clipped_hits(keys_r1[chosen], keys_p1, vsize, n)
     f_lsum = _f_vec(hits_lsum, n_pred, n_ref)
     out["rougeLsum"] = np.where((n_ref > 0) & (n_pred > 0), f_lsum, 0.0)
     return {key: out[key] for key in ROUGE_KEYS}

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Container, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
@@ -618,7 +618,7 @@ def _line_of(path: str | Path | None, index: int) -> int | None:
 
 
 def prepare_gold(
-    samples: Sequence[Any],
+    samples: Iterable[Any],
     library: ToolLibrary,
     dependency: str,
     *,
