@@ -1,28 +1,47 @@
 """Scoring predictions against gold task graphs.
 
+- :mod:`.api`: ``evaluate`` (strict and/or compat), ``compare_predictions``, ``write_metrics``;
 - :mod:`.compat`: the reference TaskBench evaluator's numbers (``evaluate_compat``, ``score_samples_compat``);
+- :mod:`.strict`, :mod:`.taxonomy`, :mod:`.stats`: strict scoring, error taxonomy, bootstrap and tests;
 - :mod:`.rouge`: per-sample ROUGE identical to ``rouge-score`` (``rouge_per_sample``);
 - :mod:`.prf`: precision / recall / F1 from counts with scikit-learn's semantics;
 - :mod:`.groups`: split groups (``{split}_{n}``) and their sample masks.
+
+The names below are imported on first use, so that importing one evaluator module does not load the others.
 """
 
-from .compat import CompatResult, CompatSampleScore, evaluate_compat, score_samples_compat
-from .groups import Group, make_groups
-from .prf import binary_prf, macro_prf, micro_prf, per_label_prf, prf_from_counts
-from .rouge import ROUGE_KEYS, rouge_per_sample
+from __future__ import annotations
 
-__all__ = [
-    "ROUGE_KEYS",
-    "CompatResult",
-    "CompatSampleScore",
-    "Group",
-    "binary_prf",
-    "evaluate_compat",
-    "macro_prf",
-    "make_groups",
-    "micro_prf",
-    "per_label_prf",
-    "prf_from_counts",
-    "rouge_per_sample",
-    "score_samples_compat",
-]
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "CompatResult": "compat",
+    "CompatSampleScore": "compat",
+    "evaluate_compat": "compat",
+    "score_samples_compat": "compat",
+    "Group": "groups",
+    "make_groups": "groups",
+    "binary_prf": "prf",
+    "macro_prf": "prf",
+    "micro_prf": "prf",
+    "per_label_prf": "prf",
+    "prf_from_counts": "prf",
+    "ROUGE_KEYS": "rouge",
+    "rouge_per_sample": "rouge",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(list(globals()) + list(_EXPORTS))

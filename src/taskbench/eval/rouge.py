@@ -213,6 +213,7 @@ def rouge_per_sample_simple(
 # one np.frombuffer over their UTF-32 encoding.
 
 _CELL_BUDGET = 4_000_000  # cells of LCS table per batch (bytes for uint8 tables)
+_ENCODE_BLOCK = 1000  # texts tokenised at a time
 
 
 _CODE_BASE = 11  # codes start above "\n" (10), which stays the line separator
@@ -232,21 +233,25 @@ def _encode_texts(texts: Sequence[str]) -> dict[str, list[str]]:
     line's tokens. Lines without tokens are dropped: they add nothing to any ROUGE variant.
     """
     distinct = list(dict.fromkeys(texts))
-    raw = "\n".join(distinct).lower().encode("ascii", "replace").translate(_SPACE_TABLE)
-    tokens = raw.replace(b"\n", b" \x01 ").split()
     # a new token gets the next code point (in order of first appearance) the moment it is looked up
     vocab: defaultdict[bytes, str] = defaultdict(map(chr, count(_CODE_BASE)).__next__)
     vocab[_LINE_MARK] = "\n"
-    try:
-        lines = "".join(map(vocab.__getitem__, tokens)).split("\n")
-    except ValueError:  # more distinct tokens than code points
-        raise OverflowError("too many distinct tokens for the fast ROUGE engine") from None
     out: dict[str, list[str]] = {}
-    pos = 0
-    for text in distinct:
-        end = pos + text.count("\n") + 1
-        out[text] = [line for line in lines[pos:end] if line]
-        pos = end
+    # in blocks of texts: the temporary token objects of one block reuse the memory of the previous one
+    for lo in range(0, len(distinct), _ENCODE_BLOCK):
+        block = distinct[lo : lo + _ENCODE_BLOCK]
+        raw = "\n".join(block).lower().encode("ascii", "replace").translate(_SPACE_TABLE)
+        tokens = raw.replace(b"\n", b" \x01 ").split()
+        try:
+            lines = "".join(map(vocab.__getitem__, tokens)).split("\n")
+        except ValueError:  # more distinct tokens than code points
+            raise OverflowError("too many distinct tokens for the fast ROUGE engine") from None
+        del raw, tokens
+        pos = 0
+        for text in block:
+            end = pos + text.count("\n") + 1
+            out[text] = [line for line in lines[pos:end] if line]
+            pos = end
     return out
 
 
