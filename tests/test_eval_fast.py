@@ -31,6 +31,7 @@ from taskbench.eval.strict import (
     parse_strict,
     prepare_gold,
 )
+from taskbench.eval.taxonomy import CATEGORIES
 from taskbench.graph.loaders import load_tool_library
 from taskbench.schema import Sample, TaskGraph, Tool, ToolLibrary
 
@@ -175,6 +176,7 @@ def reference_scores(samples, records, library, dependency):
 
         gl, pl = sorted(set(g.links)), sorted(set(p.links))
         gn, pn = Counter(g.names), Counter(p.names)
+        labels = reference_labels(parsed.status, g, p, library)
         tools = {n: (min(gn[n], pn[n]), pn[n] - min(gn[n], pn[n]), gn[n] - min(gn[n], pn[n]))
                  for n in set(gn) | set(pn) if n in library}
         out.append({
@@ -183,9 +185,45 @@ def reference_scores(samples, records, library, dependency):
             "node_set_match": gn == pn, "edge_defined": bool(gl), "edge_set_match": gl == pl,
             "graph_match": gn == pn and gl == pl, "tool_counts": tools,
             "hallucinated": [n for n in p.names if n not in library and n not in gn],
-            "steps": (g.steps, p.steps),
+            "steps": (g.steps, p.steps), "labels": labels,
         })
     return out
+
+
+def reference_labels(status, g, p, library):
+    """The error taxonomy labels the obvious way (Counters, k-th occurrence matching)."""
+    if status != "ok":
+        return ["missing_prediction" if status == "missing" else "parse_failure"]
+    gn, pn = Counter(g.names), Counter(p.names)
+    shared = set(gn) & set(pn)
+    g_links = {lk for lk in g.links if lk[0] in shared and lk[1] in shared}
+    p_links = {lk for lk in p.links if lk[0] in shared and lk[1] in shared}
+
+    def occurrences(names):
+        seen = Counter()
+        out = []
+        for n in names:
+            out.append((n, seen[n]))
+            seen[n] += 1
+        return out
+
+    absent = set(gn) - set(pn)
+    pred_pos = {occ: i for i, occ in enumerate(occurrences(p.names))}
+    wrong_params = False
+    for gi, occ in enumerate(occurrences(g.names)):
+        pi = pred_pos.get(occ)
+        if pi is None:
+            continue
+        ga = Counter((a.name, a.value) for a in g.arguments[gi] if a.ref not in absent)
+        excused = sum(1 for a in g.arguments[gi] if a.ref is not None and a.ref in absent)
+        pa = Counter((a.name, a.value) for a in p.arguments[pi])
+        wrong_params |= bool(ga - pa) or sum((pa - ga).values()) > excused
+    flags = {
+        "missing_tool": bool(gn - pn), "extra_tool": bool(pn - gn),
+        "hallucinated_tool": any(n not in library and n not in gn for n in p.names),
+        "dependency_error": g_links != p_links, "parameter_error": wrong_params,
+    }
+    return [c for c in CATEGORIES if flags.get(c)]
 
 
 def _compare_with_reference(gold_records, preds, library):
@@ -201,6 +239,7 @@ def _compare_with_reference(gold_records, preds, library):
         for key in ("status", "error", "node", "link", "arg_name", "arg_value", "node_set_match",
                     "edge_defined", "edge_set_match", "graph_match", "tool_counts", "hallucinated"):
             assert getattr(s, key) == r[key], (s.id, key)
+    assert [e.labels for e in fast.errors] == [r["labels"] for r in ref]
     return fast
 
 

@@ -79,10 +79,14 @@ def _occurrences(names: Sequence[str]) -> list[tuple[str, int]]:
 
 def _parameter_errors(gold: NormalGraph, pred: NormalGraph, absent: Set[str]) -> list[str]:
     # arguments are (name, value, ref) tuples (ArgPair or plain)
-    pred_pos = {occ: i for i, occ in enumerate(_occurrences(pred.names))}
+    gnames = gold.names
+    if gnames == pred.names:  # the k-th occurrence of a tool is at the same index on both sides
+        pairs: Iterable[tuple[int, int | None]] = enumerate(range(len(gnames)))
+    else:
+        pred_pos = {occ: i for i, occ in enumerate(_occurrences(pred.names))}
+        pairs = ((gi, pred_pos.get(occ)) for gi, occ in enumerate(_occurrences(gnames)))
     wrong = []
-    for gi, occ in enumerate(_occurrences(gold.names)):
-        pi = pred_pos.get(occ)
+    for gi, pi in pairs:
         if pi is None:
             continue
         g_all, p_all = gold.arguments[gi], pred.arguments[pi]
@@ -92,7 +96,7 @@ def _parameter_errors(gold: NormalGraph, pred: NormalGraph, absent: Set[str]) ->
         excused = sum(1 for a in g_all if a[2] is not None and a[2] in absent)
         p_args = Counter((a[0], a[1]) for a in p_all)
         if (g_args - p_args) or sum((p_args - g_args).values()) > excused:
-            wrong.append(occ[0])
+            wrong.append(gnames[gi])
     return wrong
 
 
