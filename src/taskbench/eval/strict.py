@@ -293,18 +293,27 @@ def normalise_record(
         return None
     raw_links = result.get("task_links")
     if not raw_links:
-        if raw_links is not None and type(raw_links) is not list:
+        if raw_links is None:
+            if "task_links" in result:
+                return None  # an explicit null is not a list
+        elif type(raw_links) is not list:
             return None  # e.g. "" or {}: the model rejects them
         links: list[tuple[str, str]] = []
     else:
         links = _plain_links(raw_links)  # validated in both kinds (the model rejects bad links either way)
         if links is None:
             return None
-    if "task_links" in result and raw_links is None:
-        return None  # an explicit null is not a list
-    steps = _steps_text(result.get("task_steps"))
-    if steps is None:
-        return None
+    raw_steps = result.get("task_steps")
+    steps: str | None
+    if type(raw_steps) is list:
+        try:
+            steps = "\n".join(raw_steps)  # the common case: a list of strings
+        except TypeError:
+            steps = _steps_text(raw_steps)
+    else:
+        steps = _steps_text(raw_steps)
+        if steps is None:
+            return None
     names: list[str] = []
     raw_args: list[list[Any]] = []
     for node in nodes:
@@ -349,7 +358,10 @@ def normalise_record(
                                 src = names[j]
                                 pairs.append((get_type(src, "other"), src, src))
                                 continue
-                    pairs.append(_literal(a, cache))
+                    if "." not in a:
+                        pairs.append(("text", a, None))
+                    else:
+                        pairs.append(_literal(a, cache))
                     continue
                 pair = _other_argument(a, i, names, True, output_type, links, seen)
                 if pair is False:
@@ -698,8 +710,9 @@ def parse_normal(
 
 def _div(num: np.ndarray, den: np.ndarray, empty: float = np.nan) -> np.ndarray:
     num, den = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(den > 0, num / np.where(den > 0, den, 1.0), empty)
+    out = np.full(np.broadcast_shapes(num.shape, den.shape), empty)
+    np.divide(num, den, out=out, where=den > 0)
+    return out
 
 
 def _prf(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
