@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import ConfigError
 from ..schema import Sample, ToolLibrary
@@ -442,6 +442,8 @@ def write_metrics(result: EvaluationResult, path: str | Path) -> Path:
 class GroupComparison(BaseModel):
     """Paired comparison of two prediction sets in one split group."""
 
+    model_config = ConfigDict(defer_build=True)  # built on first use: `evaluate` never needs it
+
     split: str = Field(description="Split of the group.")
     n_tools: str = Field(description="Tool count of the group.")
     n_samples: int = Field(description="Gold samples in the group.")
@@ -450,6 +452,8 @@ class GroupComparison(BaseModel):
 
 class Comparison(BaseModel):
     """``A - B`` per group and metric, with paired bootstrap CIs and randomization-test p-values."""
+
+    model_config = ConfigDict(defer_build=True)  # built on first use: `evaluate` never needs it
 
     a: str = Field(description="Name of prediction set A.")
     b: str = Field(description="Name of prediction set B.")
