@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import Any, Literal
 
@@ -423,9 +424,34 @@ def dumps_metrics(doc: Mapping[str, Any]) -> str:
     quoted = json.dumps(marker)
     at = text.index(quoted)
     indent = " " * (at - text.rindex("\n", 0, at) - 1 - len('"errors": '))
-    encode = json.JSONEncoder(ensure_ascii=False).encode
-    body = (",\n" + indent + "  ").join(map(encode, errors))
+    body = (",\n" + indent + "  ").join(map(_error_line, errors))
     return text[:at] + "[\n" + indent + "  " + body + "\n" + indent + "]" + text[at + len(quoted):] + "\n"
+
+
+def _json_value(value: Any) -> str:
+    """Compact JSON of a value of a per-prediction error record (strings, None, lists of strings or of
+    string pairs), as ``json.dumps(value, ensure_ascii=False)`` writes it; anything else goes to json.dumps."""
+    if type(value) is str:
+        return encode_basestring(value)
+    if value is None:
+        return "null"
+    if type(value) is list:
+        if not value:
+            return "[]"
+        if all(type(v) is str for v in value):
+            return "[" + ", ".join(map(encode_basestring, value)) + "]"
+    import json
+
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _error_line(entry: Any) -> str:
+    """One per-prediction error record on one line (``json.dumps(entry, ensure_ascii=False)``)."""
+    if type(entry) is not dict:
+        import json
+
+        return json.dumps(entry, ensure_ascii=False)
+    return "{" + ", ".join(f"{_json_value(k)}: {_json_value(v)}" for k, v in entry.items()) + "}"
 
 
 def write_metrics(result: EvaluationResult, path: str | Path) -> Path:
