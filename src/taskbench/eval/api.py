@@ -109,11 +109,11 @@ class ScoredSet:
 
 
 def _index_predictions(
-    records: Iterable[Mapping[str, Any]], wanted: Mapping[str, Any], parse: Callable[[Mapping[str, Any]], Any]
+    records: Iterable[Mapping[str, Any]], wanted: Mapping[str, Any], parse: Callable[[Mapping[str, Any], Any], Any]
 ) -> tuple[dict[str, Any], list[str], set[str]]:
-    """``{id: parse(record)}`` for the ids in ``wanted`` (the last record of an id wins, as in the reference),
-    the ids given more than once, and the ids not wanted. Each record is parsed as it comes, so a stream of
-    records never has to be held in memory."""
+    """``{id: parse(record, wanted[id])}`` for the ids in ``wanted`` (the last record of an id wins, as in the
+    reference), the ids given more than once, and the ids not wanted. Each record is parsed as it comes, so a
+    stream of records never has to be held in memory."""
     out: dict[str, Any] = {}
     dups: list[str] = []
     seen: set[str] = set()
@@ -128,7 +128,7 @@ def _index_predictions(
             dups.append(key)
         seen.add(key)
         if key in wanted:
-            out[key] = parse(rec)
+            out[key] = parse(rec, wanted[key])
         else:
             unmatched.add(key)
     return out, dups, unmatched
@@ -158,8 +158,8 @@ def score_strict(
     with gc_paused():
         gold = prepare_gold(samples, library, dep, alignment_ids=alignment_ids, path=gold_path)
         by_id, dups, unmatched = _index_predictions(
-            records, {item.id: None for item in gold},
-            lambda rec: parse_normal(rec, library, dep, out_types, literals),
+            records, {item.id: item for item in gold},
+            lambda rec, item: parse_normal(rec, library, dep, out_types, literals, item),
         )
         missing = parse_normal(None, library, dep, out_types)
         scores: list[SampleScore] = []
