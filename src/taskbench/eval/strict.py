@@ -570,14 +570,16 @@ def sample_table(
     tools: list[int] = []
     values: list[tuple[int, int, int]] = []
     for r, s in enumerate(scores):
-        for name, c in s.tool_counts.items():
-            rows.append(r)
-            tools.append(index[name])
-            values.append(c)
+        tc = s.tool_counts
+        if tc:
+            rows.extend([r] * len(tc))
+            tools.extend(map(index.__getitem__, tc))
+            values.extend(tc.values())
+    per_tool = np.array(values, dtype=float).reshape(-1, 3)
     for j, part in enumerate(("tp", "fp", "fn")):
         block = np.zeros((n, len(index)))
         if rows:
-            block[rows, tools] = [v[j] for v in values]
+            block[rows, tools] = per_tool[:, j]
         cols[f"tool_{part}"] = block
     flags = np.array(
         [(s.ned, s.node_set_match, s.edge_defined, s.edge_set_match, s.graph_match,
