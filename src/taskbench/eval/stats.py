@@ -126,19 +126,14 @@ def _poisson_table() -> np.ndarray:
     return _poisson_table_cache[0]
 
 
-def poisson_weights(
-    n: int, n_boot: int, rng: np.random.Generator, out: np.ndarray | None = None
-) -> np.ndarray:
+def poisson_weights(n: int, n_boot: int, rng: np.random.Generator) -> np.ndarray:
     """``n_boot`` x ``n`` Poisson(1) weights (float32): row b says how often each sample occurs in replicate b.
 
     The Poisson bootstrap (each sample drawn an independent Poisson(1) number of times) is the standard
     large-data form of the bootstrap: it agrees with resampling n of n with replacement as n grows, any subset
     of the samples is itself Poisson-resampled (so all split groups share one draw), and it needs only 16
     random bits per weight."""
-    levels = rng.integers(0, _POISSON_LEVELS, size=(n_boot, n), dtype=np.uint16)
-    if out is None:
-        return _poisson_table()[levels]
-    return np.take(_poisson_table(), levels, out=out[:n_boot])
+    return _poisson_table()[rng.integers(0, _POISSON_LEVELS, size=(n_boot, n), dtype=np.uint16)]
 
 
 _WEIGHTS_PER_CHUNK = 8_000_000  # replicates x samples per block of weights (32 MB as float32)
@@ -233,11 +228,10 @@ def bootstrap_groups(
     chunk = max(1, min(n_boot, _WEIGHTS_PER_CHUNK // len(table.rows)))
     parts: dict[str, dict[str, list[np.ndarray]]] = {g: {} for g in table.names}
     done = 0
-    buffer = np.empty((chunk, len(table.rows)), dtype=np.float32)  # reused: fresh memory costs page faults
     with one_blas_thread():
         while done < n_boot:
             b = min(chunk, n_boot - done)
-            for g, sums in table.sums(poisson_weights(len(table.rows), b, rng, out=buffer)).items():
+            for g, sums in table.sums(poisson_weights(len(table.rows), b, rng)).items():
                 for metric, values in statistic(sums).items():
                     values = np.asarray(values, dtype=float)
                     if values.ndim == 1:
