@@ -392,17 +392,6 @@ def test_dumps_metrics_round_trips_and_puts_errors_on_lines():
             assert text == json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
 
 
-def test_error_lines_are_json_dumps():
-    from taskbench.eval.api import _error_line
-
-    for entry in [
-        {"id": "1", "labels": [], "missing_tools": [], "wrong_links": [["A", "B"]], "detail": None},
-        {"id": 'é"\\\n\u2028\x00x', "labels": ["missing_tool"], "detail": "tab\there"},
-        {"id": "2", "n": 1.5, "mixed": [1, "a"], "pairs": [["a", "b"], ["c", "d"]]},
-    ]:
-        assert _error_line(entry) == json.dumps(entry, ensure_ascii=False)
-
-
 def test_gc_paused_restores_and_nests():
     assert gc.isenabled()
     with gc_paused():

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import Any, Literal
 
@@ -109,11 +108,11 @@ class ScoredSet:
 
 
 def _index_predictions(
-    records: Iterable[Mapping[str, Any]], wanted: Mapping[str, Any], parse: Callable[[Mapping[str, Any], Any], Any]
+    records: Iterable[Mapping[str, Any]], wanted: Mapping[str, Any], parse: Callable[[Mapping[str, Any]], Any]
 ) -> tuple[dict[str, Any], list[str], set[str]]:
-    """``{id: parse(record, wanted[id])}`` for the ids in ``wanted`` (the last record of an id wins, as in the
-    reference), the ids given more than once, and the ids not wanted. Each record is parsed as it comes, so a
-    stream of records never has to be held in memory."""
+    """``{id: parse(record)}`` for the ids in ``wanted`` (the last record of an id wins, as in the reference),
+    the ids given more than once, and the ids not wanted. Each record is parsed as it comes, so a stream of
+    records never has to be held in memory."""
     out: dict[str, Any] = {}
     dups: list[str] = []
     seen: set[str] = set()
@@ -128,7 +127,7 @@ def _index_predictions(
             dups.append(key)
         seen.add(key)
         if key in wanted:
-            out[key] = parse(rec, wanted[key])
+            out[key] = parse(rec)
         else:
             unmatched.add(key)
     return out, dups, unmatched
@@ -158,8 +157,8 @@ def score_strict(
     with gc_paused():
         gold = prepare_gold(samples, library, dep, alignment_ids=alignment_ids, path=gold_path)
         by_id, dups, unmatched = _index_predictions(
-            records, {item.id: item for item in gold},
-            lambda rec, item: parse_normal(rec, library, dep, out_types, literals, item),
+            records, {item.id: None for item in gold},
+            lambda rec: parse_normal(rec, library, dep, out_types, literals),
         )
         missing = parse_normal(None, library, dep, out_types)
         scores: list[SampleScore] = []
@@ -424,34 +423,9 @@ def dumps_metrics(doc: Mapping[str, Any]) -> str:
     quoted = json.dumps(marker)
     at = text.index(quoted)
     indent = " " * (at - text.rindex("\n", 0, at) - 1 - len('"errors": '))
-    body = (",\n" + indent + "  ").join(map(_error_line, errors))
+    encode = json.JSONEncoder(ensure_ascii=False).encode
+    body = (",\n" + indent + "  ").join(map(encode, errors))
     return text[:at] + "[\n" + indent + "  " + body + "\n" + indent + "]" + text[at + len(quoted):] + "\n"
-
-
-def _json_value(value: Any) -> str:
-    """Compact JSON of a value of a per-prediction error record (strings, None, lists of strings or of
-    string pairs), as ``json.dumps(value, ensure_ascii=False)`` writes it; anything else goes to json.dumps."""
-    if type(value) is str:
-        return encode_basestring(value)
-    if value is None:
-        return "null"
-    if type(value) is list:
-        if not value:
-            return "[]"
-        if all(type(v) is str for v in value):
-            return "[" + ", ".join(map(encode_basestring, value)) + "]"
-    import json
-
-    return json.dumps(value, ensure_ascii=False)
-
-
-def _error_line(entry: Any) -> str:
-    """One per-prediction error record on one line (``json.dumps(entry, ensure_ascii=False)``)."""
-    if type(entry) is not dict:
-        import json
-
-        return json.dumps(entry, ensure_ascii=False)
-    return "{" + ", ".join(f"{_json_value(k)}: {_json_value(v)}" for k, v in entry.items()) + "}"
 
 
 def write_metrics(result: EvaluationResult, path: str | Path) -> Path:

@@ -178,16 +178,15 @@ class _GroupSums:
 
     def sums(self, weights: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
         """Group -> column -> weighted sums (one row per replicate); ``weights`` is replicates x rows."""
-        w = weights if weights.dtype == self.dtype else weights.astype(self.dtype)
+        w = weights.astype(self.dtype, copy=False)
+        cell_sums = [
+            (w[:, lo:hi] @ self.matrix[lo:hi]).astype(np.float64)
+            for lo, hi in zip(self.bounds[:-1].tolist(), self.bounds[1:].tolist(), strict=True)
+        ]
         b = len(weights)
-        cell_sums = np.empty((len(self.cells), b, self.matrix.shape[1]), dtype=self.dtype)
-        for c, (lo, hi) in enumerate(zip(self.bounds[:-1].tolist(), self.bounds[1:].tolist(), strict=True)):
-            np.matmul(w[:, lo:hi], self.matrix[lo:hi], out=cell_sums[c])
-        # group sums = membership (groups x cells) @ cell sums, one product for all groups
-        group_sums = np.tensordot(self.cells.T.astype(self.dtype), cell_sums, axes=1)
         out: dict[str, dict[str, np.ndarray]] = {}
         for j, g in enumerate(self.names):
-            total = group_sums[j].astype(np.float64)
+            total = sum(cell_sums[c] for c in np.flatnonzero(self.cells[:, j]))
             sums: dict[str, np.ndarray] = {}
             start = 0
             for k, shape, width in zip(self.keys, self.shapes, self.widths, strict=True):

@@ -570,16 +570,14 @@ def sample_table(
     tools: list[int] = []
     values: list[tuple[int, int, int]] = []
     for r, s in enumerate(scores):
-        tc = s.tool_counts
-        if tc:
-            rows.extend([r] * len(tc))
-            tools.extend(map(index.__getitem__, tc))
-            values.extend(tc.values())
-    per_tool = np.array(values, dtype=float).reshape(-1, 3)
+        for name, c in s.tool_counts.items():
+            rows.append(r)
+            tools.append(index[name])
+            values.append(c)
     for j, part in enumerate(("tp", "fp", "fn")):
         block = np.zeros((n, len(index)))
         if rows:
-            block[rows, tools] = per_tool[:, j]
+            block[rows, tools] = [v[j] for v in values]
         cols[f"tool_{part}"] = block
     flags = np.array(
         [(s.ned, s.node_set_match, s.edge_defined, s.edge_set_match, s.graph_match,
@@ -606,20 +604,6 @@ class GoldItem:
     split: str
     n_tools: int
     graph: NormalGraph
-    raw: tuple[list[Any], Any] | None = None
-    """(task_nodes, task_links) as read, when every argument is a string: a prediction with equal raw nodes
-    and links has exactly this normalised graph (see :func:`parse_normal`)."""
-
-
-def _string_arguments(nodes: list[Any]) -> bool:
-    """True when every node's arguments are strings (a list of them, one bare string, or none)."""
-    for node in nodes:
-        args = node.get("arguments")
-        if args is None or type(args) is str:
-            continue
-        if type(args) is not list or not all(type(a) is str for a in args):
-            return False
-    return True
 
 
 _SCORED_KEYS = ("id", "type", "task_steps", "task_nodes", "task_links", "tool_steps", "tool_nodes", "tool_links")
@@ -696,9 +680,7 @@ def prepare_gold(
             )
             out.append(GoldItem(sid, sample.type, len(sample.task_nodes), normalise_graph(sample, library, dependency)))
         else:
-            nodes = rec.get("task_nodes", [])
-            raw = (nodes, rec.get("task_links", [])) if _string_arguments(nodes) else None
-            out.append(GoldItem(sid, split, len(g.names), g, raw))
+            out.append(GoldItem(sid, split, len(g.names), g))
     return out
 
 
@@ -708,25 +690,11 @@ def parse_normal(
     dependency: str,
     out_types: Mapping[str, str],
     cache: dict[str, Any] | None = None,
-    gold: GoldItem | None = None,
 ) -> tuple[ParseStatus, str | None, NormalGraph]:
     """``(status, error, normalised graph)`` of one prediction record: the same as :func:`parse_strict`
-    followed by :func:`normalise_graph`, from the raw record when it is in a plain shape. With the ``gold``
-    item of the record's id: nodes and links equal to the gold's raw ones reuse its normalised graph."""
+    followed by :func:`normalise_graph`, from the raw record when it is in a plain shape."""
     if record is not None:
         result = record.get("result")
-        if (
-            gold is not None
-            and gold.raw is not None
-            and type(result) is dict
-            and result.get("task_nodes") == gold.raw[0]
-            and result.get("task_links", []) == gold.raw[1]
-        ):
-            # gold's arguments are all strings, so equal JSON values are equal strings: same graph
-            steps = _steps_text(result.get("task_steps"))
-            if steps is not None:
-                g = gold.graph
-                return "ok", None, NormalGraph(g.names, g.links, g.arguments, steps)
         if isinstance(result, dict) and isinstance(result.get("task_nodes"), list):
             g = normalise_record(result, dependency == "resource", out_types, cache)
             if g is not None:
