@@ -1,7 +1,17 @@
 """taskbench: turn a tool library into a task-automation benchmark, score LLMs on it, run tool-use agents.
 
-The public API is what ``__all__`` lists; everything else is internal and may change.
+The public API is what ``__all__`` lists (``from taskbench import load_dataset, build_graph, get_model, ...``);
+everything else is internal and may change. Names are imported on first use, so ``import taskbench`` and the
+command line start fast.
+
+The flow: ``load_tools`` -> ``build_graph`` -> ``sample_plan`` -> Sample (gold TaskGraph) -> ``get_model`` +
+``predict_dataset`` -> Prediction -> ``evaluate`` -> report (``run_benchmark`` does it end to end).
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 from .errors import (
     ConfigError,
@@ -11,41 +21,72 @@ from .errors import (
     SchemaError,
     TaskbenchError,
 )
-from .schema import (
-    Prediction,
-    Sample,
-    TaskArgument,
-    TaskGraph,
-    TaskLink,
-    TaskNode,
-    Tool,
-    ToolGraph,
-    ToolLibrary,
-    ToolLink,
-    ToolParameter,
-    Usage,
-)
 
 __version__ = "0.1.0"
+
+_LAZY: dict[str, str] = {
+    # the data model
+    "Prediction": "schema",
+    "RunLog": "schema",
+    "SampledSubgraph": "schema",
+    "Sample": "schema",
+    "TaskArgument": "schema",
+    "TaskGraph": "schema",
+    "TaskLink": "schema",
+    "TaskNode": "schema",
+    "Tool": "schema",
+    "ToolGraph": "schema",
+    "ToolLibrary": "schema",
+    "ToolLink": "schema",
+    "ToolParameter": "schema",
+    "Usage": "schema",
+    # datasets on disk
+    "Dataset": "dataset",
+    "load_dataset": "dataset",
+    "read_samples": "dataset",
+    "save_dataset": "dataset",
+    # tool libraries and graphs
+    "build_graph": "graph",
+    "graph_stats": "graph",
+    "load_tools": "graph",
+    "render_html": "graph",
+    "render_png": "graph",
+    "sample_plan": "graph",
+    # critics
+    "check_sample": "engine",
+    # models
+    "GenerationConfig": "llm",
+    "Model": "llm",
+    "get_model": "llm",
+    # predictions, evaluation, the main job
+    "PredictOptions": "predict",
+    "predict_dataset": "predict",
+    "evaluate": "eval.api",
+    "evaluate_compat": "eval",
+    "compare_predictions": "eval.api",
+    "run_benchmark": "run",
+}
 
 __all__ = [
     "ConfigError",
     "InputError",
     "MissingDependencyError",
     "ModelError",
-    "Prediction",
-    "Sample",
     "SchemaError",
-    "TaskArgument",
-    "TaskGraph",
-    "TaskLink",
-    "TaskNode",
     "TaskbenchError",
-    "Tool",
-    "ToolGraph",
-    "ToolLibrary",
-    "ToolLink",
-    "ToolParameter",
-    "Usage",
     "__version__",
+    *sorted(_LAZY),
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
