@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from .console import make_console
+
 data_app = typer.Typer(
     name="data",
     help="Datasets: list the bundled demo datasets, check a dataset with the rule critic, download TaskBench.",
@@ -15,9 +17,8 @@ data_app = typer.Typer(
 
 
 def _console(stderr: bool = False):  # noqa: ANN202
-    from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+    return make_console(stderr=stderr, highlight=False, soft_wrap=True)
 
 
 def _dataset_dir(arg: str) -> Path:

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import typer
 
+from .console import make_console
+
 SPLITS_HELP = "Task structures to report: 'all' or a comma list of overall,single,chain,dag."
 N_TOOLS_HELP = "Tool counts to report: 'all' or a comma list of overall,1..10."
 MODE_HELP = "Group layout: 'add' = each split overall + overall per tool count; 'mul' = every combination."
@@ -150,9 +152,8 @@ def evaluate_command(
 
 
 def _console():  # noqa: ANN202
-    from rich.console import Console
 
-    return Console()
+    return make_console()
 
 
 def _print_result(result, name: str, errors: bool) -> None:  # noqa: ANN001
@@ -194,7 +195,6 @@ def compare_command(
 
         taskbench compare preds/model-a.jsonl preds/model-b.jsonl --data data/multimedia --splits all -o cmp.json
     """
-    from rich.console import Console
 
     _one_blas_thread()
     from ..dataset.jsonio import write_json
@@ -216,7 +216,7 @@ def compare_command(
             dependency=dependency, splits=split_list, n_tools=n_list, group_mode=mode, metrics=metric_list,
             alignment_ids=ids, n_boot=n_boot, n_perm=n_perm, seed=seed, gold_path=data_path,
         )
-    console = Console()
+    console = make_console()
     console.print(comparison_table(result))
     if output is not None:
         write_json(output, result.model_dump(mode="json"))

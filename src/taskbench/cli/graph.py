@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from .console import make_console
+
 FORMAT_HELP = "Tool library format: auto (detect), taskbench, openai, mcp or openapi."
 DEP_HELP = (
     "Dependency rule: resource (link a->b when an output type of a is an input type of b) or temporal "
@@ -53,8 +55,6 @@ def build_command(
     """
     import json
 
-    from rich.console import Console
-
     from ..dataset.jsonio import write_json
     from ..graph.build import build_graph
     from ..graph.loaders import check_format, infer_dependency, load_tools
@@ -69,7 +69,7 @@ def build_command(
         typer.echo(json.dumps(doc, ensure_ascii=False, indent=2))
         return
     write_json(output, doc)
-    Console(stderr=True).print(
+    make_console(stderr=True).print(
         f"wrote {output}: {len(graph.nodes)} tools, {len(graph.links)} links ({graph.dependency})", highlight=False
     )
 
@@ -89,7 +89,6 @@ def stats_command(
 
         taskbench graph stats tools.json --format openai --json
     """
-    from rich.console import Console
     from rich.table import Table
 
     from ..graph.stats import graph_stats
@@ -129,7 +128,7 @@ def stats_command(
     table.add_row("weakly connected components",
                   f"{st.components} (sizes {', '.join(map(str, st.component_sizes))})")
     table.add_row("isolated tools", ", ".join(st.isolated) or "none")
-    Console().print(table)
+    make_console().print(table)
 
 
 @graph_app.command("show")
@@ -153,7 +152,6 @@ def show_command(
 
         taskbench graph show data/multimedia/graph_desc.json -o multimedia.html
     """
-    from rich.console import Console
 
     from ..errors import ConfigError
     from ..graph.render import render
@@ -165,7 +163,7 @@ def show_command(
     graph = _graph(graph_path, fmt, dependency)
     name = title or (graph_path.name if graph_path.is_dir() else graph_path.parent.name or graph_path.stem)
     render(graph, output, title=name, kind=layout)
-    Console(stderr=True).print(f"wrote {output} ({len(graph.nodes)} tools, {len(graph.links)} links)", highlight=False)
+    make_console(stderr=True).print(f"wrote {output} ({len(graph.nodes)} tools, {len(graph.links)} links)", highlight=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from .console import make_console
+
 
 def leaderboard_command(
     files: list[Path] = typer.Argument(..., help="Metrics JSON files (one per model; file stem = model name)."),
@@ -29,7 +31,6 @@ def leaderboard_command(
 
         taskbench leaderboard metrics/*.json -o board.md --against human_ranking.json
     """
-    from rich.console import Console
     from rich.table import Table
 
     from ..dataset.jsonio import write_json
@@ -54,7 +55,7 @@ def leaderboard_command(
     board = build_board(load_entries(files, source=source), group=group, rank_by=rank_by)
     correlations = rank_correlations(board, read_ranking(against, group=group)) if against else None
 
-    console = Console()
+    console = make_console()
     table = Table(title=f"Leaderboard ({board.group}, ranked by {board.rank_by}; %)")
     table.add_column("#", justify="right")
     table.add_column("model", style="bold")

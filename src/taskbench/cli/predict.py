@@ -8,6 +8,8 @@ from typing import Any
 
 import typer
 
+from .console import make_console
+
 DATA_HELP = "Dataset directory in the reference layout, or a bundled dataset name (huggingface, multimedia, dailylifeapis)."
 MODEL_HELP = "Model as provider/model, e.g. llamacpp/qwen2.5-coder-0.5b, openai/gpt-4o-mini, openai-compatible/NAME."
 OPTION_HELP = "Provider option KEY=VALUE (VALUE parsed as JSON when it can be), repeatable, e.g. -O n_ctx=4096."
@@ -69,7 +71,6 @@ def predict_command(
 
         taskbench predict --data multimedia --model llamacpp/qwen2.5-coder-0.5b -o preds/qwen.jsonl --shots 1 --limit 10
     """
-    from rich.console import Console
 
     from ..errors import ConfigError
     from ..predict.progress import RichPredictDisplay, summary_table
@@ -88,14 +89,14 @@ def predict_command(
         model, concurrency=concurrency, cache=not no_cache, base_url=base_url, api_key_env=api_key_env,
         options=parse_model_options(option),
     )
-    console = Console(stderr=True, quiet=quiet)
+    console = make_console(stderr=True, quiet=quiet)
     display = RichPredictDisplay(console)
     try:
         with display:
             summary = predict_file(path, m, output, options, display=display)
     finally:
         m.close()
-    out = Console()
+    out = make_console()
     out.print(summary_table([summary]))
     for err in summary.errors:
         out.print(f"[red]failed[/red] {err}")

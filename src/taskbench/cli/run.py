@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from .console import make_console
 from .predict import OPTION_HELP, parse_model_options
 
 CLI_COLUMNS = ("dataset", "model", "samples", "n-F1", "e-F1", "v-F1", "NED", "parse fail", "compat n-F1",
@@ -63,7 +64,6 @@ def run_command(
 
         taskbench run -m openai/gpt-4o-mini -m openai-compatible/qwen --data data/dailylifeapis -o runs/cmp
     """
-    from rich.console import Console
 
     from ..errors import ConfigError
     from ..predict.progress import RichPredictDisplay, summary_table
@@ -84,7 +84,7 @@ def run_command(
         shots=shots, structured=structured, reformat=reformat, limit=limit or None, concurrency=concurrency,
         temperature=temperature, max_tokens=max_tokens, seed=seed,
     )
-    err = Console(stderr=True, quiet=quiet)
+    err = make_console(stderr=True, quiet=quiet)
     display = RichPredictDisplay(err)
     with display:
         log = run_benchmark(
@@ -94,7 +94,7 @@ def run_command(
         )
     from rich.table import Table
 
-    out = Console()
+    out = make_console()
     out.print(summary_table(display.summaries))
     table = Table(title="Leaderboard (overall, %; strict unless marked compat)", title_justify="left")
     head = overview_header()

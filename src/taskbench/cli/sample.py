@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from .console import make_console
+
 
 def sample_command(
     graph_path: Path = typer.Argument(
@@ -41,7 +43,6 @@ def sample_command(
     """
     from collections import Counter
 
-    from rich.console import Console
     from rich.table import Table
 
     from ..dataset.jsonio import dumps_line, write_jsonl
@@ -76,7 +77,7 @@ def sample_command(
         if got:
             hist = ", ".join(f"{k}: {v}" for k, v in sorted(Counter(got).items()))
             table.add_row(mode, str(len(got)), hist)
-    Console(stderr=True).print(table)
+    make_console(stderr=True).print(table)
 
 
 def register(app: typer.Typer) -> None:
