@@ -11,9 +11,9 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from ..errors import ConfigError
+from ..errors import ConfigError, InputError
 
-__all__ = ["NAMES", "is_bundled", "names", "path"]
+__all__ = ["NAMES", "is_bundled", "names", "path", "resolve"]
 
 NAMES: tuple[str, ...] = ("huggingface", "multimedia", "dailylifeapis")
 """The bundled datasets, in the paper's order."""
@@ -44,3 +44,18 @@ def path(name: str) -> Path:
             f"bundled dataset {name!r} is not on disk at {directory}; reinstall taskbench from a wheel or sdist"
         )
     return directory
+
+
+def resolve(spec: str | Path) -> Path:
+    """Where a ``--data``/``GRAPH`` argument points: an existing file or directory as given, else the bundled
+    dataset of that name. Raises :class:`~taskbench.errors.InputError` naming both choices otherwise."""
+    given = Path(spec)
+    if given.exists():
+        return given
+    if str(spec) in NAMES:
+        return path(str(spec))
+    raise InputError(
+        "no such file or directory, and no bundled dataset of that name",
+        path=spec,
+        hint=f"pass a path, or one of the bundled datasets: {', '.join(NAMES)}",
+    )

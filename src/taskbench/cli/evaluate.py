@@ -30,9 +30,9 @@ def _load(data: Path, dependency: str | None, alignment: str | None):  # noqa: A
     from ..dataset.layout import ALIGNMENT_FILE, GRAPH_FILE, TOOL_FILE, Dataset, find_data_file
     from ..errors import InputError
     from ..graph.loaders import load_tool_library
+    from ..run.resolve import resolve_data
 
-    if not data.is_dir():
-        raise InputError("dataset directory not found", path=data, hint="pass a directory holding tool_desc.json")
+    data = resolve_data(data)
     tool_path = data / TOOL_FILE if (data / TOOL_FILE).is_file() else data / GRAPH_FILE
     if not tool_path.is_file():
         raise InputError(f"no {TOOL_FILE} in the dataset directory", path=data)
@@ -89,7 +89,7 @@ def _choices(splits: str, n_tools: str, metrics: str | None):  # noqa: ANN202
 
 
 def evaluate_command(
-    data: Path = typer.Option(..., "--data", help="Dataset directory (tool_desc.json + data.json)."),
+    data: str = typer.Option(..., "--data", help="Dataset directory (tool_desc.json + data.json) or a bundled dataset name."),
     predictions: Path = typer.Option(
         ..., "--predictions", "-p", help="Predictions, JSON Lines of {\"id\", \"result\": {...}}."
     ),
@@ -174,7 +174,7 @@ def _print_result(result, name: str, errors: bool) -> None:  # noqa: ANN001
 def compare_command(
     a: Path = typer.Argument(..., help="Predictions A (JSON Lines)."),
     b: Path = typer.Argument(..., help="Predictions B (JSON Lines)."),
-    data: Path = typer.Option(..., "--data", help="Dataset directory both were made for."),
+    data: str = typer.Option(..., "--data", help="Dataset directory (or bundled name) both were made for."),
     splits: str = typer.Option("overall", "--splits", help=SPLITS_HELP),
     n_tools: str = typer.Option("overall", "--n-tools", help=N_TOOLS_HELP),
     mode: str = typer.Option("add", "--mode", help=MODE_HELP),

@@ -13,7 +13,10 @@ DEP_HELP = (
     "Dependency rule: resource (link a->b when an output type of a is an input type of b) or temporal "
     "(every ordered pair). Default: inferred (typed TaskBench tools -> resource, else temporal)."
 )
-GRAPH_HELP = "A graph_desc.json, a tool library file (any format; the graph is built) or a dataset directory."
+GRAPH_HELP = (
+    "A graph_desc.json, a tool library file (any format; the graph is built), a dataset directory or a bundled "
+    "dataset name."
+)
 
 graph_app = typer.Typer(
     name="graph",
@@ -24,11 +27,12 @@ graph_app = typer.Typer(
 
 
 def _graph(path: Path, fmt: str, dependency: str | None):  # noqa: ANN202
+    from ..bundled import resolve
     from ..graph.build import graph_from_path
     from ..graph.loaders import check_format
 
     check_format(fmt)
-    return graph_from_path(path, format=fmt, dependency=dependency)
+    return graph_from_path(resolve(path), format=fmt, dependency=dependency)
 
 
 @graph_app.command("build")

@@ -60,7 +60,9 @@ def sample_command(
             sizes = {int(k): v for k, v in raw.items()}
         except ValueError:
             raise ConfigError(f"size weights need integer sizes, got {size_weights!r}") from None
-    graph = graph_from_path(graph_path, format=fmt, dependency=dependency)
+    from ..bundled import resolve
+
+    graph = graph_from_path(resolve(graph_path), format=fmt, dependency=dependency)
     entries = iter_plan(graph, seed, n, start=start, mode_weights=modes, size_weights=sizes)
     if output is None:
         for entry in entries:
