@@ -96,7 +96,7 @@ def test_evaluate_bad_flags_exit_2(data, capsys, extra, needle):
 def test_evaluate_bad_files_exit_2(data, tmp_path, capsys):
     d, good, _ = data
     code, _, err = run(["evaluate", "--data", str(tmp_path / "nope"), "-p", str(good)], capsys)
-    assert code == 2 and "not found" in err
+    assert code == 2 and "no such file or directory" in err
     broken = tmp_path / "broken.jsonl"
     broken.write_text('{"id": "1", "result": {}}\n{not json\n')
     code, _, err = run(["evaluate", "--data", str(d), "-p", str(broken)], capsys)
