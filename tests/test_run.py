@@ -86,7 +86,7 @@ def test_cli_predict_and_errors(tmp_path, cache_dir, capsys) -> None:
     assert result.exit_code == 0, result.output
     assert len(out.read_text().splitlines()) == 3
     for argv, message in (
-        (["--data", "no-such-data", "-m", "mock/echo"], "no such dataset directory or bundled dataset"),
+        (["--data", "no-such-data", "-m", "mock/echo"], "no bundled dataset of that name"),
         (["--data", "huggingface", "-m", "mock/echo", "--reformat"], "--reformat needs --free"),
         (["--data", "huggingface", "-m", "nosuchprovider/x"], "unknown model provider"),
     ):
