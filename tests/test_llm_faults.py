@@ -10,8 +10,13 @@ import time
 import pytest
 
 from fault_server import FaultServer
-from taskbench.errors import ModelError
+from taskbench.errors import ConfigError, ModelError
 from taskbench.llm import ResponseCache, get_model
+from taskbench.llm.base import ProviderRequest, TransientProviderError
+from taskbench.llm.providers.openai import aiohttp_available
+
+TRANSPORTS = ["httpx", pytest.param("aiohttp", marks=pytest.mark.skipif(not aiohttp_available(),
+                                                                          reason="openai[aiohttp] not installed"))]
 
 SECRET = "sk-test-0123456789abcdefSECRET"
 
@@ -39,7 +44,8 @@ def _run(model, coro):
     return asyncio.run(main())
 
 
-def test_every_fault_is_retried_then_succeeds(server, tmp_path):
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_every_fault_is_retried_then_succeeds(server, tmp_path, transport):
     server.set_script(
         [
             ("status", 429, {"Retry-After": "1"}),
@@ -51,7 +57,8 @@ def test_every_fault_is_retried_then_succeeds(server, tmp_path):
         ]
     )
     cache = ResponseCache(tmp_path / "c.sqlite")
-    model = _model(server, cache=cache)
+    model = _model(server, cache=cache, transport=transport)
+    assert model.provider.transport == transport
     t0 = time.monotonic()
     out = _run(model, model.generate("hello"))
     elapsed = time.monotonic() - t0
@@ -62,6 +69,42 @@ def test_every_fault_is_retried_then_succeeds(server, tmp_path):
     assert elapsed >= 1.0 + 0.5  # waited the Retry-After and the hang's timeout
     assert model.requests == 7 and model.usage.retries == 6
     assert len(cache) == 1  # only the success was stored
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize(
+    ("action", "expected"),
+    [
+        (("status", 429, {"Retry-After": "2"}), "HTTP 429"),
+        (("status", 503), "HTTP 503"),
+        (("hang", 3), "no answer within 0.3 s (timeout)"),
+        (("truncate",), "connection error"),
+        (("reset",), "connection error (ConnectionResetError"),
+        (("invalid_json",), "invalid response body (JSONDecodeError"),
+    ],
+)
+def test_fault_mapping_per_transport(server, transport, action, expected):
+    """Each transport's exceptions map to the same retryable errors; a reset is not reported as a timeout (the
+    SDK's aiohttp transport raises it as APITimeoutError)."""
+    server.set_script([action])
+    model = _model(server, transport=transport)
+    request = ProviderRequest([{"role": "user", "content": "x"}], timeout=0.3)
+    with pytest.raises(TransientProviderError) as err:
+        _run(model, model.provider.complete(request))
+    assert expected in str(err.value)
+    assert "\n" not in str(err.value)
+    if action[0] == "status" and action[1] == 429:
+        assert err.value.status == 429 and err.value.retry_after == 2.0
+    if action[0] != "hang":
+        assert "timeout" not in str(err.value)
+
+
+def test_transport_option(server):
+    auto = _model(server)
+    assert auto.provider.transport == ("aiohttp" if aiohttp_available() else "httpx")
+    assert auto.provider.identity() == _model(server, transport="httpx").provider.identity()  # not in the cache key
+    with pytest.raises(ConfigError, match="transport must be one of auto, aiohttp, httpx"):
+        _model(server, transport="requests")
 
 
 def test_retry_after_is_honoured(server):

@@ -34,6 +34,18 @@ from ..base import Provider, ProviderRequest, ProviderResponse, TransientProvide
 from ..schemas import schema_instruction
 
 GUIDED_MODES = ("response_format", "vllm", "sglang", "json_object", "none")
+TRANSPORTS = ("auto", "aiohttp", "httpx")
+
+
+def aiohttp_available() -> bool:
+    """True when the SDK's aiohttp transport (``openai.DefaultAioHttpClient``, extra ``openai[aiohttp]``) works."""
+    try:
+        import aiohttp  # noqa: F401
+        import openai
+    except ImportError:
+        return False
+    # without aiohttp the SDK exports a stand-in whose constructor raises
+    return "Missing" not in getattr(getattr(openai, "DefaultAioHttpClient", None), "__name__", "Missing")
 
 
 class OpenAIProvider(Provider):
@@ -56,6 +68,7 @@ class OpenAIProvider(Provider):
         strict: bool | None = None,
         extra_body: dict[str, Any] | None = None,
         max_tokens_field: str | None = None,
+        transport: str = "auto",
         pool_shards: int | None = None,
     ) -> None:
         try:
@@ -78,9 +91,18 @@ class OpenAIProvider(Provider):
                 f"the '{self.name}' provider needs an API key in the environment variable {self.api_key_env} "
                 f"(set it, or pass api_key_env='NAME_OF_YOUR_VARIABLE')"
             )
+        if transport not in TRANSPORTS:
+            raise ConfigError(f"transport must be one of {', '.join(TRANSPORTS)}, not {transport!r}")
+        if transport == "auto":
+            transport = "aiohttp" if aiohttp_available() else "httpx"
+        elif transport == "aiohttp" and not aiohttp_available():
+            raise MissingDependencyError("aiohttp", "aiohttp", "transport='aiohttp'")
+        self.transport = transport
         # httpx's connection pool scans all its connections on every request, so one pool of 64 costs more CPU
         # per request than 8 pools of 8; requests are spread round-robin over `pool_shards` SDK clients.
-        self.pool_shards = max(1, int(pool_shards or max(1, self.max_concurrency // 8)))
+        # aiohttp's connector keeps idle connections per host in O(1) structures: one client suffices.
+        shards = 1 if transport == "aiohttp" else max(1, self.max_concurrency // 8)
+        self.pool_shards = max(1, int(pool_shards or shards))
         self._clients: list[Any] = []
         self._client_loop: asyncio.AbstractEventLoop | None = None
         self._turn = 0
@@ -112,7 +134,8 @@ class OpenAIProvider(Provider):
         import openai
 
         pool = -(-max(self.max_concurrency, 1) // self.pool_shards)
-        http_client = httpx2.AsyncClient(
+        client_cls = openai.DefaultAioHttpClient if self.transport == "aiohttp" else httpx2.AsyncClient
+        http_client = client_cls(
             limits=httpx2.Limits(max_connections=pool, max_keepalive_connections=pool),
             timeout=self.timeout,
             follow_redirects=True,
@@ -168,12 +191,8 @@ class OpenAIProvider(Provider):
             data = await client.post("/chat/completions", cast_to=object, body=body, options=options)
         except openai.APIStatusError as exc:
             raise _map_status_error(exc, self.name) from None
-        except openai.APITimeoutError:
-            raise TransientProviderError(f"no answer within {request.timeout} s (timeout)") from None
-        except openai.APIConnectionError as exc:
-            cause = exc.__cause__ or exc.__context__
-            detail = (f"{type(cause).__name__}: {cause}" if str(cause) else type(cause).__name__) if cause else str(exc)
-            raise TransientProviderError(f"connection error ({detail})") from None
+        except openai.APIConnectionError as exc:  # includes APITimeoutError
+            raise _map_connection_error(exc, request.timeout) from None
         except (json.JSONDecodeError, openai.APIResponseValidationError) as exc:
             raise TransientProviderError(f"invalid response body ({type(exc).__name__}: {exc})") from None
         return _to_response(data)
@@ -221,6 +240,39 @@ def _to_response(data: Any) -> ProviderResponse:
         completion_tokens=int(usage.get("completion_tokens") or 0),
         finish_reason=choice.get("finish_reason"),
     )
+
+
+def _map_connection_error(exc: Exception, timeout: float | None) -> TransientProviderError:
+    """An SDK connection or timeout error -> TransientProviderError naming what really happened.
+
+    The SDK's aiohttp transport maps every aiohttp connection error (a reset, a server that hung up) to httpx's
+    ``ConnectTimeout``, which the SDK raises as ``APITimeoutError``; so a "timeout" whose cause chain holds a
+    connection error that is not itself a timeout is reported as the connection error it was.
+    """
+    import openai
+
+    chain: list[BaseException] = [exc]
+    while len(chain) < 16:
+        cause = chain[-1].__cause__ or chain[-1].__context__
+        if cause is None:
+            break
+        chain.append(cause)
+    broken = [c for c in chain[1:] if isinstance(c, _connection_errors()) and not isinstance(c, TimeoutError)]
+    if isinstance(exc, openai.APITimeoutError) and not broken:
+        return TransientProviderError(f"no answer within {timeout} s (timeout)")
+    # the deepest cause that says something (httpx's ReadError after a reset has an empty message)
+    shown = next((c for c in reversed(broken or chain[1:]) if str(c)), chain[1] if len(chain) > 1 else exc)
+    text = " ".join(str(shown).split())[:300]
+    return TransientProviderError(f"connection error ({type(shown).__name__}: {text})" if text else
+                                  f"connection error ({type(shown).__name__})")
+
+
+def _connection_errors() -> tuple[type[BaseException], ...]:
+    try:
+        import aiohttp
+    except ImportError:
+        return (ConnectionError,)
+    return (ConnectionError, aiohttp.ClientConnectionError, aiohttp.ClientPayloadError)
 
 
 def _retry_after(headers: Any) -> float | None:
