@@ -10,9 +10,7 @@ The flow: ``load_tools`` -> ``build_graph`` -> ``sample_plan`` -> Sample (gold T
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from ._lazy import lazy_exports
 from .errors import (
     ConfigError,
     InputError,
@@ -79,14 +77,5 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))

@@ -12,8 +12,7 @@ The names below are imported on first use, so that importing one evaluator modul
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from .._lazy import lazy_exports
 
 _EXPORTS = {
     "CompatResult": "compat",
@@ -34,14 +33,5 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
-
-def __dir__() -> list[str]:
-    return sorted(list(globals()) + list(_EXPORTS))
