@@ -107,6 +107,21 @@ def test_transport_option(server):
         _model(server, transport="requests")
 
 
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_compatible_servers_get_no_platform_headers(server, transport, monkeypatch):
+    monkeypatch.setenv("TB_TEST_KEY", "k")
+    model = _model(server, transport=transport, api_key_env="TB_TEST_KEY")
+    _run(model, model.generate("x"))
+    sent = server.headers[-1]
+    assert sent["authorization"] == "Bearer k" and sent["content-type"] == "application/json"
+    assert not any(k.startswith("x-stainless-") and k not in ("x-stainless-retry-count", "x-stainless-read-timeout")
+                   for k in sent)
+    # a base URL with a query string keeps it (the SDK merges the relative path)
+    model = _model(server, transport=transport, base_url=server.base_url + "?api-version=1")
+    out = _run(model, model.generate("y"))
+    assert out.text == '{"echo": "y", "n": 1}' and model.provider._url == "/chat/completions"
+
+
 def test_retry_after_is_honoured(server):
     server.set_script([("status", 429, {"Retry-After": "1"})])
     model = _model(server, retry_base_delay=0.001, retry_max_delay=0.001)
