@@ -114,6 +114,11 @@ class Dataset:
     requests: dict[str, str] = field(default_factory=dict)
     alignment_ids: dict[str, dict[str, list[str]]] | None = None
     data_path: Path | None = None
+    raw_records: list[dict[str, Any]] | None = None
+    """The records of ``data_raw.json`` (data-engine output before the critics), as plain dicts; None when
+    the file is absent. Kept raw: such records need not fit :class:`Sample`."""
+    error_records: list[dict[str, Any]] | None = None
+    """The records of ``data_error.json`` (samples the critics rejected), as plain dicts; None when absent."""
 
     @property
     def name(self) -> str:
@@ -152,7 +157,10 @@ def find_data_file(root: Path) -> Path | None:
 
 
 def load_dataset(root: str | Path, *, dependency: str | None = None, samples: bool = True) -> Dataset:
-    """Load a dataset directory (see the module docstring). ``dependency`` overrides the library's kind."""
+    """Load a dataset directory (see the module docstring). ``dependency`` overrides the library's kind.
+
+    With ``samples=False`` the sample files (``data.json``, ``data_raw.json``, ``data_error.json``) are not
+    read."""
     from ..graph.loaders import load_tool_library
 
     root = Path(root)
@@ -179,6 +187,10 @@ def load_dataset(root: str | Path, *, dependency: str | None = None, samples: bo
     if samples and data_path is not None:
         ds.samples = read_samples(data_path)
         ds.data_path = data_path
+    if samples and (root / RAW_FILE).is_file():
+        ds.raw_records = read_raw_records(root / RAW_FILE)
+    if samples and (root / ERROR_FILE).is_file():
+        ds.error_records = read_raw_records(root / ERROR_FILE)
     for name in REQUESTS_FILES:
         if (root / name).is_file():
             for line, rec in iter_jsonl(root / name):
@@ -192,7 +204,8 @@ def load_dataset(root: str | Path, *, dependency: str | None = None, samples: bo
 
 
 def save_dataset(ds: Dataset, root: str | Path | None = None) -> Path:
-    """Write a dataset in the reference layout (atomic per file). Returns the directory."""
+    """Write a dataset in the reference layout (atomic per file), samples in the current shape; the graph,
+    alignment ids, ``data_raw.json`` and ``data_error.json`` only when set. Returns the directory."""
     out = Path(root) if root is not None else ds.root
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / TOOL_FILE, ds.library.to_taskbench())
@@ -203,4 +216,8 @@ def save_dataset(ds: Dataset, root: str | Path | None = None) -> Path:
     write_jsonl(out / REQUESTS_FILES[0], requests)
     if ds.alignment_ids is not None:
         write_json(out / ALIGNMENT_FILE, ds.alignment_ids)
+    if ds.raw_records is not None:
+        write_jsonl(out / RAW_FILE, ds.raw_records)
+    if ds.error_records is not None:
+        write_jsonl(out / ERROR_FILE, ds.error_records)
     return out
