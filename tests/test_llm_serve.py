@@ -222,3 +222,23 @@ def test_served_tiny_model_constrained_output_over_http():
     finally:
         served.close()
 
+
+
+def test_run_reaches_an_openai_compatible_server_with_base_url(tmp_path, monkeypatch):
+    """`taskbench run --base-url/--api-key-env`: the main job talks to a real loopback server."""
+    from typer.testing import CliRunner
+
+    from taskbench.cli.main import app
+
+    monkeypatch.setenv("TASKBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("SERVED_KEY", "sk-test-not-a-secret")
+    served = get_model("mock/echo", cache=False)
+    with ServedModel(served) as srv:
+        result = CliRunner().invoke(app, [
+            "run", "-m", "openai-compatible/served", "--base-url", srv.base_url, "--api-key-env", "SERVED_KEY",
+            "-d", "huggingface", "--limit", "2", "--bootstrap", "0", "-q", "-o", str(tmp_path / "run"),
+        ])
+        assert result.exit_code == 0, result.output
+        assert len(served.provider.requests) == 2
+    log = (tmp_path / "run" / "run_log.json").read_text()
+    assert "sk-test-not-a-secret" not in log

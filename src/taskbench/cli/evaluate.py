@@ -20,7 +20,7 @@ ALIGN_HELP = (
     "Score only the ids of one alignment set from alignment_ids.json: human (all of data.json), node, link, "
     "both_node_link, self-check or all."
 )
-DEP_HELP = "Override the dataset's dependency kind: resource (links from <node-j>) or temporal (task_links)."
+DEP_HELP = "Override the dataset's dependency kind: resource (links from `<node-j>` arguments) or temporal (task_links)."
 
 
 def _load(data: Path, dependency: str | None, alignment: str | None):  # noqa: ANN202

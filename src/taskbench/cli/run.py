@@ -45,6 +45,13 @@ def run_command(
     seed: int = typer.Option(0, "--seed", help="Sampling seed (and bootstrap seed)."),
     bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap replicates for strict CIs (0 = none)."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the response cache."),
+    base_url: str | None = typer.Option(
+        None, "--base-url", help="Server URL for the openai-compatible models of this run, e.g. http://127.0.0.1:8000/v1."
+    ),
+    api_key_env: str | None = typer.Option(
+        None, "--api-key-env", help="Name of the environment variable holding the API key (openai and "
+        "openai-compatible models); the key itself is never written anywhere.",
+    ),
     option: list[str] | None = typer.Option(None, "--option", "-O", help=OPTION_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
@@ -62,7 +69,7 @@ def run_command(
 
         taskbench run --model llamacpp/qwen2.5-coder-0.5b --data multimedia --limit 0 --shots 1 -o runs/mm
 
-        taskbench run -m openai/gpt-4o-mini -m openai-compatible/qwen --data data/dailylifeapis -o runs/cmp
+        taskbench run -m openai/gpt-4o-mini -m openai-compatible/qwen --base-url http://127.0.0.1:8000/v1 -d dailylifeapis -o runs/cmp
     """
 
     from ..errors import ConfigError
@@ -90,7 +97,7 @@ def run_command(
         log = run_benchmark(
             output, models=models, datasets=list(data or BUNDLED_DEMO_DATASETS), options=options,
             cache=not no_cache, model_options=parse_model_options(option), bootstrap=bootstrap, seed=seed,
-            display=display,
+            display=display, base_url=base_url, api_key_env=api_key_env,
         )
     from rich.table import Table
 

@@ -168,8 +168,16 @@ async def _run_model(
     display: PredictDisplay,
     bootstrap: int,
     seed: int,
+    base_url: str | None = None,
+    api_key_env: str | None = None,
 ) -> None:
-    model = open_model(spec, concurrency=options.concurrency, cache=cache, options=model_options)
+    provider = spec.split("/", 1)[0]
+    endpoint: dict[str, Any] = {}
+    if base_url and provider == "openai-compatible":
+        endpoint["base_url"] = base_url
+    if api_key_env and provider in ("openai", "openai-compatible"):
+        endpoint["api_key_env"] = api_key_env
+    model = open_model(spec, concurrency=options.concurrency, cache=cache, options=model_options, **endpoint)
     try:
         for name, ds in datasets:
             entry = log.entry(spec, name)
@@ -213,6 +221,8 @@ def run_benchmark(
     display: PredictDisplay | None = None,
     command: Sequence[str] | None = None,
     plots: bool = True,
+    base_url: str | None = None,
+    api_key_env: str | None = None,
 ) -> RunLog:
     """Predict and score every model on every dataset into ``run_dir``; write the run log and reports.
 
@@ -256,7 +266,8 @@ def run_benchmark(
     async def go() -> None:
         for spec in models:
             await _run_model(spec, loaded, log, run_dir, options, cache=cache, model_options=model_options or {},
-                             display=display, bootstrap=bootstrap, seed=seed)
+                             display=display, bootstrap=bootstrap, seed=seed, base_url=base_url,
+                             api_key_env=api_key_env)
 
     try:
         asyncio.run(go())
