@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 
 import pytest
 
@@ -12,6 +14,7 @@ from taskbench.report.leaderboard import (
     entry_from_json,
     load_entries,
     plot_board,
+    plot_png,
     rank_correlations,
     read_ranking,
     to_html,
@@ -75,8 +78,35 @@ def test_markdown_html(files):
     assert lines[2] == "| # | model | n-F1 | NED |"
     assert lines[4] == "| 1 | strong | 90.00 | 10.00 |"
     assert "| n-F1 | 3 | 1.000 | 1.000 |" in md and "| NED | 3 | 1.000 | 1.000 |" in md
-    page = to_html(board, corr)
+    page = to_html(board, corr, plots=False)
     assert page.startswith("<!DOCTYPE html>") and "<td>strong</td><td>90.00</td>" in page
+    assert "<img" not in page
+
+
+def test_html_embeds_the_plots_as_a_png_data_uri(files, tmp_path):
+    board = build_board(load_entries(files))
+    page = to_html(board)
+    assert "<td>strong</td><td>90.00</td>" in page
+    found = re.findall(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
+    assert len(found) == 1
+    png = base64.b64decode(found[0], validate=True)
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000
+    assert png == plot_png(board)  # the same figure as -o board.png
+    assert "http://" not in page and "https://" not in page  # self-contained: nothing to fetch
+    # another metric gives another figure
+    assert to_html(board, metric="edit_distance") != page
+
+
+def test_cli_html_has_table_and_plots(files, tmp_path):
+    from typer.testing import CliRunner
+
+    from taskbench.cli.main import app
+
+    out = tmp_path / "board.html"
+    result = CliRunner().invoke(app, ["leaderboard", *map(str, files), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    page = out.read_text(encoding="utf-8")
+    assert "<td>strong</td><td>90.00</td>" in page and '<img src="data:image/png;base64,' in page
 
 
 def test_rank_correlation_reversed(files, tmp_path):
@@ -93,3 +123,4 @@ def test_png(files, tmp_path):
     out = plot_board(build_board(load_entries(files)), tmp_path / "board.png")
     data = out.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
+    assert data == plot_png(build_board(load_entries(files)))

@@ -1,4 +1,5 @@
-"""Leaderboards: models x metrics from metrics JSON files, as markdown / HTML / PNG, and rank correlation.
+"""Leaderboards: models x metrics from metrics JSON files, as markdown / HTML (table and plots) / PNG, and
+rank correlation.
 
 Reads every metrics layout ``taskbench evaluate`` writes: strict (``{"mode": "strict", "groups": ...}``),
 both (``{"strict": ..., "compat": ...}``) and the reference layout (``{"overall_overall": {...}, ...}``, as
@@ -8,7 +9,9 @@ both (``{"strict": ..., "compat": ...}``) and the reference layout (``{"overall_
 
 from __future__ import annotations
 
+import base64
 import html
+import io
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -164,8 +167,16 @@ def _num(v: float | None) -> str:
     return "-" if v is None or v != v else f"{v:.3f}"
 
 
-def to_html(board: Leaderboard, correlations: Sequence[Mapping[str, Any]] | None = None) -> str:
-    """A standalone HTML page with the table (and the rank correlations)."""
+def to_html(
+    board: Leaderboard,
+    correlations: Sequence[Mapping[str, Any]] | None = None,
+    *,
+    plots: bool = True,
+    metric: str | None = None,
+) -> str:
+    """A self-contained HTML page with the table, the plots of :func:`plot_board` (for ``metric``, default
+    the ranking metric) as an inline PNG data URI (no network needed), and the rank correlations when given.
+    ``plots=False`` leaves the figure out."""
     e = html.escape
     head = "".join(f"<th>{e(h)}</th>" for h in ["#", "model"] + [header(m) for m in board.metrics])
     body = "".join(
@@ -173,6 +184,12 @@ def to_html(board: Leaderboard, correlations: Sequence[Mapping[str, Any]] | None
         + "".join(f"<td>{_cell(row[m])}</td>" for m in board.metrics) + "</tr>\n"
         for i, row in enumerate(board.rows, 1)
     )
+    figure = ""
+    if plots:
+        shown = header(metric or board.rank_by)
+        uri = "data:image/png;base64," + base64.b64encode(plot_png(board, metric=metric)).decode("ascii")
+        figure = (f"<h2>{e(shown)} per structure and per tool count</h2>"
+                  f"<img src=\"{uri}\" alt=\"{e(shown)} per structure and per tool count\">")
     corr = ""
     if correlations:
         rows = "".join(
@@ -184,14 +201,14 @@ def to_html(board: Leaderboard, correlations: Sequence[Mapping[str, Any]] | None
                 f"<th>Spearman's rho</th></tr>\n{rows}</table>")
     title = f"Leaderboard ({e(board.group)}, ranked by {e(header(board.rank_by))}; values in %)"
     style = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
-             "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td:nth-child(2){text-align:left}")
+             "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td:nth-child(2){text-align:left}"
+             "img{max-width:100%}")
     return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{title}</title><style>{style}</style>"
-            f"</head><body><h1>{title}</h1><table><tr>{head}</tr>\n{body}</table>{corr}</body></html>\n")
+            f"</head><body><h1>{title}</h1><table><tr>{head}</tr>\n{body}</table>{figure}{corr}</body></html>\n")
 
 
-def plot_board(board: Leaderboard, path: str | Path, *, metric: str | None = None) -> Path:
-    """A PNG with two panels for ``metric`` (default the ranking metric): grouped bars per structure
-    (single/chain/dag) and a line per model over the tool count (1..10)."""
+def _board_figure(board: Leaderboard, metric: str | None) -> Any:
+    """The two-panel matplotlib figure of :func:`plot_board` (the caller closes it)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -225,9 +242,31 @@ def plot_board(board: Leaderboard, path: str | Path, *, metric: str | None = Non
     handles, labels = ax2.get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=min(len(models), 6), fontsize="small", frameon=False)
     fig.tight_layout(rect=(0, 0.08, 1, 1))
+    return fig
+
+
+def _save_figure(board: Leaderboard, target: Any, metric: str | None) -> None:
+    import matplotlib.pyplot as plt
+
+    fig = _board_figure(board, metric)
+    try:
+        fig.savefig(target, dpi=110, format="png")
+    finally:
+        plt.close(fig)
+
+
+def plot_png(board: Leaderboard, *, metric: str | None = None) -> bytes:
+    """The figure of :func:`plot_board` as PNG bytes."""
+    buf = io.BytesIO()
+    _save_figure(board, buf, metric)
+    return buf.getvalue()
+
+
+def plot_board(board: Leaderboard, path: str | Path, *, metric: str | None = None) -> Path:
+    """A PNG with two panels for ``metric`` (default the ranking metric): grouped bars per structure
+    (single/chain/dag) and a line per model over the tool count (1..10)."""
     path = Path(path)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save_figure(board, path, metric)
     return path
 
 
@@ -277,6 +316,7 @@ __all__ = [
     "header",
     "load_entries",
     "plot_board",
+    "plot_png",
     "rank_correlations",
     "read_ranking",
     "to_html",
