@@ -56,7 +56,15 @@ def test_check_reports_issues_and_strict_fails(capsys, tmp_path):
         assert text in out
     code, out, _ = run(capsys, "data", "check", str(dest), "--strict", "--show", "0")
     assert code == 1
-    assert f"{bad['id']}  " not in out and "more (use --show N)" in out
+    assert "29 clean, 1 with issues" in out and "unknown_param" in out  # the summary table
+    assert f"{bad['id']}  " not in out and "more (use --show N)" not in out  # --show 0: only the summary
+    code, out, _ = run(capsys, "data", "check", str(dest), "--show", "1")
+    assert code == 0
+    assert len([line for line in out.splitlines() if line.startswith(f"  {bad['id']}  ")]) == 1
+    assert "  ... 2 more (use --show N)" in out
+    code, out, _ = run(capsys, "data", "check", str(dest), "--show", "3")
+    assert len([line for line in out.splitlines() if line.startswith(f"  {bad['id']}  ")]) == 3
+    assert "more (use --show N)" not in out
 
 
 def test_check_released_gold(capsys, reference_dir):

@@ -128,7 +128,7 @@ def check_command(
                 console.print(f"  {sample_id}  {issue.code}: {issue.message}")
                 shown += 1
         total = sum(len(v) for v in results.values())
-        if total > shown:
+        if show > 0 and total > shown:  # --show 0 asks for the summary alone
             console.print(f"  ... {total - shown} more (use --show N)")
     if strict and flagged:
         raise typer.Exit(1)
