@@ -87,7 +87,7 @@ def check_command(
     """Load a dataset and run the rule critic on every sample; print a summary table of issue codes.
 
     Checks: tools exist and are used once, one step per node, n_tools, type vs shape (single/chain/dag),
-    <node-j> references and types (resource), parameter names (temporal), links vs the tool graph, and
+    `<node-j>` references and types (resource), parameter names (temporal), links vs the tool graph, and
     nodes/links vs the sampled subgraph.
 
     Example:
