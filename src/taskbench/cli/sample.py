@@ -12,7 +12,7 @@ from .console import make_console
 def sample_command(
     graph_path: Path = typer.Argument(
         ..., metavar="GRAPH", show_default=False,
-        help="A graph_desc.json, a tool library file (the graph is built) a dataset directory or a bundled dataset name.",
+        help="A graph_desc.json, a tool library file (the graph is built), a dataset directory or a bundled dataset name.",
     ),
     n: int = typer.Option(..., "--n", "-n", help="Number of subgraphs to plan.", min=0),
     seed: int = typer.Option(0, "--seed", "-s", help="Plan seed: the same seed gives the same plan anywhere."),
