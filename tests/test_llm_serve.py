@@ -242,3 +242,26 @@ def test_run_reaches_an_openai_compatible_server_with_base_url(tmp_path, monkeyp
         assert len(served.provider.requests) == 2
     log = (tmp_path / "run" / "run_log.json").read_text()
     assert "sk-test-not-a-secret" not in log
+
+
+def test_predict_cli_closes_its_http_clients(tmp_path, monkeypatch):
+    """`taskbench predict` against a real server leaves no unclosed client session or connector behind."""
+    import gc
+    import warnings
+
+    from typer.testing import CliRunner
+
+    from taskbench.cli.main import app
+
+    monkeypatch.setenv("TASKBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    served = get_model("mock/echo", cache=False)
+    with ServedModel(served) as srv, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = CliRunner().invoke(app, [
+            "predict", "--data", "huggingface", "-m", "openai-compatible/served", "--base-url", srv.base_url,
+            "--limit", "2", "-q", "-o", str(tmp_path / "p.jsonl"),
+        ])
+        gc.collect()
+    assert result.exit_code == 0, result.output
+    assert "Unclosed" not in result.output
+    assert not [w for w in caught if "Unclosed" in str(w.message) or issubclass(w.category, ResourceWarning)]

@@ -93,9 +93,9 @@ def predict_command(
     display = RichPredictDisplay(console)
     try:
         with display:
-            summary = predict_file(path, m, output, options, display=display)
+            summary = predict_file(path, m, output, options, display=display, close_model=True)
     finally:
-        m.close()
+        m.close()  # no-op when predict_file closed it; releases it when loading the dataset failed
     out = make_console()
     out.print(summary_table([summary]))
     for err in summary.errors:

@@ -458,9 +458,12 @@ def predict_file(
     options: PredictOptions | None = None,
     *,
     display: PredictDisplay | None = None,
+    close_model: bool = False,
 ) -> PredictSummary:
     """Load a dataset directory and predict it into ``output`` (blocking). ``model`` is a ``Model`` or a
-    ``provider/model`` string (then it is opened with defaults and closed at the end)."""
+    ``provider/model`` string (then it is opened with defaults and closed at the end). ``close_model`` closes
+    a given ``Model`` too, inside the event loop its HTTP clients were made in (closing them from another loop
+    later would leak their connections)."""
     from ..dataset.layout import load_dataset
 
     options = options or PredictOptions()
@@ -477,7 +480,7 @@ def predict_file(
                 display=display,
             )
         finally:
-            if owned:
+            if owned or close_model:
                 await m.aclose()
 
     return asyncio.run(go())
