@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..errors import ConfigError, InputError
 
-__all__ = ["NAMES", "is_bundled", "names", "path", "resolve"]
+__all__ = ["NAMES", "is_bundled", "names", "path", "resolve", "resolve_dir"]
 
 NAMES: tuple[str, ...] = ("huggingface", "multimedia", "dailylifeapis")
 """The bundled datasets, in the paper's order."""
@@ -59,3 +59,13 @@ def resolve(spec: str | Path) -> Path:
         path=spec,
         hint=f"pass a path, or one of the bundled datasets: {', '.join(NAMES)}",
     )
+
+
+def resolve_dir(spec: str | Path) -> Path:
+    """Like :func:`resolve`, for arguments that must be a dataset directory."""
+    found = resolve(spec)
+    if not found.is_dir():
+        raise InputError(
+            "expected a dataset directory, found a file", path=spec, hint="pass the directory that holds tool_desc.json"
+        )
+    return found

@@ -26,13 +26,13 @@ DEP_HELP = "Override the dataset's dependency kind: resource (links from `<node-
 def _load(data: Path, dependency: str | None, alignment: str | None):  # noqa: ANN202
     """(library, gold file, alignment ids or None) of a dataset directory: reads the tool library and, when
     asked for, alignment_ids.json (scoring reads the gold file itself, see :func:`_records`)."""
+    from ..bundled import resolve_dir
     from ..dataset.jsonio import read_json
     from ..dataset.layout import ALIGNMENT_FILE, GRAPH_FILE, TOOL_FILE, Dataset, find_data_file
     from ..errors import InputError
     from ..graph.loaders import load_tool_library
-    from ..run.resolve import resolve_data
 
-    data = resolve_data(data)
+    data = resolve_dir(data)
     tool_path = data / TOOL_FILE if (data / TOOL_FILE).is_file() else data / GRAPH_FILE
     if not tool_path.is_file():
         raise InputError(f"no {TOOL_FILE} in the dataset directory", path=data)

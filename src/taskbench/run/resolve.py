@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import InputError
-
 BUNDLED_DEMO_DATASETS: tuple[str, ...] = ("huggingface", "multimedia", "dailylifeapis")
 """The bundled demo datasets `taskbench run` uses by default, in report order."""
 
@@ -19,13 +17,9 @@ def bundled_names() -> list[str]:
 
 def resolve_data(spec: str | Path) -> Path:
     """A dataset directory for ``spec``: an existing directory, else a bundled dataset of that name."""
-    from .. import bundled
+    from ..bundled import resolve_dir
 
-    found = bundled.resolve(spec)
-    if not found.is_dir():
-        raise InputError("expected a dataset directory, found a file", path=spec,
-                         hint="pass the directory that holds tool_desc.json")
-    return found
+    return resolve_dir(spec)
 
 
 __all__ = ["BUNDLED_DEMO_DATASETS", "bundled_names", "resolve_data"]
