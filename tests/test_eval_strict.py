@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from taskbench.errors import ConfigError
 from taskbench.eval.api import aggregate_strict, evaluate, score_strict
 from taskbench.eval.strict import content_type, normalise_graph, parse_strict, score_sample, split_groups
 from taskbench.schema import Sample, TaskGraph, Tool, ToolLibrary
@@ -179,7 +180,7 @@ def test_split_groups_modes():
         ("overall", "overall"), ("chain", "overall"), ("overall", "2")
     ]
     assert split_groups(["chain"], ["overall", "2"], "mul") == [("chain", "overall"), ("chain", "2")]
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigError, match="unknown group mode 'sum'"):
         split_groups(["overall"], ["overall"], "sum")
 
 

@@ -809,19 +809,10 @@ def per_tool_from_sums(sums: Mapping[str, np.ndarray], names: Sequence[str]) -> 
 
 
 def split_groups(splits: Sequence[str], n_tools: Sequence[str], mode: str) -> list[tuple[str, str]]:
-    """The ``(split, n_tools)`` groups: ``add`` = each split overall plus overall per tool count; ``mul`` =
-    the cross product. Order and de-duplication as in the reference."""
-    groups: list[tuple[str, str]] = []
-    if mode == "mul":
-        pairs = [(s, n) for s in splits for n in n_tools]
-    elif mode == "add":
-        pairs = [(s, "overall") for s in splits] + [("overall", n) for n in n_tools]
-    else:
-        raise ValueError(f"mode must be 'add' or 'mul', not {mode!r}")
-    for pair in pairs:
-        if pair not in groups:
-            groups.append(pair)
-    return groups
+    """The ``(split, n_tools)`` groups in the reference's order (see :func:`taskbench.eval.groups.make_groups`)."""
+    from .groups import make_groups
+
+    return [(g.split, g.n_tools) for g in make_groups(splits, n_tools, mode)]
 
 
 def group_mask(splits: np.ndarray, n_tools: np.ndarray, split: str, n: str) -> np.ndarray:
