@@ -131,3 +131,28 @@ def test_run_survives_sigkill_and_resumes(tmp_path: Path) -> None:
         assert len(_check_file(path)) == 12
     hf = log["entries"][0]
     assert hf["cache_hits"] >= 0 and hf["strict"]["n_gold"] == 12
+
+
+def test_run_stopped_with_sigterm_says_interrupted_and_resumes(tmp_path: Path) -> None:
+    """SIGTERM (how schedulers stop jobs) ends `taskbench run` cleanly: exit 130, no traceback, complete lines, a run
+    log that says "interrupted"; rerunning completes it."""
+    cmd = [sys.executable, "-m", "taskbench", "run", "-m", "mock/echo", "-d", "huggingface", "--limit", "12",
+           "-O", "delay=0.05", "--bootstrap", "0", "-q", "-o", str(tmp_path / "run")]
+    env = _env(tmp_path / "cache")
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    first = tmp_path / "run" / "predictions" / "huggingface" / "mock_echo.jsonl"
+    deadline = time.time() + 60
+    while time.time() < deadline and (not first.exists() or first.read_text().count("\n") < 3):
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert b"Traceback" not in err
+    n_before = len(_check_file(first))
+    assert 0 < n_before < 12
+    assert first.read_bytes().endswith(b"\n")
+    log = json.loads((tmp_path / "run" / "run_log.json").read_text())
+    assert log["status"] == "interrupted"
+    subprocess.run(cmd, env=env, check=True, capture_output=True, timeout=300)
+    log = json.loads((tmp_path / "run" / "run_log.json").read_text())
+    assert log["status"] == "complete" and len(_check_file(first)) == 12

@@ -7,6 +7,7 @@ command functions so that ``taskbench --help`` and quick commands start fast.
 from __future__ import annotations
 
 import importlib
+import signal
 import sys
 
 import typer
@@ -57,8 +58,16 @@ def _register() -> None:
 _register()
 
 
+def _terminate(signum: int, frame: object) -> None:
+    # SIGTERM (a scheduler stopping a job, `kill PID`) ends a command like Ctrl-C does, so it can finish its
+    # records and mark its run log "interrupted" instead of vanishing mid-run.
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _terminate)
     try:
         app(args=argv, standalone_mode=True)
     except TaskbenchError as exc:
