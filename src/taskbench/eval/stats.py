@@ -306,8 +306,8 @@ def paired_compare(
     ca = {k: np.asarray(columns_a[k], dtype=float) for k in keys}
     cb = {k: np.asarray(columns_b[k], dtype=float) for k in keys}
     n = len(ca["n"])
-    ma = statistic(column_sums(ca))
-    mb = statistic(column_sums(cb))
+    sa, sb = column_sums(ca), column_sums(cb)
+    ma, mb = statistic(sa), statistic(sb)
     names = [k for k, v in ma.items() if np.ndim(v) == 0 and k in mb]
     observed = {k: float(ma[k]) - float(mb[k]) for k in names}
 
@@ -325,7 +325,6 @@ def paired_compare(
 
     extreme = dict.fromkeys(names, 0)
     valid = dict.fromkeys(names, 0)
-    sa, sb = column_sums(ca), column_sums(cb)
     diffs = _Stacked({k: ca[k] - cb[k] for k in keys})
     done = 0
     while n > 0 and done < n_perm:
