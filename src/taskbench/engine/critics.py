@@ -26,7 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..schema import NODE_REF, Sample, TaskArgument, TaskLink, ToolGraph, ToolLibrary
+from ..schema import NODE_REF, Sample, TaskArgument, TaskLink, ToolGraph, ToolLibrary, ToolLink
 
 __all__ = [
     "ISSUE_CODES",
@@ -90,12 +90,8 @@ def _dependency(library: ToolLibrary, dependency: str | None) -> str:
     return dependency or library.dependency
 
 
-def _edge_set(links: Iterable[TaskLink]) -> set[tuple[str, str]]:
+def _edge_set(links: Iterable[TaskLink | ToolLink]) -> set[tuple[str, str]]:
     return {(lk.source, lk.target) for lk in links}
-
-
-def _links(sample: Sample, dependency: str) -> list[TaskLink]:
-    return sample.reference_links() if dependency == "resource" else list(sample.task_links)
 
 
 def _find_cycle(nodes: list[str], edges: set[tuple[str, str]]) -> list[str] | None:
@@ -176,7 +172,7 @@ def check_structure(sample: Sample, dependency: str = "resource") -> list[Issue]
     if sample.n_tools != n:
         issues.append(Issue(code="n_tools_mismatch", message=f"n_tools is {sample.n_tools} but there are {n} nodes"))
 
-    links = _links(sample, dependency)
+    links = sample.links_for(dependency)
     node_set = set(names)
     if dependency != "resource":
         for lk in links:
@@ -325,12 +321,12 @@ def check_sample(
                 parts.append("missing: " + ", ".join(f"{s} -> {t}" for s, t in sorted(implied - explicit)))
             issues.append(Issue(code="links_refs_mismatch", message="task_links vs <node-j> references; " + "; ".join(parts)))
         if graph is not None:
-            edges = {(lk.source, lk.target) for lk in graph.links}
+            edges = _edge_set(graph.links)
             for s, t in sorted(implied | explicit):
                 if s in library and t in library and (s, t) not in edges:
                     issues.append(Issue(code="link_not_in_graph", message=f"{s} -> {t} is not an edge of the tool graph"))
     elif graph is not None:
-        edges = {(lk.source, lk.target) for lk in graph.links}
+        edges = _edge_set(graph.links)
         for lk in sample.task_links:
             if lk.source in library and lk.target in library and (lk.source, lk.target) not in edges:
                 issues.append(
