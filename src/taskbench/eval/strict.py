@@ -35,11 +35,12 @@ from rapidfuzz.distance import Indel
 
 from ..errors import InputError
 from ..schema import NODE_REF, Sample, TaskArgument, TaskGraph, ToolLibrary
+from .groups import ALL_N_TOOLS, ALL_SPLITS, make_groups
 
 ParseStatus = Literal["ok", "missing", "parse_error"]
 
-SPLITS = ("overall", "single", "chain", "dag")
-N_TOOLS = ("overall",) + tuple(str(i) for i in range(1, 11))
+SPLITS = ALL_SPLITS
+N_TOOLS = ALL_N_TOOLS
 
 _EXTENSIONS = (
     ("image", ("jpg", "png", "jpeg", "gif", "bmp", "tiff", "svg", "ico")),
@@ -810,8 +811,6 @@ def per_tool_from_sums(sums: Mapping[str, np.ndarray], names: Sequence[str]) -> 
 
 def split_groups(splits: Sequence[str], n_tools: Sequence[str], mode: str) -> list[tuple[str, str]]:
     """The ``(split, n_tools)`` groups in the reference's order (see :func:`taskbench.eval.groups.make_groups`)."""
-    from .groups import make_groups
-
     return [(g.split, g.n_tools) for g in make_groups(splits, n_tools, mode)]
 
 
