@@ -17,8 +17,16 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from ..errors import InputError
-from ..schema import DEPENDENCY_KINDS, ToolGraph, ToolLibrary, ToolLink
-from .loaders import JsonSource, check_dependency, load_tools, tools_from_taskbench
+from ..schema import ToolGraph, ToolLibrary, ToolLink
+from .loaders import (
+    JsonSource,
+    _file_dependency,
+    _first_error,
+    check_dependency,
+    infer_dependency,
+    load_tools,
+    tools_from_taskbench,
+)
 
 TEMPORAL_LINK_TYPE = "complete"
 """The ``type`` of every link in a temporal graph (as in the reference files)."""
@@ -134,15 +142,8 @@ def _graph_from_source(src: JsonSource, dependency: str | None) -> ToolGraph:
         try:
             links.append(ToolLink.model_validate(raw))
         except ValidationError as exc:
-            err = exc.errors()[0]
-            raise src.error(f"link #{i}: {'.'.join(map(str, err['loc']))}: {err['msg']}", "links", i) from None
-    dep = dependency
-    if dep is None and "dependency" in doc:
-        dep = doc["dependency"]
-        if dep not in DEPENDENCY_KINDS:
-            raise src.error(f"unknown dependency kind {dep!r}", "dependency", hint="use 'resource' or 'temporal'")
-    if dep is None:
-        dep = "resource" if all(t.is_typed for t in tools) else "temporal"
+            raise src.error(f"link #{i}: {_first_error(exc)}", "links", i) from None
+    dep = dependency or _file_dependency(src) or infer_dependency(tools)
     graph = ToolGraph(nodes=tools, links=links, dependency=dep)
     problem = graph_problem(graph)
     if problem is not None:
