@@ -440,6 +440,7 @@ class _Table:
         return np.bincount(cols[mask[rows]], minlength=self.n_labels).astype(np.int64)
 
 
+@gc_paused()
 def evaluate_compat(
     gold_records: Sequence[Mapping[str, Any]],
     pred_records: Sequence[Mapping[str, Any]],
@@ -459,34 +460,6 @@ def evaluate_compat(
     ``bertscore``: a per-sample scorer, called once with all step texts; without it BERTScore keys are
     left out (a log line says so). ``dependency`` overrides the library's dependency kind.
     """
-    with gc_paused():
-        return _evaluate_compat(
-            gold_records,
-            pred_records,
-            library,
-            splits=splits,
-            n_tools=n_tools,
-            mode=mode,
-            metrics=metrics,
-            alignment_ids=alignment_ids,
-            bertscore=bertscore,
-            dependency=dependency,
-        )
-
-
-def _evaluate_compat(
-    gold_records: Sequence[Mapping[str, Any]],
-    pred_records: Sequence[Mapping[str, Any]],
-    library: ToolLibrary,
-    *,
-    splits: Iterable[str] | str,
-    n_tools: Iterable[str | int] | str,
-    mode: str,
-    metrics: Iterable[str],
-    alignment_ids: set[Any] | None,
-    bertscore: BertScoreFn | None,
-    dependency: str | None,
-) -> CompatResult:
     chosen = expand_compat_metrics(metrics)
     groups: list[Group] = make_groups(splits, n_tools, mode)
     samples = score_samples_compat(
