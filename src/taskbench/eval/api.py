@@ -251,6 +251,15 @@ def _selected(metrics: Sequence[str]) -> set[str]:
     return keep
 
 
+def _statistic(keep: set[str]) -> stats.Statistic:
+    """:func:`metrics_from_sums` restricted to the metrics in ``keep`` (the statistic resampling recomputes)."""
+
+    def statistic(s: Mapping[str, np.ndarray]) -> Mapping[str, np.ndarray]:
+        return {k: v for k, v in metrics_from_sums(s).items() if k in keep}
+
+    return statistic
+
+
 def aggregate_strict(
     scored: ScoredSet,
     *,
@@ -273,10 +282,7 @@ def aggregate_strict(
         if not keep & set(_FAMILY["f1"][3:6]):  # no macro metric asked for: leave the per-tool columns out
             columns = {k: (np.zeros((len(v), 0)) if k.startswith("tool_") else v) for k, v in columns.items()}
 
-        def statistic(s: Mapping[str, np.ndarray]) -> Mapping[str, np.ndarray]:
-            return {k: v for k, v in metrics_from_sums(s).items() if k in keep}
-
-        cis = stats.bootstrap_groups(columns, masks, statistic, n_boot=bootstrap, seed=seed, key="strict")
+        cis = stats.bootstrap_groups(columns, masks, _statistic(keep), n_boot=bootstrap, seed=seed, key="strict")
     groups: dict[str, GroupResult] = {}
     for (split, n), (key, mask) in zip(pairs, masks.items(), strict=True):
         any_rows = bool(mask.any())
@@ -489,11 +495,7 @@ def compare_predictions(
     kw: dict[str, Any] = {"dependency": dep, "metrics": metrics, "alignment_ids": alignment_ids, "gold_path": gold_path}
     sa = score_strict(samples, predictions_a, library, **kw)
     sb = score_strict(samples, predictions_b, library, **kw)
-    keep = _selected(metrics)
-
-    def statistic(s: Mapping[str, np.ndarray]) -> Mapping[str, np.ndarray]:
-        return {k: v for k, v in metrics_from_sums(s).items() if k in keep}
-
+    statistic = _statistic(_selected(metrics))
     groups = {}
     for split, n in split_groups(splits, n_tools, group_mode):
         key = f"{split}_{n}"
