@@ -55,11 +55,9 @@ def demo_candidates(
     by_id = {s.id: s for s in samples}
     out: list[Sample] = [by_id[i] for i in reference_ids(name, library) if i in by_id]
     chosen = {s.id for s in out}
-    pools = {
-        kind: [s for s in sorted(samples, key=lambda s: _id_key(s.id)) if s.type == kind and s.id not in chosen]
-        for kind in FALLBACK_STRUCTURES
-    }
-    others = [s for s in sorted(samples, key=lambda s: _id_key(s.id)) if s.type not in FALLBACK_STRUCTURES]
+    ordered = sorted(samples, key=lambda s: _id_key(s.id))
+    pools = {kind: [s for s in ordered if s.type == kind and s.id not in chosen] for kind in FALLBACK_STRUCTURES}
+    others = [s for s in ordered if s.type not in FALLBACK_STRUCTURES]
     while len(out) < count and any(pools.values()):
         for kind in FALLBACK_STRUCTURES:
             if pools[kind] and len(out) < count:
