@@ -64,7 +64,7 @@ def graph_problem(graph: ToolGraph) -> tuple[int | None, str, str] | None:
         if t.id in tools:
             return None, f"duplicate tool id {t.id!r}", "tool ids must be unique"
         tools[t.id] = t
-    dep = graph.dependency or graph.library.dependency
+    dep = graph.dependency_kind
     produced = {ty for t in graph.nodes for ty in (t.output_types or ())}
     seen: set[tuple[str, str]] = set()
     for i, link in enumerate(graph.links):

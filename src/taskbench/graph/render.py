@@ -204,7 +204,7 @@ def render_png(graph: ToolGraph, path: str | Path, *, title: str | None = None, 
                   title="tool colour = first output type; link colour = type" if any(t.is_typed for t in graph.nodes)
                   else None)
         heading = title or "tool graph"
-        ax.set_title(f"{heading}: {n} tools, {len(graph.links)} links ({graph.dependency or graph.library.dependency})",
+        ax.set_title(f"{heading}: {n} tools, {len(graph.links)} links ({graph.dependency_kind})",
                      fontsize=13)
         fig.tight_layout()
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -417,7 +417,7 @@ def render_html(graph: ToolGraph, path: str | Path, *, title: str | None = None,
         legend.append(f'<div><span class="sw" style="background:{colors.get(g, NEUTRAL)}"></span>{html.escape(label)}</div>')
     for ty in link_types:
         legend.append(f'<div><span class="ln" style="background:{colors.get(ty, "#888")}"></span>link: {html.escape(ty)}</div>')
-    dep = graph.dependency or graph.library.dependency
+    dep = graph.dependency_kind
     heading = html.escape(title or "tool graph")
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">

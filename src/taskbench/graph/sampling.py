@@ -115,7 +115,7 @@ class SubgraphSampler:
             self._succ[a].append(b)
             self._pred[b].append(a)
             self._type[(a, b)] = link.type
-        dep = graph.dependency or graph.library.dependency
+        dep = graph.dependency_kind
         self._inputs: list[list[str]] | None = None
         if dep == "resource":
             self._inputs = [list(t.input_types or ()) for t in graph.nodes]

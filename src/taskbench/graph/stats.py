@@ -66,7 +66,7 @@ def graph_stats(graph: ToolGraph) -> GraphStats:
     n = g.number_of_nodes()
     m = g.number_of_edges()
     comps = sorted((len(c) for c in nx.weakly_connected_components(g)), reverse=True)
-    dep = graph.dependency or graph.library.dependency
+    dep = graph.dependency_kind
     inputs = [ty for t in graph.nodes for ty in dict.fromkeys(t.input_types or ())]
     outputs = [ty for t in graph.nodes for ty in dict.fromkeys(t.output_types or ())]
     produced = set(outputs)

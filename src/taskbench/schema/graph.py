@@ -41,12 +41,16 @@ class ToolGraph(BaseModel):
     )
 
     @property
+    def dependency_kind(self) -> DependencyKind:
+        """The recorded dependency, else inferred ('resource' when any tool is typed)."""
+        if self.dependency is not None:
+            return self.dependency
+        return "resource" if any(t.is_typed for t in self.nodes) else "temporal"
+
+    @property
     def library(self) -> ToolLibrary:
         """The nodes as a :class:`ToolLibrary` (dependency inferred when not recorded)."""
-        dep = self.dependency
-        if dep is None:
-            dep = "resource" if any(t.is_typed for t in self.nodes) else "temporal"
-        return ToolLibrary(tools=self.nodes, dependency=dep)
+        return ToolLibrary(tools=self.nodes, dependency=self.dependency_kind)
 
     def to_networkx(self) -> nx.DiGraph:
         """A ``networkx.DiGraph`` with tool attributes on nodes and ``type`` on edges."""
