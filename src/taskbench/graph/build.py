@@ -24,6 +24,7 @@ from .loaders import (
     _first_error,
     check_dependency,
     infer_dependency,
+    library_from_source,
     load_tools,
     tools_from_taskbench,
 )
@@ -168,5 +169,5 @@ def graph_from_path(path: str | Path, *, format: str = "auto", dependency: str |
         src = JsonSource.read(path)
         if is_graph_document(src.doc):
             return _graph_from_source(src, dependency)
-    library = load_tools(path, format, dependency)
-    return build_graph(library, dependency)
+        return build_graph(library_from_source(src, format, dependency), dependency)
+    return build_graph(load_tools(path, format, dependency), dependency)

@@ -586,7 +586,18 @@ def load_tools(
             path = path / "graph_desc.json"
         else:
             raise InputError("no tool_desc.json in this directory", path=path, hint="pass a tool library file")
-    src = JsonSource.read(path)
+    return library_from_source(JsonSource.read(path), format, dependency, name=name, openapi_ids=openapi_ids)
+
+
+def library_from_source(
+    src: JsonSource,
+    format: str = "auto",
+    dependency: str | None = None,
+    *,
+    name: str | None = None,
+    openapi_ids: str = "operationId",
+) -> ToolLibrary:
+    """:func:`load_tools` on an already parsed file (``format`` and ``dependency`` already checked)."""
     fmt = format if format != "auto" else detect_format(src.doc)
     if fmt is None:
         raise src.error(
@@ -604,6 +615,6 @@ def load_tools(
         if openapi_ids not in ("operationId", "path"):
             raise InputError(f"unknown openapi_ids {openapi_ids!r}", hint="use 'operationId' or 'path'")
         tools = tools_from_openapi(src, ids=openapi_ids)
-    if name is None and fmt != "taskbench":
-        name = path.stem
+    if name is None and fmt != "taskbench" and src.path is not None:
+        name = src.path.stem
     return _library(tools, dependency, src, name)
