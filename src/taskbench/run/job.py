@@ -252,14 +252,21 @@ def run_benchmark(
         run_id=f"{run_dir.resolve().name}@{started}", started=started, config=config,
         environment=environment(command), seeds={"sampling": options.seed, "bootstrap": seed},
     )
+    # which samples and demos each dataset uses does not depend on the model: work it out once per dataset
+    chosen = {
+        name: (
+            [s.id for s in select_samples(ds.samples, options.limit)],
+            [d.id for d in demo_candidates(ds.samples, ds.library, name=name)] if options.shots else [],
+        )
+        for name, ds in loaded
+    }
     for spec in models:
         for name, ds in loaded:
-            selected = select_samples(ds.samples, options.limit)
-            demos = demo_candidates(ds.samples, ds.library, name=name) if options.shots else []
+            sample_ids, demo_ids = chosen[name]
             log.entries.append(RunEntry(
                 model=spec, dataset=name, data_path=str(ds.root), dependency=ds.library.dependency,
                 predictions_path=str(Path("predictions") / name / f"{model_slug(spec)}.jsonl"),
-                sample_ids=[s.id for s in selected], demo_ids=[d.id for d in demos],
+                sample_ids=list(sample_ids), demo_ids=list(demo_ids),
             ))
     _write_log(log, run_dir)
 
