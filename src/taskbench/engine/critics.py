@@ -21,7 +21,7 @@ Every function returns a list of :class:`Issue` (empty when clean) and never rai
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -314,12 +314,8 @@ def check_sample(
         implied = _edge_set(sample.reference_links())
         explicit = _edge_set(sample.task_links)
         if implied != explicit:
-            parts = []
-            if explicit - implied:
-                parts.append("not implied: " + ", ".join(f"{s} -> {t}" for s, t in sorted(explicit - implied)))
-            if implied - explicit:
-                parts.append("missing: " + ", ".join(f"{s} -> {t}" for s, t in sorted(implied - explicit)))
-            issues.append(Issue(code="links_refs_mismatch", message="task_links vs <node-j> references; " + "; ".join(parts)))
+            diff = _set_diff(explicit, implied, extra="not implied", fmt=_edge_text)
+            issues.append(Issue(code="links_refs_mismatch", message="task_links vs <node-j> references; " + diff))
         if graph is not None:
             edges = _edge_set(graph.links)
             for s, t in sorted(implied | explicit):
@@ -335,6 +331,20 @@ def check_sample(
     if sampled:
         issues.extend(check_against_sampled(sample))
     return issues
+
+
+def _edge_text(edge: tuple[str, str]) -> str:
+    return f"{edge[0]} -> {edge[1]}"
+
+
+def _set_diff(have: set, want: set, *, extra: str = "extra", fmt: Callable[[Any], str] = str) -> str:
+    """``"<extra>: a, b; missing: c"`` for what ``have`` has beyond ``want`` and lacks of it (sorted)."""
+    parts = []
+    if have - want:
+        parts.append(f"{extra}: " + ", ".join(fmt(x) for x in sorted(have - want)))
+    if want - have:
+        parts.append("missing: " + ", ".join(fmt(x) for x in sorted(want - have)))
+    return "; ".join(parts)
 
 
 def _sampled_node_names(sample: Sample) -> list[str]:
@@ -358,21 +368,14 @@ def check_against_sampled(sample: Sample, *, links: list[TaskLink] | None = None
     sampled = set(_sampled_node_names(sample))
     nodes = set(sample.tool_names)
     if sampled != nodes:
-        parts = []
-        if nodes - sampled:
-            parts.append("extra: " + ", ".join(sorted(nodes - sampled)))
-        if sampled - nodes:
-            parts.append("missing: " + ", ".join(sorted(sampled - nodes)))
-        issues.append(Issue(code="sampled_nodes_mismatch", message="nodes vs sampled nodes; " + "; ".join(parts)))
+        issues.append(
+            Issue(code="sampled_nodes_mismatch", message="nodes vs sampled nodes; " + _set_diff(nodes, sampled))
+        )
     generated = _edge_set(sample.task_links if links is None else links)
     wanted = _edge_set(sample.sampled_links or [])
     if generated != wanted:
-        parts = []
-        if generated - wanted:
-            parts.append("extra: " + ", ".join(f"{s} -> {t}" for s, t in sorted(generated - wanted)))
-        if wanted - generated:
-            parts.append("missing: " + ", ".join(f"{s} -> {t}" for s, t in sorted(wanted - generated)))
-        issues.append(Issue(code="sampled_links_mismatch", message="links vs sampled links; " + "; ".join(parts)))
+        diff = _set_diff(generated, wanted, fmt=_edge_text)
+        issues.append(Issue(code="sampled_links_mismatch", message="links vs sampled links; " + diff))
     return issues
 
 
