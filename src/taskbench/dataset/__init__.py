@@ -10,6 +10,7 @@ from .jsonio import (
     write_jsonl,
 )
 from .layout import Dataset, load_dataset, parse_sample, read_raw_records, read_samples, save_dataset
+from .trajectories import TrajectoryWriter, read_trajectory
 
 __all__ = [
     "Dataset",
@@ -22,6 +23,8 @@ __all__ = [
     "read_jsonl",
     "read_raw_records",
     "read_samples",
+    "read_trajectory",
+    "TrajectoryWriter",
     "save_dataset",
     "write_json",
     "write_jsonl",

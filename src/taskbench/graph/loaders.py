@@ -30,6 +30,7 @@ from pydantic import ValidationError
 
 from ..errors import InputError
 from ..schema import DEPENDENCY_KINDS, Tool, ToolLibrary, ToolParameter
+from ..schema.chat import HttpOperation, HttpParameter
 
 FORMATS: tuple[str, ...] = ("auto", "taskbench", "openai", "mcp", "openapi")
 """Values accepted by ``load_tools(format=...)``."""
@@ -347,7 +348,16 @@ def parameters_from_schema(schema: Any) -> list[ToolParameter]:
 
 
 def _named_tool(
-    src: JsonSource, keys: tuple[Key, ...], i: int, name: Any, description: Any, schema: Any, what: str
+    src: JsonSource,
+    keys: tuple[Key, ...],
+    i: int,
+    name: Any,
+    description: Any,
+    schema: Any,
+    what: str,
+    *,
+    source: str,
+    output_schema: Any = None,
 ) -> Tool:
     if not isinstance(name, str) or not name.strip():
         raise src.error(f"{what} #{i} has no 'name'", *keys, hint="every tool needs a unique string 'name'")
@@ -355,7 +365,16 @@ def _named_tool(
         raise src.error(f"{what} #{i} ({name!r}): 'description' must be a string", *keys)
     if schema is not None and not isinstance(schema, dict):
         raise src.error(f"{what} #{i} ({name!r}): the parameter schema must be a JSON object", *keys)
-    return Tool(id=name, desc=" ".join((description or "").split()), parameters=parameters_from_schema(schema))
+    if output_schema is not None and not isinstance(output_schema, dict):
+        raise src.error(f"{what} #{i} ({name!r}): 'outputSchema' must be a JSON object", *keys)
+    return Tool(
+        id=name,
+        desc=" ".join((description or "").split()),
+        parameters=parameters_from_schema(schema),
+        input_schema=schema if schema is not None else {"type": "object", "properties": {}},
+        output_schema=output_schema,
+        source=source,
+    )
 
 
 # --------------------------------------------------------------------------------------------- OpenAI
@@ -388,7 +407,10 @@ def tools_from_openai(src: JsonSource) -> list[Tool]:
             fn = item.get("function")
             if not isinstance(fn, dict):
                 raise src.error(f"tool #{i}: 'function' must be an object", *keys, hint='{"name", "description", "parameters"}')
-        tools.append(_named_tool(src, keys, i, fn.get("name"), fn.get("description"), fn.get("parameters"), "tool"))
+        tools.append(
+            _named_tool(src, keys, i, fn.get("name"), fn.get("description"), fn.get("parameters"), "tool",
+                        source="openai")
+        )
     return _finish(tools, src, lambda i: (*base, i))
 
 
@@ -423,7 +445,10 @@ def tools_from_mcp(src: JsonSource) -> list[Tool]:
         desc = item.get("description")
         if desc is None and isinstance(item.get("title"), str):
             desc = item["title"]
-        tools.append(_named_tool(src, keys, i, item.get("name"), desc, item.get("inputSchema"), "tool"))
+        tools.append(
+            _named_tool(src, keys, i, item.get("name"), desc, item.get("inputSchema"), "tool", source="mcp",
+                        output_schema=item.get("outputSchema"))
+        )
     return _finish(tools, src, lambda i: (*base, i))
 
 
@@ -458,6 +483,13 @@ def tools_from_openapi(src: JsonSource, *, ids: str = "operationId") -> list[Too
         raise src.error('expected an OpenAPI spec with a "paths" object', hint="pass an OpenAPI 3 JSON document")
     tools: list[Tool] = []
     where: list[tuple[Key, ...]] = []
+    servers = doc.get("servers")
+    server = None
+    if isinstance(servers, list) and servers and isinstance(servers[0], dict) and isinstance(servers[0].get("url"), str):
+        server = servers[0]["url"].strip()
+    elif isinstance(doc.get("host"), str):  # Swagger 2
+        base = doc.get("basePath") if isinstance(doc.get("basePath"), str) else ""
+        server = f"https://{doc['host']}{base}"
     for route, item in doc["paths"].items():
         item = _resolve(doc, item)
         if not isinstance(item, dict):
@@ -480,6 +512,8 @@ def tools_from_openapi(src: JsonSource, *, ids: str = "operationId") -> list[Too
                     seen_desc.append(p)
             desc = ". ".join(s.rstrip(".") for s in seen_desc) + ("." if seen_desc else "")
             params: dict[str, ToolParameter] = {}
+            http_params: dict[tuple[str, str], HttpParameter] = {}
+            swagger_body: tuple[dict[str, Any], bool] | None = None
             own = op.get("parameters") if isinstance(op.get("parameters"), list) else []
             for raw in [*shared, *own]:
                 p = _resolve(doc, raw)
@@ -488,25 +522,142 @@ def tools_from_openapi(src: JsonSource, *, ids: str = "operationId") -> list[Too
                 if p.get("in") == "body":  # Swagger 2 body parameter
                     for bp in parameters_from_schema(_deref_schema(doc, p.get("schema"))):
                         params[bp.name] = bp
+                    swagger_body = (inline_schema(doc, p.get("schema")), _flag(p.get("required"), default=False))
                     continue
                 schema = _resolve(doc, p.get("schema", p))
                 desc_p = p.get("description") if isinstance(p.get("description"), str) else _schema_desc(schema)
+                location = p.get("in") if p.get("in") in ("path", "query", "header", "cookie") else "query"
+                required = _flag(p.get("required"), default=location == "path") or location == "path"
                 params[p["name"]] = ToolParameter(
                     name=p["name"],
                     type=_schema_type(schema),
                     desc=" ".join((desc_p or "").split()),
-                    required=_flag(p.get("required"), default=p.get("in") == "path"),
+                    required=required,
                 )
+                # an operation's own parameter overrides a path-level one of the same name and location
+                http_params[(p["name"], location)] = HttpParameter(
+                    name=p["name"], location=location, required=required,
+                    schema=inline_schema(doc, p.get("schema", {k: v for k, v in p.items() if k == "type"})),
+                    description=" ".join((desc_p or "").split()),
+                )
+            body_schema: dict[str, Any] | None = None
+            body_required, content_type = False, None
+            if swagger_body is not None:
+                body_schema, body_required = swagger_body
+                content_type = "application/json"
             body = _resolve(doc, op.get("requestBody"))
             if isinstance(body, dict) and isinstance(body.get("content"), dict):
-                media = body["content"].get("application/json") or next(iter(body["content"].values()), None)
-                media = _resolve(doc, media)
+                content = body["content"]
+                content_type = "application/json" if "application/json" in content else next(iter(content), None)
+                media = _resolve(doc, content.get(content_type)) if content_type else None
                 if isinstance(media, dict):
                     for bp in parameters_from_schema(_deref_schema(doc, media.get("schema"))):
                         params.setdefault(bp.name, bp)
-            tools.append(Tool(id=tool_id, desc=desc, parameters=list(params.values())))
+                    body_schema = inline_schema(doc, media.get("schema"))
+                body_required = _flag(body.get("required"), default=False)
+            if isinstance(body_schema, dict):
+                props = body_schema.get("properties") if isinstance(body_schema.get("properties"), dict) else {}
+                req = body_schema.get("required") if isinstance(body_schema.get("required"), list) else []
+                for bname, bsub in props.items():
+                    if (bname, "body") not in http_params:
+                        http_params[(bname, "body")] = HttpParameter(
+                            name=bname, location="body", required=body_required and bname in req,
+                            schema=bsub if isinstance(bsub, dict) else {},
+                            description=_schema_desc(bsub),
+                        )
+            response_schema, example = _success_response(doc, op)
+            http = HttpOperation(
+                method=method.upper(), path=route, parameters=list(http_params.values()),
+                request_body=body_schema if isinstance(body_schema, dict) else None, body_required=body_required,
+                content_type=content_type, response_schema=response_schema, response_example=example,
+                server=server,
+            )
+            tools.append(
+                Tool(id=tool_id, desc=desc, parameters=list(params.values()), input_schema=_arguments_schema(http),
+                     output_schema=response_schema, http=http, source="openapi")
+            )
             where.append(keys)
     return _finish(tools, src, lambda i: where[i])
+
+
+def inline_schema(doc: Any, schema: Any, *, depth: int = 0, stack: tuple[str, ...] = ()) -> dict[str, Any]:
+    """``schema`` with every local ``$ref`` replaced by its target, recursively (a self-contained JSON Schema).
+
+    A reference cycle, or nesting deeper than 24 levels, becomes ``{}`` (any value) at the point where it would
+    repeat; unknown references become ``{}`` too.
+    """
+    if not isinstance(schema, dict) or depth > 24:
+        return {}
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        if ref in stack:
+            return {}
+        target = _resolve(doc, {"$ref": ref})
+        rest = {k: v for k, v in schema.items() if k != "$ref"}
+        merged = {**target, **rest} if isinstance(target, dict) else rest
+        return inline_schema(doc, merged, depth=depth + 1, stack=(*stack, ref))
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in ("properties", "patternProperties", "$defs", "definitions") and isinstance(value, dict):
+            out[key] = {k: inline_schema(doc, v, depth=depth + 1, stack=stack) for k, v in value.items()}
+        elif key in ("items", "additionalProperties", "not", "contains", "propertyNames") and isinstance(value, dict):
+            out[key] = inline_schema(doc, value, depth=depth + 1, stack=stack)
+        elif key in ("anyOf", "oneOf", "allOf", "prefixItems") and isinstance(value, list):
+            out[key] = [inline_schema(doc, v, depth=depth + 1, stack=stack) for v in value]
+        elif key == "items" and isinstance(value, list):
+            out[key] = [inline_schema(doc, v, depth=depth + 1, stack=stack) for v in value]
+        else:
+            out[key] = value
+    return out
+
+
+def _success_response(doc: Any, op: dict[str, Any]) -> tuple[dict[str, Any] | None, Any]:
+    """(JSON Schema, example) of an operation's first 2xx JSON response, references resolved."""
+    responses = op.get("responses")
+    if not isinstance(responses, dict):
+        return None, None
+    codes = sorted((str(c) for c in responses if str(c).startswith("2")), key=lambda c: c != "200")
+    codes += [c for c in ("default",) if c in responses]
+    for code in codes:
+        resp = _resolve(doc, responses.get(code))
+        if not isinstance(resp, dict):
+            continue
+        example: Any = None
+        if isinstance(resp.get("content"), dict):  # OpenAPI 3
+            content = resp["content"]
+            media = content.get("application/json") or next(iter(content.values()), None)
+            media = _resolve(doc, media)
+            if not isinstance(media, dict):
+                continue
+            if "example" in media:
+                example = media["example"]
+            elif isinstance(media.get("examples"), dict) and media["examples"]:
+                first = _resolve(doc, next(iter(media["examples"].values())))
+                example = first.get("value") if isinstance(first, dict) else None
+            schema = inline_schema(doc, media.get("schema")) if isinstance(media.get("schema"), dict) else None
+            return schema, example
+        if isinstance(resp.get("schema"), dict):  # Swagger 2
+            examples = resp.get("examples")
+            if isinstance(examples, dict) and examples:
+                example = next(iter(examples.values()))
+            return inline_schema(doc, resp["schema"]), example
+    return None, None
+
+
+def _arguments_schema(http: HttpOperation) -> dict[str, Any]:
+    """One JSON Schema object over an operation's parameters (path, query, header, cookie and body)."""
+    props: dict[str, Any] = {}
+    required: list[str] = []
+    for p in http.parameters:
+        if p.name in props:  # the same name in two locations: the first wins in the flat schema
+            continue
+        prop = dict(p.json_schema) if p.json_schema else {"type": "string"}
+        if p.description and "description" not in prop:
+            prop["description"] = p.description
+        props[p.name] = prop
+        if p.required:
+            required.append(p.name)
+    return {"type": "object", "properties": props, "required": required}
 
 
 def _flag(value: Any, *, default: bool) -> bool:

@@ -3,20 +3,62 @@
 tool library -> ToolGraph -> sampled subgraph -> Sample (gold TaskGraph) -> model -> Prediction -> scores
 """
 
+from .chat import (
+    AssistantMessage,
+    ChatMessage,
+    HttpOperation,
+    HttpParameter,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    ToolResult,
+    ToolSpec,
+    UserMessage,
+    api_names,
+    parse_messages,
+    to_openai_messages,
+)
 from .graph import ToolGraph, ToolLink
 from .plan import SampledSubgraph
 from .run import RUN_LOG_SCHEMA_VERSION, RunConfig, RunEntry, RunEnvironment, RunLog
 from .sample import FIELD_ALIASES, Prediction, Sample, StructureType, Usage
 from .task import NODE_REF, Argument, TaskArgument, TaskGraph, TaskLink, TaskNode, graph_from_result
 from .tools import DEPENDENCY_KINDS, DependencyKind, Tool, ToolLibrary, ToolParameter
+from .trajectory import (
+    AgentTask,
+    CheckResult,
+    CodeError,
+    CodeRunEvent,
+    FinalAnswerEvent,
+    ModelCallEvent,
+    ReviewEvent,
+    ToolCallEvent,
+    Trajectory,
+    TrajectoryEvent,
+    TrajectoryTotals,
+)
 
 __all__ = [
+    "AgentTask",
+    "api_names",
     "Argument",
+    "AssistantMessage",
+    "ChatMessage",
+    "CheckResult",
+    "CodeError",
+    "CodeRunEvent",
     "DEPENDENCY_KINDS",
     "DependencyKind",
     "FIELD_ALIASES",
+    "FinalAnswerEvent",
+    "graph_from_result",
+    "HttpOperation",
+    "HttpParameter",
+    "ModelCallEvent",
     "NODE_REF",
+    "parse_messages",
     "Prediction",
+    "ReviewEvent",
     "RUN_LOG_SCHEMA_VERSION",
     "RunConfig",
     "RunEntry",
@@ -25,15 +67,25 @@ __all__ = [
     "Sample",
     "SampledSubgraph",
     "StructureType",
+    "SystemMessage",
     "TaskArgument",
     "TaskGraph",
     "TaskLink",
     "TaskNode",
+    "to_openai_messages",
     "Tool",
+    "ToolCall",
+    "ToolCallEvent",
     "ToolGraph",
     "ToolLibrary",
     "ToolLink",
+    "ToolMessage",
     "ToolParameter",
+    "ToolResult",
+    "ToolSpec",
+    "Trajectory",
+    "TrajectoryEvent",
+    "TrajectoryTotals",
     "Usage",
-    "graph_from_result",
+    "UserMessage",
 ]

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
+
+from .chat import HttpOperation, ToolSpec
 
 DependencyKind = Literal["resource", "temporal"]
 """How tools depend on each other.
@@ -63,6 +65,20 @@ class Tool(BaseModel):
     parameters: list[ToolParameter] | None = Field(
         default=None, description="Named parameters (temporal domains and API tools)."
     )
+    input_schema: dict[str, JsonValue] | None = Field(
+        default=None,
+        description="The JSON Schema of the arguments exactly as the source gave it (OpenAI 'parameters', MCP "
+        "'inputSchema'; for OpenAPI operations one object over every parameter and the body's properties).",
+    )
+    output_schema: dict[str, JsonValue] | None = Field(
+        default=None, description="JSON Schema of the result (MCP 'outputSchema', OpenAPI success response)."
+    )
+    http: HttpOperation | None = Field(
+        default=None, description="For OpenAPI operations: method, path, parameter locations, body and response."
+    )
+    source: str | None = Field(
+        default=None, description="Format the tool was loaded from (taskbench | openai | mcp | openapi)."
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -95,7 +111,9 @@ class Tool(BaseModel):
         return self.output_types[0] if self.output_types else "none"
 
     def to_taskbench(self) -> dict[str, Any]:
-        """The tool as a TaskBench ``tool_desc.json`` node."""
+        """The tool as a TaskBench ``tool_desc.json`` node (plus, for tools loaded from OpenAI, MCP or OpenAPI,
+        the keys ``input_schema`` / ``output_schema`` / ``http`` / ``source``, which the reference ignores and
+        which let the library be read back without loss)."""
         out: dict[str, Any] = {"id": self.id, "desc": self.desc}
         if self.input_types is not None:
             out["input-type"] = list(self.input_types)
@@ -103,9 +121,85 @@ class Tool(BaseModel):
             out["output-type"] = list(self.output_types)
         if self.parameters is not None:
             out["parameters"] = [
-                {"name": p.name, "type": p.type, "desc": p.desc} for p in self.parameters
+                {"name": p.name, "type": p.type, "desc": p.desc, **({} if p.required else {"required": False})}
+                for p in self.parameters
             ]
+        if self.input_schema is not None:
+            out["input_schema"] = self.input_schema
+        if self.output_schema is not None:
+            out["output_schema"] = self.output_schema
+        if self.http is not None:
+            out["http"] = self.http.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+        if self.source is not None and self.source != "taskbench":
+            out["source"] = self.source
         return out
+
+    def spec(self) -> ToolSpec:
+        """The tool as a callable :class:`ToolSpec`: the source's own argument schema when it had one, else
+        one built from the named parameters, else one string property per input type (resource tools)."""
+        return ToolSpec(
+            name=self.id,
+            description=self.desc,
+            parameters=self.input_schema if self.input_schema is not None else self._arguments_schema(),
+            output_schema=self.output_schema,
+            http=self.http,
+            input_types=list(self.input_types) if self.input_types is not None else None,
+            output_types=list(self.output_types) if self.output_types is not None else None,
+            source=self.source or "taskbench",
+        )
+
+    def argument_names(self) -> list[str]:
+        """Names of the arguments a call takes: the parameters' names, or one name per input type."""
+        if self.parameters is not None:
+            return [p.name for p in self.parameters]
+        return _type_argument_names(self.input_types or [])
+
+    def _arguments_schema(self) -> dict[str, Any]:
+        props: dict[str, Any] = {}
+        required: list[str] = []
+        if self.parameters is not None:
+            for p in self.parameters:
+                prop = dict(_JSON_TYPES.get(p.type.strip().lower(), {"type": "string"}))
+                if p.desc:
+                    prop["description"] = p.desc
+                if p.type.strip().lower() not in _JSON_TYPES:
+                    prop["description"] = f"{p.desc} ({p.type})".strip() if p.desc else p.type
+                props[p.name] = prop
+                if p.required:
+                    required.append(p.name)
+        else:
+            for name, kind in zip(_type_argument_names(self.input_types or []), self.input_types or [], strict=True):
+                props[name] = {"type": "string", "description": f"the input {kind}: text, a file name or URL"}
+                required.append(name)
+        return {"type": "object", "properties": props, "required": required}
+
+
+_JSON_TYPES: dict[str, dict[str, Any]] = {
+    "string": {"type": "string"},
+    "str": {"type": "string"},
+    "text": {"type": "string"},
+    "integer": {"type": "integer"},
+    "int": {"type": "integer"},
+    "number": {"type": "number"},
+    "float": {"type": "number"},
+    "boolean": {"type": "boolean"},
+    "bool": {"type": "boolean"},
+    "array": {"type": "array"},
+    "list": {"type": "array"},
+    "object": {"type": "object"},
+    "dict": {"type": "object"},
+}
+
+
+def _type_argument_names(types: list[str]) -> list[str]:
+    """One argument name per input type, made unique ('image', 'image_2', ...)."""
+    seen: dict[str, int] = {}
+    out = []
+    for kind in types:
+        base = "".join(c if c.isalnum() else "_" for c in str(kind).lower()).strip("_") or "input"
+        seen[base] = seen.get(base, 0) + 1
+        out.append(base if seen[base] == 1 else f"{base}_{seen[base]}")
+    return out
 
 
 class ToolLibrary(BaseModel):
@@ -150,6 +244,10 @@ class ToolLibrary(BaseModel):
             idx = {t.id: t for t in self.tools}
             self.__dict__["_idx"] = idx
         return idx
+
+    def specs(self) -> list[ToolSpec]:
+        """Every tool as a callable :class:`ToolSpec`, in library order."""
+        return [t.spec() for t in self.tools]
 
     def to_taskbench(self) -> dict[str, Any]:
         """The library as a TaskBench ``tool_desc.json`` document (``{"nodes": [...]}``)."""

@@ -1,0 +1,168 @@
+"""The environment protocol: executable tools an agent can call, and a checker that decides success.
+
+An :class:`Environment` is one episode's handle on a set of executable tools:
+
+- :meth:`Environment.tools` lists the tools offered (:class:`~taskbench.schema.ToolSpec`), and
+  :meth:`Environment.documentation` gives the documentation an agent reads for one tool;
+- :meth:`Environment.tasks` lists the tasks the environment ships with (RestBench queries, TaskBench samples),
+  each an :class:`~taskbench.schema.AgentTask` with its gold path;
+- :meth:`Environment.reset` starts a fresh, deterministic episode (given the seed, and optionally the task);
+- :meth:`Environment.call` executes one :class:`~taskbench.schema.ToolCall` and returns a
+  :class:`~taskbench.schema.ToolResult` (a value, or an error the agent can read; it never raises for a bad
+  call) and records the call;
+- :meth:`Environment.check` decides whether the task was solved and reports which tool calls were made.
+
+One instance runs one episode at a time; open one instance per concurrent episode (implementations share
+heavy resources, such as a loopback service, behind the scenes). Environments are registered by name like
+model providers (:func:`register_environment`, :func:`open_environment`); ``mcp:<command ...>`` opens any MCP
+server as an environment.
+"""
+
+from __future__ import annotations
+
+import importlib
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+from ..errors import ConfigError
+from ..schema import AgentTask, CheckResult, ToolCall, ToolResult, ToolSpec
+
+
+class Environment(ABC):
+    """Base class of executable tool environments (see the module docstring)."""
+
+    name: ClassVar[str] = ""
+
+    def __init__(self) -> None:
+        self._calls: list[ToolCall] = []
+        self._results: list[ToolResult] = []
+        self.task: AgentTask | None = None
+        self.seed = 0
+
+    # -------------------------------------------------------------------------------------------- tools
+
+    @abstractmethod
+    def tools(self) -> list[ToolSpec]:
+        """The tools this environment offers, in a stable order."""
+
+    def tool(self, name: str) -> ToolSpec | None:
+        """The tool called ``name``, or None."""
+        return next((t for t in self.tools() if t.name == name), None)
+
+    def documentation(self, name: str) -> str:
+        """Documentation of one tool that an agent can read (name, description, parameters, output)."""
+        import json
+
+        spec = self.tool(name)
+        if spec is None:
+            raise ConfigError(f"{self.name}: no tool named {name!r}")
+        parts = [f"{spec.name}: {spec.description}".strip()]
+        if spec.http is not None:
+            parts.append(f"HTTP: {spec.http.method} {spec.http.path}")
+        parts.append("Arguments (JSON Schema): " + json.dumps(spec.parameters, ensure_ascii=False))
+        if spec.output_schema:
+            parts.append("Returns (JSON Schema): " + json.dumps(spec.output_schema, ensure_ascii=False))
+        return "\n".join(parts)
+
+    def tasks(self) -> list[AgentTask]:
+        """The tasks this environment ships with (may be empty: then tasks come from a file)."""
+        return []
+
+    # -------------------------------------------------------------------------------------------- episode
+
+    async def reset(self, seed: int = 0, task: AgentTask | None = None) -> None:
+        """Start a fresh episode: state back to its seeded initial value, no calls recorded."""
+        self._calls = []
+        self._results = []
+        self.task = task
+        self.seed = seed
+        await self._reset(seed, task)
+
+    async def _reset(self, seed: int, task: AgentTask | None) -> None:  # noqa: B027 - optional hook
+        """Restore state (stateful environments override this)."""
+
+    async def call(self, call: ToolCall) -> ToolResult:
+        """Execute one tool call, record it, and return its result (errors are results, not exceptions)."""
+        self._calls.append(call)
+        if call.error is not None:
+            result = ToolResult(call_id=call.id, name=call.name, error=f"invalid call: {call.error}")
+        elif self.tool(call.name) is None:
+            known = ", ".join(t.name for t in self.tools()[:20])
+            result = ToolResult(call_id=call.id, name=call.name,
+                                error=f"no tool named {call.name!r} (tools: {known})")
+        else:
+            try:
+                result = await self._execute(call)
+            except Exception as exc:  # an environment bug must not end the episode silently
+                result = ToolResult(call_id=call.id, name=call.name, error=f"{type(exc).__name__}: {exc}")
+        self._results.append(result)
+        return result
+
+    @abstractmethod
+    async def _execute(self, call: ToolCall) -> ToolResult:
+        """Run a valid call to a known tool."""
+
+    @property
+    def calls(self) -> list[ToolCall]:
+        """The calls made since the last reset, in order."""
+        return list(self._calls)
+
+    @property
+    def results(self) -> list[ToolResult]:
+        """Their results, in order."""
+        return list(self._results)
+
+    async def check(self, task: AgentTask, answer: str | None) -> CheckResult:
+        """Was ``task`` solved by the calls made and the final ``answer``? The default knows no answer and
+        only reports the calls; environments with checkers override it."""
+        return CheckResult(success=False, reason="this environment has no checker for the task",
+                           calls=[c.name for c in self._calls], gold_path=list(task.gold_path))
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook
+        """Release processes, servers and files."""
+
+    async def __aenter__(self) -> Environment:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+# ------------------------------------------------------------------------------------------------ registry
+
+_ENVIRONMENTS: dict[str, str] = {}
+
+
+def register_environment(name: str, target: str) -> None:
+    """Register an environment factory as ``"package.module:callable"`` (imported on first use)."""
+    _ENVIRONMENTS[name] = target
+
+
+def known_environments() -> list[str]:
+    """Registered environment names, sorted (plus the ``mcp:<command>`` form)."""
+    return sorted(_ENVIRONMENTS)
+
+
+def open_environment(spec: str, **options: Any) -> Environment:
+    """A fresh environment by name (``restbench-tmdb``, ``taskbench-multimedia``, ``mcp:python server.py``...)."""
+    if spec.startswith("mcp:"):
+        target, options = _ENVIRONMENTS.get("mcp", ""), {"command": spec[4:].strip(), **options}
+    else:
+        target = _ENVIRONMENTS.get(spec, "")
+    if not target:
+        from difflib import get_close_matches
+
+        close = get_close_matches(spec, known_environments(), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ConfigError(
+            f"unknown environment {spec!r}{hint} (known: {', '.join(known_environments()) or 'none'}, or mcp:<command>)"
+        )
+    module_name, _, attr = target.partition(":")
+    factory = getattr(importlib.import_module(module_name), attr)
+    env = factory(**options)
+    if not isinstance(env, Environment):
+        raise ConfigError(f"environment {spec!r}: {target!r} did not return an Environment")
+    return env
+
+
+__all__ = ["Environment", "known_environments", "open_environment", "register_environment"]
