@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["pytester"]
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("TASKBENCH_SHARED", ROOT.parent / "shared"))
 REFERENCE = SHARED / "reference" / "taskbench"
@@ -43,3 +45,16 @@ def parity_dir(shared: Path) -> Path:
     if not PARITY.is_dir():
         pytest.skip(f"{PARITY} is absent")
     return PARITY
+
+
+@pytest.fixture(autouse=True)
+def _mock_scripts_are_used_up():
+    """A scripted mock model with unused steps fails the test that made it (the script said more would happen)."""
+    from taskbench.llm.providers.mock import forget_scripts, unfinished_scripts
+
+    forget_scripts()
+    yield
+    left = unfinished_scripts()
+    forget_scripts()
+    if left:
+        pytest.fail("unused mock script steps: " + "; ".join(left))

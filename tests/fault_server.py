@@ -10,6 +10,7 @@ under test has its loop to itself. Each request consumes the next scripted behav
 - ``("truncate",)``                promise a longer Content-Length than sent, then close
 - ``("reset",)``                   close with a TCP RST (SO_LINGER 0)
 - ``("invalid_json",)``            200 with a complete but malformed JSON body
+- ``("message", message, finish)``  200 with this assistant message dict (tool calls, say) and finish reason
 
 When the script is used up, every further request gets ``("ok",)``. ``count`` and ``requests`` record what
 arrived (chat completion requests only), so tests count requests at the server.
@@ -120,6 +121,13 @@ class FaultServer:
         if kind == "ok":
             text = self.reply(payload)
             self._send(writer, 200, _completion(payload, text))
+            await writer.drain()
+            return True
+        if kind == "message":
+            body = _completion(payload, "")
+            body["choices"][0]["message"] = {"role": "assistant", **action[1]}
+            body["choices"][0]["finish_reason"] = action[2]
+            self._send(writer, 200, body)
             await writer.drain()
             return True
         if kind == "status":

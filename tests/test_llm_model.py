@@ -56,7 +56,7 @@ def test_transient_failures_are_retried_and_counted():
 
 
 def test_attempt_bound_gives_a_clear_error():
-    model = fast(responses=["never"], failures=[502] * 10, max_retries=3)
+    model = fast(responses=["never"], failures=[502] * 10, max_retries=3, strict=False)
     with pytest.raises(ModelError) as err:
         model.generate_sync("x")
     assert "failed after 4 attempts" in str(err.value) and "HTTP 502" in str(err.value)
@@ -65,19 +65,19 @@ def test_attempt_bound_gives_a_clear_error():
 
 
 def test_permanent_failure_is_not_retried():
-    model = fast(responses=["never"], failures=[400])
+    model = fast(responses=["never"], failures=[400], strict=False)
     with pytest.raises(ModelError, match="permanent"):
         model.generate_sync("x")
     assert len(model.provider.requests) == 1
     model.close()
-    model = fast(responses=["never"], failures=[ValueError("boom")])
+    model = fast(responses=["never"], failures=[ValueError("boom")], strict=False)
     with pytest.raises(ModelError, match="ValueError: boom"):
         model.generate_sync("x")
     model.close()
 
 
 def test_hanging_provider_times_out_and_is_retried():
-    model = fast(responses=["late", "late"], delay=0.3, timeout=0.1, max_retries=1, max_total_seconds=5)
+    model = fast(responses=["late", "late"], delay=0.3, timeout=0.1, max_retries=1, max_total_seconds=5, strict=False)
     with pytest.raises(ModelError, match="timeout"):
         model.generate_sync("x")
     assert len(model.provider.requests) == 2
@@ -183,7 +183,7 @@ def test_generation_config_reaches_the_provider():
 
 def test_cache_with_mock(tmp_path):
     path = tmp_path / "c.sqlite"
-    model = fast(responses=["first", "second"], cache=path)
+    model = fast(responses=["first", "second"], cache=path, strict=False)
     a = model.generate_sync("same")
     b = model.generate_sync("same")
     assert (a.text, b.text) == ("first", "first")

@@ -111,7 +111,7 @@ def test_served_api_shapes_and_rejections():
         sdk = openai.OpenAI(base_url=srv.base_url, api_key="none", max_retries=0)
         assert [m.id for m in sdk.models.list().data] == ["served"]
         done = sdk.chat.completions.create(
-            model="anything",
+            model="served",
             messages=[{"role": "user", "content": [{"type": "text", "text": "parts "}, {"type": "text", "text": "ok"}]}],
             temperature=0.4,
             max_tokens=33,
@@ -122,11 +122,12 @@ def test_served_api_shapes_and_rejections():
         assert done.usage.total_tokens == done.usage.prompt_tokens + done.usage.completion_tokens
         cfg = served.provider.requests[-1].config
         assert (cfg.temperature, cfg.max_tokens, cfg.seed, cfg.stop) == (0.4, 33, 3, ("END",))
-        with pytest.raises(openai.BadRequestError, match="stream"):
-            sdk.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}], stream=True)
+        with pytest.raises(openai.NotFoundError, match="does not exist") as err:
+            sdk.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "x"}])
+        assert err.value.body["code"] == "model_not_found" and err.value.body["param"] == "model"
         with pytest.raises(openai.BadRequestError, match="json_schema"):
             sdk.chat.completions.create(
-                model="m", messages=[{"role": "user", "content": "x"}],
+                model="served", messages=[{"role": "user", "content": "x"}],
                 response_format={"type": "json_schema", "json_schema": {"name": "x"}},
             )
         bad = httpx.post(srv.base_url + "/chat/completions", json={"messages": "nope"})
@@ -150,7 +151,7 @@ def _free_port() -> int:
 def test_taskbench_serve_cli_in_a_subprocess():
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "taskbench", "serve", "--model", "mock/echo", "--port", str(port)],
+        [sys.executable, "-m", "taskbench", "serve", "--model", "mock/echo", "--served-name", "served", "--port", str(port)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -16,11 +16,10 @@ from taskbench.errors import ConfigError, ModelError
 from taskbench.llm import get_model
 from taskbench.predict.runner import (
     PredictOptions,
-    _exclusive,
     predict_dataset,
-    read_done,
     select_samples,
 )
+from taskbench.runner import exclusive
 
 GOOD = '{"task_steps": ["do it"], "task_nodes": [{"task": "%s", "arguments": ["x"]}]}'
 
@@ -111,7 +110,7 @@ def test_concurrent_completions_are_written_in_dataset_order(tmp_path, hf) -> No
     assert [r["id"] for r in _lines(out)] == [s.id for s in hf.samples]
 
 
-def test_failed_call_writes_nothing_and_the_next_run_retries_it(tmp_path, hf) -> None:
+def test_failed_call_is_written_in_place_and_the_next_run_retries_it(tmp_path, hf) -> None:
     first = hf.samples[0].id
 
     def answer(req):
@@ -122,12 +121,17 @@ def test_failed_call_writes_nothing_and_the_next_run_retries_it(tmp_path, hf) ->
 
     out = tmp_path / "p.jsonl"
     summary = _run(_model(tmp_path, responses=answer, cache=False), hf, out, limit=5)
-    assert summary.failures == 1 and summary.written == 4
+    assert summary.failures == 1 and summary.written == 5 and not summary.complete
     assert first in summary.errors[0]
-    assert first not in read_done(out)
+    lines = _lines(out)
+    assert lines[0]["id"] == first and lines[0]["failed"] is True and "permanent failure" in lines[0]["error"]
+    assert lines[0]["result"] is None
     summary = _run(_model(tmp_path, responses=lambda r: GOOD % "Image Classification", cache=False), hf, out,
                    limit=5)
-    assert summary.written == 1 and list(read_done(out))[-1] == first
+    assert summary.written == 1 and summary.retried == 1 and summary.complete
+    again = _lines(out)
+    assert [r["id"] for r in again] == [r["id"] for r in lines]  # rewritten in dataset order, one record per id
+    assert "failed" not in again[0] and again[1:] == lines[1:]
 
 
 def test_unparseable_answers_are_written_with_error_and_raw(tmp_path, hf) -> None:
@@ -199,7 +203,7 @@ def test_another_model_in_the_file_is_refused(tmp_path, hf) -> None:
 
 def test_a_second_writer_is_refused(tmp_path, hf) -> None:
     out = tmp_path / "p.jsonl"
-    with _exclusive(out), pytest.raises(ConfigError, match="another taskbench process"):
+    with exclusive(out), pytest.raises(ConfigError, match="another taskbench process"):
         _run(_model(tmp_path, cache=False), hf, out, limit=1)
 
 

@@ -13,6 +13,18 @@ from .console import make_console
 DATA_HELP = "Dataset directory in the reference layout, or a bundled dataset name (huggingface, multimedia, dailylifeapis)."
 MODEL_HELP = "Model as provider/model, e.g. llamacpp/qwen2.5-coder-0.5b, openai/gpt-4o-mini, openai-compatible/NAME."
 OPTION_HELP = "Provider option KEY=VALUE (VALUE parsed as JSON when it can be), repeatable, e.g. -O n_ctx=4096."
+TIMEOUT_HELP = "Seconds one attempt may take before it is retried (default: 120; 900 for embedded models)."
+RETRIES_HELP = "Retries of a failed call (429, 5xx, timeouts, resets) before it fails for good (default: 5; 0 embedded)."
+
+
+def call_options(option: list[str] | None, timeout: float | None, max_retries: int | None) -> dict[str, Any]:
+    """Model options from ``-O KEY=VALUE`` plus ``--timeout`` and ``--max-retries``."""
+    out = parse_model_options(option)
+    if timeout is not None:
+        out["timeout"] = timeout
+    if max_retries is not None:
+        out["max_retries"] = max_retries
+    return out
 
 
 def parse_model_options(items: list[str] | None) -> dict[str, Any]:
@@ -32,7 +44,7 @@ def parse_model_options(items: list[str] | None) -> dict[str, Any]:
 
 
 def predict_command(
-    data: str = typer.Option(..., "--data", help=DATA_HELP),
+    data: str = typer.Option(..., "--data", "-d", help=DATA_HELP),
     model: str = typer.Option(..., "--model", "-m", help=MODEL_HELP),
     output: Path = typer.Option(..., "--output", "-o", help="Predictions file (JSON Lines); resumed if it exists."),
     shots: int = typer.Option(0, "--shots", min=0, max=3, help="Demonstrations in the prompt (0-3)."),
@@ -46,16 +58,20 @@ def predict_command(
     ),
     concurrency: int = typer.Option(1, "--concurrency", "-c", min=1, help="Requests in flight at once."),
     limit: int | None = typer.Option(
-        None, "--limit", min=1, help="Predict at most N samples, stratified over single/chain/dag."
+        None, "--limit", min=0, help="Predict at most N samples, stratified over single/chain/dag; 0 = all."
     ),
     temperature: float = typer.Option(0.0, "--temperature", help="Sampling temperature."),
     top_p: float = typer.Option(1.0, "--top-p", help="Nucleus sampling mass."),
-    max_tokens: int = typer.Option(1024, "--max-tokens", help="Most tokens per answer."),
+    max_tokens: int | None = typer.Option(
+        None, "--max-tokens", min=16, help="Most tokens per answer (default 1024; 320 for embedded models)."
+    ),
     seed: int = typer.Option(0, "--seed", help="Sampling seed sent to the backend."),
     base_url: str | None = typer.Option(None, "--base-url", help="Server URL for openai-compatible models."),
     api_key_env: str | None = typer.Option(
         None, "--api-key-env", help="Name of the environment variable holding the API key."
     ),
+    timeout: float | None = typer.Option(None, "--timeout", min=0.1, help=TIMEOUT_HELP),
+    max_retries: int | None = typer.Option(None, "--max-retries", min=0, help=RETRIES_HELP),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the response cache."),
     template: Path | None = typer.Option(None, "--template", help="Custom Jinja2 prompt template file."),
     option: list[str] | None = typer.Option(None, "--option", "-O", help=OPTION_HELP),
@@ -65,7 +81,11 @@ def predict_command(
 
     Writes JSON Lines in the reference predictions format ({id, user_request, result}) plus raw text, parse
     error, finish reason and usage. Rerunning with the same -o skips the ids already written; a killed run
-    loses nothing that was written.
+    loses nothing that was written. A call that fails for good (after --max-retries) is written in its place
+    as a failure record and retried by the next run.
+
+    Exit codes: 0 every sample has an answer; 1 some model calls failed for good (rerun to retry them);
+    2 bad input or options; 130 interrupted.
 
     Example:
 
@@ -75,19 +95,20 @@ def predict_command(
     from ..errors import ConfigError
     from ..predict.progress import RichPredictDisplay, summary_table
     from ..predict.runner import PredictOptions, open_model, predict_file
+    from ..run.job import default_max_tokens
     from ..run.resolve import resolve_data
 
     if reformat and structured:
         raise ConfigError("--reformat needs --free (structured output always parses)")
     options = PredictOptions(
-        shots=shots, structured=structured, reformat=reformat, limit=limit, concurrency=concurrency,
-        temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed,
+        shots=shots, structured=structured, reformat=reformat, limit=limit or None, concurrency=concurrency,
+        temperature=temperature, top_p=top_p, max_tokens=max_tokens or default_max_tokens(model), seed=seed,
         template=str(template) if template else None,
     )
     path = resolve_data(data)
     m = open_model(
         model, concurrency=concurrency, cache=not no_cache, base_url=base_url, api_key_env=api_key_env,
-        options=parse_model_options(option),
+        options=call_options(option, timeout, max_retries),
     )
     console = make_console(stderr=True, quiet=quiet)
     display = RichPredictDisplay(console)
@@ -101,7 +122,10 @@ def predict_command(
     for err in summary.errors:
         out.print(f"[red]failed[/red] {err}")
     if summary.failures:
-        out.print(f"{summary.failures} model call(s) failed; rerun the same command to retry them.")
+        first = summary.errors[0].split(": ", 1)[-1] if summary.errors else "unknown"
+        typer.echo(f"taskbench: {summary.failures} of {summary.selected} model calls failed for good "
+                   f"(first: {first}); rerun the same command to retry them", err=True)
+        raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from .console import make_console
-from .predict import OPTION_HELP, parse_model_options
+from .predict import OPTION_HELP, RETRIES_HELP, TIMEOUT_HELP, call_options
 
 CLI_COLUMNS = ("dataset", "model", "samples", "n-F1", "e-F1", "v-F1", "NED", "parse fail", "compat n-F1",
                "compat v-F1", "predict s")
@@ -40,7 +40,7 @@ def run_command(
     concurrency: int = typer.Option(1, "--concurrency", "-c", min=1, help="Requests in flight per model."),
     temperature: float = typer.Option(0.0, "--temperature", help="Sampling temperature."),
     max_tokens: int | None = typer.Option(
-        None, "--max-tokens", help="Most tokens per answer (default 1024; 320 with the default model)."
+        None, "--max-tokens", help="Most tokens per answer (default 1024; 320 for embedded models)."
     ),
     seed: int = typer.Option(0, "--seed", help="Sampling seed (and bootstrap seed)."),
     bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap replicates for strict CIs (0 = none)."),
@@ -52,6 +52,8 @@ def run_command(
         None, "--api-key-env", help="Name of the environment variable holding the API key (openai and "
         "openai-compatible models); the key itself is never written anywhere.",
     ),
+    timeout: float | None = typer.Option(None, "--timeout", min=0.1, help=TIMEOUT_HELP),
+    max_retries: int | None = typer.Option(None, "--max-retries", min=0, help=RETRIES_HELP),
     option: list[str] | None = typer.Option(None, "--option", "-O", help=OPTION_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
@@ -62,6 +64,9 @@ def run_command(
     a 2-core machine. The run directory holds run_log.json (config, versions, git revision, seeds, timings,
     usage, every prediction, strict and compat metrics), report.md, report.html (self-contained, with plots),
     predictions/ and metrics/. Rerunning with the same -o resumes.
+
+    Exit codes: 0 complete; 1 incomplete (some model calls failed for good: the report says so, rerunning
+    retries them); 2 bad input or options; 130 interrupted.
 
     Examples:
 
@@ -75,7 +80,7 @@ def run_command(
     from ..errors import ConfigError
     from ..predict.progress import RichPredictDisplay, summary_table
     from ..predict.runner import PredictOptions
-    from ..run.job import DEFAULT_LIMIT, DEFAULT_MAX_TOKENS, DEFAULT_MODEL, run_benchmark
+    from ..run.job import DEFAULT_LIMIT, DEFAULT_MODEL, default_max_tokens, run_benchmark
     from ..run.report import overview_header, overview_rows
     from ..run.resolve import BUNDLED_DEMO_DATASETS
 
@@ -86,7 +91,7 @@ def run_command(
     if limit is None:
         limit = DEFAULT_LIMIT if default_model else 0
     if max_tokens is None:
-        max_tokens = DEFAULT_MAX_TOKENS if default_model else 1024
+        max_tokens = min(default_max_tokens(m) for m in models)
     options = PredictOptions(
         shots=shots, structured=structured, reformat=reformat, limit=limit or None, concurrency=concurrency,
         temperature=temperature, max_tokens=max_tokens, seed=seed,
@@ -96,7 +101,8 @@ def run_command(
     with display:
         log = run_benchmark(
             output, models=models, datasets=list(data or BUNDLED_DEMO_DATASETS), options=options,
-            cache=not no_cache, model_options=parse_model_options(option), bootstrap=bootstrap, seed=seed,
+            cache=not no_cache, model_options=call_options(option, timeout, max_retries), bootstrap=bootstrap,
+            seed=seed,
             display=display, base_url=base_url, api_key_env=api_key_env,
         )
     from rich.table import Table
@@ -112,6 +118,12 @@ def run_command(
         table.add_row(*(row[i] for i in keep))
     out.print(table)
     out.print(f"run directory: {output} (report.md, report.html, run_log.json) · {log.seconds:.1f} s")
+    if log.status == "incomplete":
+        failed = sum(e.failures for e in log.entries)
+        first = next((e.error for e in log.entries if e.error), "unknown")
+        typer.echo(f"taskbench: run incomplete: {failed} model calls failed for good (first: {first}); "
+                   f"rerun the same command to retry them", err=True)
+        raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:

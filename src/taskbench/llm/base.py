@@ -40,8 +40,11 @@ class GenerationConfig:
 class ProviderRequest:
     """One chat completion request as the Model wrapper hands it to a provider."""
 
-    messages: list[dict[str, str]]
-    """OpenAI-style chat messages: ``[{"role": "system"|"user"|"assistant", "content": str}]``."""
+    messages: list[dict[str, Any]]
+    """OpenAI-style chat messages: ``{"role": "system"|"user"|"assistant"|"tool", "content": ...}``; assistant
+    messages may carry ``tool_calls`` (``[{"id", "type": "function", "function": {"name", "arguments"}}]``, the
+    arguments a JSON string) and tool messages a ``tool_call_id``. Tool names are the API-safe names of
+    :attr:`tools`."""
     config: GenerationConfig = field(default_factory=GenerationConfig)
     json_schema: dict[str, Any] | None = None
     """When set, the output must be a JSON document valid against this JSON Schema (constrained decoding
@@ -50,6 +53,12 @@ class ProviderRequest:
     """Name given to the schema where the backend wants one (OpenAI ``json_schema.name``)."""
     timeout: float | None = None
     """Seconds before the provider gives up on this attempt (raises TransientProviderError)."""
+    tools: list[dict[str, Any]] | None = None
+    """Tools offered, in OpenAI's format (``{"type": "function", "function": {name, description, parameters}}``)
+    under API-safe names; None when the call offers no tools."""
+    tool_choice: str | dict[str, Any] | None = None
+    """``"auto"``, ``"none"``, ``"required"`` or ``{"type": "function", "function": {"name": ...}}``; None
+    without tools."""
 
 
 @dataclass
@@ -62,6 +71,10 @@ class ProviderResponse:
     finish_reason: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     """Provider-specific facts worth recording (e.g. prompt tokens actually evaluated with a KV prefix)."""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    """Tool calls the model made: ``{"id", "name", "arguments"}`` with ``arguments`` the text the model wrote
+    (normally a JSON object). The Model wrapper parses and validates them; providers never raise for bad
+    arguments."""
 
 
 class TransientProviderError(Exception):
@@ -74,9 +87,17 @@ class TransientProviderError(Exception):
 
 
 class Provider(ABC):
-    """Base class of provider adapters. Subclasses set ``name`` and implement :meth:`complete`."""
+    """Base class of provider adapters. Subclasses set ``name`` and implement :meth:`complete`.
+
+    Policy that belongs to a backend lives here, not in callers: :attr:`wrapper_defaults` are the Model
+    wrapper's defaults for this backend (e.g. a local model is slow but never flaky, so it gets a long timeout
+    and no retries), and :meth:`accepts` says which options the backend takes.
+    """
 
     name: ClassVar[str] = ""
+    wrapper_defaults: ClassVar[dict[str, Any]] = {}
+    """Defaults for the Model wrapper's options (``timeout``, ``max_retries``, ...) when this backend is used."""
+    options: dict[str, Any]
 
     def __init__(self, model: str, **options: Any) -> None:
         self.model = model
@@ -89,6 +110,14 @@ class Provider(ABC):
     def identity(self) -> dict[str, Any]:
         """What identifies this backend in the response cache: provider, base URL, model. Never secrets."""
         return {"provider": self.name, "model": self.model, "base_url": self.options.get("base_url")}
+
+    @classmethod
+    def accepts(cls, option: str) -> bool:
+        """Whether this provider takes the option ``option`` (a keyword of its constructor)."""
+        import inspect
+
+        params = inspect.signature(cls.__init__).parameters
+        return option in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
     @property
     def max_concurrency(self) -> int:

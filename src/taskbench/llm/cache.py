@@ -36,9 +36,16 @@ def cache_key(
     messages: list[dict[str, Any]],
     params: dict[str, Any],
     schema: dict[str, Any] | None,
+    *,
+    tools: list[dict[str, Any]] | None = None,
+    tool_choice: Any = None,
 ) -> str:
-    """SHA-256 hex digest of everything that determines a response."""
-    doc = {"v": CACHE_VERSION, "id": identity, "m": messages, "p": params, "s": schema}
+    """SHA-256 hex digest of everything that determines a response (the tools offered and the tool choice
+    included; calls without tools keep the keys they always had)."""
+    doc: dict[str, Any] = {"v": CACHE_VERSION, "id": identity, "m": messages, "p": params, "s": schema}
+    if tools is not None:
+        doc["t"] = tools
+        doc["tc"] = tool_choice
     text = json.dumps(doc, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 

@@ -20,24 +20,28 @@ import inspect
 import sys
 import threading
 import time
-from collections.abc import Coroutine
+from collections.abc import AsyncIterator, Coroutine, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import ConfigError, ModelError, ModelRefusedError, TaskbenchError
-from ..schema import Usage
+from ..schema import AssistantMessage, ToolCall, Usage
+from ..schema.chat import to_openai_messages
 from .base import GenerationConfig, Provider, ProviderRequest, ProviderResponse, TransientProviderError
 from .cache import ResponseCache, cache_key, default_cache_path
 from .registry import parse_model_string, provider_class
 from .retry import RetryOutcome, RetryPolicy, call_with_retries
 from .schemas import JSONExtractionError, extract_json, resolve_schema
+from .tools import ToolSet
 
 T = TypeVar("T")
 
-Messages = str | list[dict[str, Any]]
-"""A prompt: a plain string (one user message) or OpenAI-style chat messages."""
+Messages = str | Sequence[Any]
+"""A prompt: a plain string (one user message), or chat messages: typed (:mod:`taskbench.schema.chat`) or
+OpenAI-style dicts."""
 
 
 class ModelOutput(BaseModel):
@@ -54,6 +58,26 @@ class ModelOutput(BaseModel):
     model: str = Field(default="", description="'provider/model' that answered.")
     extra: dict[str, Any] = Field(default_factory=dict, description="Provider-specific facts (e.g. prompt "
                                   "tokens actually evaluated with a KV prefix cache).")
+    tool_calls: list[ToolCall] = Field(
+        default_factory=list,
+        description="Tool calls the model made, checked against the offered tools: a call whose name, JSON or "
+        "arguments are wrong carries an ``error`` for the caller to feed back (never raised).",
+    )
+    latency: float = Field(
+        default=0.0,
+        description="Seconds producing this answer took: measured on a fresh call, replayed from the response "
+        "cache on a hit (so records of a cached rerun are identical to the first run's).",
+    )
+
+    @property
+    def truncated(self) -> bool:
+        """True when the answer stopped at the token limit (``finish_reason == "length"``)."""
+        return self.finish_reason == "length"
+
+    @property
+    def message(self) -> AssistantMessage:
+        """The answer as an assistant message (text and tool calls), for the next turn's history."""
+        return AssistantMessage(content=self.text or None, tool_calls=list(self.tool_calls))
 
     def require_json(self) -> Any:
         """``parsed``, or :class:`~taskbench.errors.ModelRefusedError` when the output was not usable JSON."""
@@ -88,6 +112,8 @@ def get_model(spec: str, **config: Any) -> Model:
     gen = {k: config.pop(k) for k in _GENERATION_KEYS if k in config and config[k] is not None}
     if "stop" in gen:
         gen["stop"] = (gen["stop"],) if isinstance(gen["stop"], str) else tuple(gen["stop"])
+    for k, v in cls.wrapper_defaults.items():
+        config.setdefault(k, v)
     wrapper = {k: config[k] for k in _MODEL_KEYS + ("concurrency",) if k in config}
     provider_opts = {k: v for k, v in config.items() if k not in _MODEL_KEYS and k not in _SHARED_KEYS}
     accepted = _accepted_keywords(cls)
@@ -191,35 +217,28 @@ class Model:
         schema: dict[str, Any] | type[BaseModel] | None = None,
         config: GenerationConfig | None = None,
         schema_name: str | None = None,
+        tools: Sequence[Any] | None = None,
+        tool_choice: Any = None,
     ) -> ModelOutput:
-        """One completion. With ``schema`` (a JSON Schema dict or a pydantic model class) the output is
-        constrained where the backend can, and always parsed (with repair) into ``ModelOutput.parsed``.
+        """One completion.
+
+        ``schema`` (a JSON Schema dict or a pydantic model class): the output is constrained where the backend
+        can, and always parsed (with repair) into ``ModelOutput.parsed``.
+
+        ``tools`` (:class:`~taskbench.schema.ToolSpec`, :class:`~taskbench.schema.Tool`, or OpenAI/MCP tool
+        dicts) and ``tool_choice`` (``"auto"`` (default), ``"none"``, ``"required"`` or a tool's name): the model
+        may (or must) call tools; the calls come back in ``ModelOutput.tool_calls``, each checked against the
+        tool's JSON Schema, with an ``error`` instead of an exception when the name, the JSON or the arguments
+        are wrong. Tool names travel as API-safe aliases and come back as the library's names.
 
         Raises :class:`~taskbench.errors.ModelError` when the call fails for good (retry bound spent, or a
         permanent error such as a bad request or a missing key).
         """
-        start = time.perf_counter()
-        msgs = [{"role": "user", "content": messages}] if isinstance(messages, str) else messages
-        cfg = config or self.config
-        if schema is None or isinstance(schema, dict):
-            json_schema, name, pyd = resolve_schema(schema)
-        else:
-            resolved = self._schemas.get(schema)
-            if resolved is None:
-                resolved = self._schemas[schema] = resolve_schema(schema)
-            json_schema, name, pyd = resolved
-        name = schema_name or name
-        key = None
-        if self.cache is not None:
-            key = cache_key(self._identity, msgs, cfg.as_dict(), json_schema)
-            hit = self.cache.get(key)
-            if hit is not None:
-                resp = ProviderResponse(
-                    hit["text"], hit["prompt_tokens"], hit["completion_tokens"], hit["finish_reason"], hit["extra"]
-                )
-                self.cache_hits += 1
-                return self._finish(resp, start, 0, True, json_schema, pyd)
-        request = ProviderRequest(msgs, cfg, json_schema, name, self.timeout)
+        call = self._prepare(messages, schema, config, schema_name, tools, tool_choice)
+        hit = self._cached(call)
+        if hit is not None:
+            return hit
+        request = call.request(self.timeout)
         outcome = RetryOutcome()
         try:
             async with self._semaphore():
@@ -238,19 +257,129 @@ class Model:
             self.errors += 1
             self._retries += outcome.retries
             raise ModelError(f"{self.name}: {type(exc).__name__}: {exc}") from exc
-        if key is not None:
-            self.cache.put(  # type: ignore[union-attr]
-                key,
+        return self._store(call, resp, outcome.retries)
+
+    async def stream(
+        self,
+        messages: Messages,
+        *,
+        schema: dict[str, Any] | type[BaseModel] | None = None,
+        config: GenerationConfig | None = None,
+        schema_name: str | None = None,
+        tools: Sequence[Any] | None = None,
+        tool_choice: Any = None,
+    ) -> AsyncIterator[str | ModelOutput]:
+        """:meth:`generate`, streamed: yields the answer's text in pieces as the backend produces them, then the
+        final :class:`ModelOutput` (the same object :meth:`generate` returns, cached the same way).
+
+        Backends without streaming, cache hits and calls with tools (whose calls are only known once the answer
+        is complete) yield their text in one piece. A failure before the first piece is retried as
+        :meth:`generate` retries; one after it raises :class:`~taskbench.errors.ModelError`.
+        """
+        call = self._prepare(messages, schema, config, schema_name, tools, tool_choice)
+        streaming = getattr(self.provider, "stream", None)
+        if call.toolset is not None or streaming is None or self._cached_value(call) is not None:
+            out = await self.generate(messages, schema=schema, config=config, schema_name=schema_name, tools=tools,
+                                      tool_choice=tool_choice)
+            if out.text:
+                yield out.text
+            yield out
+            return
+        request = call.request(self.timeout)
+        sent = False
+        resp: ProviderResponse | None = None
+        try:
+            async with self._semaphore():
+                self.requests += 1
+                async for piece in streaming(request):
+                    if isinstance(piece, ProviderResponse):
+                        resp = piece
+                    elif piece:
+                        sent = True
+                        yield piece
+        except TransientProviderError as exc:
+            if sent:
+                self.errors += 1
+                raise ModelError(f"{self.name}: the stream broke after it started: {exc}") from exc
+            out = await self.generate(messages, schema=schema, config=config, schema_name=schema_name)
+            if out.text:
+                yield out.text
+            yield out
+            return
+        except TaskbenchError:
+            self.errors += 1
+            raise
+        except Exception as exc:
+            self.errors += 1
+            raise ModelError(f"{self.name}: {type(exc).__name__}: {exc}") from exc
+        if resp is None:
+            self.errors += 1
+            raise ModelError(f"{self.name}: the stream ended without a final response")
+        yield self._store(call, resp, 0)
+
+    def _prepare(
+        self,
+        messages: Messages,
+        schema: dict[str, Any] | type[BaseModel] | None,
+        config: GenerationConfig | None,
+        schema_name: str | None,
+        tools: Sequence[Any] | None,
+        tool_choice: Any,
+    ) -> _Call:
+        start = time.perf_counter()
+        toolset = ToolSet.build(tools, tool_choice) if tools is not None else None
+        if toolset is not None and schema is not None and toolset.choice != "none":
+            raise ConfigError("a call takes either a schema (structured output) or tools, not both")
+        raw = [{"role": "user", "content": messages}] if isinstance(messages, str) else messages
+        msgs = to_openai_messages(raw, toolset.to_api if toolset else None)
+        cfg = config or self.config
+        if schema is None or isinstance(schema, dict):
+            json_schema, name, pyd = resolve_schema(schema)
+        else:
+            resolved = self._schemas.get(schema)
+            if resolved is None:
+                resolved = self._schemas[schema] = resolve_schema(schema)
+            json_schema, name, pyd = resolved
+        call = _Call(start, msgs, cfg, json_schema, schema_name or name, pyd, toolset)
+        if self.cache is not None:
+            call.key = cache_key(self._identity, msgs, cfg.as_dict(), json_schema, tools=call.api_tools,
+                                 tool_choice=call.api_choice)
+        return call
+
+    def _cached_value(self, call: _Call) -> dict[str, Any] | None:
+        if self.cache is None or call.key is None:
+            return None
+        return self.cache.get(call.key)
+
+    def _cached(self, call: _Call) -> ModelOutput | None:
+        hit = self._cached_value(call)
+        if hit is None:
+            return None
+        resp = ProviderResponse(
+            hit["text"], hit["prompt_tokens"], hit["completion_tokens"], hit["finish_reason"], hit["extra"],
+            tool_calls=list(hit.get("tool_calls") or []),
+        )
+        self.cache_hits += 1
+        latency = hit.get("latency")
+        return self._finish(resp, call, 0, True, float(latency) if isinstance(latency, (int, float)) else None)
+
+    def _store(self, call: _Call, resp: ProviderResponse, retries: int) -> ModelOutput:
+        out = self._finish(resp, call, retries, False, None)
+        if call.key is not None and self.cache is not None:
+            self.cache.put(
+                call.key,
                 {
                     "text": resp.text,
                     "prompt_tokens": resp.prompt_tokens,
                     "completion_tokens": resp.completion_tokens,
                     "finish_reason": resp.finish_reason,
                     "extra": resp.extra,
+                    "tool_calls": resp.tool_calls,
+                    "latency": out.latency,
                 },
                 model=self.name,
             )
-        return self._finish(resp, start, outcome.retries, False, json_schema, pyd)
+        return out
 
     def generate_sync(
         self,
@@ -259,10 +388,13 @@ class Model:
         schema: dict[str, Any] | type[BaseModel] | None = None,
         config: GenerationConfig | None = None,
         schema_name: str | None = None,
+        tools: Sequence[Any] | None = None,
+        tool_choice: Any = None,
     ) -> ModelOutput:
         """:meth:`generate` for scripts (blocks; runs on this model's private event-loop thread, so it also
         works where a loop is already running, e.g. in a notebook)."""
-        return self.run_sync(self.generate(messages, schema=schema, config=config, schema_name=schema_name))
+        return self.run_sync(self.generate(messages, schema=schema, config=config, schema_name=schema_name,
+                                           tools=tools, tool_choice=tool_choice))
 
     def run_sync(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run a coroutine that uses this model on its private event-loop thread and return its result."""
@@ -288,15 +420,14 @@ class Model:
             raise TransientProviderError(f"no answer within {timeout:.1f} s (timeout)") from exc
 
     def _finish(
-        self,
-        resp: ProviderResponse,
-        start: float,
-        retries: int,
-        cached: bool,
-        json_schema: dict[str, Any] | None,
-        pyd: type | None,
+        self, resp: ProviderResponse, call: _Call, retries: int, cached: bool, latency: float | None
     ) -> ModelOutput:
-        seconds = time.perf_counter() - start
+        seconds = time.perf_counter() - call.start
+        json_schema, pyd, toolset, config = call.json_schema, call.pyd, call.toolset, call.config
+        finish_reason = resp.finish_reason
+        if finish_reason == "stop" and resp.completion_tokens >= config.max_tokens > 0:
+            # some backends say "stop" when the token budget ran out; a cut answer must say so
+            finish_reason = "length"
         parsed = None
         parse_error = None
         if json_schema is not None:
@@ -311,6 +442,17 @@ class Model:
                     except ValueError as exc:
                         first = str(exc).splitlines()
                         parse_error = "JSON does not fit the schema: " + " ".join(first[:3])
+            if parse_error is not None and finish_reason == "length":
+                parse_error = f"cut off at the token limit ({config.max_tokens}): {parse_error}"
+        calls: list[ToolCall] = []
+        if resp.tool_calls:
+            truncated = finish_reason == "length"
+            if toolset is not None:
+                calls = toolset.parse_calls(resp.tool_calls, truncated=truncated)
+            else:
+                calls = [ToolCall(id=str(c.get("id") or f"call_{i}"), name=str(c.get("name")),
+                                  raw_arguments=str(c.get("arguments")), error="no tools were offered")
+                         for i, c in enumerate(resp.tool_calls)]
         self.calls += 1
         self._prompt_tokens += resp.prompt_tokens
         self._completion_tokens += resp.completion_tokens
@@ -326,11 +468,13 @@ class Model:
         return ModelOutput(
             text=resp.text,
             usage=usage,
-            finish_reason=resp.finish_reason,
+            finish_reason=finish_reason,
             parsed=parsed,
             parse_error=parse_error,
             model=self.name,
             extra=resp.extra,
+            tool_calls=calls,
+            latency=round(seconds, 6) if latency is None else latency,
         )
 
     def _semaphore(self) -> asyncio.Semaphore:
@@ -370,6 +514,32 @@ class Model:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+@dataclass
+class _Call:
+    """One call, prepared: normalised messages, schema, tools and the cache key."""
+
+    start: float
+    messages: list[dict[str, Any]]
+    config: GenerationConfig
+    json_schema: dict[str, Any] | None
+    schema_name: str
+    pyd: type | None
+    toolset: ToolSet | None
+    key: str | None = None
+
+    @property
+    def api_tools(self) -> list[dict[str, Any]] | None:
+        return self.toolset.api_tools() if self.toolset else None
+
+    @property
+    def api_choice(self) -> str | dict[str, Any] | None:
+        return self.toolset.api_choice() if self.toolset else None
+
+    def request(self, timeout: float | None) -> ProviderRequest:
+        return ProviderRequest(self.messages, self.config, self.json_schema, self.schema_name, timeout,
+                               tools=self.api_tools, tool_choice=self.api_choice)
 
 
 class _LoopThread:

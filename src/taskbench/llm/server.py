@@ -1,29 +1,42 @@
 """An OpenAI-compatible HTTP server over any taskbench :class:`~taskbench.llm.Model` (``taskbench serve``).
 
-Endpoints: ``POST /v1/chat/completions`` (non-streaming), ``GET /v1/models``, ``GET /health``.
-``response_format`` ``{"type": "json_object"}`` and ``{"type": "json_schema", "json_schema": {"schema": ...}}``
-(and vLLM's ``guided_json``) are passed down to the Model as a JSON Schema, so the embedded llama.cpp model
-decodes under a grammar. ``stream: true`` and ``n > 1`` are rejected with a 400 in the OpenAI error shape.
+Endpoints: ``POST /v1/chat/completions``, ``GET /v1/models``, ``GET /health``.
+
+- ``response_format`` ``{"type": "json_object"}`` and ``{"type": "json_schema", "json_schema": {"schema": ...}}``
+  (and vLLM's ``guided_json``) are passed down to the Model as a JSON Schema, so the embedded llama.cpp model
+  decodes under a grammar.
+- ``tools`` and ``tool_choice`` (``auto`` | ``none`` | ``required`` | ``{"type": "function", "function":
+  {"name"}}``) are passed down too; the answer carries OpenAI-shaped ``tool_calls`` (arguments as a JSON string)
+  with ``finish_reason: "tool_calls"``. History may hold assistant ``tool_calls`` and ``tool`` messages.
+- ``stream: true`` answers with server-sent events in OpenAI's chunk format (``chat.completion.chunk``): text as
+  it is decoded, tool calls as ``delta.tool_calls``, a last chunk with the finish reason, a usage chunk when
+  ``stream_options.include_usage`` is set, then ``data: [DONE]``.
+- ``finish_reason`` tells the truth: ``"length"`` when the answer hit ``max_tokens``; a structured answer that
+  says ``"stop"`` is complete JSON.
+- A request naming another model than the served one gets a 404 in OpenAI's error shape (code
+  ``model_not_found``); ``n > 1`` a 400.
 
 Needs the ``serve`` extra (fastapi, uvicorn); imported only by ``taskbench serve`` and tests.
 """
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
+from collections.abc import AsyncIterator
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import ConfigError, MissingDependencyError, ModelError, TaskbenchError
 from .base import GenerationConfig
-from .model import Model
+from .model import Model, ModelOutput
 
 try:
     from fastapi import FastAPI, Request
     from fastapi.exceptions import RequestValidationError
-    from fastapi.responses import JSONResponse
+    from fastapi.responses import JSONResponse, StreamingResponse
 except ModuleNotFoundError as exc:  # pragma: no cover - depends on the environment
     if exc.name and exc.name.split(".")[0] in ("fastapi", "starlette"):
         raise MissingDependencyError("fastapi", "serve", "taskbench serve") from exc
@@ -35,8 +48,10 @@ class ChatCompletionRequest(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    model: str | None = Field(default=None, description="Ignored: the server answers with its one model.")
+    model: str | None = Field(default=None, description="Must name the served model (or be omitted).")
     messages: list[dict[str, Any]] = Field(description="Chat messages; content may be a string or text parts.")
+    tools: list[dict[str, Any]] | None = Field(default=None, description="Tools in OpenAI's format.")
+    tool_choice: str | dict[str, Any] | None = Field(default=None, description="auto | none | required | a tool.")
     temperature: float | None = Field(default=None, description="Sampling temperature.")
     top_p: float | None = Field(default=None, description="Nucleus sampling mass.")
     max_tokens: int | None = Field(default=None, description="Most tokens to generate.")
@@ -45,13 +60,15 @@ class ChatCompletionRequest(BaseModel):
     stop: str | list[str] | None = Field(default=None, description="Stop sequence(s).")
     response_format: dict[str, Any] | None = Field(default=None, description="text | json_object | json_schema.")
     guided_json: dict[str, Any] | None = Field(default=None, description="vLLM-style schema field.")
-    stream: bool = Field(default=False, description="Streaming is not supported (400).")
+    stream: bool = Field(default=False, description="Answer with server-sent events.")
+    stream_options: dict[str, Any] | None = Field(default=None, description="include_usage: a last usage chunk.")
     n: int = Field(default=1, description="Only 1 is supported.")
 
 
-def _error(status: int, message: str, kind: str = "invalid_request_error", param: str | None = None) -> JSONResponse:
+def _error(status: int, message: str, kind: str = "invalid_request_error", param: str | None = None,
+           code: str | None = None) -> JSONResponse:
     return JSONResponse(
-        status_code=status, content={"error": {"message": message, "type": kind, "param": param, "code": None}}
+        status_code=status, content={"error": {"message": message, "type": kind, "param": param, "code": code}}
     )
 
 
@@ -85,9 +102,42 @@ def request_schema(req: ChatCompletionRequest) -> tuple[dict[str, Any] | None, s
     raise ConfigError(f"unsupported response_format type {kind!r} (use text, json_object or json_schema)")
 
 
+def _messages(raw: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Request messages with text-part contents flattened; tool calls and tool results kept."""
+    out = []
+    for m in raw:
+        d: dict[str, Any] = {"role": str(m.get("role", "user")), "content": _text(m.get("content"))}
+        if d["role"] == "assistant" and isinstance(m.get("tool_calls"), list):
+            d["tool_calls"] = m["tool_calls"]
+            d["content"] = m.get("content") if isinstance(m.get("content"), str) else None
+        if d["role"] == "tool":
+            d["tool_call_id"] = str(m.get("tool_call_id", ""))
+            if m.get("name"):
+                d["name"] = m["name"]
+        out.append(d)
+    return out
+
+
+def _wire_calls(out: ModelOutput) -> list[dict[str, Any]]:
+    return [c.to_openai() for c in out.tool_calls]
+
+
+def _finish_reason(out: ModelOutput) -> str:
+    if out.tool_calls and out.finish_reason != "length":
+        return "tool_calls"
+    return out.finish_reason or "stop"
+
+
+def _usage(out: ModelOutput) -> dict[str, int]:
+    u = out.usage
+    return {"prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens,
+            "total_tokens": u.prompt_tokens + u.completion_tokens}
+
+
 def create_app(model: Model, *, served_name: str | None = None) -> FastAPI:
     """The FastAPI app serving ``model`` under ``served_name`` (default ``model.name``)."""
     name = served_name or model.name
+    accepted = {name, model.name}
     created = int(time.time())
     app = FastAPI(title="taskbench serve", description=f"OpenAI-compatible server over {name}", docs_url=None)
     app.state.model = model
@@ -107,9 +157,10 @@ def create_app(model: Model, *, served_name: str | None = None) -> FastAPI:
         return {"object": "list", "data": [{"id": name, "object": "model", "created": created, "owned_by": "taskbench"}]}
 
     @app.post("/v1/chat/completions", response_model=None)
-    async def chat(req: ChatCompletionRequest) -> JSONResponse | dict[str, Any]:
-        if req.stream:
-            return _error(400, "stream=true is not supported by taskbench serve; send stream=false", param="stream")
+    async def chat(req: ChatCompletionRequest) -> JSONResponse | StreamingResponse | dict[str, Any]:
+        if req.model is not None and req.model not in accepted:
+            return _error(404, f"The model '{req.model}' does not exist; this server serves '{name}'",
+                          param="model", code="model_not_found")
         if req.n != 1:
             return _error(400, "only n=1 is supported", param="n")
         if not req.messages:
@@ -127,35 +178,74 @@ def create_app(model: Model, *, served_name: str | None = None) -> FastAPI:
             seed=base.seed if req.seed is None else req.seed,
             stop=(stop,) if isinstance(stop, str) else tuple(stop),
         )
-        messages = [{"role": str(m.get("role", "user")), "content": _text(m.get("content"))} for m in req.messages]
+        kwargs: dict[str, Any] = {"schema": schema, "config": config, "schema_name": schema_name}
+        if req.tools:
+            kwargs["tools"] = req.tools
+            kwargs["tool_choice"] = req.tool_choice
+            if schema is not None and req.tool_choice != "none":
+                return _error(400, "send either tools or a structured response_format, not both", param="tools")
+        messages = _messages(req.messages)
+        completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
+        if req.stream:
+            include_usage = bool((req.stream_options or {}).get("include_usage"))
+            return StreamingResponse(
+                _stream(model, messages, kwargs, completion_id, name, include_usage),
+                media_type="text/event-stream", headers={"Cache-Control": "no-cache"},
+            )
         try:
-            out = await model.generate(messages, schema=schema, config=config, schema_name=schema_name)
+            out = await model.generate(messages, **kwargs)
         except ModelError as exc:
             return _error(503, f"the model failed: {exc}", kind="server_error")
         except TaskbenchError as exc:
             return _error(400, str(exc))
-        usage = out.usage
+        message: dict[str, Any] = {"role": "assistant", "content": out.text if out.text or not out.tool_calls else None}
+        if out.tool_calls:
+            message["tool_calls"] = _wire_calls(out)
         return {
-            "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+            "id": completion_id,
             "object": "chat.completion",
             "created": int(time.time()),
             "model": name,
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": out.text},
-                    "finish_reason": out.finish_reason or "stop",
-                    "logprobs": None,
-                }
-            ],
-            "usage": {
-                "prompt_tokens": usage.prompt_tokens,
-                "completion_tokens": usage.completion_tokens,
-                "total_tokens": usage.prompt_tokens + usage.completion_tokens,
-            },
+            "choices": [{"index": 0, "message": message, "finish_reason": _finish_reason(out), "logprobs": None}],
+            "usage": _usage(out),
         }
 
     return app
+
+
+def _sse(data: Any) -> str:
+    return f"data: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+
+async def _stream(model: Model, messages: list[dict[str, Any]], kwargs: dict[str, Any], completion_id: str,
+                  name: str, include_usage: bool) -> AsyncIterator[str]:
+    created = int(time.time())
+
+    def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
+        return _sse({"id": completion_id, "object": "chat.completion.chunk", "created": created, "model": name,
+                     "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}], **extra})
+
+    yield chunk({"role": "assistant", "content": ""})
+    out: ModelOutput | None = None
+    try:
+        async for piece in model.stream(messages, **kwargs):
+            if isinstance(piece, str):
+                yield chunk({"content": piece})
+            else:
+                out = piece
+    except TaskbenchError as exc:  # headers are sent: the error travels as an event
+        kind = "server_error" if isinstance(exc, ModelError) else "invalid_request_error"
+        yield _sse({"error": {"message": str(exc), "type": kind, "param": None, "code": None}})
+        yield "data: [DONE]\n\n"
+        return
+    assert out is not None
+    if out.tool_calls:
+        yield chunk({"tool_calls": [{"index": i, **c} for i, c in enumerate(_wire_calls(out))]})
+    yield chunk({}, _finish_reason(out))
+    if include_usage:
+        yield _sse({"id": completion_id, "object": "chat.completion.chunk", "created": created, "model": name,
+                    "choices": [], "usage": _usage(out)})
+    yield "data: [DONE]\n\n"
 
 
 __all__ = ["ChatCompletionRequest", "create_app", "request_schema"]

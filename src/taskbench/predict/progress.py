@@ -20,7 +20,6 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from ..schema import Prediction, Usage
 from .runner import PredictSummary
 
 
@@ -66,18 +65,19 @@ class RichPredictDisplay:
         self._tokens = 0
         self._task = self._progress.add_task(label, total=total, completed=completed, failures=0, tokens=0)
 
-    def advance(self, prediction: Prediction | None, usage: Usage | None, *, failed: bool) -> None:
-        """One sample finished."""
-        self._failures += int(failed)
-        if usage is not None:
-            self._tokens += usage.prompt_tokens + usage.completion_tokens
+    def advance(self, record: dict[str, Any], *, failed: bool) -> None:
+        """One sample finished (``failed``: the call failed for good; an unparseable answer counts too)."""
+        self._failures += int(failed or record.get("error") is not None)
+        usage = record.get("usage")
+        if isinstance(usage, dict):
+            self._tokens += int(usage.get("prompt_tokens") or 0) + int(usage.get("completion_tokens") or 0)
         self._progress.update(self._task, advance=1, failures=self._failures, tokens=self._tokens)
 
     def finish(self, summary: PredictSummary) -> None:
         """A run ended."""
         self.summaries.append(summary)
         if self._task is not None:
-            self._progress.update(self._task, completed=summary.done + summary.failures)
+            self._progress.update(self._task, completed=summary.skipped + summary.written)
 
     def close(self) -> None:
         """Stop the live display."""

@@ -1,45 +1,28 @@
-"""The resumable, crash-safe prediction runner.
+"""Predicting a dataset: prompt, call, parse, on the one resumable runner (:mod:`taskbench.runner`).
 
-Design (why a ``kill -9`` at any moment is harmless and a resumed run equals an uninterrupted one):
+Every crash-safety property comes from :func:`taskbench.runner.run_records`: one fsynced line per record, a
+file lock, resume by id, records in dataset order, a call that failed for good written in its place as a
+failure record (``"failed": true``) and retried by the next run.
 
-- **One writer, whole lines.** Records go to an append-only JSON Lines file through
-  :class:`~taskbench.dataset.JsonlAppender`: one ``write`` per complete line, flushed and fsynced. A torn last
-  line (the process died inside ``write``) is cut back to the last newline when the file is opened again. An
-  advisory lock (``flock``) on the output file stops a second process from writing the same file.
-- **Skip what is done.** On start the file's ids are read; those samples are not predicted again, so an id is
-  never written twice.
-- **Dataset order.** Requests run concurrently, but records are written strictly in the order of the selected
-  samples: completions that arrive early wait in a buffer until every earlier sample is written (a failed
-  model call releases its slot without a record). So the file is always a prefix of the full run's file (plus,
-  after a model failure, later samples), and a resumed run appends exactly the records an uninterrupted run
-  would have written next.
-- **No run-dependent values.** A record holds the answer and what it cost *to produce*: raw text, parsed result
-  or parse error, token counts and the generation latency. With the response cache on, a repeated request is
-  answered from the cache and the latency is replayed from a small entry the runner stores next to the cached
-  response (key ``predict-latency:<request hash>``), so the record is byte for byte what the first run wrote.
-  Facts about *this* run (cache hits, retries, wall time) go to :class:`PredictSummary` and the run log, not
-  into the records. Without the cache (``--no-cache``) the latency is measured afresh and records can differ in
-  ``usage.seconds``.
-
-A model call that fails for good (retry budget spent) writes no record: it is counted in the summary and
-retried by the next run. An answer that does not parse *is* written, with ``error`` and the raw text.
+**No run-dependent values.** A record holds the answer and what it cost *to produce*: raw text, parsed result
+or parse error, finish reason, token counts and the generation latency. With the response cache on, a repeated
+request is answered from the cache and :class:`~taskbench.llm.Model` replays the latency the answer first took
+(``ModelOutput.latency``), so the record is byte for byte what the first run wrote. Facts about *this* run
+(cache hits, retries, wall time) go to :class:`PredictSummary` and the run log, not into the records. Without
+the cache (``--no-cache``) the latency is measured afresh and records can differ in ``usage.seconds``.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import os
 import time
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ..dataset import jsonio
 from ..errors import ConfigError, InputError, ModelError
+from ..runner import FAILED, NullDisplay, RecordDisplay, is_failed, read_records, run_records, run_sync
 from ..schema import Prediction, Sample, ToolLibrary, Usage
 from .demos import MAX_SHOTS, demo_candidates, demos_for
 from .parse import extract_json, make_prediction
@@ -47,10 +30,6 @@ from .prompts import build_messages, render_reformat
 
 STRUCTURE_ORDER: tuple[str, ...] = ("single", "chain", "dag")
 """Round-robin order used by :func:`select_samples`."""
-
-LATENCY_PREFIX = "predict-latency:"
-"""Namespace of the latency entries the runner keeps in the model's response cache."""
-
 
 class PredictOptions(BaseModel):
     """How to predict: prompt, output mode, sampling and concurrency."""
@@ -76,6 +55,12 @@ class PredictOptions(BaseModel):
     seed: int | None = Field(default=0, description="Sampling seed passed to the backend (None: none).")
     template: str | None = Field(default=None, description="Path of a custom prompt template (Jinja2).")
 
+    @model_validator(mode="after")
+    def _modes(self) -> PredictOptions:
+        if self.reformat and self.structured:
+            raise ValueError("reformat needs free output (structured=False): structured answers always parse")
+        return self
+
     def generation_config(self) -> Any:
         """The :class:`taskbench.llm.base.GenerationConfig` for these options."""
         from ..llm.base import GenerationConfig
@@ -93,7 +78,9 @@ class PredictSummary(BaseModel):
     selected: int = Field(default=0, description="Samples selected (after --limit).")
     skipped: int = Field(default=0, description="Samples already in the file from an earlier run.")
     written: int = Field(default=0, description="Records written by this run.")
-    failures: int = Field(default=0, description="Model calls that failed for good (no record written).")
+    failures: int = Field(
+        default=0, description="Model calls that failed for good (written as failure records, retried next run)."
+    )
     parse_failures: int = Field(default=0, description="Records written with a parse error (this run).")
     reformatted: int = Field(default=0, description="Answers repaired by the --reformat pass (this run).")
     cache_hits: int = Field(default=0, description="Calls answered from the response cache.")
@@ -101,38 +88,22 @@ class PredictSummary(BaseModel):
     prompt_tokens: int = Field(default=0, description="Prompt tokens of this run's calls.")
     completion_tokens: int = Field(default=0, description="Completion tokens of this run's calls.")
     seconds: float = Field(default=0.0, description="Wall-clock seconds of this run.")
+    retried: int = Field(default=0, description="Samples whose earlier call had failed, tried again.")
     errors: list[str] = Field(default_factory=list, description="First few model failures, 'id: message'.")
 
     @property
     def done(self) -> int:
-        """Samples with a record in the file."""
-        return self.skipped + self.written
+        """Samples with a good record in the file."""
+        return self.skipped + self.written - self.failures
+
+    @property
+    def complete(self) -> bool:
+        """True when every selected sample has a good record (no call failed for good)."""
+        return self.done == self.selected
 
 
-class PredictDisplay(Protocol):
-    """Receives progress; the CLI renders it (library code never prints)."""
-
-    def start(self, label: str, total: int, completed: int) -> None:
-        """A run over ``total`` samples begins, ``completed`` of them already done."""
-
-    def advance(self, prediction: Prediction | None, usage: Usage | None, *, failed: bool) -> None:
-        """One sample finished: ``prediction`` (None when the call failed) and this run's usage of it."""
-
-    def finish(self, summary: PredictSummary) -> None:
-        """The run ended."""
-
-
-class NullDisplay:
-    """A display that shows nothing."""
-
-    def start(self, label: str, total: int, completed: int) -> None:  # noqa: D102
-        pass
-
-    def advance(self, prediction: Prediction | None, usage: Usage | None, *, failed: bool) -> None:  # noqa: D102
-        pass
-
-    def finish(self, summary: PredictSummary) -> None:  # noqa: D102
-        pass
+PredictDisplay = RecordDisplay
+"""Progress display for predictions (the runner's :class:`~taskbench.runner.RecordDisplay`)."""
 
 
 def select_samples(samples: Sequence[Sample], limit: int | None) -> list[Sample]:
@@ -152,103 +123,42 @@ def select_samples(samples: Sequence[Sample], limit: int | None) -> list[Sample]
     return [s for s in samples if s.id in chosen]
 
 
-@contextlib.contextmanager
-def _exclusive(path: Path) -> Iterator[None]:
-    """Hold an advisory exclusive lock on ``path`` (POSIX); refuse when another process holds it."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - non-POSIX: no locking
-        yield
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise ConfigError(f"{path}: another taskbench process is writing this file; wait for it") from None
-        yield
-    finally:
-        os.close(fd)
-
-
 def read_done(path: Path, model: str | None = None) -> dict[str, dict[str, Any]]:
-    """Records already in a predictions file, by id (a torn last line is ignored). With ``model``, a record
-    made by another model is an error (one file holds one model's predictions)."""
-    if not path.exists():
-        return {}
-    done: dict[str, dict[str, Any]] = {}
-    for line, rec in jsonio.iter_jsonl(path, allow_torn_tail=True):
-        if not isinstance(rec, dict) or "id" not in rec:
-            raise InputError("expected a prediction object with an 'id'", path=path, line=line)
+    """The last record of every id in a predictions file (failure records included; a torn last line is
+    ignored). With ``model``, a record made by another model is an error (one file holds one model's
+    predictions)."""
+
+    def check(file: Path, line: int, rec: dict[str, Any]) -> None:
         other = rec.get("model")
         if model is not None and other is not None and other != model:
-            raise ConfigError(
-                f"{path}:{line}: holds predictions of {other!r}, not {model!r}; choose another output file"
-            )
-        done[str(rec["id"])] = rec
-    return done
+            raise ConfigError(f"{file}:{line}: holds predictions of {other!r}, not {model!r}; choose another output file")
+
+    return read_records(path, check)[0]
 
 
-def prediction_record(prediction: Prediction, *, finish_reason: str | None, reformat_raw: str | None) -> dict:
+def prediction_record(prediction: Prediction) -> dict[str, Any]:
     """The JSON line for a prediction: the reference format plus our keys, with usage reduced to what it
     cost to produce the answer (no run-dependent cache/retry flags)."""
     rec = prediction.to_record()
     if prediction.usage is not None:
         u = prediction.usage
-        rec["usage"] = {
-            "prompt_tokens": u.prompt_tokens,
-            "completion_tokens": u.completion_tokens,
-            "seconds": u.seconds,
-        }
-    if finish_reason is not None:
-        rec["finish_reason"] = finish_reason
-    if reformat_raw is not None:
-        rec["reformat_raw"] = reformat_raw
+        rec["usage"] = {"prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens, "seconds": u.seconds}
     return rec
 
 
-@dataclass
-class _Call:
-    output: Any
-    seconds: float
+class _Outcome(BaseModel):
+    model_config = ConfigDict(arbitrary_types_allowed=True)
 
-
-@dataclass
-class _Outcome:
-    prediction: Prediction | None
-    record: dict | None
-    run_usage: Usage = field(default_factory=Usage)
-    error: str | None = None
+    prediction: Prediction
+    record: dict[str, Any]
+    run_usage: Usage = Field(default_factory=Usage)
     reformatted: bool = False
 
 
-async def _generate(model: Any, messages: list[dict[str, str]], schema: Any, config: Any) -> _Call:
-    """One call; the latency is replayed from the cache on a hit (see the module docstring)."""
-    from ..llm.cache import cache_key
-
-    out = await model.generate(messages, schema=schema, config=config)
-    cache = getattr(model, "cache", None)
-    if cache is None:
-        return _Call(out, round(out.usage.seconds, 6))
-    key = LATENCY_PREFIX + cache_key(model.provider.identity(), messages, config.as_dict(), schema)
-    if out.usage.cached:
-        hit = cache.get(key)
-        if hit is not None and isinstance(hit.get("seconds"), (int, float)):
-            return _Call(out, float(hit["seconds"]))
-    seconds = round(out.usage.seconds, 6)
-    cache.put(key, {"seconds": seconds}, model=getattr(model, "name", None))
-    return _Call(out, seconds)
-
-
-def _run_usage(out: Any) -> Usage:
-    return Usage(
-        prompt_tokens=out.usage.prompt_tokens,
-        completion_tokens=out.usage.completion_tokens,
-        seconds=out.usage.seconds,
-        cached=out.usage.cached,
-        retries=out.usage.retries,
-    )
+def _cost(out: Any) -> Usage:
+    """What producing an answer cost (tokens and its latency, replayed on a cache hit)."""
+    return Usage(prompt_tokens=out.usage.prompt_tokens, completion_tokens=out.usage.completion_tokens,
+                 seconds=out.latency)
 
 
 async def predict_one(
@@ -263,12 +173,9 @@ async def predict_one(
     """Predict one sample: prompt, call, parse, optional repair pass. Raises ModelError on a failed call."""
     config = options.generation_config()
     messages = build_messages(library, user_request, demos, template=options.template)
-    call = await _generate(model, messages, schema if options.structured else None, config)
-    out = call.output
-    run_usage = _run_usage(out)
-    usage = Usage(
-        prompt_tokens=out.usage.prompt_tokens, completion_tokens=out.usage.completion_tokens, seconds=call.seconds
-    )
+    out = await model.generate(messages, schema=schema if options.structured else None, config=config)
+    run_usage = out.usage
+    usage = _cost(out)
     prediction = make_prediction(
         sample_id,
         user_request=user_request,
@@ -278,26 +185,20 @@ async def predict_one(
         parsed=out.parsed if options.structured else None,
         parse_error=out.parse_error if options.structured else None,
     )
-    reformat_raw = None
+    prediction.finish_reason = out.finish_reason
     reformatted = False
     if prediction.result is None and options.reformat and not options.structured:
         fix = [{"role": "user", "content": render_reformat(library.dependency, out.text or "")}]
-        call2 = await _generate(model, fix, None, config)
-        run_usage = run_usage + _run_usage(call2.output)
-        usage = usage + Usage(
-            prompt_tokens=call2.output.usage.prompt_tokens,
-            completion_tokens=call2.output.usage.completion_tokens,
-            seconds=call2.seconds,
-        )
-        reformat_raw = call2.output.text
-        result, error = extract_json(reformat_raw)
+        out2 = await model.generate(fix, config=config)
+        run_usage = run_usage + out2.usage
+        result, error = extract_json(out2.text)
         prediction = prediction.model_copy(
             update={"result": result, "error": None if result is not None else f"{prediction.error}; "
-                    f"after --reformat: {error}", "usage": usage}
+                    f"after --reformat: {error}", "usage": usage + _cost(out2), "reformat_raw": out2.text}
         )
         reformatted = result is not None
-    record = prediction_record(prediction, finish_reason=out.finish_reason, reformat_raw=reformat_raw)
-    return _Outcome(prediction, record, run_usage, reformatted=reformatted)
+    return _Outcome(prediction=prediction, record=prediction_record(prediction), run_usage=run_usage,
+                    reformatted=reformatted)
 
 
 async def predict_dataset(
@@ -309,19 +210,17 @@ async def predict_dataset(
     *,
     requests: dict[str, str] | None = None,
     dataset_name: str | None = None,
-    display: PredictDisplay | None = None,
+    display: RecordDisplay | None = None,
     clock: Any = time.perf_counter,
 ) -> PredictSummary:
     """Predict ``samples`` with ``model`` into the JSON Lines file ``output``, resuming what is there.
 
-    ``model`` is a :class:`taskbench.llm.Model` (anything with ``name``, ``cache``, ``provider`` and
-    ``async generate(messages, schema=, config=)``). ``requests`` overrides user requests by id (a dataset's
+    ``model`` is a :class:`taskbench.llm.Model` (anything with ``name`` and ``async generate(messages,
+    schema=, config=)`` returning a ``ModelOutput``). ``requests`` overrides user requests by id (a dataset's
     ``user_requests.json``). Demos are drawn from all ``samples`` before ``options.limit`` is applied.
     """
     options = options or PredictOptions()
-    display = display or NullDisplay()
-    output = Path(output)
-    start = clock()
+    requests = requests or {}
     schema = None
     if options.structured:
         from ..llm.schemas import task_graph_schema
@@ -330,86 +229,69 @@ async def predict_dataset(
     candidates = demo_candidates(samples, library, name=dataset_name) if options.shots else []
     selected = select_samples(samples, options.limit)
     summary = PredictSummary(model=model.name, output=str(output), selected=len(selected))
-    with _exclusive(output):
-        appender = jsonio.JsonlAppender(output)  # repairs a torn tail first
-        try:
-            done = read_done(output, model.name)
-            todo = [s for s in selected if s.id not in done]
-            summary.skipped = len(selected) - len(todo)
-            display.start(f"{model.name} · {dataset_name or library.name or output.stem}", len(selected),
-                          summary.skipped)
-            await _run(model, library, todo, options, schema, candidates, requests or {}, appender, summary,
-                       display)
-        finally:
-            appender.close()
-    summary.seconds = clock() - start
-    display.finish(summary)
+
+    def check(file: Path, line: int, rec: dict[str, Any]) -> None:
+        other = rec.get("model")
+        if other is not None and other != model.name:
+            raise ConfigError(f"{file}:{line}: holds predictions of {other!r}, not {model.name!r}; "
+                              "choose another output file")
+
+    async def work(sample: Sample) -> dict[str, Any]:
+        request = requests.get(sample.id, sample.user_request)
+        demos = demos_for(sample.id, candidates, options.shots)
+        outcome = await predict_one(model, sample.id, request, library, demos, options, schema)
+        u = outcome.run_usage
+        summary.prompt_tokens += u.prompt_tokens
+        summary.completion_tokens += u.completion_tokens
+        summary.retries += u.retries
+        summary.cache_hits += int(u.cached)
+        summary.parse_failures += int(outcome.prediction.error is not None)
+        summary.reformatted += int(outcome.reformatted)
+        return outcome.record
+
+    def failure(sample: Sample, exc: BaseException) -> dict[str, Any]:
+        retries = getattr(exc, "retries", 0)
+        summary.retries += int(retries or 0)
+        failed = Prediction(id=sample.id, user_request=requests.get(sample.id, sample.user_request),
+                            model=model.name, error=str(exc), failed=True)
+        return failed.to_record()
+
+    label = f"{model.name} · {dataset_name or library.name or Path(output).stem}"
+    shown = display or NullDisplay()
+    ran = await run_records(selected, work, output, key=lambda s: s.id, concurrency=options.concurrency,
+                            label=label, display=_Forward(shown), failure=failure, catch=(ModelError,),
+                            check=check, clock=clock)
+    summary.skipped = ran.skipped
+    summary.written = ran.written
+    summary.failures = ran.failed
+    summary.retried = ran.retried
+    summary.errors = ran.errors
+    summary.seconds = ran.seconds
+    shown.finish(summary)
     return summary
 
 
-async def _run(
-    model: Any,
-    library: ToolLibrary,
-    todo: list[Sample],
-    options: PredictOptions,
-    schema: dict[str, Any] | None,
-    candidates: list[Sample],
-    requests: dict[str, str],
-    appender: jsonio.JsonlAppender,
-    summary: PredictSummary,
-    display: PredictDisplay,
-) -> None:
-    sem = asyncio.Semaphore(options.concurrency)
-    pending: dict[int, _Outcome] = {}
-    next_index = 0
+class _Forward:
+    """Hands start/advance to a display and keeps its finish for the prediction summary."""
 
-    async def work(i: int, sample: Sample) -> tuple[int, _Outcome]:
-        async with sem:
-            request = requests.get(sample.id, sample.user_request)
-            demos = demos_for(sample.id, candidates, options.shots)
-            try:
-                return i, await predict_one(model, sample.id, request, library, demos, options, schema)
-            except ModelError as exc:
-                return i, _Outcome(None, None, error=f"{sample.id}: {exc}")
+    def __init__(self, display: RecordDisplay) -> None:
+        self.display = display
 
-    tasks = [asyncio.ensure_future(work(i, s)) for i, s in enumerate(todo)]
-    try:
-        for fut in asyncio.as_completed(tasks):
-            i, outcome = await fut
-            pending[i] = outcome
-            _account(summary, outcome)
-            display.advance(outcome.prediction, outcome.run_usage if outcome.prediction else None,
-                            failed=outcome.prediction is None or outcome.prediction.error is not None)
-            while next_index in pending:  # write the contiguous prefix, in order
-                ready = pending.pop(next_index)
-                if ready.record is not None:
-                    appender.write(ready.record)
-                    summary.written += 1
-                next_index += 1
-    finally:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+    def start(self, label: str, total: int, completed: int) -> None:
+        self.display.start(label, total, completed)
 
+    def advance(self, record: dict[str, Any], *, failed: bool) -> None:
+        self.display.advance(record, failed=failed)
 
-def _account(summary: PredictSummary, outcome: _Outcome) -> None:
-    if outcome.prediction is None:
-        summary.failures += 1
-        if outcome.error and len(summary.errors) < 5:
-            summary.errors.append(outcome.error)
-        return
-    u = outcome.run_usage
-    summary.prompt_tokens += u.prompt_tokens
-    summary.completion_tokens += u.completion_tokens
-    summary.retries += u.retries
-    summary.cache_hits += int(u.cached)
-    summary.parse_failures += int(outcome.prediction.error is not None)
-    summary.reformatted += int(outcome.reformatted)
+    def finish(self, summary: Any) -> None:
+        pass
 
 
 __all__ = [
-    "LATENCY_PREFIX",
+    "FAILED",
     "NullDisplay",
+    "apredict_file",
+    "is_failed",
     "PredictDisplay",
     "PredictOptions",
     "PredictSummary",
@@ -433,16 +315,12 @@ def open_model(
     api_key_env: str | None = None,
     options: dict[str, Any] | None = None,
 ) -> Any:
-    """A :class:`taskbench.llm.Model` for a ``provider/model`` string with the CLI's options."""
+    """A :class:`taskbench.llm.Model` for a ``provider/model`` string with the CLI's options (the backend's
+    own defaults, e.g. the embedded model's long timeout, come from its provider class)."""
     from ..llm import get_model
 
     config: dict[str, Any] = dict(options or {})
     config["cache"] = cache
-    if spec.startswith("llamacpp/"):
-        # a local model is deterministic and only slow, never flaky: a timed-out attempt would be retried to
-        # the same end, so allow long answers on a slow machine and do not retry
-        config.setdefault("timeout", 900.0)
-        config.setdefault("max_retries", 0)
     config.setdefault("concurrency", concurrency)
     if base_url is not None:
         config["base_url"] = base_url
@@ -451,19 +329,18 @@ def open_model(
     return get_model(spec, **config)
 
 
-def predict_file(
+async def apredict_file(
     data: str | Path,
     model: Any,
     output: str | Path,
     options: PredictOptions | None = None,
     *,
-    display: PredictDisplay | None = None,
+    display: RecordDisplay | None = None,
     close_model: bool = False,
 ) -> PredictSummary:
-    """Load a dataset directory and predict it into ``output`` (blocking). ``model`` is a ``Model`` or a
+    """Load a dataset directory and predict it into ``output``. ``model`` is a ``Model`` or a
     ``provider/model`` string (then it is opened with defaults and closed at the end). ``close_model`` closes
-    a given ``Model`` too, inside the event loop its HTTP clients were made in (closing them from another loop
-    later would leak their connections)."""
+    a given ``Model`` too, inside this event loop, where its HTTP clients were made."""
     from ..dataset.layout import load_dataset
 
     options = options or PredictOptions()
@@ -472,15 +349,22 @@ def predict_file(
         raise InputError("no samples (data.json) in the dataset directory", path=data)
     owned = isinstance(model, str)
     m = open_model(model, concurrency=options.concurrency) if owned else model
+    try:
+        return await predict_dataset(m, ds.library, ds.samples, output, options, requests=ds.requests,
+                                     dataset_name=ds.name, display=display)
+    finally:
+        if owned or close_model:
+            await m.aclose()
 
-    async def go() -> PredictSummary:
-        try:
-            return await predict_dataset(
-                m, ds.library, ds.samples, output, options, requests=ds.requests, dataset_name=ds.name,
-                display=display,
-            )
-        finally:
-            if owned or close_model:
-                await m.aclose()
 
-    return asyncio.run(go())
+def predict_file(
+    data: str | Path,
+    model: Any,
+    output: str | Path,
+    options: PredictOptions | None = None,
+    *,
+    display: RecordDisplay | None = None,
+    close_model: bool = False,
+) -> PredictSummary:
+    """:func:`apredict_file` for plain code (blocks; safe inside a running event loop too)."""
+    return run_sync(apredict_file(data, model, output, options, display=display, close_model=close_model))

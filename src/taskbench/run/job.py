@@ -29,6 +29,7 @@ from typing import Any
 from ..dataset import jsonio
 from ..dataset.layout import Dataset, load_dataset
 from ..errors import InputError
+from ..llm.registry import parse_model_string, provider_class
 from ..predict.demos import demo_candidates
 from ..predict.runner import (
     NullDisplay,
@@ -39,6 +40,7 @@ from ..predict.runner import (
     read_done,
     select_samples,
 )
+from ..runner import run_sync
 from ..schema import Prediction, RunConfig, RunEntry, RunEnvironment, RunLog, Usage
 from .resolve import BUNDLED_DEMO_DATASETS, resolve_data
 
@@ -55,6 +57,14 @@ DEFAULT_MAX_TOKENS = 320
 """Answer budget of the default run. Measured: the embedded model's complete answers on the bundled data take
 50-260 tokens; longer ones are the small model looping (repeated nodes or arguments), which more tokens do not
 fix and which would cost the time budget."""
+
+
+
+def default_max_tokens(model: str) -> int:
+    """The answer budget when ``--max-tokens`` is not given (one rule for run and predict): the embedded
+    llamacpp models get :data:`DEFAULT_MAX_TOKENS`, served and hosted models 1024."""
+    return DEFAULT_MAX_TOKENS if model.startswith("llamacpp/") else 1024
+
 
 RUN_LOG_FILE = "run_log.json"
 PACKAGES = ("taskbench", "pydantic", "numpy", "scipy", "rouge-score", "llama_cpp_python", "openai", "rich",
@@ -171,12 +181,7 @@ async def _run_model(
     base_url: str | None = None,
     api_key_env: str | None = None,
 ) -> None:
-    provider = spec.split("/", 1)[0]
-    endpoint: dict[str, Any] = {}
-    if base_url and provider == "openai-compatible":
-        endpoint["base_url"] = base_url
-    if api_key_env and provider in ("openai", "openai-compatible"):
-        endpoint["api_key_env"] = api_key_env
+    endpoint = endpoint_options(spec, base_url=base_url, api_key_env=api_key_env)
     model = open_model(spec, concurrency=options.concurrency, cache=cache, options=model_options, **endpoint)
     try:
         for name, ds in datasets:
@@ -193,22 +198,38 @@ async def _run_model(
                 _write_log(log, run_dir)
                 raise
             done = read_done(out)
-            entry.records = [Prediction.model_validate(done[i]) for i in entry.sample_ids if i in done]
+            records = [Prediction.model_validate(done[i]) for i in entry.sample_ids if i in done]
+            entry.records = list(records)
             entry.predict_seconds = summary.seconds
-            entry.failures = summary.failures
+            entry.failures = sum(1 for r in records if r.failed)
             entry.cache_hits = summary.cache_hits
-            entry.parse_failures = sum(1 for r in entry.records if r.error is not None)
-            entry.usage = _sum_usage(entry.records)
+            entry.parse_failures = sum(1 for r in records if r.error is not None and not r.failed)
+            entry.usage = _sum_usage(records)
             entry.run_usage = Usage(prompt_tokens=summary.prompt_tokens, completion_tokens=summary.completion_tokens,
                                     seconds=summary.seconds, retries=summary.retries)
+            entry.error = summary.errors[0] if summary.errors else None
             entry.status = "predicted"
             score_entry(entry, ds, run_dir, bootstrap=bootstrap, seed=seed)
+            if entry.failures:
+                entry.status = "incomplete"
             _write_log(log, run_dir)
     finally:
         await model.aclose()
 
 
-def run_benchmark(
+def endpoint_options(spec: str, *, base_url: str | None, api_key_env: str | None) -> dict[str, Any]:
+    """The endpoint options of a run (``base_url``, ``api_key_env``) that the model's provider takes: a run
+    may mix an embedded model with served ones, and only the served ones have an endpoint."""
+    cls = provider_class(parse_model_string(spec)[0])
+    out: dict[str, Any] = {}
+    if base_url and cls.accepts("base_url"):
+        out["base_url"] = base_url
+    if api_key_env and cls.accepts("api_key_env"):
+        out["api_key_env"] = api_key_env
+    return out
+
+
+async def arun_benchmark(
     run_dir: str | Path,
     *,
     models: Sequence[str] = (DEFAULT_MODEL,),
@@ -226,7 +247,9 @@ def run_benchmark(
 ) -> RunLog:
     """Predict and score every model on every dataset into ``run_dir``; write the run log and reports.
 
-    Resumes from whatever ``run_dir`` already holds. Returns the final :class:`RunLog`.
+    Resumes from whatever ``run_dir`` already holds. Returns the final :class:`RunLog`, whose status is
+    ``"complete"``, or ``"incomplete"`` when some model calls failed for good (their records are failure
+    records; rerunning retries them).
     """
     from .report import write_reports
 
@@ -245,7 +268,10 @@ def run_benchmark(
         models=list(models), datasets=list(datasets), shots=options.shots, limit=options.limit,
         structured=options.structured, reformat=options.reformat, temperature=options.temperature,
         top_p=options.top_p, max_tokens=options.max_tokens, concurrency=options.concurrency, cache=cache,
-        bootstrap=bootstrap, model_options=dict(model_options or {}),
+        bootstrap=bootstrap, model_options=dict(model_options or {}), seed=options.seed, template=options.template,
+        base_url=base_url, api_key_env=api_key_env,
+        timeout=(model_options or {}).get("timeout"), max_retries=(model_options or {}).get("max_retries"),
+        command=list(command if command is not None else sys.argv),
     )
     started = _now()
     log = RunLog(
@@ -270,22 +296,24 @@ def run_benchmark(
             ))
     _write_log(log, run_dir)
 
-    async def go() -> None:
+    try:
         for spec in models:
             await _run_model(spec, loaded, log, run_dir, options, cache=cache, model_options=model_options or {},
                              display=display, bootstrap=bootstrap, seed=seed, base_url=base_url,
                              api_key_env=api_key_env)
-
-    try:
-        asyncio.run(go())
     except BaseException as exc:
         log.status = "interrupted" if isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError)) else "failed"
         _finish(log, run_dir, start)
         raise
-    log.status = "complete"
+    log.status = "incomplete" if any(e.status == "incomplete" for e in log.entries) else "complete"
     _finish(log, run_dir, start)
     write_reports(log, run_dir, plots=plots)
     return log
+
+
+def run_benchmark(run_dir: str | Path, **kwargs: Any) -> RunLog:
+    """:func:`arun_benchmark` for plain code (blocks; safe inside a running event loop too)."""
+    return run_sync(arun_benchmark(run_dir, **kwargs))
 
 
 def _finish(log: RunLog, run_dir: Path, start: float) -> None:
@@ -302,7 +330,10 @@ __all__ = [
     "DEFAULT_LIMIT",
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_MODEL",
+    "default_max_tokens",
     "RUN_LOG_FILE",
+    "arun_benchmark",
+    "endpoint_options",
     "environment",
     "git_revision",
     "model_slug",

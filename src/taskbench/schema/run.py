@@ -7,14 +7,29 @@ strict and reference-compatible modes. ``schema_version`` changes when the layou
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
 from .sample import Prediction, Usage
+from .trajectory import Trajectory
 
-RUN_LOG_SCHEMA_VERSION = 1
-"""Version of the :class:`RunLog` layout written by this taskbench."""
+RUN_LOG_SCHEMA_VERSION = 2
+"""Version of the :class:`RunLog` layout written by this taskbench (2: records are predictions or trajectories,
+the config records everything needed to rerun, status may be 'incomplete')."""
+
+
+def _record_kind(value: Any) -> str:
+    kind = value.get("kind") if isinstance(value, dict) else getattr(value, "kind", None)
+    return "trajectory" if kind == "trajectory" else "prediction"
+
+
+RunRecord = Annotated[
+    Annotated[Prediction, Tag("prediction")] | Annotated[Trajectory, Tag("trajectory")],
+    Discriminator(_record_kind),
+]
+"""One per-sample record of a run: a :class:`Prediction` or a :class:`Trajectory` (by ``kind``; records
+without one, as version-1 logs wrote them, are predictions)."""
 
 
 class RunConfig(BaseModel):
@@ -35,6 +50,15 @@ class RunConfig(BaseModel):
     cache: bool = Field(default=True, description="Whether the response cache was used.")
     bootstrap: int = Field(default=1000, description="Bootstrap replicates for the strict CIs.")
     model_options: dict[str, Any] = Field(default_factory=dict, description="Provider options (no secrets).")
+    seed: int | None = Field(default=0, description="Sampling seed sent to the backend.")
+    template: str | None = Field(default=None, description="Custom prompt template file, if one was used.")
+    base_url: str | None = Field(default=None, description="Server URL of the openai-compatible models, if any.")
+    api_key_env: str | None = Field(
+        default=None, description="*Name* of the environment variable holding the API key (never the key)."
+    )
+    timeout: float | None = Field(default=None, description="Seconds per attempt, when set (else the backend's).")
+    max_retries: int | None = Field(default=None, description="Retries per call, when set (else the backend's).")
+    command: list[str] = Field(default_factory=list, description="The command line that started the run.")
 
 
 class RunEnvironment(BaseModel):
@@ -65,7 +89,10 @@ class RunEntry(BaseModel):
     metrics_path: str | None = Field(default=None, description="Metrics JSON, relative to the run directory.")
     sample_ids: list[str] = Field(default_factory=list, description="Ids of the selected samples, in order.")
     demo_ids: list[str] = Field(default_factory=list, description="Demo candidates, in order of preference.")
-    status: Literal["pending", "predicted", "scored", "failed"] = Field(default="pending", description="Progress.")
+    status: Literal["pending", "predicted", "scored", "incomplete", "failed"] = Field(
+        default="pending",
+        description="Progress: 'incomplete' when some calls failed for good (scored as they are; rerun to retry).",
+    )
     error: str | None = Field(default=None, description="Why the entry failed, if it did.")
     predict_seconds: float = Field(default=0.0, description="Wall seconds of the last prediction pass.")
     evaluate_seconds: float = Field(default=0.0, description="Wall seconds of scoring.")
@@ -80,7 +107,9 @@ class RunEntry(BaseModel):
     compat: dict[str, Any] | None = Field(
         default=None, description="Reference-compatible metrics, in the reference evaluator's layout."
     )
-    records: list[Prediction] = Field(default_factory=list, description="Per-sample predictions, in order.")
+    records: list[RunRecord] = Field(
+        default_factory=list, description="Per-sample records (predictions or trajectories), in order."
+    )
 
 
 class RunLog(BaseModel):
@@ -90,8 +119,10 @@ class RunLog(BaseModel):
 
     schema_version: int = Field(default=RUN_LOG_SCHEMA_VERSION, description="Layout version of this log.")
     run_id: str = Field(description="Identifier of the run (the run directory's name plus start time).")
-    status: Literal["running", "complete", "failed", "interrupted"] = Field(
-        default="running", description="Where the run ended."
+    status: Literal["running", "complete", "incomplete", "failed", "interrupted"] = Field(
+        default="running",
+        description="Where the run ended: 'incomplete' when some model calls failed for good (the run exits 1; "
+        "rerunning retries them), 'failed' on an error, 'interrupted' on Ctrl-C or SIGTERM.",
     )
     started: str = Field(description="Start time, ISO 8601 UTC.")
     finished: str | None = Field(default=None, description="End time, ISO 8601 UTC.")
@@ -110,4 +141,4 @@ class RunLog(BaseModel):
         return None
 
 
-__all__ = ["RUN_LOG_SCHEMA_VERSION", "RunConfig", "RunEntry", "RunEnvironment", "RunLog"]
+__all__ = ["RUN_LOG_SCHEMA_VERSION", "RunConfig", "RunEntry", "RunEnvironment", "RunLog", "RunRecord"]

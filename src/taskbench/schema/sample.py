@@ -131,6 +131,7 @@ class Prediction(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
+    kind: Literal["prediction"] = Field(default="prediction", description="Record kind (for run logs).")
     id: str = Field(description="Id of the sample this predicts.")
     user_request: str | None = Field(default=None, description="The request the model saw.")
     result: dict[str, Any] | None = Field(
@@ -142,6 +143,15 @@ class Prediction(BaseModel):
     raw: str | None = Field(default=None, description="The model's raw text output.")
     model: str | None = Field(default=None, description="'provider/model' that produced it.")
     usage: Usage | None = Field(default=None, description="Tokens, seconds, cache and retry counts.")
+    finish_reason: str | None = Field(
+        default=None, description="Why the answer ended: 'stop', or 'length' when it hit the token limit."
+    )
+    reformat_raw: str | None = Field(default=None, description="Raw text of the --reformat repair pass, if run.")
+    failed: bool = Field(
+        default=False,
+        description="True when the model call failed for good (no answer): the record holds the error and the "
+        "next run retries it.",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -172,6 +182,12 @@ class Prediction(BaseModel):
                 out[key] = value
         if self.usage is not None:
             out["usage"] = self.usage.model_dump(mode="json")
+        if self.finish_reason is not None:
+            out["finish_reason"] = self.finish_reason
+        if self.reformat_raw is not None:
+            out["reformat_raw"] = self.reformat_raw
+        if self.failed:
+            out["failed"] = True
         return out
 
 

@@ -24,6 +24,12 @@ How a call runs:
 - **Structured output.** A request's JSON Schema becomes a llama.cpp grammar, so the output always parses and
   fits the schema (unless cut off by ``max_tokens``); an empty schema or a bare ``{"type": "object"}`` means "any
   JSON object" and uses a generic JSON grammar.
+- **Tool calls.** With ``tools``, the answer is a ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``
+  block (the format Qwen2.5's template teaches) under a grammar with one alternative per offered tool, each
+  with that tool's own argument schema, so a call always names an offered tool and its arguments always fit
+  (unless cut off by ``max_tokens``). ``tool_choice`` ``required`` or a tool's name makes a call the whole
+  answer; ``auto`` lets the model write text instead. Templates that do not know tools get them described in
+  the system message (see :mod:`.llamacpp_tools`).
 - **Timeouts.** A request's timeout stops generation at the next token and raises
   :class:`~taskbench.llm.base.TransientProviderError`; so does cancelling the awaiting task (prompt evaluation
   itself cannot be interrupted).
@@ -37,11 +43,13 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from typing import Any
+from collections.abc import AsyncIterator, Callable
+from typing import Any, ClassVar
 
 from ...errors import ConfigError, MissingDependencyError
 from ..base import Provider, ProviderRequest, ProviderResponse, TransientProviderError
 from ..weights import DEFAULT_ALIAS, KNOWN_WEIGHTS, resolve_model_path
+from .llamacpp_tools import parse_tool_output, render_messages, template_knows_tools, tool_grammar
 
 __all__ = ["LlamaCppProvider", "import_llama_cpp"]
 
@@ -92,6 +100,14 @@ class LlamaCppProvider(Provider):
     """Embedded llama.cpp over a GGUF file (a known alias or a path)."""
 
     name = "llamacpp"
+    # a local model is deterministic and only slow, never flaky: a timed-out attempt would be retried to the same
+    # end, so allow long answers on a slow machine and do not retry
+    wrapper_defaults: ClassVar[dict[str, Any]] = {"timeout": 900.0, "max_retries": 0}
+
+    @classmethod
+    def accepts(cls, option: str) -> bool:
+        """The llamacpp options, plus the wrapper's concurrency and timeout; not base_url or API keys."""
+        return option in _OPTIONS or option in ("concurrency", "timeout")
 
     def __init__(self, model: str = DEFAULT_ALIAS, **options: Any) -> None:
         unknown = sorted(set(options) - _OPTIONS - _GENERIC_OPTIONS)
@@ -113,6 +129,7 @@ class LlamaCppProvider(Provider):
         self._lock = threading.Lock()
         self._llm: Any = None
         self._formatter: Any = None
+        self._native_tools = False
         self._evaluated: list[int] = []
         self._grammars: OrderedDict[str, Any] = OrderedDict()
 
@@ -143,6 +160,26 @@ class LlamaCppProvider(Provider):
             return await asyncio.to_thread(self._complete_sync, request, cancelled)
         except asyncio.CancelledError:
             cancelled.set()
+            raise
+
+    async def stream(self, request: ProviderRequest) -> AsyncIterator[str | ProviderResponse]:
+        """Yield the answer's text as it is decoded, then the :class:`ProviderResponse` (as :meth:`complete`)."""
+        loop = asyncio.get_running_loop()
+        pieces: asyncio.Queue[str | None] = asyncio.Queue()
+        cancelled = threading.Event()
+
+        def put(text: str) -> None:
+            loop.call_soon_threadsafe(pieces.put_nowait, text)
+
+        job = asyncio.ensure_future(asyncio.to_thread(self._complete_sync, request, cancelled, put))
+        job.add_done_callback(lambda _: pieces.put_nowait(None))
+        try:
+            while (piece := await pieces.get()) is not None:
+                yield piece
+            yield await job
+        except BaseException:
+            cancelled.set()
+            job.cancel()
             raise
 
     async def aclose(self) -> None:
@@ -182,6 +219,7 @@ class LlamaCppProvider(Provider):
 
         llm.eval = counting_eval
         template = llm.metadata.get("tokenizer.chat_template")
+        self._native_tools = template_knows_tools(template)
         if template:
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
@@ -199,10 +237,11 @@ class LlamaCppProvider(Provider):
         self._llm = llm
         return llm
 
-    def _grammar(self, schema: dict[str, Any] | None) -> Any:
-        if schema is None:
+    def _grammar(self, schema: dict[str, Any] | None, tools: list[dict[str, Any]] | None = None,
+                 tool_choice: Any = None) -> Any:
+        if schema is None and not tools:
             return None
-        key = json.dumps(schema, sort_keys=True)
+        key = json.dumps([schema, tools, tool_choice], sort_keys=True)
         grammar = self._grammars.get(key)
         if grammar is not None:
             self._grammars.move_to_end(key)
@@ -210,23 +249,30 @@ class LlamaCppProvider(Provider):
         from llama_cpp.llama_grammar import JSON_GBNF, LlamaGrammar
 
         try:
-            if _is_generic_object(schema):
+            if tools:
+                grammar = LlamaGrammar.from_string(tool_grammar(tools, tool_choice), verbose=False)
+            elif schema is not None and _is_generic_object(schema):
                 grammar = LlamaGrammar.from_string(JSON_GBNF, verbose=False)
             else:
                 grammar = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
         except Exception as exc:  # the converter raises bare exceptions for unsupported constructs
-            raise ConfigError(f"cannot turn the JSON Schema into a llama.cpp grammar: {exc}") from exc
+            what = "the tools' argument schemas" if tools else "the JSON Schema"
+            raise ConfigError(f"cannot turn {what} into a llama.cpp grammar: {exc}") from exc
         self._grammars[key] = grammar
         while len(self._grammars) > _GRAMMAR_CACHE_SIZE:
             self._grammars.popitem(last=False)
         return grammar
 
-    def _complete_sync(self, request: ProviderRequest, cancelled: threading.Event) -> ProviderResponse:
+    def _complete_sync(
+        self, request: ProviderRequest, cancelled: threading.Event, on_text: Callable[[str], None] | None = None
+    ) -> ProviderResponse:
         with self._lock:
             if cancelled.is_set():
                 raise TransientProviderError("cancelled before it started")
             llm = self._load()
-            grammar = self._grammar(request.json_schema)
+            tools = request.tools if request.tools and request.tool_choice != "none" else None
+            grammar = self._grammar(None if tools else request.json_schema, tools, request.tool_choice)
+            messages, template_tools = render_messages(request.messages, tools, self._native_tools)
             cfg = request.config
             deadline = _Deadline(request.timeout, cancelled)
             params: dict[str, Any] = {
@@ -240,9 +286,12 @@ class LlamaCppProvider(Provider):
             started = time.monotonic()
             try:
                 if self._formatter is not None:
-                    out = self._complete_formatted(llm, request, params, deadline)
+                    out = self._complete_formatted(llm, messages, template_tools, request, params, deadline,
+                                                   None if tools else on_text)
                 else:  # no template in the GGUF: llama-cpp-python's own chat format (no mid-run timeout)
-                    out = llm.create_chat_completion(messages=request.messages, stop=list(cfg.stop), **params)
+                    out = llm.create_chat_completion(messages=messages, stop=list(cfg.stop), **params)
+                    if on_text is not None and not tools:
+                        on_text(out["choices"][0]["message"]["content"] or "")
             except ValueError as exc:
                 if "exceed context window" in str(exc):
                     raise ConfigError(
@@ -270,22 +319,38 @@ class LlamaCppProvider(Provider):
         if first is not None:
             extra["prompt_seconds"] = round(first - started, 6)
             extra["decode_seconds"] = round(ended - first, 6)
+        finish = choice.get("finish_reason")
+        calls: list[dict[str, Any]] = []
+        text = text or ""
+        if tools:
+            text, calls = parse_tool_output(text)
+            if calls and finish == "stop":
+                finish = "tool_calls"
         return ProviderResponse(
-            text=text or "",
+            text=text,
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
-            finish_reason=choice.get("finish_reason"),
+            finish_reason=finish,
             extra=extra,
+            tool_calls=calls,
         )
 
     def _complete_formatted(
-        self, llm: Any, request: ProviderRequest, params: dict[str, Any], deadline: _Deadline
+        self,
+        llm: Any,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        request: ProviderRequest,
+        params: dict[str, Any],
+        deadline: _Deadline,
+        on_text: Callable[[str], None] | None = None,
     ) -> dict[str, Any]:
         """Render with the GGUF chat template and complete from tokens (what create_chat_completion does,
-        plus a stopping criterion for timeouts and cancellation)."""
+        plus a stopping criterion for timeouts and cancellation). With ``on_text``, decode streaming and hand
+        each piece of text to it as it comes."""
         from llama_cpp import StoppingCriteriaList
 
-        rendered = self._formatter(messages=request.messages)
+        rendered = self._formatter(messages=messages, tools=tools) if tools else self._formatter(messages=messages)
         tokens = llm.tokenize(
             rendered.prompt.encode("utf-8"), add_bos=not rendered.added_special, special=True
         )
@@ -300,8 +365,23 @@ class LlamaCppProvider(Provider):
             stop=stop,
             stopping_criteria=StoppingCriteriaList(criteria),
             repeat_penalty=1.0,
+            stream=on_text is not None,
             **params,
         )
+        if on_text is not None:
+            parts: list[str] = []
+            finish = None
+            for chunk in out:
+                piece = chunk["choices"][0]
+                if piece.get("text"):
+                    parts.append(piece["text"])
+                    on_text(piece["text"])
+                finish = piece.get("finish_reason") or finish
+            text = "".join(parts)
+            # streamed chunks carry no usage: count the answer's tokens (a re-tokenisation of its text)
+            generated = len(llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)) if text else 0
+            out = {"choices": [{"text": text, "finish_reason": finish}],
+                   "usage": {"prompt_tokens": len(tokens), "completion_tokens": generated}}
         choice = out["choices"][0]
         return {
             "choices": [

@@ -2,7 +2,10 @@
 
 ``get_model("mock/any-name", responses=...)`` where ``responses`` is
 
-- a list of strings (or :class:`ProviderResponse`), answered in order;
+- a list of strings, :class:`ProviderResponse` objects or tool calls (a :class:`~taskbench.schema.ToolCall`, a
+  list of them, or :func:`tool_calls`), answered in order. A list is a script: when a test ends with steps of
+  it unused, the test fails (``tests/conftest.py`` checks :func:`unfinished_scripts`; pass
+  ``strict=False`` for a list that may be left over);
 - a callable ``f(request) -> str | ProviderResponse`` (may be async);
 - a dict keyed by the last user message's content;
 - None: echo the last user message, or, when a JSON Schema is given, the smallest JSON document valid
@@ -23,7 +26,35 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from ...errors import ConfigError, ModelError
+from ...schema import ToolCall
 from ..base import Provider, ProviderRequest, ProviderResponse, TransientProviderError
+
+_SCRIPTS: list[MockProvider] = []
+"""Mock models made with a scripted list since the last :func:`forget_scripts` (kept alive on purpose: a test
+that drops its model before the end must still be told its script was not used up)."""
+
+
+def tool_calls(*calls: ToolCall | tuple[str, dict[str, Any]], content: str = "") -> ProviderResponse:
+    """A scripted answer that calls tools: ``tool_calls(("get_weather", {"city": "Paris"}))`` or ToolCalls
+    (tool names as the library writes them; arguments may also be a raw string, to script a malformed call)."""
+    out = []
+    for i, call in enumerate(calls):
+        name, args = (call.name, call.raw_arguments if call.raw_arguments is not None else call.arguments) \
+            if isinstance(call, ToolCall) else call
+        out.append({"id": f"call_{i}", "name": name,
+                    "arguments": args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)})
+    return ProviderResponse(content, 0, 0, "tool_calls", tool_calls=out)
+
+
+def unfinished_scripts() -> list[str]:
+    """Mock models alive now whose scripted list still has unused steps (strict scripts only)."""
+    return [f"{m.model}: {m.unused} of {len(m.responses)} scripted responses unused"  # type: ignore[arg-type]
+            for m in list(_SCRIPTS) if m.strict and m.unused]
+
+
+def forget_scripts() -> None:
+    """Stop tracking the mock models created so far (the test fixture calls this before each test)."""
+    _SCRIPTS.clear()
 
 
 class MockProvider(Provider):
@@ -42,6 +73,7 @@ class MockProvider(Provider):
         delay: float = 0.0,
         base_url: str | None = None,
         concurrency: int = 64,
+        strict: bool = True,
     ) -> None:
         super().__init__(model, base_url=base_url, concurrency=concurrency)
         if responses is not None and not (isinstance(responses, (list, dict)) or callable(responses)):
@@ -51,6 +83,14 @@ class MockProvider(Provider):
         self.delay = float(delay)
         self.requests: list[ProviderRequest] = []
         self._next = 0
+        self.strict = strict
+        if isinstance(responses, list):
+            _SCRIPTS.append(self)
+
+    @property
+    def unused(self) -> int:
+        """Scripted responses not answered yet (0 for non-list scripts)."""
+        return len(self.responses) - self._next if isinstance(self.responses, list) else 0
 
     def __repr__(self) -> str:
         return f"MockProvider({self.model!r})"
@@ -65,6 +105,9 @@ class MockProvider(Provider):
         if self.failures:
             _raise(self.failures.pop(0))
         answer = await self._answer(request)
+        if isinstance(answer, ToolCall) or (isinstance(answer, list) and answer and
+                                            all(isinstance(a, ToolCall) for a in answer)):
+            answer = tool_calls(*(answer if isinstance(answer, list) else [answer]))
         if isinstance(answer, ProviderResponse):
             return answer
         text = answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
@@ -152,4 +195,4 @@ def minimal_instance(schema: dict[str, Any], root: dict[str, Any] | None = None)
     return None
 
 
-__all__ = ["MockProvider", "minimal_instance"]
+__all__ = ["MockProvider", "forget_scripts", "minimal_instance", "tool_calls", "unfinished_scripts"]

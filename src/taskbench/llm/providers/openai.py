@@ -191,6 +191,10 @@ class OpenAIProvider(Provider):
                 if mode == "json_object":
                     body["response_format"] = {"type": "json_object"}
                 body["messages"] = [{"role": "system", "content": schema_instruction(schema)}, *request.messages]
+        if request.tools:
+            body["tools"] = request.tools
+            if request.tool_choice is not None:
+                body["tool_choice"] = request.tool_choice
         if self.extra_body:
             body.update(self.extra_body)
         return body
@@ -248,16 +252,30 @@ def _to_response(data: Any) -> ProviderResponse:
         shown = data if isinstance(data, str) else json.dumps(data)[:200] if isinstance(data, dict) else type(data)
         raise TransientProviderError(f"invalid response body: no choices ({str(shown)[:200]})") from None
     text = message.get("content")
+    raw_calls = message.get("tool_calls") or []
     if text is None:
         if message.get("refusal"):
             raise ModelError(f"the model refused: {message['refusal']}")
         text = ""
+    calls = []
+    for i, call in enumerate(raw_calls if isinstance(raw_calls, list) else []):
+        fn = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(fn, dict):
+            continue
+        args = fn.get("arguments")
+        calls.append({
+            "id": str(call.get("id") or f"call_{i}"),
+            "name": str(fn.get("name") or ""),
+            # arguments arrive as a JSON string; some servers send an object
+            "arguments": args if isinstance(args, str) else json.dumps(args if args is not None else {}),
+        })
     usage = data.get("usage") or {}
     return ProviderResponse(
         text=text,
         prompt_tokens=int(usage.get("prompt_tokens") or 0),
         completion_tokens=int(usage.get("completion_tokens") or 0),
         finish_reason=choice.get("finish_reason"),
+        tool_calls=calls,
     )
 
 
