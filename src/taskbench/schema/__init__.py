@@ -21,7 +21,7 @@ from .chat import (
 from .graph import ToolGraph, ToolLink
 from .plan import SampledSubgraph
 from .run import RUN_LOG_SCHEMA_VERSION, RunConfig, RunEntry, RunEnvironment, RunLog
-from .sample import FIELD_ALIASES, Prediction, Sample, StructureType, Usage
+from .sample import FIELD_ALIASES, CriticVerdict, Prediction, Sample, StructureType, Usage
 from .task import NODE_REF, Argument, TaskArgument, TaskGraph, TaskLink, TaskNode, graph_from_result
 from .tools import DEPENDENCY_KINDS, DependencyKind, Tool, ToolLibrary, ToolParameter
 from .trajectory import (
@@ -44,6 +44,7 @@ __all__ = [
     "Argument",
     "AssistantMessage",
     "ChatMessage",
+    "CriticVerdict",
     "CheckResult",
     "CodeError",
     "CodeRunEvent",

@@ -53,6 +53,19 @@ class Usage(BaseModel):
         )
 
 
+class CriticVerdict(BaseModel):
+    """One critic's verdict on a generated sample (the data engine's quality gate)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    name: str = Field(description="Which critic: 'rule', 'llm' (the model's own check_by_teacher or a separate "
+                      "critic call), 'dedup', ...")
+    passed: bool | None = Field(default=None, description="True passed, False failed, None not run or unknown.")
+    reasons: list[str] = Field(default_factory=list, description="Why it failed (issue codes and messages).")
+    model: str | None = Field(default=None, description="'provider/model' of an LLM critic.")
+    raw: JsonValue = Field(default=None, description="What the critic said, as given (e.g. check_by_teacher).")
+
+
 class Sample(TaskGraph):
     """One benchmark record: a user request and its gold task graph, plus how it was sampled.
 
@@ -73,6 +86,18 @@ class Sample(TaskGraph):
     )
     sampled_links: list[TaskLink] | None = Field(
         default=None, description="The sampled subgraph's links as given to the data engine."
+    )
+    method: str | None = Field(
+        default=None, description="How it was generated: back-instruct | two-stage | no-edges | self-instruct."
+    )
+    critics: dict[str, CriticVerdict] = Field(
+        default_factory=dict, description="Verdicts of the data engine's critics, by critic name."
+    )
+    duplicate_of: str | None = Field(
+        default=None, description="Id of an earlier sample whose request this one nearly repeats, if any."
+    )
+    scores: dict[str, float] = Field(
+        default_factory=dict, description="Judge scores (naturalness, complexity, alignment: 1-5), when judged."
     )
 
     @model_validator(mode="before")
@@ -119,6 +144,14 @@ class Sample(TaskGraph):
             out["sampled_nodes"] = self.sampled_nodes
         if self.sampled_links is not None:
             out["sampled_links"] = [lk.model_dump(mode="json") for lk in self.sampled_links]
+        if self.method is not None:
+            out["method"] = self.method
+        if self.critics:
+            out["critics"] = {k: v.model_dump(mode="json") for k, v in self.critics.items()}
+        if self.duplicate_of is not None:
+            out["duplicate_of"] = self.duplicate_of
+        if self.scores:
+            out["scores"] = dict(self.scores)
         return out
 
 
@@ -191,4 +224,4 @@ class Prediction(BaseModel):
         return out
 
 
-__all__ = ["FIELD_ALIASES", "Prediction", "Sample", "StructureType", "TaskNode", "Usage"]
+__all__ = ["FIELD_ALIASES", "CriticVerdict", "Prediction", "Sample", "StructureType", "TaskNode", "Usage"]
