@@ -5,7 +5,7 @@ It speaks just enough HTTP (keep-alive, Content-Length bodies) to serve ``POST /
 under test has its loop to itself. Each request consumes the next scripted behaviour:
 
 - ``("ok",)``                      a normal chat completion (content from ``reply(request_json)``)
-- ``("status", code, headers)``    an error status with an OpenAI-style error body
+- ``("status", code, headers[, message])``  an error status with an OpenAI-style error body
 - ``("hang", seconds)``            read the request, say nothing for ``seconds``, then close
 - ``("truncate",)``                promise a longer Content-Length than sent, then close
 - ``("reset",)``                   close with a TCP RST (SO_LINGER 0)
@@ -133,7 +133,8 @@ class FaultServer:
         if kind == "status":
             code = action[1]
             extra = action[2] if len(action) > 2 else {}
-            err = {"error": {"message": f"scripted {code}", "type": "test", "param": None, "code": None}}
+            message = action[3] if len(action) > 3 else f"scripted {code}"
+            err = {"error": {"message": message, "type": "test", "param": None, "code": None}}
             self._send(writer, code, err, extra)
             await writer.drain()
             return True

@@ -28,7 +28,7 @@ def _cmd(out: Path, *extra: str) -> list[str]:
 
 def _env(cache: Path) -> dict[str, str]:
     env = dict(os.environ)
-    env["TASKBENCH_CACHE_DIR"] = str(cache)
+    env["TASKBENCH_CACHE"] = str(cache)
     env["COLUMNS"] = "200"
     return env
 

@@ -231,7 +231,7 @@ def test_run_reaches_an_openai_compatible_server_with_base_url(tmp_path, monkeyp
 
     from taskbench.cli.main import app
 
-    monkeypatch.setenv("TASKBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("TASKBENCH_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("SERVED_KEY", "sk-test-not-a-secret")
     served = get_model("mock/echo", cache=False)
     with ServedModel(served) as srv:
@@ -254,7 +254,7 @@ def test_predict_cli_closes_its_http_clients(tmp_path, monkeypatch):
 
     from taskbench.cli.main import app
 
-    monkeypatch.setenv("TASKBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("TASKBENCH_CACHE", str(tmp_path / "cache"))
     served = get_model("mock/echo", cache=False)
     with ServedModel(served) as srv, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

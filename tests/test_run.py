@@ -19,7 +19,7 @@ from taskbench.schema import RUN_LOG_SCHEMA_VERSION, RunLog
 
 @pytest.fixture()
 def cache_dir(tmp_path, monkeypatch) -> Path:
-    monkeypatch.setenv("TASKBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("TASKBENCH_CACHE", str(tmp_path / "cache"))
     return tmp_path / "cache"
 
 

@@ -7,6 +7,8 @@ command functions so that ``taskbench --help`` and quick commands start fast.
 from __future__ import annotations
 
 import importlib
+import logging
+import os
 import signal
 import sys
 
@@ -64,8 +66,32 @@ def _terminate(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+class _StderrHandler(logging.Handler):
+    """Log lines as ``taskbench: message`` on whatever ``sys.stderr`` is at the moment (a live progress bar
+    redirects it, so the lines print above the bar instead of through it)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            print(f"taskbench: {self.format(record)}", file=sys.stderr)
+        except Exception:  # pragma: no cover - never let logging break a command
+            self.handleError(record)
+
+
+def _logging() -> None:
+    """Show the library's log lines (retries, skipped records) on stderr: INFO by default,
+    ``TASKBENCH_LOG_LEVEL`` (e.g. WARNING, DEBUG) to change it."""
+    logger = logging.getLogger("taskbench")
+    if any(isinstance(h, _StderrHandler) for h in logger.handlers):
+        return
+    level = os.environ.get("TASKBENCH_LOG_LEVEL", "INFO").upper()
+    logger.setLevel(getattr(logging, level, logging.INFO))
+    logger.addHandler(_StderrHandler())
+    logger.propagate = False
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
+    _logging()
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _terminate)
     try:

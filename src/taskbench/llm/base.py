@@ -119,6 +119,11 @@ class Provider(ABC):
         params = inspect.signature(cls.__init__).parameters
         return option in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
+    def secrets(self) -> list[str]:
+        """Secret values this provider holds (API keys), so the Model wrapper can redact them from every error
+        and log line: a server that echoes the key in an error body must not get it printed or written."""
+        return []
+
     @property
     def max_concurrency(self) -> int:
         """Default concurrent requests for this backend (the Model wrapper may lower it)."""

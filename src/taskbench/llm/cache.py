@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sqlite3
 import threading
 import time
@@ -22,13 +21,12 @@ CACHE_VERSION = 1
 
 
 def default_cache_path() -> Path:
-    """``$TASKBENCH_CACHE_DIR/llm-cache.sqlite``, else ``$XDG_CACHE_HOME/taskbench/...``, else ``~/.cache/...``."""
-    root = os.environ.get("TASKBENCH_CACHE_DIR")
-    if root:
-        return Path(root) / "llm-cache.sqlite"
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg) if xdg else Path.home() / ".cache"
-    return base / "taskbench" / "llm-cache.sqlite"
+    """``llm-cache.sqlite`` in taskbench's one cache directory (:func:`taskbench.llm.weights.cache_dir`:
+    ``$TASKBENCH_CACHE``, else ``$XDG_CACHE_HOME/taskbench``, else ``~/.cache/taskbench``), beside the model
+    weights' ``models/``."""
+    from .weights import cache_dir
+
+    return cache_dir() / "llm-cache.sqlite"
 
 
 def cache_key(

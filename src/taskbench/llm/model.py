@@ -248,16 +248,34 @@ class Model:
                     timeout=self.timeout,
                     describe=self.name,
                     outcome=outcome,
+                    redact=self.redact,
                 )
-        except TaskbenchError:
+        except Exception as exc:
             self.errors += 1
             self._retries += outcome.retries
-            raise
-        except Exception as exc:  # a permanent provider failure
-            self.errors += 1
-            self._retries += outcome.retries
-            raise ModelError(f"{self.name}: {type(exc).__name__}: {exc}") from exc
+            raise self._failure(exc, outcome.retries) from exc
         return self._store(call, resp, outcome.retries)
+
+    def redact(self, text: str) -> str:
+        """``text`` with every secret of the provider (API keys) replaced by ``***``."""
+        for secret in self.provider.secrets():
+            if secret and len(secret) >= 6:
+                text = text.replace(secret, "***")
+        return text
+
+    def _failure(self, exc: Exception, retries: int) -> TaskbenchError:
+        """The error a failed call raises: a taskbench error, its message redacted, carrying ``retries``."""
+        if isinstance(exc, TaskbenchError):
+            err: TaskbenchError = exc
+            clean = self.redact(str(exc))
+            if clean != str(exc):
+                err = type(exc).__new__(type(exc))
+                Exception.__init__(err, clean)
+                err.__dict__.update(exc.__dict__)
+        else:  # a permanent provider failure
+            err = ModelError(self.redact(f"{self.name}: {type(exc).__name__}: {exc}"))
+        err.retries = retries  # type: ignore[attr-defined]
+        return err
 
     async def stream(
         self,

@@ -66,6 +66,7 @@ async def call_with_retries(
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     clock: Callable[[], float] = time.monotonic,
     rand: Callable[[], float] = random.random,
+    redact: Callable[[str], str] = str,
 ) -> T:
     """Run ``attempt(timeout_for_this_attempt)`` until it succeeds, retrying :class:`TransientProviderError`.
 
@@ -86,7 +87,7 @@ async def call_with_retries(
             last = exc
         attempts = retry + 1
         elapsed = clock() - start
-        why = _describe_error(last)
+        why = redact(_describe_error(last))
         if retry >= policy.max_retries:
             raise ModelError(
                 f"{describe} failed after {attempts} attempt{'s' if attempts != 1 else ''} "

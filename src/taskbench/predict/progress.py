@@ -93,15 +93,17 @@ class RichPredictDisplay:
 
 
 def summary_table(summaries: list[PredictSummary]) -> Table:
-    """A table of prediction summaries (one row per run)."""
-    table = Table(title="Predictions", title_justify="left")
-    for col in ("model", "output", "done", "new", "failed calls", "parse failures", "cache hits", "retries",
-                "tokens in/out", "seconds"):
-        table.add_column(col, justify="left" if col in ("model", "output") else "right")
+    """A table of prediction summaries (one row per run). Names wrap instead of being cut, numbers never
+    wrap, so it stays readable at 100 columns; the output files are listed under the table (caption)."""
+    table = Table(title="Predictions", title_justify="left", caption_justify="left")
+    table.add_column("model", overflow="fold", ratio=2)
+    table.add_column("dataset", overflow="fold", ratio=1)
+    for col in ("done", "new", "failed", "unparsed", "cached", "retries", "tokens in/out", "s"):
+        table.add_column(col, justify="right", no_wrap=True)
     for s in summaries:
         table.add_row(
             s.model,
-            s.output,
+            s.dataset or "-",
             f"{s.done}/{s.selected}",
             str(s.written),
             str(s.failures),
@@ -111,6 +113,7 @@ def summary_table(summaries: list[PredictSummary]) -> Table:
             f"{s.prompt_tokens:,}/{s.completion_tokens:,}",
             f"{s.seconds:.1f}",
         )
+    table.caption = "\n".join(f"{s.dataset or s.model}: {s.output}" for s in summaries)
     return table
 
 

@@ -75,6 +75,7 @@ class PredictSummary(BaseModel):
 
     model: str = Field(description="'provider/model'.")
     output: str = Field(description="Path of the predictions file.")
+    dataset: str | None = Field(default=None, description="Dataset name.")
     selected: int = Field(default=0, description="Samples selected (after --limit).")
     skipped: int = Field(default=0, description="Samples already in the file from an earlier run.")
     written: int = Field(default=0, description="Records written by this run.")
@@ -228,7 +229,8 @@ async def predict_dataset(
         schema = task_graph_schema(library)
     candidates = demo_candidates(samples, library, name=dataset_name) if options.shots else []
     selected = select_samples(samples, options.limit)
-    summary = PredictSummary(model=model.name, output=str(output), selected=len(selected))
+    summary = PredictSummary(model=model.name, output=str(output), selected=len(selected),
+                             dataset=dataset_name or library.name)
 
     def check(file: Path, line: int, rec: dict[str, Any]) -> None:
         other = rec.get("model")

@@ -119,6 +119,10 @@ class OpenAIProvider(Provider):
         where = f", base_url={self.base_url!r}" if self.base_url else ""
         return f"{type(self).__name__}({self.model!r}{where}, api_key_env={self.api_key_env!r})"
 
+    def secrets(self) -> list[str]:
+        key = os.environ.get(self.api_key_env)
+        return [key] if key else []
+
     def identity(self) -> dict[str, Any]:
         ident = super().identity()
         ident["guided_decoding"] = self.guided_decoding
