@@ -45,6 +45,7 @@ test: install $(TESTDEPS)
 
 lint: install
 	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/mypy
 
 bench: install
 	$(BIN)/python benchmarks/bench_evaluate.py

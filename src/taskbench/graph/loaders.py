@@ -30,7 +30,7 @@ from pydantic import ValidationError
 
 from ..errors import InputError
 from ..schema import DEPENDENCY_KINDS, Tool, ToolLibrary, ToolParameter
-from ..schema.chat import HttpOperation, HttpParameter
+from ..schema.chat import HttpOperation, HttpParameter, ParameterLocation
 
 FORMATS: tuple[str, ...] = ("auto", "taskbench", "openai", "mcp", "openapi")
 """Values accepted by ``load_tools(format=...)``."""
@@ -402,7 +402,7 @@ def tools_from_openai(src: JsonSource) -> list[Tool]:
         keys = (*base, i)
         if not isinstance(item, dict):
             raise src.error(f"tool #{i} is not a JSON object", *keys)
-        fn = item
+        fn: Any = item
         if "function" in item or item.get("type") == "function":
             fn = item.get("function")
             if not isinstance(fn, dict):
@@ -494,7 +494,8 @@ def tools_from_openapi(src: JsonSource, *, ids: str = "operationId") -> list[Too
         item = _resolve(doc, item)
         if not isinstance(item, dict):
             raise src.error(f"path {route!r} is not an object", "paths", route)
-        shared = item.get("parameters") if isinstance(item.get("parameters"), list) else []
+        found_shared = item.get("parameters")
+        shared: list[Any] = found_shared if isinstance(found_shared, list) else []
         for method in HTTP_METHODS:
             op = item.get(method)
             if op is None:
@@ -514,7 +515,8 @@ def tools_from_openapi(src: JsonSource, *, ids: str = "operationId") -> list[Too
             params: dict[str, ToolParameter] = {}
             http_params: dict[tuple[str, str], HttpParameter] = {}
             swagger_body: tuple[dict[str, Any], bool] | None = None
-            own = op.get("parameters") if isinstance(op.get("parameters"), list) else []
+            found_own = op.get("parameters")
+            own: list[Any] = found_own if isinstance(found_own, list) else []
             for raw in [*shared, *own]:
                 p = _resolve(doc, raw)
                 if not isinstance(p, dict) or not isinstance(p.get("name"), str):
@@ -526,7 +528,8 @@ def tools_from_openapi(src: JsonSource, *, ids: str = "operationId") -> list[Too
                     continue
                 schema = _resolve(doc, p.get("schema", p))
                 desc_p = p.get("description") if isinstance(p.get("description"), str) else _schema_desc(schema)
-                location = p.get("in") if p.get("in") in ("path", "query", "header", "cookie") else "query"
+                where_in = p.get("in")
+                location: ParameterLocation = where_in if where_in in ("path", "query", "header", "cookie") else "query"
                 required = _flag(p.get("required"), default=location == "path") or location == "path"
                 params[p["name"]] = ToolParameter(
                     name=p["name"],
@@ -556,8 +559,9 @@ def tools_from_openapi(src: JsonSource, *, ids: str = "operationId") -> list[Too
                     body_schema = inline_schema(doc, media.get("schema"))
                 body_required = _flag(body.get("required"), default=False)
             if isinstance(body_schema, dict):
-                props = body_schema.get("properties") if isinstance(body_schema.get("properties"), dict) else {}
-                req = body_schema.get("required") if isinstance(body_schema.get("required"), list) else []
+                found_props, found_req = body_schema.get("properties"), body_schema.get("required")
+                props: dict[str, Any] = found_props if isinstance(found_props, dict) else {}
+                req: list[Any] = found_req if isinstance(found_req, list) else []
                 for bname, bsub in props.items():
                     if (bname, "body") not in http_params:
                         http_params[(bname, "body")] = HttpParameter(

@@ -129,7 +129,7 @@ def get_model(spec: str, **config: Any) -> Model:
 
 def _accepted_keywords(cls: type) -> set[str] | None:
     """Keyword names ``cls.__init__`` accepts, or None when it takes ``**kwargs``."""
-    params = inspect.signature(cls.__init__).parameters.values()
+    params = inspect.signature(cls).parameters.values()
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
         return None
     return {p.name for p in params}

@@ -80,7 +80,8 @@ class ToolSet:
         if value is None:
             return "auto"
         if isinstance(value, Mapping):
-            fn = value.get("function") if isinstance(value.get("function"), Mapping) else value
+            inner = value.get("function")
+            fn: Mapping[str, Any] = inner if isinstance(inner, Mapping) else value
             value = fn.get("name")
         if not isinstance(value, str):
             raise ConfigError(f"tool_choice must be auto, none, required or a tool name, not {value!r}")

@@ -144,7 +144,7 @@ def score_entry(entry: RunEntry, ds: Dataset, run_dir: Path, *, bootstrap: int, 
     chosen = set(entry.sample_ids)
     samples = [s for s in ds.samples if s.id in chosen]
     raw = [r for r in read_raw_records(ds.data_path) if str(r.get("id")) in chosen] if ds.data_path else None
-    records = [r.to_record() for r in entry.records]
+    records = [r.to_record() for r in entry.records if isinstance(r, Prediction)]
     result = evaluate(samples, records, ds.library, mode="both", gold_records=raw, bootstrap=bootstrap, seed=seed)
     doc = result.to_json()
     entry.strict = doc.get("strict")

@@ -74,7 +74,7 @@ class ToolSpec(BaseModel):
     name: str = Field(description="The tool's name as the library gives it (what task nodes and gold paths use).")
     description: str = Field(default="", description="What the tool does, for the model.")
     parameters: dict[str, JsonValue] = Field(
-        default_factory=lambda: {"type": "object", "properties": {}},
+        default_factory=lambda: dict[str, JsonValue]({"type": "object", "properties": {}}),
         description="JSON Schema (an object) of the call's arguments, kept as the source gave it.",
     )
     output_schema: dict[str, JsonValue] | None = Field(
@@ -108,7 +108,8 @@ class ToolSpec(BaseModel):
             if isinstance(result, ToolSpec):
                 return result
         if isinstance(value, Mapping):
-            fn = value.get("function") if isinstance(value.get("function"), Mapping) else value
+            inner = value.get("function")
+            fn: Mapping[str, Any] = inner if isinstance(inner, Mapping) else value
             params = fn.get("parameters", fn.get("inputSchema"))
             return cls(
                 name=str(fn.get("name", "")),

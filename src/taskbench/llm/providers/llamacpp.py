@@ -224,7 +224,7 @@ class LlamaCppProvider(Provider):
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
             def token_text(token_id: int) -> str:
-                return llm.detokenize([token_id], special=True).decode("utf-8", errors="ignore")
+                return str(llm.detokenize([token_id], special=True).decode("utf-8", errors="ignore"))
 
             eos = llm.token_eos()
             bos = llm.token_bos()

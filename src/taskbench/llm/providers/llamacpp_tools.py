@@ -50,8 +50,8 @@ def _rules(schema: dict[str, Any], rule: str) -> str | None:
     from llama_cpp.llama_grammar import SchemaConverter
 
     try:
-        conv = SchemaConverter(prop_order={"name": 0, "arguments": 1}, allow_fetch=False, dotall=False,
-                               raw_pattern=False)
+        conv: Any = SchemaConverter(prop_order={"name": 0, "arguments": 1}, allow_fetch=False, dotall=False,
+                                    raw_pattern=False)  # type: ignore[no-untyped-call]
         resolved = conv.resolve_refs(schema, "tool")
         conv.visit(resolved, rule)
         return str(conv.format_grammar())

@@ -163,7 +163,7 @@ class OpenAIProvider(Provider):
             # the SDK's X-Stainless-* description of this machine (OS, arch, runtime, versions) means nothing to a
             # third-party server; omitting it also saves ~15 us of header handling per request
             drop = {k: openai.omit for k in client.default_headers if k.lower().startswith("x-stainless-")}
-            client = client.with_options(default_headers=drop)
+            client = client.with_options(default_headers=drop)  # type: ignore[arg-type]  # omit is the SDK's way
         # An absolute URL spares the SDK merging a relative path into base_url on every request (~20 us); a base
         # URL with a query string keeps the relative path so the SDK carries the query over.
         base = client.base_url
