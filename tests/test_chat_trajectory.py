@@ -191,3 +191,68 @@ def test_a_bad_trajectory_line_names_file_and_line(tmp_path: Path):
                     + json.dumps({"record": "event", "kind": "nope"}) + "\n")
     with pytest.raises(InputError, match=r"bad.jsonl:2"):
         read_trajectory(path)
+
+
+def test_prediction_keeps_finish_reason_reformat_raw_and_failed_on_a_round_trip():
+    from taskbench.schema import Prediction
+
+    p = Prediction(id="7", result=None, error="x", raw="r", finish_reason="length", reformat_raw="fixed?", failed=True,
+                   usage=Usage(prompt_tokens=1, completion_tokens=2, seconds=0.5))
+    rec = p.to_record()
+    assert rec["finish_reason"] == "length" and rec["reformat_raw"] == "fixed?" and rec["failed"] is True
+    assert Prediction.model_validate(json.loads(json.dumps(rec))) == p
+
+
+def test_a_scripted_two_tool_episode_is_written_and_reads_back_equal(tmp_path: Path):
+    """A mock model calls two tools of a toy environment, then answers; every step goes to the trajectory."""
+    import asyncio
+
+    from taskbench.envs import Environment
+    from taskbench.llm import get_model
+    from taskbench.llm.providers.mock import tool_calls
+
+    class Toy(Environment):
+        name = "toy"
+
+        def tools(self):
+            return [ToolSpec(name="search", parameters={"type": "object", "properties": {"q": {"type": "string"}},
+                                                        "required": ["q"]}),
+                    ToolSpec(name="details", parameters={"type": "object", "properties": {"id": {"type": "integer"}},
+                                                         "required": ["id"]})]
+
+        async def _execute(self, call):
+            if call.name == "search":
+                return ToolResult(call_id=call.id, name=call.name, content={"results": [{"id": 597}]})
+            return ToolResult(call_id=call.id, name=call.name, content={"director": "James Cameron"})
+
+    model = get_model("mock/agent", responses=[tool_calls(("search", {"q": "Titanic"})),
+                                               tool_calls(("details", {"id": 597})), "James Cameron"])
+    env = Toy()
+    ticks = iter(range(1000))
+    path = tmp_path / "t.jsonl"
+
+    async def episode():
+        await env.reset(0)
+        writer = TrajectoryWriter(path, Trajectory(id="q1", task="Who directed Titanic?", env="toy", agent="test",
+                                                   tools=env.tools()), clock=lambda: float(next(ticks)))
+        messages: list = [UserMessage(content="Who directed Titanic?")]
+        for _ in range(5):
+            out = await model.generate(messages, tools=env.tools())
+            writer.add(ModelCallEvent(role="react", model=model.name, messages=list(messages), output=out.message,
+                                      usage=out.usage, latency=out.latency, finish_reason=out.finish_reason))
+            messages.append(out.message)
+            if not out.tool_calls:
+                writer.add(FinalAnswerEvent(role="react", answer=out.text))
+                writer.trajectory.answer = out.text
+                break
+            for call in out.tool_calls:
+                result = await env.call(call)
+                writer.add(ToolCallEvent(role="react", call=call, result=result))
+                messages.append(ToolMessage.from_result(result))
+        return writer.finish()
+
+    done = asyncio.run(episode())
+    back = read_trajectory(path)
+    assert back == done
+    assert back.called_tools() == ["search", "details"] and [c.name for c in env.calls] == ["search", "details"]
+    assert back.answer == "James Cameron" and back.totals.model_calls == 3 and back.totals.tool_calls == 2
