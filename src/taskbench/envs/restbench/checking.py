@@ -7,6 +7,7 @@ A task's **checker** is a list of conditions, all of which must hold::
     {"at_least": 2, "of": VALUE}    ... at least n of them
     {"none": VALUE}                 ... none of them
     {"yes": true}                   the answer says yes (true) or no (false)
+    {"picks": VALUE, "over": [...]} the answer names VALUE before the other candidates (which-one questions)
     {"state": EXPR, "equals": VALUE}        end state: EXPR over the final state equals VALUE
     {"state": EXPR, "same_items": VALUE}    ... as a multiset (order ignored)
     {"state": EXPR, "includes": VALUE}      ... contains every item of VALUE
@@ -15,10 +16,13 @@ A VALUE is computed from the fixture database, never written out by hand where t
 
     {"api": "GET /movie/{movie_id}/credits", "args": {"movie_id": 155}, "expr": "cast[0].name"}
         what the service answers for that request (in-process, against the initial state), then EXPR
+    {"api": ..., "each": {"movie_id": VALUE}, "expr": ...}
+        one request per value of VALUE (a list), results flattened
+    {"argmax": {"A": VALUE, "B": VALUE}}    the name whose value is largest ("argmin": smallest)
     {"initial": EXPR}               EXPR over the initial state (stateful APIs: what the episode started with)
     {"value": X} or a plain JSON value      a literal
 
-EXPR is JMESPath. "Mentions" compares normalised text: accents, case and punctuation are ignored; numbers
+EXPR is JMESPath, plus ``split(text, sep)``, ``years(text)`` and ``day(datetime)``. "Mentions" compares normalised text: accents, case and punctuation are ignored; numbers
 match as whole numbers (or their English words up to twenty); a date YYYY-MM-DD also matches "June 8,
 1983" and "8 June 1983"; an image path matches as it is.
 
@@ -56,9 +60,37 @@ def _jmespath() -> Any:
     return jmespath
 
 
+_OPTIONS: Any = None
+
+
+def _options() -> Any:
+    """JMESPath with three functions of ours: ``split(text, sep)``, ``years(text)`` (the four-digit years in a
+    text, as numbers) and ``day(text)`` (the YYYY-MM-DD at the start of a date-time)."""
+    global _OPTIONS
+    if _OPTIONS is None:
+        jmespath = _jmespath()
+        from jmespath import functions
+
+        class Ours(functions.Functions):
+            @functions.signature({"types": ["string"]}, {"types": ["string"]})
+            def _func_split(self, text: str, sep: str) -> list[str]:
+                return [part.strip() for part in text.split(sep)]
+
+            @functions.signature({"types": ["string", "null"]})
+            def _func_years(self, text: str | None) -> list[int]:
+                return [int(y) for y in re.findall(r"\b(1[89]\d\d|20\d\d)\b", text or "")]
+
+            @functions.signature({"types": ["string", "null"]})
+            def _func_day(self, text: str | None) -> str | None:
+                return text[:10] if text else text
+
+        _OPTIONS = jmespath.Options(custom_functions=Ours())
+    return _OPTIONS
+
+
 def search(expr: str, data: Any) -> Any:
-    """JMESPath ``expr`` over ``data``."""
-    return _jmespath().search(expr, data)
+    """JMESPath ``expr`` over ``data`` (with the functions of :func:`_options`)."""
+    return _jmespath().search(expr, data, options=_options())
 
 
 _TEMPLATE = re.compile(r"\$\{([^}]*)\}")
@@ -96,7 +128,7 @@ _NUMBER_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", 
                  "twenty"]
 _MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
            "november", "december"]
-_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
+_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})(T[0-9:.]+Z?)?$")
 
 
 def normalize_text(text: str) -> str:
@@ -123,7 +155,7 @@ def surface_forms(value: Any) -> list[str]:
     if match:
         year, month, day = int(match.group(1)), int(match.group(2)), int(match.group(3))
         name = _MONTHS[month - 1] if 1 <= month <= 12 else ""
-        return [normalize_text(text), normalize_text(f"{name} {day} {year}"), normalize_text(f"{day} {name} {year}"),
+        return [normalize_text(text[:10]), normalize_text(f"{name} {day} {year}"), normalize_text(f"{day} {name} {year}"),
                 normalize_text(f"{name} {day:02d} {year}"), normalize_text(f"{day:02d} {name} {year}")]
     return [normalize_text(text)]
 
@@ -136,6 +168,28 @@ def mentions(answer: str, value: Any) -> bool:
         return value in answer
     norm = normalize_text(answer)
     return any(form.strip() and form in norm for form in surface_forms(value))
+
+
+def first_position(answer: str, value: Any) -> int | None:
+    """Where ``answer`` first mentions ``value`` (in its normalised text), or None."""
+    norm = normalize_text(answer)
+    found = [norm.find(form) for form in surface_forms(value) if form.strip() and form in norm]
+    return min(found) if found else None
+
+
+def picks(answer: str, winner: Any, others: list[Any]) -> bool:
+    """Whether ``answer`` names ``winner`` before any of ``others`` (a heuristic for "which one" questions: answers
+    state their pick first; a longer name at the same place, "Avatar: The Way of Water" over "Avatar", wins)."""
+    at = first_position(answer, winner)
+    if at is None:
+        return False
+    for other in others:
+        other_at = first_position(answer, other)
+        if other_at is None:
+            continue
+        if other_at < at or (other_at == at and len(normalize_text(str(other))) > len(normalize_text(str(winner)))):
+            return False
+    return True
 
 
 _YES = re.compile(r"\b(yes|yeah|indeed|correct|same person|both)\b")
@@ -169,11 +223,23 @@ def resolve(spec: Any, *, api: Callable[[str, dict[str, Any]], Any], initial: An
     """The value a VALUE spec stands for (see the module docstring). ``api(op, args)`` answers a request
     in-process; ``initial`` is the initial state view (None for stateless APIs)."""
     if isinstance(spec, dict):
+        if "api" in spec and "each" in spec:  # one request per value: {"each": {"movie_id": VALUE}}
+            (key, over), = dict(spec["each"]).items()
+            out: list[Any] = []
+            for value in _as_list(resolve(over, api=api, initial=initial)):
+                single = {k: v for k, v in spec.items() if k != "each"}
+                single["args"] = {**dict(spec.get("args") or {}), key: value}
+                out.extend(_as_list(resolve(single, api=api, initial=initial)))
+            return out
         if "api" in spec:
             body = api(str(spec["api"]), dict(spec.get("args") or {}))
             return search(spec["expr"], body) if spec.get("expr") else body
         if "initial" in spec:
             return search(str(spec["initial"]), initial)
+        for key, pick in (("argmax", max), ("argmin", min)):
+            if key in spec:  # {"argmax": {"name": VALUE, ...}} -> the name whose value is largest
+                scored = {name: resolve(v, api=api, initial=initial) for name, v in dict(spec[key]).items()}
+                return pick(scored, key=lambda name: scored[name])
         if "value" in spec:
             return spec["value"]
     if isinstance(spec, list):
@@ -187,7 +253,7 @@ def resolve_checker(checker: list[dict[str, Any]], *, api: Callable[[str, dict[s
     out = []
     for cond in checker:
         done = dict(cond)
-        for key in ("all", "any", "of", "none", "equals", "same_items", "includes"):
+        for key in ("all", "any", "of", "none", "yes", "picks", "equals", "same_items", "includes"):
             if key in done:
                 done[key] = resolve(done[key], api=api, initial=initial)
         out.append(done)
@@ -221,6 +287,10 @@ def evaluate(resolved: list[dict[str, Any]], answer: str | None, state: Any) -> 
             wrong = [v for v in _as_list(cond["none"]) if mentions(text, v)]
             if wrong:
                 failures.append(f"the answer mentions {_short(wrong)}, which is wrong{why}")
+        if "picks" in cond:
+            winner, others = cond["picks"], [o for o in _as_list(cond.get("over")) if o != cond["picks"]]
+            if not picks(text, winner, others):
+                failures.append(f"the answer does not pick {_short(winner)} over {_short(others)}{why}")
         if "yes" in cond:
             said = says_yes(text)
             if said is not bool(cond["yes"]):
@@ -283,6 +353,7 @@ __all__ = [
     "fill",
     "mentions",
     "normalize_text",
+    "picks",
     "resolve",
     "resolve_checker",
     "run_script",

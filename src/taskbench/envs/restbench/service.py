@@ -136,17 +136,19 @@ def build_app(backend: Backend, tools: list[ToolSpec], prefix: str) -> Any:
                 return respond(err.status, backend.error(err.status, err.message, err.code))
             return respond(status, result)
 
+        endpoint.__annotations__ = {"request": Request, "return": Any}  # resolvable despite postponed annotations
         return endpoint
 
     for spec in sorted(operations, key=_route_order):
         assert spec.http is not None
         app.add_api_route(prefix + spec.http.path, endpoint_for(spec.name, spec.http), methods=[spec.http.method])
 
-    @app.exception_handler(StarletteHTTPException)
-    async def not_found(request: Request, exc: StarletteHTTPException) -> Any:  # noqa: ARG001
+    async def not_found(request: Any, exc: Any) -> Any:
         if exc.status_code == 405:
             return respond(405, backend.error(405, "Method not allowed for this resource."))
         return respond(exc.status_code, backend.error(exc.status_code, "The resource you requested could not be found."))
+
+    app.add_exception_handler(StarletteHTTPException, not_found)
 
     return app
 

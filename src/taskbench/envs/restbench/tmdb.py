@@ -244,7 +244,8 @@ class TMDB(Backend):
 
     @staticmethod
     def _page(args: dict[str, Any], items: list[Any], extra: dict[str, Any] | None = None) -> dict[str, Any]:
-        page = args.get("page", 1) or 1
+        page = args.get("page")
+        page = 1 if page is None else page
         if not 1 <= page <= 500:
             raise ApiError(400, "Invalid page: Pages start at 1 and max at 500. They are expected to be an integer.", 22)
         out: dict[str, Any] = {"page": page, "results": items[(page - 1) * PAGE: page * PAGE]}
