@@ -291,7 +291,7 @@ class TMDB(Backend):
             return None
 
     def _trending_score(self, item: dict[str, Any], window: str) -> float:
-        return float((item.get("trending") or {}).get(window, item.get("pop", 0) / 10))
+        return float((item.get("trending") or {}).get(window, item.get("pop", 0) / 100))
 
     # ------------------------------------------------------------------------------------- errors
 
