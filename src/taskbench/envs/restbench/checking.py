@@ -11,6 +11,9 @@ A task's **checker** is a list of conditions, all of which must hold::
     {"state": EXPR, "equals": VALUE}        end state: EXPR over the final state equals VALUE
     {"state": EXPR, "same_items": VALUE}    ... as a multiset (order ignored)
     {"state": EXPR, "includes": VALUE}      ... contains every item of VALUE
+    {"state": EXPR, "one_of": VALUE}        ... is one of the items of VALUE
+    {"state": EXPR, "excludes": VALUE}      ... contains none of the items of VALUE
+    {"state": EXPR, "below": VALUE}         ... is a number below VALUE
 
 A VALUE is computed from the fixture database, never written out by hand where the database can say it:
 
@@ -253,7 +256,7 @@ def resolve_checker(checker: list[dict[str, Any]], *, api: Callable[[str, dict[s
     out = []
     for cond in checker:
         done = dict(cond)
-        for key in ("all", "any", "of", "none", "yes", "picks", "equals", "same_items", "includes"):
+        for key in ("all", "any", "of", "none", "yes", "picks", "equals", "same_items", "includes", "one_of", "excludes", "below"):
             if key in done:
                 done[key] = resolve(done[key], api=api, initial=initial)
         out.append(done)
@@ -305,6 +308,16 @@ def evaluate(resolved: list[dict[str, Any]], answer: str | None, state: Any) -> 
                 if a != b:
                     failures.append(f"end state {cond['state']} is {_short(got)}, expected the items "
                                     f"{_short(cond['same_items'])}{why}")
+            if "excludes" in cond:
+                have = {_canonical(v) for v in _as_list(got)}
+                kept = [v for v in _as_list(cond["excludes"]) if _canonical(v) in have]
+                if kept:
+                    failures.append(f"end state {cond['state']} still has {_short(kept)}{why}")
+            if "below" in cond and not (isinstance(got, (int, float)) and isinstance(cond["below"], (int, float))
+                                        and got < cond["below"]):
+                failures.append(f"end state {cond['state']} is {_short(got)}, expected below {_short(cond['below'])}{why}")
+            if "one_of" in cond and _canonical(got) not in {_canonical(v) for v in _as_list(cond["one_of"])}:
+                failures.append(f"end state {cond['state']} is {_short(got)}, expected one of {_short(cond['one_of'])}{why}")
             if "includes" in cond:
                 have = {_canonical(v) for v in _as_list(got)}
                 lacking = [v for v in _as_list(cond["includes"]) if _canonical(v) not in have]

@@ -123,7 +123,8 @@ class RestBenchEnv(Environment):
 
     async def _reset(self, seed: int, task: AgentTask | None) -> None:
         backend = self.backend
-        backend.reset_session(self.session)
+        setup = task.meta.get("setup") if task is not None else None
+        backend.reset_session(self.session, setup if isinstance(setup, dict) else None)
         self._initial = copy.deepcopy(backend.state(self.session))
 
     def request_for(self, spec: ToolSpec, arguments: dict[str, Any]) -> tuple[str, str, dict[str, Any], dict[str, str],
@@ -202,7 +203,7 @@ class RestBenchEnv(Environment):
                 gold, fixes = normalize_path(item.get("gold_path", []), operations)
                 out.append(AgentTask(id=item["id"], query=item["query"], gold_path=gold, env=self.name, meta={
                     "source": "taskbench", "fixes": fixes, "checker": item["checker"],
-                    "solution": item.get("solution")}))
+                    "solution": item.get("solution"), **({"setup": item["setup"]} if item.get("setup") else {})}))
         for task in out:
             task.answer = self._expected(task)
         return out
@@ -223,6 +224,8 @@ class RestBenchEnv(Environment):
             else:
                 meta["checker"] = entry["checker"]
                 meta["solution"] = entry.get("solution")
+                if entry.get("setup"):
+                    meta["setup"] = entry["setup"]
                 if entry.get("note"):
                     meta["note"] = entry["note"]
             out.append(AgentTask(id=f"{self.api}-{q.index:03d}", query=q.query, gold_path=q.gold_path, env=self.name,
@@ -235,7 +238,8 @@ class RestBenchEnv(Environment):
             return None
         backend = self.backend
         session = f"{self.session}-expected"
-        backend.reset_session(session)
+        setup = task.meta.get("setup")
+        backend.reset_session(session, setup if isinstance(setup, dict) else None)
         try:
             return resolve_checker(checker, api=lambda op, args: self.api_call(op, args, session),
                                    initial=backend.state(session))

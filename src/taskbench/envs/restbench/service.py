@@ -70,8 +70,9 @@ class Backend:
         """The API's error body."""
         raise NotImplementedError
 
-    def reset_session(self, session: str) -> None:  # noqa: B027 - stateless backends need nothing
-        """Give ``session`` a fresh copy of the initial state."""
+    def reset_session(self, session: str, setup: dict[str, Any] | None = None) -> None:  # noqa: B027
+        """Give ``session`` a fresh copy of the initial state, patched with a task's ``setup`` (stateless
+        backends need nothing)."""
 
     def drop_session(self, session: str) -> None:  # noqa: B027
         """Forget ``session``'s state."""
