@@ -8,6 +8,8 @@ A task's **checker** is a list of conditions, all of which must hold::
     {"none": VALUE}                 ... none of them
     {"yes": true}                   the answer says yes (true) or no (false)
     {"picks": VALUE, "over": [...]} the answer names VALUE before the other candidates (which-one questions)
+    {"called": ["PUT /x", ...]}     these operations were called, in this order (for actions whose end state
+                                    equals the start, such as pausing and resuming)
     {"state": EXPR, "equals": VALUE}        end state: EXPR over the final state equals VALUE
     {"state": EXPR, "same_items": VALUE}    ... as a multiset (order ignored)
     {"state": EXPR, "includes": VALUE}      ... contains every item of VALUE
@@ -199,9 +201,15 @@ _YES = re.compile(r"\b(yes|yeah|indeed|correct|same person|both)\b")
 _NO = re.compile(r"\b(no|not|isn t|isnt|aren t|doesn t|didn t|neither|different)\b")
 
 
+_NON_ANSWER = re.compile(r"\b(could not|couldn t|couldnt|cannot|can not|can t|unable|don t know|do not know|not sure|no information)\b")
+
+
 def says_yes(answer: str) -> bool | None:
-    """True for an answer that says yes, False for no, None when it says neither (or both)."""
+    """True for an answer that says yes, False for no, None when it says neither, both, or that it could not
+    tell ("I could not find it" is no answer, not a no)."""
     norm = normalize_text(answer).replace(" n t ", " nt ")
+    if _NON_ANSWER.search(normalize_text(answer)):
+        return None
     yes, no = bool(_YES.search(norm)), bool(_NO.search(norm))
     if yes == no:
         return None
@@ -267,12 +275,19 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
-def evaluate(resolved: list[dict[str, Any]], answer: str | None, state: Any) -> tuple[bool, list[str]]:
-    """(success, what failed) for a resolved checker, a final answer and the final state view."""
+def evaluate(resolved: list[dict[str, Any]], answer: str | None, state: Any,
+             calls: list[str] | None = None) -> tuple[bool, list[str]]:
+    """(success, what failed) for a resolved checker, a final answer, the final state view and the names of the
+    calls made."""
     text = answer or ""
     failures: list[str] = []
     for cond in resolved:
         why = f" ({cond['why']})" if cond.get("why") else ""
+        if "called" in cond:
+            it = iter(calls or [])
+            wanted = [str(c) for c in _as_list(cond["called"])]
+            if not all(any(c == w for c in it) for w in wanted):
+                failures.append(f"the calls made do not include {_short(wanted)} in that order{why}")
         if "all" in cond:
             missing = [v for v in _as_list(cond["all"]) if not mentions(text, v)]
             if missing or not _as_list(cond["all"]):
@@ -299,7 +314,11 @@ def evaluate(resolved: list[dict[str, Any]], answer: str | None, state: Any) -> 
             if said is not bool(cond["yes"]):
                 failures.append(f"the answer does not say {'yes' if cond['yes'] else 'no'}{why}")
         if "state" in cond:
-            got = search(str(cond["state"]), state)
+            try:
+                got = search(str(cond["state"]), state)
+            except Exception as exc:  # a type error inside the expression: the state is not what was asked for
+                failures.append(f"end state {cond['state']} cannot be read ({type(exc).__name__}: {exc}){why}")
+                continue
             if "equals" in cond and _canonical(got) != _canonical(cond["equals"]):
                 failures.append(f"end state {cond['state']} is {_short(got)}, expected {_short(cond['equals'])}{why}")
             if "same_items" in cond:

@@ -68,11 +68,14 @@ class RestBenchEnv(Environment):
         if task_set not in TASK_SETS:
             raise ConfigError(f"unknown task_set {task_set!r} (known: {', '.join(TASK_SETS)})")
         self.restbench_dir = find_restbench_dir(restbench_dir)
+        has_queries = self.restbench_dir is not None and (self.restbench_dir / f"{api}.json").is_file()
         if task_set == "auto":
-            task_set = "restbench" if self.restbench_dir is not None else "own"
-        if task_set in ("restbench", "all") and self.restbench_dir is None:
+            task_set = "restbench" if has_queries else "own"
+        if task_set in ("restbench", "all") and not has_queries:
+            where = f"no {api}.json in {self.restbench_dir}" if self.restbench_dir is not None else "none found"
             raise ConfigError(
-                f"task_set={task_set!r} needs RestBench's files: pass restbench_dir= or set $TASKBENCH_RESTBENCH_DIR",
+                f"task_set={task_set!r} needs RestBench's files ({where}): pass restbench_dir= or set "
+                "$TASKBENCH_RESTBENCH_DIR",
             )
         self.task_set = task_set
         self.spec_file = Path(spec) if spec is not None else spec_path(api, self.restbench_dir)
@@ -254,7 +257,7 @@ class RestBenchEnv(Environment):
                                gold_path=list(task.gold_path))
         expected = task.answer if isinstance(task.answer, list) else self._expected(task)
         state = self.backend.state(self.session)
-        ok, failures = evaluate(expected, answer, state)
+        ok, failures = evaluate(expected, answer, state, calls)
         return CheckResult(success=ok, reason="solved" if ok else "; ".join(failures), calls=calls,
                            gold_path=list(task.gold_path),
                            details={"failures": failures, "path": path_scores(calls, task.gold_path)})

@@ -235,19 +235,18 @@ def routes(db: Spotify) -> dict[str, Handler]:  # noqa: C901 - one table of smal
             if kind == "user":
                 ids = [str(x).strip() for x in str(args.get("ids") or "").split(",") if str(x).strip()] \
                     if not isinstance(args.get("ids"), list) else [str(x) for x in args["ids"]]
-                key, table = "following_users", None
+                key = "following_users"
             else:
                 ids = db.ids(args.get("ids"), "artist")
                 for a in ids:
                     db.get(artists, a, "artist")
-                key, table = "following", artists
+                key = "following"
             current = list(s.get(key, []))
             if add:
                 current = [i for i in reversed(list(dict.fromkeys(ids))) if i not in current] + current
             else:
                 current = [i for i in current if i not in set(ids)]
             s[key] = current
-            del table
             return 204, None
         return handler
 

@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import math
 import unicodedata
-from datetime import date, timedelta
+from datetime import date
 from typing import Any
 
 from .dataset import load_fixtures
-from .ids import hex_id, image_path, small_int
+from .ids import hex_id, image_path
 from .service import ApiError, Backend
 from .validate import Problems
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from .ids import image_path, small_int
-from .service import ApiError
 from .tmdb import TMDB
 
 Handler = Any
@@ -188,9 +187,6 @@ def tv_routes(db: TMDB, by_popularity: Any, top_rated: Any, latest: Any, search:
         return {"id": n["id"], "logos": [{"aspect_ratio": 3.73, "file_path": image_path("network", n["id"], "logo", 0, ext=".png"),
                                           "height": 268, "id": image_path("network", n["id"], "logo-id", 0)[1:25],
                                           "file_type": ".svg", "vote_average": 5.3, "vote_count": 3, "width": 1000}]}
-
-    def _unused(_a: dict[str, Any], _s: str) -> Any:  # pragma: no cover
-        raise ApiError(404, "The resource you requested could not be found.", 34)
 
     return {
         "GET /tv/{tv_id}": get_tv,
