@@ -204,9 +204,11 @@ class RestBenchEnv(Environment):
         if self.task_set in ("own", "all"):
             for item in load_task_file(f"{self.api}_own").get("tasks", []):
                 gold, fixes = normalize_path(item.get("gold_path", []), operations)
-                out.append(AgentTask(id=item["id"], query=item["query"], gold_path=gold, env=self.name, meta={
-                    "source": "taskbench", "fixes": fixes, "checker": item["checker"],
-                    "solution": item.get("solution"), **({"setup": item["setup"]} if item.get("setup") else {})}))
+                meta: dict[str, Any] = {"source": "taskbench", "fixes": fixes, "checker": item["checker"],
+                                        "solution": item.get("solution")}
+                if item.get("setup"):
+                    meta["setup"] = item["setup"]
+                out.append(AgentTask(id=item["id"], query=item["query"], gold_path=gold, env=self.name, meta=meta))
         for task in out:
             task.answer = self._expected(task)
         return out
@@ -236,7 +238,7 @@ class RestBenchEnv(Environment):
         return out
 
     def _expected(self, task: AgentTask) -> Any:
-        checker = task.meta.get("checker")
+        checker: Any = task.meta.get("checker")
         if not isinstance(checker, list):
             return None
         backend = self.backend
@@ -251,16 +253,16 @@ class RestBenchEnv(Environment):
 
     async def check(self, task: AgentTask, answer: str | None) -> CheckResult:
         calls = [c.name for c in self._calls]
-        checker = task.meta.get("checker")
+        checker: Any = task.meta.get("checker")
         if not isinstance(checker, list):
             return CheckResult(success=False, reason="no checker for this task", calls=calls,
                                gold_path=list(task.gold_path))
-        expected = task.answer if isinstance(task.answer, list) else self._expected(task)
+        expected: Any = task.answer if isinstance(task.answer, list) else self._expected(task)
         state = self.backend.state(self.session)
         ok, failures = evaluate(expected, answer, state, calls)
         return CheckResult(success=ok, reason="solved" if ok else "; ".join(failures), calls=calls,
                            gold_path=list(task.gold_path),
-                           details={"failures": failures, "path": path_scores(calls, task.gold_path)})
+                           details={"failures": list(failures), "path": path_scores(calls, task.gold_path)})
 
     async def aclose(self) -> None:
         if self._client is not None:

@@ -186,8 +186,7 @@ class Service:
             raise MissingDependencyError("uvicorn", "restbench", "the offline RestBench services") from exc
         config = uvicorn.Config(self._app, host="127.0.0.1", port=0, log_level="warning", access_log=False,
                                 lifespan="off")
-        server = uvicorn.Server(config)
-        server.install_signal_handlers = lambda: None  # type: ignore[method-assign]  # not the main thread
+        server = uvicorn.Server(config)  # off the main thread uvicorn installs no signal handlers
         thread = threading.Thread(target=server.run, name=f"restbench-{self.backend.api}", daemon=True)
         thread.start()
         deadline = time.monotonic() + timeout
