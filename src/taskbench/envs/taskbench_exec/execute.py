@@ -215,11 +215,19 @@ class DomainRuntime:
             row: list[tuple[str | None, _Ref]] = []
             params = [p.name for p in (self.library.get(node.task).parameters or [])] if self.library.get(node.task) else []
             for k, arg in enumerate(node.arguments):
+                if isinstance(arg, dict) and arg:  # {"value": x} without a name, or {"image": x}
+                    if "value" in arg:
+                        name_, arg = arg.get("name"), arg["value"]
+                    elif len(arg) == 1:
+                        name_, arg = next(iter(arg.items()))
+                    else:
+                        name_ = None
+                    notes.append(f"{where}: argument {k + 1} given as an object; read as {as_text(arg)!r}")
+                    if isinstance(name_, str) and not self.resource:
+                        row.append((name_, _token(arg, by_name, notes, where)))
+                        continue
                 if isinstance(arg, TaskArgument):
                     row.append((arg.name, _token(arg.value, by_name, notes, where)))
-                elif isinstance(arg, dict) and not self.resource:
-                    notes.append(f"{where}: argument {k + 1} is an object without name/value: {as_text(arg)}")
-                    row.append((None, _token(arg, by_name, notes, where)))
                 else:
                     name = None
                     if not self.resource:
