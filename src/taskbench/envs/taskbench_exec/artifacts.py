@@ -12,7 +12,7 @@ artifacts with the same digest, whatever ids the nodes had, whatever order indep
 
 Literal values are normalised before hashing (see :func:`normalise_literal`): Unicode NFKC, surrounding
 quotes and whitespace trimmed, inner whitespace collapsed, case folded; URLs lose their scheme, ``www.`` and a
-trailing slash; text loses trailing ``.!?``. So ``"A cat."`` and ``'a  cat'`` are the same text and
+trailing slash (schemes http, https and ftp); text loses trailing ``.!?``. So ``"A cat."`` and ``'a  cat'`` are the same text and
 ``https://example.com/a.jpg`` and ``example.com/a.jpg`` the same URL; any other difference is a different
 artifact.
 """
@@ -104,7 +104,7 @@ def normalise_literal(value: Any) -> str:
         text = text[1:-1].strip()
     text = _SPACE.sub(" ", text).casefold()
     if is_url(text):
-        text = re.sub(r"^[a-z][a-z0-9+.-]*://", "", text)
+        text = re.sub(r"^(?:https?|ftp)://", "", text)
         text = text.removeprefix("www.").rstrip("/")
         return text
     if literal_type(text) == "text":

@@ -38,7 +38,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, JsonValue
 
-from ...schema import NODE_REF, TaskArgument, TaskGraph, ToolLibrary
+from ...schema import NODE_REF, TaskArgument, TaskGraph, TaskNode, ToolLibrary
 from .artifacts import Artifact, as_text, make_literal, make_missing, make_output, normalise_type
 from .dailylife import EFFECTS, QUERY_TOOLS, DailyLifeWorld, normalise_value, state_diff
 
@@ -199,21 +199,21 @@ class DomainRuntime:
 
     # ------------------------------------------------------------------------------------ one graph
 
-    def execute(self, graph: TaskGraph, seed: int = 0) -> GraphExecution:
-        """Run every node of ``graph`` in dependency order (see the module docstring)."""
+    def plan(self, graph: TaskGraph) -> Plan:
+        """Resolve ``graph``: each argument to a literal or a node, the reading of ``<node-j>``, the order."""
         nodes = graph.task_nodes
         names = [n.task for n in nodes]
         by_name: dict[str, list[int]] = {}
         for i, name in enumerate(names):
             by_name.setdefault(_tool_key(name), []).append(i)
         notes: list[str] = []
-        run = GraphExecution(dependency="resource" if self.resource else "temporal", seed=seed)
         # 1. tokens per node
         tokens: list[list[tuple[str | None, _Ref]]] = []
         for i, node in enumerate(nodes):
             where = f"node {i} ({node.task})"
             row: list[tuple[str | None, _Ref]] = []
-            params = [p.name for p in (self.library.get(node.task).parameters or [])] if self.library.get(node.task) else []
+            spec = self.library.get(node.task)
+            params = [p.name for p in spec.parameters or []] if spec is not None else []
             for k, arg in enumerate(node.arguments):
                 if isinstance(arg, dict) and arg:  # {"value": x} without a name, or {"image": x}
                     if "value" in arg:
@@ -271,8 +271,30 @@ class DomainRuntime:
                     continue
                 if src[0] != dst[0]:
                     edges.add((src[0], dst[0]))
-        run.order = _topological(len(nodes), edges, notes)
-        # 3. run
+        order = _topological(len(nodes), edges, notes)
+        return Plan(names, tokens, targets, order, notes)
+
+    def normalise(self, graph: TaskGraph) -> TaskGraph:
+        """``graph`` in canonical form: ``<node-j>`` counted from 0 for every reference (whatever form it had),
+        arguments unwrapped (named ``{"name", "value"}`` pairs in temporal domains), links as executed.
+        Executing it gives the same artifacts as executing ``graph`` (dangling references aside)."""
+        plan = self.plan(graph)
+        nodes = []
+        for i, name in enumerate(plan.names):
+            args: list[Any] = []
+            for (pname, t), j in zip(plan.tokens[i], plan.targets[i], strict=True):
+                value = f"<node-{j}>" if j is not None else (t.value if t.kind == "literal" else t.raw)
+                args.append(TaskArgument(name=pname, value=value) if pname is not None else value)
+            nodes.append(TaskNode(task=name, arguments=args))
+        out = TaskGraph(task_steps=list(graph.task_steps), task_nodes=nodes)
+        out.task_links = out.reference_links() if self.resource else list(graph.task_links)
+        return out
+
+    def execute(self, graph: TaskGraph, seed: int = 0) -> GraphExecution:
+        """Run every node of ``graph`` in dependency order (see the module docstring)."""
+        plan = self.plan(graph)
+        names, tokens, targets, notes = plan.names, plan.tokens, plan.targets, plan.notes
+        run = GraphExecution(dependency="resource" if self.resource else "temporal", seed=seed, order=plan.order)
         world = DailyLifeWorld(seed, self.types) if not self.resource else None
         outputs: dict[int, list[Artifact]] = {}
         node_runs: dict[int, NodeRun] = {}
@@ -309,7 +331,6 @@ class DomainRuntime:
             outputs[i] = outs
             node_runs[i] = NodeRun(index=i, tool=names[i], inputs=[a.id for a in inputs], outputs=[a.id for a in outs])
         run.nodes = [node_runs[i] for i in sorted(node_runs)]
-        # 4. finals
         if self.resource:
             consumed = {j for row in targets for j in row if j is not None}
             run.final = [a.digest for i in sorted(outputs) if i not in consumed for a in outputs[i]]
@@ -319,6 +340,16 @@ class DomainRuntime:
             run.end_state = world.end_state()
         run.notes = list(dict.fromkeys(notes))
         return run
+
+
+class Plan:
+    """A resolved graph: per node its tool, argument tokens and the node each reference names; the order."""
+
+    __slots__ = ("names", "tokens", "targets", "order", "notes")
+
+    def __init__(self, names: list[str], tokens: list[list[tuple[str | None, _Ref]]],
+                 targets: list[list[int | None]], order: list[int], notes: list[str]) -> None:
+        self.names, self.tokens, self.targets, self.order, self.notes = names, tokens, targets, order, notes
 
 
 def _topological(n: int, edges: set[tuple[int, int]], notes: list[str]) -> list[int]:
