@@ -146,7 +146,7 @@ def test_checker_fails_incomplete_or_wrong_episodes_and_reset_clears_them():
         env = open_environment(f"taskbench-{domain}")
         task = next(t for t in env.tasks() if len(t.gold_path) >= 3)
 
-        async def go(env=env, task=task):
+        async def go(env=env, task=task, domain=domain):
             await env.reset(seed=4, task=task)
             results = await replay_gold(env, task)
             assert (await env.check(task, None)).success
