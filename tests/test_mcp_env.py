@@ -158,3 +158,21 @@ def test_convert_result_shapes():
     assert mixed.content == [{"type": "text", "text": "see"},
                              {"type": "resource", "uri": "file:///a.txt", "mimeType": None, "text": "hi"}]
     assert convert_result(c, {"isError": True}).error.startswith("the tool reported an error")
+
+
+def test_missing_sdk_names_the_pip_line(monkeypatch):
+    from taskbench.errors import MissingDependencyError
+
+    monkeypatch.setitem(sys.modules, "mcp", None)  # import mcp -> ImportError
+    with pytest.raises(MissingDependencyError, match=r'pip install "taskbench\[mcp\]"'):
+        MCPEnvironment(COMMAND)
+
+
+def test_async_with_closes_the_server():
+    async def go():
+        async with open_environment(f"mcp:{COMMAND}") as env:
+            r = await env.call(ToolCall(id="1", name="pid"))
+        return env, int(r.content)
+
+    env, pid = asyncio.run(go())
+    assert not env.alive and _gone(pid)
