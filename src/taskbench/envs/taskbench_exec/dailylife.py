@@ -67,7 +67,9 @@ EFFECTS: dict[str, str] = {
     "print_document": "print_jobs",
     "set_alarm": "alarms",
 }
-"""Which log each state-changing tool writes (tools not listed and not in QUERY_TOOLS are unknown)."""
+"""Which log each state-changing tool writes. Any other tool (not in QUERY_TOOLS) is recorded in the log
+``other_calls``: a tool of another temporal library, or one the library does not have (v1 gold data calls
+``play_music`` and ``trade_stock``), so its calls still count in the end state."""
 
 _CONDITIONS = ("sunny", "partly cloudy", "cloudy", "light rain", "heavy rain", "thunderstorms", "snow", "windy")
 _STOCK_DELTA = {"buy": 1, "cover": 1, "sell": -1, "short": -1}
@@ -142,7 +144,7 @@ class DailyLifeWorld:
         rec = {"tool": tool}
         for name, value in sorted(args.items()):
             rec[name] = normalise_value(value, kinds.get(name, "string"))
-        self.logs.setdefault(EFFECTS.get(tool, "unknown_calls"), []).append(rec)
+        self.logs.setdefault(EFFECTS.get(tool, "other_calls"), []).append(rec)
         return rec
 
     def apply(self, tool: str, args: Mapping[str, Any]) -> tuple[Any, bool]:
@@ -159,7 +161,7 @@ class DailyLifeWorld:
         handler = _HANDLERS.get(tool)
         extra = handler(self, rec, text) if handler is not None else {}
         ref = hashlib.sha256(repr(sorted(rec.items())).encode()).hexdigest()[:10].upper()
-        return {"status": "done" if tool in EFFECTS else "unknown tool recorded", "tool": tool,
+        return {"status": "done", "tool": tool,
                 "confirmation": f"{EFFECTS.get(tool, 'call')[:3].upper()}-{ref}", **extra}, True
 
     def end_state(self) -> dict[str, Any]:

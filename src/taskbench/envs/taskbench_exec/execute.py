@@ -180,7 +180,7 @@ class DomainRuntime:
         where = where or tool
         spec = self.library.get(tool)
         if spec is None:
-            notes.append(f"{where}: unknown tool {tool!r} (its call is recorded as an unknown call)")
+            notes.append(f"{where}: unknown tool {tool!r} (its call is recorded in the log other_calls)")
         elif spec.parameters is not None:
             known = {p.name for p in spec.parameters}
             for name in named:
