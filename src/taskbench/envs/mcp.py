@@ -66,7 +66,7 @@ def convert_result(call: ToolCall, result: Mapping[str, Any]) -> ToolResult:
             data = str(b.get("data", ""))
             others.append({"type": kind, "mimeType": b.get("mimeType"), "bytes": len(data) * 3 // 4})
         elif kind == "resource":
-            res = b.get("resource") if isinstance(b.get("resource"), Mapping) else {}
+            res: Mapping[str, Any] = b["resource"] if isinstance(b.get("resource"), Mapping) else {}
             item = {"type": "resource", "uri": res.get("uri"), "mimeType": res.get("mimeType")}
             if isinstance(res.get("text"), str):
                 item["text"] = res["text"]

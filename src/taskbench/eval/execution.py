@@ -128,9 +128,9 @@ def score_execution(
 
     runtime = DomainRuntime(library, commutative)
     by_id: dict[str, Mapping[str, Any]] = {}
-    for rec in predictions:
-        if isinstance(rec, Mapping) and "id" in rec:
-            by_id[str(rec["id"])] = rec
+    for pred_rec in predictions:
+        if isinstance(pred_rec, Mapping) and "id" in pred_rec:
+            by_id[str(pred_rec["id"])] = pred_rec
     out: list[SampleExecution] = []
     for record in samples:
         sid, split, sample, problem = _gold_graph(record)
@@ -141,8 +141,8 @@ def score_execution(
                                        exact=False, recall=0.0, reason=f"gold record does not load: {problem}"))
             continue
         gold = runtime.execute(sample, seed=seed)
-        rec = by_id.get(sid)
-        if isinstance(rec, Mapping) and isinstance(rec.get("result"), Mapping):
+        rec: Mapping[str, Any] | None = by_id.get(sid)
+        if rec is not None and isinstance(rec.get("result"), Mapping):
             rec = {**rec, "result": _coerce_links(rec["result"])}
         parsed = parse_strict(sid, rec)
         graph = parsed.graph if parsed.status == "ok" else TaskGraph()

@@ -204,8 +204,8 @@ class DomainRuntime:
         nodes = graph.task_nodes
         names = [n.task for n in nodes]
         by_name: dict[str, list[int]] = {}
-        for i, name in enumerate(names):
-            by_name.setdefault(_tool_key(name), []).append(i)
+        for i, tool_name in enumerate(names):
+            by_name.setdefault(_tool_key(tool_name), []).append(i)
         notes: list[str] = []
         # 1. tokens per node
         tokens: list[list[tuple[str | None, _Ref]]] = []
@@ -229,7 +229,7 @@ class DomainRuntime:
                 if isinstance(arg, TaskArgument):
                     row.append((arg.name, _token(arg.value, by_name, notes, where)))
                 else:
-                    name = None
+                    name: str | None = None
                     if not self.resource:
                         name = params[k] if k < len(params) else f"arg{k + 1}"
                         notes.append(f"{where}: unnamed argument {as_text(arg)!r} taken as {name!r}")
@@ -393,8 +393,7 @@ def compare_executions(gold: GraphExecution, pred: GraphExecution) -> ExecutionC
         gs, ps = gold.end_state or {}, pred.end_state or {}
         state_equal = gs == ps
         diff = [] if state_equal else state_diff(gs, ps)
-        g_recs = Counter(json.dumps(r, sort_keys=True) for log in (gs.get("logs") or {}).values() for r in log)
-        p_recs = Counter(json.dumps(r, sort_keys=True) for log in (ps.get("logs") or {}).values() for r in log)
+        g_recs, p_recs = _records(gs), _records(ps)
         found += sum((g_recs & p_recs).values())
         total += sum(g_recs.values())
         extra += [f"state: {d}" for d in diff if ": unexpected " in d]
@@ -413,6 +412,17 @@ def compare_executions(gold: GraphExecution, pred: GraphExecution) -> ExecutionC
         reason = f"end state differs: {diff[0] if diff else 'values differ'}"
     return ExecutionCheck(success=success, exact=exact, recall=recall, missing=missing, extra=extra,
                           state_equal=state_equal, state_diff=diff, reason=reason)
+
+
+def _records(state: Mapping[str, Any]) -> Counter[str]:
+    """The multiset of log records of an end state (records as canonical JSON)."""
+    logs = state.get("logs")
+    out: Counter[str] = Counter()
+    if isinstance(logs, Mapping):
+        for log in logs.values():
+            if isinstance(log, list):
+                out.update(json.dumps(r, sort_keys=True) for r in log)
+    return out
 
 
 def state_changing(tool: str) -> bool:
