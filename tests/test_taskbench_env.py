@@ -63,7 +63,10 @@ def test_environments_are_registered():
         env = open_environment(f"taskbench-{d}")
         assert env.name == f"taskbench-{d}"
         assert [t.name for t in env.tools()] == env.library.names
-        assert len(env.tasks()) == len(env.samples) > 0
+        tasks = env.tasks()
+        assert len(tasks) == len(env.samples) > 0
+        assert all(t.answer["final"] or t.answer.get("state") for t in tasks)
+        assert ("state" in tasks[0].answer) == (d == "dailylifeapis")
 
 
 @pytest.mark.parametrize("domain", DOMAINS)

@@ -112,9 +112,12 @@ class TaskBenchEnvironment(Environment):
         out = []
         for s in self.samples:
             gold = self.gold_execution(s, 0)
+            answer: dict[str, Any] = {"final": [gold.artifacts[d].expr for d in gold.final]}
+            if gold.end_state is not None:  # daily life: the records the world should end up with
+                answer["state"] = gold.end_state.get("logs", {})
             out.append(AgentTask(
                 id=s.id, query=s.user_request, gold_path=[s.task_nodes[i].task for i in gold.order],
-                answer={"final": [gold.artifacts[d].expr for d in gold.final]}, env=self.name,
+                answer=answer, env=self.name,
                 meta={"type": s.type, "n_tools": len(s.task_nodes), "notes": list(gold.notes)},
             ))
         return out
