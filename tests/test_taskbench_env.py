@@ -270,3 +270,34 @@ def test_cli_evaluate_execute(tmp_path, capsys):
                        "-o", str(out)], capsys)
     doc = json.loads(Path(out).read_text())
     assert code == 0 and set(doc) == {"strict", "compat", "execution"}
+
+
+def test_arbitrary_prediction_shapes_never_stop_a_run():
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from taskbench.bundled import path as bundled_path
+
+    json_values = st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12)
+        | st.sampled_from(["<node-0>", "<node-1>", "<node-9>", "example.jpg", "<output_of_Summarization>"]),
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["name", "value", "x"]), inner,
+                                                                    max_size=2),
+        max_leaves=6,
+    )
+    libs = {d: load_tool_library(bundled_path(d) / "tool_desc.json", None, name=d) for d in DOMAINS}
+    golds = {d: read_raw_records(bundled_path(d) / "data.json")[:3] for d in DOMAINS}
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(domain=st.sampled_from(DOMAINS), tool=st.sampled_from(["get_weather", "Summarization", "Image Colorizer",
+                                                                  "?"]),
+           args=json_values, links=json_values)
+    def check(domain, tool, args, links):
+        gold = golds[domain]
+        node = {"task": tool, "arguments": args}
+        preds = [{"id": g["id"], "result": {"task_nodes": [node, node], "task_links": links}} for g in gold]
+        res = evaluate_execution(gold, preds, libs[domain], bootstrap=0)
+        assert res.n_gold == len(gold)
+        assert {r.status for r in res.samples} <= {"ok", "parse_error"}
+
+    check()

@@ -38,7 +38,10 @@ class SampleExecution(BaseModel):
     id: str = Field(description="Sample id.")
     split: str = Field(description="single | chain | dag.")
     n_tools: int = Field(description="Gold tool count.")
-    status: str = Field(description="ok | missing | parse_error (of the prediction).")
+    status: str = Field(
+        description="ok | missing | parse_error (of the prediction); gold_error (the gold record does not load); "
+        "exec_error (executing failed: a bug, reported instead of ending the run)."
+    )
     success: bool = Field(description="The prediction produced the gold's final artifacts (and end state).")
     exact: bool = Field(description="Success with nothing beyond the gold's finals.")
     recall: float = Field(description="Share of gold finals (and state records) produced.")
@@ -140,14 +143,20 @@ def score_execution(
             out.append(SampleExecution(id=sid, split=split, n_tools=0, status="gold_error", success=False,
                                        exact=False, recall=0.0, reason=f"gold record does not load: {problem}"))
             continue
-        gold = runtime.execute(sample, seed=seed)
         rec: Mapping[str, Any] | None = by_id.get(sid)
         if rec is not None and isinstance(rec.get("result"), Mapping):
             rec = {**rec, "result": _coerce_links(rec["result"])}
         parsed = parse_strict(sid, rec)
         graph = parsed.graph if parsed.status == "ok" else TaskGraph()
-        pred = runtime.execute(graph, seed=seed)
-        check = compare_executions(gold, pred)
+        try:
+            gold = runtime.execute(sample, seed=seed)
+            pred = runtime.execute(graph, seed=seed)
+            check = compare_executions(gold, pred)
+        except Exception as exc:  # an executor bug on odd data is reported for the sample, never the end of the run
+            out.append(SampleExecution(id=sid, split=sample.type, n_tools=len(sample.task_nodes), status="exec_error",
+                                       success=False, exact=False, recall=0.0,
+                                       reason=f"execution failed: {type(exc).__name__}: {exc}"))
+            continue
         ok = parsed.status == "ok"
         reason = check.reason if ok else f"{parsed.status}: {parsed.error}"
         out.append(SampleExecution(
