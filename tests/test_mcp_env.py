@@ -39,8 +39,10 @@ def _gone(pid: int) -> bool:
 @pytest.fixture(scope="module")
 def env():
     e = open_environment(f"mcp:{COMMAND}", call_timeout=2)
+    pid = int(call(e, "pid").content)
     yield e
     e.close()
+    assert _gone(pid)  # also after a call that never returned (the hang test)
 
 
 def test_tools_are_listed_with_raw_schemas(env):
@@ -133,11 +135,13 @@ def test_a_server_that_exits_at_start_is_a_one_line_error():
     assert "\n" not in text
 
 
-def test_a_silent_server_times_out_at_start():
+def test_a_silent_server_times_out_at_start_and_is_ended(tmp_path):
+    pid_file = tmp_path / "pid"
     t0 = time.monotonic()
     with pytest.raises(ConfigError, match="did not answer initialize"):
-        MCPEnvironment(f"{COMMAND} --silent", startup_timeout=1.5)
+        MCPEnvironment(f"{COMMAND} --pid-file {shlex.quote(str(pid_file))} --silent", startup_timeout=1.5)
     assert time.monotonic() - t0 < 12
+    assert _gone(int(pid_file.read_text()))  # no server left behind
 
 
 def test_a_missing_command_and_an_empty_command():

@@ -2,7 +2,8 @@
 
 Tools: add (structured output), echo (text), make_note / notes (state), fail (an error result), crash (the
 process dies mid-call), hang (never answers), pid (its process id), pixel (an image content block). With ``--die-on-start`` it
-exits before speaking MCP; with ``--silent`` it never answers at all.
+exits before speaking MCP; with ``--silent`` it never answers at all; ``--pid-file PATH`` writes its process id
+there first.
 """
 
 from __future__ import annotations
@@ -11,6 +12,9 @@ import os
 import sys
 import time
 
+if "--pid-file" in sys.argv:
+    with open(sys.argv[sys.argv.index("--pid-file") + 1], "w") as fh:
+        fh.write(str(os.getpid()))
 if "--die-on-start" in sys.argv:
     print("cannot start: config file missing", file=sys.stderr)
     sys.exit(3)

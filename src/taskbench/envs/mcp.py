@@ -113,6 +113,8 @@ class _Connection:
         self.thread = threading.Thread(target=self.loop.run_forever, name=f"mcp {self.label}", daemon=True)
         self.stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")
         self.stop: asyncio.Event | None = None
+        self.task: asyncio.Task[None] | None = None
+        self.finished = threading.Event()  # set when the session task has run its cleanup (process ended)
         self.session: Any = None
         self.main: concurrent.futures.Future[None] | None = None
         self.dead: str | None = None
@@ -143,6 +145,7 @@ class _Connection:
         from mcp import ClientSession, StdioServerParameters, stdio_client
 
         self.stop = asyncio.Event()
+        self.task = asyncio.current_task()
         params = StdioServerParameters(command=self.argv[0], args=self.argv[1:], env=self.env, cwd=self.cwd)
         try:
             async with stdio_client(params, errlog=self.stderr) as streams:
@@ -158,6 +161,8 @@ class _Connection:
             self.dead = self.dead or _describe(exc)
             if not isinstance(exc, Exception):
                 raise
+        finally:
+            self.finished.set()
 
     def close(self, timeout: float = 15.0) -> None:
         """Stop the session (close stdin, then terminate and kill as the SDK does), then the loop."""
@@ -167,19 +172,24 @@ class _Connection:
         if self.thread.is_alive():
             if self.main is not None:
                 if self.session is not None and self.stop is not None:
-                    self.loop.call_soon_threadsafe(self.stop.set)
-                else:
-                    self.main.cancel()
-                try:
-                    self.main.result(timeout)
-                except BaseException:  # noqa: BLE001 - a failed or cancelled session is closed all the same
-                    pass
+                    self.loop.call_soon_threadsafe(self.stop.set)  # leave the contexts: stdin closed, process ended
+                else:  # still starting: cancel the task inside the loop, so the SDK's cleanup ends the process
+                    self.loop.call_soon_threadsafe(self._cancel_task)
+                # wait for the task's own cleanup (not just the future: a cancelled future returns at once)
+                self.finished.wait(timeout)
             self.loop.call_soon_threadsafe(self.loop.stop)
             self.thread.join(timeout)
         if not self.loop.is_running():
             self.loop.close()
         self._tail = self.tail()
         self.stderr.close()
+
+    def _cancel_task(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+        elif self.main is not None:  # the task has not started yet
+            self.main.cancel()
+            self.finished.set()
 
     # ---------------------------------------------------------------------------------------- calls
 
