@@ -20,6 +20,10 @@ ALIGN_HELP = (
     "Score only the ids of one alignment set from alignment_ids.json: human (all of data.json), node, link, "
     "both_node_link, self-check or all."
 )
+EXECUTE_HELP = (
+    "Also run every gold and predicted graph on the domain's executable tools and report execution success "
+    "(the prediction produces the gold's final artifacts, or its end state) per structure and tool count."
+)
 DEP_HELP = "Override the dataset's dependency kind: resource (links from `<node-j>` arguments) or temporal (task_links)."
 
 
@@ -111,6 +115,7 @@ def evaluate_command(
     ),
     output: Path | None = typer.Option(None, "--output", "-o", help="Write the metrics JSON here."),
     errors: bool = typer.Option(False, "--errors", help="Also print the error taxonomy table."),
+    execute: bool = typer.Option(False, "--execute", help=EXECUTE_HELP),
 ) -> None:
     """Score predictions against a dataset's gold graphs; print a table and write the metrics JSON.
 
@@ -121,6 +126,7 @@ def evaluate_command(
     Example:
 
         taskbench evaluate --data data/multimedia --predictions preds/gpt-4.jsonl --both -o metrics/gpt-4.json
+        taskbench evaluate --data multimedia --predictions preds/qwen.jsonl --execute   # + execution success
     """
     _one_blas_thread()
     from ..errors import ConfigError
@@ -129,6 +135,8 @@ def evaluate_command(
 
     if sum([compat, strict, both]) > 1:
         raise ConfigError("choose one of --compat, --strict, --both")
+    if execute and compat:
+        raise ConfigError("--execute adds to the strict metrics; use it without --compat, or with --both")
     run_mode = "compat" if compat else "both" if both else "strict"
     if mode not in ("add", "mul"):
         raise ConfigError(f"--mode must be add or mul, not {mode!r}")
@@ -145,10 +153,22 @@ def evaluate_command(
             dependency=dependency, splits=split_list, n_tools=n_list, group_mode=mode, metrics=metric_list,
             alignment_ids=ids, bootstrap=bootstrap, seed=seed, bertscore_model=bertscore_model,
         )
+        if execute:
+            result.execution = _execute(data_path, predictions, library, split_list, n_list, mode, ids, bootstrap, seed)
         _print_result(result, predictions.name, errors)
         if output is not None:
             write_metrics(result, output)
             _console().print(f"wrote {output}")
+
+
+def _execute(data_path, predictions, library, splits, n_tools, mode, ids, bootstrap, seed):  # noqa: ANN001, ANN202
+    """Execution success of the predictions (gold and predictions read again: strict scoring streamed them)."""
+    from ..eval.execution import evaluate_execution
+
+    return evaluate_execution(
+        _records(data_path, stream=False), _records(predictions, stream=False), library, splits=splits,
+        n_tools=n_tools, mode=mode, alignment_ids=ids, bootstrap=bootstrap, seed=seed,
+    )
 
 
 def _console():  # noqa: ANN202
@@ -169,6 +189,11 @@ def _print_result(result, name: str, errors: bool) -> None:  # noqa: ANN001
             console.print(taxonomy_table(result.strict.taxonomy))
     if result.compat is not None:
         console.print(compat_table(result.compat, title=f"Compat metrics (%) - {name}"))
+    if result.execution is not None:
+        from ..eval.execution import EXECUTION_COLUMNS
+
+        console.print(strict_table(result.execution.groups, title=f"Execution success (%) - {name}",
+                                   columns=EXECUTION_COLUMNS))
 
 
 def compare_command(

@@ -324,16 +324,23 @@ class EvaluationResult(BaseModel):
         default=None, description="The reference-compatible metrics, in the reference's exact key layout."
     )
     compat_log: list[str] = Field(default_factory=list, description="The compat run's log lines.")
+    execution: Any = Field(
+        default=None, description="Execution success (an eval.execution.ExecutionResult), with --execute."
+    )
 
     def to_json(self) -> dict[str, Any]:
         """The metrics JSON: compat alone -> the reference layout; strict alone -> the strict document;
-        both -> ``{"strict": ..., "compat": ...}``."""
+        both -> ``{"strict": ..., "compat": ...}``; with execution results, an ``execution`` key beside."""
         strict = _strict_json(self.strict) if self.strict is not None else None
         if strict is not None and self.compat is not None:
-            return {"strict": strict, "compat": self.compat}
-        if self.compat is not None:
-            return self.compat
-        return strict or {}
+            doc: dict[str, Any] = {"strict": strict, "compat": self.compat}
+        elif self.compat is not None:
+            doc = self.compat
+        else:
+            doc = strict or {}
+        if self.execution is not None:
+            doc = {**doc, "execution": self.execution.model_dump(mode="json")}
+        return doc
 
 
 def _strict_json(result: StrictResult) -> dict[str, Any]:

@@ -1,0 +1,104 @@
+"""A small MCP server for the tests, written with the SDK's server side (stdio transport).
+
+Tools: add (structured output), echo (text), make_note / notes (state), fail (an error result), crash (the
+process dies mid-call), hang (never answers), pid (its process id), pixel (an image content block). With ``--die-on-start`` it
+exits before speaking MCP; with ``--silent`` it never answers at all; ``--pid-file PATH`` writes its process id
+there first.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+if "--pid-file" in sys.argv:
+    with open(sys.argv[sys.argv.index("--pid-file") + 1], "w") as fh:
+        fh.write(str(os.getpid()))
+if "--die-on-start" in sys.argv:
+    print("cannot start: config file missing", file=sys.stderr)
+    sys.exit(3)
+if "--silent" in sys.argv:
+    time.sleep(3600)
+
+try:  # mcp 2.x
+    from mcp.server.mcpserver import Image
+    from mcp.server.mcpserver import MCPServer as Server
+except ImportError:  # mcp 1.x
+    from mcp.server.fastmcp import FastMCP as Server  # type: ignore[no-redef]
+    from mcp.server.fastmcp import Image
+
+from pydantic import BaseModel
+
+server = Server("taskbench-test")
+NOTES: list[str] = []
+
+
+class Sum(BaseModel):
+    total: int
+    terms: list[int]
+
+
+@server.tool()
+def add(a: int, b: int) -> Sum:
+    """Add two integers."""
+    return Sum(total=a + b, terms=[a, b])
+
+
+@server.tool(structured_output=False)
+def echo(text: str, times: int = 1) -> str:
+    """Repeat a text."""
+    return " ".join([text] * times)
+
+
+@server.tool(structured_output=False)
+def make_note(content: str) -> str:
+    """Remember a note."""
+    NOTES.append(content)
+    return f"{len(NOTES)} note(s)"
+
+
+@server.tool()
+def notes() -> list[str]:
+    """Every note so far."""
+    return list(NOTES)
+
+
+@server.tool(structured_output=False)
+def fail(reason: str) -> str:
+    """Always fails."""
+    raise ValueError(f"refused: {reason}")
+
+
+@server.tool(structured_output=False)
+def crash() -> str:
+    """The server process dies."""
+    print("fatal: simulated crash", file=sys.stderr, flush=True)
+    os._exit(7)
+
+
+@server.tool(structured_output=False)
+def hang() -> str:
+    """Never returns."""
+    time.sleep(3600)
+    return "late"
+
+
+@server.tool(structured_output=False)
+def pid() -> str:
+    """The server's process id."""
+    return str(os.getpid())
+
+
+@server.tool(structured_output=False)
+def pixel() -> Image:
+    """A 1x1 PNG."""
+    png = bytes.fromhex(
+        "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+        "1f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082"
+    )
+    return Image(data=png, format="png")
+
+
+if __name__ == "__main__":
+    server.run()

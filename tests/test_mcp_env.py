@@ -1,0 +1,182 @@
+"""`mcp:<command>`: a real MCP server (tests/data/mcp_server.py, written with the SDK's server side) started as a
+subprocess over stdio; tools listed as specs, calls forwarded, errors, deaths and hangs reported, clean shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mcp", reason="the mcp package (extra [mcp]) is not installed")
+
+from taskbench.envs import open_environment  # noqa: E402
+from taskbench.envs.mcp import MCPEnvironment, convert_result  # noqa: E402
+from taskbench.errors import ConfigError  # noqa: E402
+from taskbench.schema import ToolCall  # noqa: E402
+
+SERVER = Path(__file__).parent / "data" / "mcp_server.py"
+COMMAND = f"{shlex.quote(sys.executable)} {shlex.quote(str(SERVER))}"
+
+
+def call(env, name, **arguments):
+    return asyncio.run(env.call(ToolCall(id=f"c-{name}", name=name, arguments=arguments)))
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    status = Path(f"/proc/{pid}/status")
+    return status.exists() and "zombie" in status.read_text()
+
+
+@pytest.fixture(scope="module")
+def env():
+    e = open_environment(f"mcp:{COMMAND}", call_timeout=2)
+    pid = int(call(e, "pid").content)
+    yield e
+    e.close()
+    assert _gone(pid)  # also after a call that never returned (the hang test)
+
+
+def test_tools_are_listed_with_raw_schemas(env):
+    assert isinstance(env, MCPEnvironment) and env.name.startswith("mcp:")
+    names = [t.name for t in env.tools()]
+    assert {"add", "echo", "fail", "crash", "hang", "pixel", "notes"} <= set(names)
+    add = env.tool("add")
+    assert add.source == "mcp" and add.description == "Add two integers."
+    assert add.parameters["properties"]["a"] == {"title": "A", "type": "integer"}
+    assert add.parameters["required"] == ["a", "b"]
+    assert add.output_schema["properties"]["total"]["type"] == "integer"
+    assert env.tool("echo").output_schema is None
+    assert "Returns (JSON Schema)" in env.documentation("add")
+
+
+def test_structured_text_error_and_image_results(env):
+    r = call(env, "add", a=2, b=40)
+    assert r.ok and r.content == {"total": 42, "terms": [2, 40]}
+    assert call(env, "echo", text="hi", times=3).content == "hi hi hi"
+    err = call(env, "fail", reason="no")
+    assert not err.ok and "fail" in err.error
+    bad = call(env, "add", a="x")
+    assert not bad.ok and "validation" in bad.error.lower()
+    img = call(env, "pixel")
+    assert img.ok and img.content[0]["type"] == "image" and img.content[0]["mimeType"] == "image/png"
+    assert img.content[0]["bytes"] > 0
+    unknown = call(env, "nope")
+    assert unknown.error.startswith("no tool named 'nope'")
+    assert [c.name for c in env.calls][-1] == "nope"
+
+
+def test_server_state_persists_and_calls_are_recorded(env):
+    asyncio.run(env.reset(seed=0))
+    call(env, "make_note", content="first")
+    call(env, "make_note", content="second")
+    notes = call(env, "notes").content
+    assert notes["result"][-2:] == ["first", "second"]
+    assert [c.name for c in env.calls] == ["make_note", "make_note", "notes"]
+    check = asyncio.run(env.check(env.task or _task(), None))
+    assert check.calls == ["make_note", "make_note", "notes"] and not check.success
+
+
+def _task():
+    from taskbench.schema import AgentTask
+
+    return AgentTask(id="t", query="take notes")
+
+
+@pytest.mark.slow
+def test_a_hanging_call_times_out_and_the_server_still_answers(env):
+    t0 = time.monotonic()
+    r = call(env, "hang")
+    assert "did not answer tools/call 'hang' within 2 s" in r.error
+    assert time.monotonic() - t0 < 10
+    assert call(env, "echo", text="still here").content == "still here"
+
+
+def test_a_server_that_dies_mid_call_gives_a_clear_error_then_fails_fast():
+    env = MCPEnvironment([sys.executable, str(SERVER)], call_timeout=10)
+    try:
+        pid = int(call(env, "pid").content)
+        r = call(env, "crash")
+        assert "is gone" in r.error and "simulated crash" in r.error, r.error
+        assert not env.alive
+        t0 = time.monotonic()
+        again = call(env, "echo", text="x")
+        assert "is gone" in again.error and time.monotonic() - t0 < 1
+    finally:
+        env.close()
+    assert _gone(pid)
+
+
+def test_clean_shutdown_ends_the_server_process():
+    env = open_environment(f"mcp:{COMMAND}")
+    pid = int(call(env, "pid").content)
+    assert not _gone(pid)
+    t0 = time.monotonic()
+    asyncio.run(env.aclose())
+    assert time.monotonic() - t0 < 10
+    assert _gone(pid)
+    assert "closed" in call(env, "echo", text="x").error
+    env.close()  # idempotent
+
+
+def test_a_server_that_exits_at_start_is_a_one_line_error():
+    with pytest.raises(ConfigError) as exc:
+        open_environment(f"mcp:{COMMAND} --die-on-start")
+    text = str(exc.value)
+    assert "failed to start" in text and "cannot start: config file missing" in text
+    assert "\n" not in text
+
+
+def test_a_silent_server_times_out_at_start_and_is_ended(tmp_path):
+    pid_file = tmp_path / "pid"
+    t0 = time.monotonic()
+    with pytest.raises(ConfigError, match="did not answer initialize"):
+        MCPEnvironment(f"{COMMAND} --pid-file {shlex.quote(str(pid_file))} --silent", startup_timeout=1.5)
+    assert time.monotonic() - t0 < 12
+    assert _gone(int(pid_file.read_text()))  # no server left behind
+
+
+def test_a_missing_command_and_an_empty_command():
+    with pytest.raises(ConfigError, match="command not found|failed to start"):
+        open_environment("mcp:/nonexistent/mcp-server-binary")
+    with pytest.raises(ConfigError, match="no command given"):
+        open_environment("mcp:")
+
+
+def test_convert_result_shapes():
+    c = ToolCall(id="1", name="t")
+    assert convert_result(c, {"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}).content == "a\nb"
+    assert convert_result(c, {"content": [], "structuredContent": {"x": 1}}).content == {"x": 1}
+    r = convert_result(c, {"content": [{"type": "text", "text": "boom"}], "isError": True})
+    assert r.error == "boom" and r.content is None
+    mixed = convert_result(c, {"content": [{"type": "text", "text": "see"},
+                                           {"type": "resource", "resource": {"uri": "file:///a.txt", "text": "hi"}}]})
+    assert mixed.content == [{"type": "text", "text": "see"},
+                             {"type": "resource", "uri": "file:///a.txt", "mimeType": None, "text": "hi"}]
+    assert convert_result(c, {"isError": True}).error.startswith("the tool reported an error")
+
+
+def test_missing_sdk_names_the_pip_line(monkeypatch):
+    from taskbench.errors import MissingDependencyError
+
+    monkeypatch.setitem(sys.modules, "mcp", None)  # import mcp -> ImportError
+    with pytest.raises(MissingDependencyError, match=r'pip install "taskbench\[mcp\]"'):
+        MCPEnvironment(COMMAND)
+
+
+def test_async_with_closes_the_server():
+    async def go():
+        async with open_environment(f"mcp:{COMMAND}") as env:
+            r = await env.call(ToolCall(id="1", name="pid"))
+        return env, int(r.content)
+
+    env, pid = asyncio.run(go())
+    assert not env.alive and _gone(pid)
