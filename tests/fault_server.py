@@ -39,6 +39,7 @@ class FaultServer:
         self.count = 0
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        self.paths: list[str] = []
         self.port = 0
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
@@ -105,6 +106,7 @@ class FaultServer:
                 payload = json.loads(body or b"{}")
                 self.requests.append(payload)
                 self.headers.append(headers)
+                self.paths.append(path)
                 action = self.script.pop(0) if self.script else ("ok",)
                 keep = await self._act(action, payload, writer)
                 if not keep:

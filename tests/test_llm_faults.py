@@ -15,8 +15,8 @@ from taskbench.llm import ResponseCache, get_model
 from taskbench.llm.base import ProviderRequest, TransientProviderError
 from taskbench.llm.providers.openai import aiohttp_available
 
-TRANSPORTS = ["httpx", pytest.param("aiohttp", marks=pytest.mark.skipif(not aiohttp_available(),
-                                                                          reason="openai[aiohttp] not installed"))]
+_NO_AIOHTTP = pytest.mark.skipif(not aiohttp_available(), reason="openai[aiohttp] not installed")
+TRANSPORTS = ["httpx", pytest.param("aiohttp", marks=_NO_AIOHTTP), pytest.param("native", marks=_NO_AIOHTTP)]
 
 SECRET = "sk-test-0123456789abcdefSECRET"
 
@@ -99,11 +99,14 @@ def test_fault_mapping_per_transport(server, transport, action, expected):
         assert "timeout" not in str(err.value)
 
 
-def test_transport_option(server):
-    auto = _model(server)
-    assert auto.provider.transport == ("aiohttp" if aiohttp_available() else "httpx")
+def test_transport_option(server, monkeypatch):
+    auto = _model(server)  # openai-compatible: the bare aiohttp client by default
+    assert auto.provider.transport == ("native" if aiohttp_available() else "httpx")
     assert auto.provider.identity() == _model(server, transport="httpx").provider.identity()  # not in the cache key
-    with pytest.raises(ConfigError, match="transport must be one of auto, aiohttp, httpx"):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
+    official = get_model("openai/gpt-4o-mini", base_url=server.base_url, cache=False)
+    assert official.provider.transport == ("aiohttp" if aiohttp_available() else "httpx")  # the SDK for openai/
+    with pytest.raises(ConfigError, match="transport must be one of auto, native, aiohttp, httpx"):
         _model(server, transport="requests")
 
 
@@ -119,7 +122,8 @@ def test_compatible_servers_get_no_platform_headers(server, transport, monkeypat
     # a base URL with a query string keeps it (the SDK merges the relative path)
     model = _model(server, transport=transport, base_url=server.base_url + "?api-version=1")
     out = _run(model, model.generate("y"))
-    assert out.text == '{"echo": "y", "n": 1}' and model.provider._url == "/chat/completions"
+    assert out.text == '{"echo": "y", "n": 1}'
+    assert server.paths[-1] == "/v1/chat/completions?api-version=1"
 
 
 def test_retry_after_is_honoured(server):

@@ -4,7 +4,9 @@ Predictions, generated samples and agent trajectories all go through :func:`run_
 ``kill -9`` at any moment is harmless and a resumed run equals an uninterrupted one):
 
 - **One writer, whole lines.** Records go to an append-only JSON Lines file through
-  :class:`~taskbench.dataset.JsonlAppender`: one ``write`` per complete line, flushed and fsynced. A torn last
+  :class:`~taskbench.dataset.JsonlAppender`: one unbuffered ``write`` per complete line, so a killed process
+  loses nothing written (the file is also fsynced at most once a second and at the end, which bounds what a
+  power cut can take without a disk flush per record). A torn last
   line (the process died inside ``write``) is cut back to the last newline when the file is opened again. An
   advisory lock (``flock``) on the output file stops a second process from writing it at the same time.
 - **Skip what is done.** On start the file's records are read (the last record of an id wins); ids with a good

@@ -1,7 +1,7 @@
 """Trajectories on disk: JSON Lines appended event by event, read back equal.
 
 :class:`TrajectoryWriter` writes the header line when opened, one line per event as it happens (each line one
-``write``, flushed and fsynced through :class:`~taskbench.dataset.JsonlAppender`), and the end line when the
+unbuffered ``write`` through :class:`~taskbench.dataset.JsonlAppender`, fsynced at most once a second), and the end line when the
 episode finishes. A killed process leaves a file that :func:`read_trajectory` reads as an ``interrupted``
 trajectory holding every event written before the kill.
 """
@@ -35,7 +35,7 @@ class TrajectoryWriter:
         trajectory: Trajectory,
         *,
         clock: Callable[[], float] = time.monotonic,
-        fsync: bool = True,
+        fsync: bool | float = 1.0,
     ) -> None:
         self.path = Path(path)
         self.trajectory = trajectory

@@ -16,10 +16,12 @@
 ``none``             the schema in a system message only; the Model wrapper extracts and repairs the JSON
 =================  ==============================================================================
 
-``transport`` picks the SDK's HTTP transport: ``aiohttp`` (``openai.DefaultAioHttpClient``, one client with a
-connection limit of ``concurrency``; about a third less client CPU per request), ``httpx`` (httpx2, spread over
-``pool_shards`` clients), or ``auto`` (the default: aiohttp when importable). It does not change answers, so it
-is not part of the cache identity.
+``transport`` picks the HTTP client: ``native`` (a bare aiohttp session, :mod:`.native_http`: the same request
+and the same error mapping without the SDK's import and per-request cost; ``auto`` picks it for
+``openai-compatible``), or the SDK over ``aiohttp`` (``openai.DefaultAioHttpClient``, one client with a
+connection limit of ``concurrency``; ``auto`` picks it for ``openai``) or over ``httpx`` (httpx2, spread over
+``pool_shards`` clients; the fallback without aiohttp). It does not change answers, so it is not part of the
+cache identity.
 
 The SDK's own retries are off (``max_retries=0``): the Model wrapper owns retries. SDK exceptions are mapped to
 :class:`TransientProviderError` (429 with Retry-After, 408/409/5xx, timeouts, connection errors, truncated or
@@ -39,7 +41,13 @@ from ..base import Provider, ProviderRequest, ProviderResponse, TransientProvide
 from ..schemas import schema_instruction
 
 GUIDED_MODES = ("response_format", "vllm", "sglang", "json_object", "none")
-TRANSPORTS = ("auto", "aiohttp", "httpx")
+TRANSPORTS = ("auto", "native", "aiohttp", "httpx")
+
+
+def _aiohttp_importable() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("aiohttp") is not None
 
 
 def aiohttp_available() -> bool:
@@ -62,6 +70,8 @@ class OpenAIProvider(Provider):
     default_guided: ClassVar[str] = "response_format"
     platform_headers: ClassVar[bool] = True
     """Send the SDK's ``X-Stainless-*`` platform headers (OS, arch, runtime); off for third-party servers."""
+    native_by_default: ClassVar[bool] = False
+    """Whether ``transport="auto"`` picks the bare aiohttp client (:mod:`.native_http`) over the SDK."""
 
     def __init__(
         self,
@@ -78,10 +88,17 @@ class OpenAIProvider(Provider):
         transport: str = "auto",
         pool_shards: int | None = None,
     ) -> None:
-        try:
-            import openai  # noqa: F401
-        except ModuleNotFoundError as exc:  # pragma: no cover - a core dependency
-            raise MissingDependencyError("openai", None, f"the '{self.name}' model provider") from exc
+        if transport not in TRANSPORTS:
+            raise ConfigError(f"transport must be one of {', '.join(TRANSPORTS)}, not {transport!r}")
+        if transport == "auto" and self.native_by_default and _aiohttp_importable():
+            transport = "native"
+        if transport == "native" and not _aiohttp_importable():
+            raise MissingDependencyError("aiohttp", "aiohttp", "transport='native'")
+        if transport != "native":
+            try:
+                import openai  # noqa: F401
+            except ModuleNotFoundError as exc:  # pragma: no cover - a core dependency
+                raise MissingDependencyError("openai", None, f"the '{self.name}' model provider") from exc
         guided = guided_decoding or self.default_guided
         if guided not in GUIDED_MODES:
             raise ConfigError(f"guided_decoding must be one of {', '.join(GUIDED_MODES)}, not {guided!r}")
@@ -98,8 +115,6 @@ class OpenAIProvider(Provider):
                 f"the '{self.name}' provider needs an API key in the environment variable {self.api_key_env} "
                 f"(set it, or pass api_key_env='NAME_OF_YOUR_VARIABLE')"
             )
-        if transport not in TRANSPORTS:
-            raise ConfigError(f"transport must be one of {', '.join(TRANSPORTS)}, not {transport!r}")
         if transport == "auto":
             transport = "aiohttp" if aiohttp_available() else "httpx"
         elif transport == "aiohttp" and not aiohttp_available():
@@ -108,7 +123,7 @@ class OpenAIProvider(Provider):
         # httpx's connection pool scans all its connections on every request, so one pool of 64 costs more CPU
         # per request than 8 pools of 8; requests are spread round-robin over `pool_shards` SDK clients.
         # aiohttp's connector keeps idle connections per host in O(1) structures: one client suffices.
-        shards = 1 if transport == "aiohttp" else max(1, self.max_concurrency // 8)
+        shards = 1 if transport in ("aiohttp", "native") else max(1, self.max_concurrency // 8)
         self.pool_shards = max(1, int(pool_shards or shards))
         self._clients: list[Any] = []
         self._client_loop: asyncio.AbstractEventLoop | None = None
@@ -142,6 +157,14 @@ class OpenAIProvider(Provider):
         return self._clients[self._turn]
 
     def _new_client(self) -> Any:
+        if self.transport == "native":
+            from .native_http import NativeClient, chat_url
+
+            key = os.environ.get(self.api_key_env)
+            headers = {"Authorization": f"Bearer {key}"} if key else {}
+            return NativeClient(chat_url(self.base_url or "https://api.openai.com/v1"), headers,
+                                limit=-(-self.max_concurrency // self.pool_shards), timeout=self.timeout,
+                                provider=self.name)
         import httpx2
         import openai
 
@@ -152,22 +175,30 @@ class OpenAIProvider(Provider):
             timeout=self.timeout,
             follow_redirects=True,
         )
+        # a query string on the base URL (Azure-style "?api-version=...") travels as the SDK's default query;
+        # left in base_url the SDK would splice the path in after it
+        from urllib.parse import parse_qsl, urlsplit, urlunsplit
+
+        base_url, query = self.base_url, None
+        if base_url:
+            parts = urlsplit(base_url)
+            if parts.query:
+                base_url, query = urlunsplit(parts._replace(query="")), dict(parse_qsl(parts.query))
         client = openai.AsyncOpenAI(
             api_key=os.environ.get(self.api_key_env) or "EMPTY",
-            base_url=self.base_url,
+            base_url=base_url,
             timeout=self.timeout,
             max_retries=0,
             http_client=http_client,
+            default_query=query,
         )
         if not self.platform_headers:
             # the SDK's X-Stainless-* description of this machine (OS, arch, runtime, versions) means nothing to a
             # third-party server; omitting it also saves ~15 us of header handling per request
             drop = {k: openai.omit for k in client.default_headers if k.lower().startswith("x-stainless-")}
             client = client.with_options(default_headers=drop)  # type: ignore[arg-type]  # omit is the SDK's way
-        # An absolute URL spares the SDK merging a relative path into base_url on every request (~20 us); a base
-        # URL with a query string keeps the relative path so the SDK carries the query over.
-        base = client.base_url
-        self._url = "/chat/completions" if base.query else str(base).rstrip("/") + "/chat/completions"
+        # An absolute URL spares the SDK merging a relative path into base_url on every request (~20 us).
+        self._url = str(client.base_url).rstrip("/") + "/chat/completions"
         return client
 
     def build_body(self, request: ProviderRequest) -> dict[str, Any]:
@@ -204,10 +235,12 @@ class OpenAIProvider(Provider):
         return body
 
     async def complete(self, request: ProviderRequest) -> ProviderResponse:
-        import openai
-
         client = self._get_client()
         body = self.build_body(request)
+        if self.transport == "native":
+            return _to_response(await client.post(body, request.timeout))
+        import openai
+
         options: dict[str, Any] = {} if request.timeout is None else {"timeout": request.timeout}
         try:
             # The SDK's generic POST (its documented way to call any endpoint): same auth, base URL, timeouts
@@ -238,6 +271,7 @@ class OpenAICompatibleProvider(OpenAIProvider):
     default_api_key_env: ClassVar[str] = "OPENAI_COMPATIBLE_API_KEY"
     requires_key: ClassVar[bool] = False
     platform_headers: ClassVar[bool] = False
+    native_by_default: ClassVar[bool] = True
 
     def __init__(self, model: str, *, base_url: str | None = None, **options: Any) -> None:
         if not base_url:

@@ -1,0 +1,115 @@
+"""The ``native`` transport of the OpenAI-style providers: chat completions over a bare aiohttp session.
+
+The official SDK is the reference client, but importing it builds about 700 pydantic models (a second or more of
+start-up on a busy 2-core machine) and every request walks through its request builder, auth hooks and httpx
+compatibility layer. A benchmark that runs ``taskbench predict`` as a whole process
+(``benchmarks/bench_predict_process.py``) showed that this, not the network, decided the wall time. This client
+sends the same ``POST {base_url}/chat/completions`` with the same body, headers and timeouts, and maps every
+failure to the same errors as the SDK path (:func:`map_status`, connection errors and timeouts to
+:class:`TransientProviderError`), so answers, retries and the cache are unchanged. It is the default for
+``openai-compatible`` (``transport="native"``); ``openai/`` keeps the SDK.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import json
+from typing import Any
+
+from ...errors import ModelError
+from ..base import TransientProviderError
+
+_RETRYABLE = (408, 409, 425, 429)
+
+
+def _retry_after(headers: Any) -> float | None:
+    from .openai import _retry_after as parse
+
+    return parse(headers)
+
+
+def map_status(status: int, message: str, headers: Any, provider: str) -> Exception:
+    """An HTTP error status -> the error the SDK path raises for it."""
+    if status in _RETRYABLE or status >= 500:
+        return TransientProviderError(f"HTTP {status}: {message}", status=status, retry_after=_retry_after(headers))
+    hint = ""
+    if status == 401:
+        hint = " (check the API key in the environment variable named by api_key_env)"
+    elif status == 404:
+        hint = " (check the model name and base_url)"
+    return ModelError(f"{provider}: HTTP {status}: {message}{hint}")
+
+
+def _error_message(text: str) -> str:
+    try:
+        doc = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        return " ".join(text.split())[:300] or "no body"
+    err = doc.get("error") if isinstance(doc, dict) else None
+    if isinstance(err, dict) and err.get("message"):
+        return str(err["message"])
+    if isinstance(err, str):
+        return err
+    if isinstance(doc, dict) and doc.get("message"):
+        return str(doc["message"])
+    return " ".join(text.split())[:300]
+
+
+def chat_url(base_url: str) -> str:
+    """``{base_url}/chat/completions``, keeping a query string the base URL carries (``...?api-version=1``)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(base_url)
+    return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/chat/completions"))
+
+
+class NativeClient:
+    """One aiohttp session (a connection pool of ``limit``) posting chat completions to one URL."""
+
+    def __init__(self, url: str, headers: dict[str, str], *, limit: int, timeout: float | None, provider: str) -> None:
+        import aiohttp
+
+        self.url = url
+        self.provider = provider
+        self._aiohttp = aiohttp
+        self._session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=max(1, limit), limit_per_host=max(1, limit), ttl_dns_cache=300),
+            timeout=aiohttp.ClientTimeout(total=timeout),
+            headers={"Content-Type": "application/json", "Accept": "application/json", **headers},
+            json_serialize=json.dumps,
+        )
+
+    async def post(self, body: dict[str, Any], timeout: float | None) -> Any:
+        """POST ``body``; the decoded JSON answer, or the mapped error."""
+        aiohttp = self._aiohttp
+        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        try:
+            kwargs: dict[str, Any] = {"data": data}
+            if timeout is not None:
+                kwargs["timeout"] = aiohttp.ClientTimeout(total=timeout)
+            async with self._session.post(self.url, **kwargs) as resp:
+                text = await resp.text()
+                if resp.status >= 400:
+                    raise map_status(resp.status, _error_message(text), resp.headers, self.provider)
+        except (TimeoutError, asyncio.TimeoutError):
+            raise TransientProviderError(f"no answer within {timeout} s (timeout)") from None
+        except aiohttp.ClientPayloadError as exc:
+            raise TransientProviderError(f"connection error (truncated response body: {exc})") from None
+        except aiohttp.ClientError as exc:
+            kind = type(exc).__name__
+            if isinstance(exc, OSError) and exc.errno == errno.ECONNRESET:
+                kind = "ConnectionResetError"
+            text_exc = " ".join(str(exc).split())[:300]
+            raise TransientProviderError(
+                f"connection error ({kind}: {text_exc})" if text_exc else f"connection error ({kind})") from None
+        try:
+            return json.loads(text)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            raise TransientProviderError(f"invalid response body ({type(exc).__name__}: {exc})") from None
+
+    async def close(self) -> None:
+        await self._session.close()
+
+
+__all__ = ["NativeClient", "chat_url", "map_status"]
