@@ -32,6 +32,7 @@ COMMAND_MODULES = [
     "graph",
     "sample",
     "data",
+    "review",
     "serve",
 ]
 
