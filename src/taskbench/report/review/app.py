@@ -5,8 +5,8 @@ Routes (all JSON except the page):
 - ``GET /``: the page (one self-contained HTML document: inline CSS and script, no external resource);
 - ``GET /api/index``: the dataset, every sample's index entry (type, size, critics, decisions), the reviewers;
 - ``GET /api/library``: the tools (names, types or parameters) for the editor;
-- ``GET /api/sample/{id}``: one sample with its critics, duplicate flag, rule-critic issues, drawings and
-  every reviewer's latest decision;
+- ``GET /api/sample/{id}?reviewer=R``: one sample with its critics, duplicate flag, rule-critic issues,
+  drawings, every reviewer's latest decision and, when R's decision is a fix, the fixed version;
 - ``POST /api/preview``: ``{id, edit}`` -> the edited sample checked by the rule critic, drawn and diffed;
 - ``POST /api/decide``: ``{id, reviewer, outcome, fixes, edit, reasons, note, base}`` -> the logged decision;
 - ``GET /api/agreement``: per-reviewer counts and pairwise Cohen's kappa.
@@ -137,10 +137,10 @@ def create_app(
         return {"dependency": session.dependency, "tools": session.library_json()}
 
     @app.get("/api/sample/{sample_id}", response_model=None)
-    async def api_sample(sample_id: str) -> dict[str, Any] | JSONResponse:
+    async def api_sample(sample_id: str, reviewer: str | None = None) -> dict[str, Any] | JSONResponse:
         if sample_id not in session.items:
             return _unknown(sample_id)
-        return session.detail(sample_id)
+        return session.detail(sample_id, reviewer)
 
     @app.post("/api/preview", response_model=None)
     async def api_preview(body: PreviewBody) -> dict[str, Any] | JSONResponse:

@@ -304,8 +304,18 @@ class ReviewSession:
         return task_graph_svgs(sample.tool_names, links, sampled_nodes,
                                sampled_links if sampled_nodes is not None else None, graph=self.graph, titles=titles)
 
-    def detail(self, sample_id: str) -> dict[str, Any]:
-        """One sample for the page: record, critics, duplicate, live issues, drawings, everyone's decisions."""
+    def fixed_sample(self, sample_id: str, decision: Decision) -> Sample | None:
+        """The sample with a fix decision's patch applied (None when the patch does not apply)."""
+        import jsonpatch
+
+        try:
+            return Sample.model_validate(jsonpatch.apply_patch(self.items[sample_id].record, decision.diff))
+        except Exception:  # a hand-edited log line
+            return None
+
+    def detail(self, sample_id: str, reviewer: str | None = None) -> dict[str, Any]:
+        """One sample for the page: record, critics, duplicate, live issues, drawings, everyone's decisions;
+        when ``reviewer``'s current decision is a fix, also the fixed version (``fixed``)."""
         item = self.items[sample_id]
         s = item.sample
         self.log.refresh()
@@ -315,6 +325,16 @@ class ReviewSession:
             other = self.items.get(s.duplicate_of)
             dup = {"id": s.duplicate_of, "user_request": other.sample.user_request if other else None}
         decisions = self.log.latest().get(sample_id, {})
+        fixed = None
+        mine = decisions.get(reviewer or "")
+        if mine is not None and mine.outcome == "fix" and mine.base == item.base:
+            after = self.fixed_sample(sample_id, mine)
+            if after is not None:
+                issues, sampled_issues = self._check(after)
+                f_svg, f_sampled = self._svgs(after)
+                fixed = {"record": after.to_record(), "svg": f_svg, "sampled_svg": f_sampled,
+                         "issues": [_issue_json(i) for i in issues],
+                         "sampled_issues": [_issue_json(i) for i in sampled_issues]}
         return {
             "id": s.id,
             "record": item.record,
@@ -329,6 +349,7 @@ class ReviewSession:
             "sampled_svg": sampled_svg,
             "decisions": {r: {**d.to_line(), "stale": d.base != item.base} for r, d in sorted(decisions.items())},
             "entry": self.entry(item),
+            "fixed": fixed,
         }
 
     # ------------------------------------------------------------------------------------------- edits

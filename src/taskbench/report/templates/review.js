@@ -62,8 +62,9 @@ function loadIndex(){
     var probs = (doc.problems || []).concat((doc.log_problems || []).map(function(p){ return 'review log line ' + p.line + ': ' + p.message; }));
     if(probs.length){
       var box = clear($('problems')); box.hidden = false;
-      box.appendChild(el('b', {text: (doc.n_problems + (doc.log_problems || []).length) + ' records could not be loaded and are not offered for review:'}));
-      var ul = el('ul'); probs.forEach(function(p){ ul.appendChild(el('li', {text: p})); }); box.appendChild(ul);
+      var ul = el('ul'); probs.forEach(function(p){ ul.appendChild(el('li', {text: p})); });
+      box.appendChild(el('details', null, [el('summary', {text: (doc.n_problems + (doc.log_problems || []).length) +
+        ' records could not be read and are not offered for review (details)'}), ul]));
     }
   });
 }
@@ -149,9 +150,9 @@ function renderProgress(){
 function open(id){
   S.cur = id; markCurrent();
   try { history.replaceState(null, '', '#' + encodeURIComponent(id)); } catch(e) {}
-  return api('/api/sample/' + encodeURIComponent(id)).then(function(d){
+  return api('/api/sample/' + encodeURIComponent(id) + '?reviewer=' + encodeURIComponent(me())).then(function(d){
     if(S.cur !== id) return;
-    S.detail = d; S.reasons = {};
+    S.detail = d; S.reasons = {}; S.showOriginal = false;
     var m = d.decisions[me()];
     if(m && !m.stale) m.reasons.forEach(function(r){ S.reasons[r] = true; });
     $('note').value = m && !m.stale ? (m.note || '') : '';
@@ -164,8 +165,9 @@ function open(id){
 function badge(text, cls){ return el('span', {cls: 'badge ' + (cls || ''), text: text}); }
 function verdictBadge(passed){ return passed === true ? badge('passed', 'pass') : passed === false ? badge('failed', 'fail') : badge('not run', 'unk'); }
 
+function shownView(d){ return d.fixed && !S.showOriginal ? d.fixed : d; }
 function renderSample(d){
-  var r = d.record;
+  var v = shownView(d), r = v.record;
   $('view').hidden = false; $('editor').hidden = true;
   $('sid').textContent = d.id;
   var b = clear($('badges'));
@@ -182,7 +184,10 @@ function renderSample(d){
   if(mineD) f.appendChild(el('div', {cls: 'flag ' + (mineD.stale ? 'stale' : 'mine')}, [
     mineD.stale ? 'Your decision was made on an earlier version of this sample and no longer counts: ' : 'Your decision: ',
     el('b', {text: mineD.outcome + (mineD.fixes.length ? ' (' + mineD.fixes.join(', ') + ')' : '')}),
-    ' \u00b7 ' + mineD.time.replace('T', ' ').slice(0, 16) + ' UTC. Deciding again replaces it.']));
+    ' \u00b7 ' + mineD.time.replace('T', ' ').slice(0, 16) + ' UTC. Deciding again replaces it. ',
+    d.fixed ? el('span', null, [S.showOriginal ? 'Showing the original. ' : 'Showing your fixed version. ',
+      el('a', {id: 'toggle-fixed', text: S.showOriginal ? 'show your fix' : 'show the original',
+        onclick: function(){ S.showOriginal = !S.showOriginal; renderSample(d); }})]) : null]));
   $('request').textContent = r.user_request || '(no request)';
   var st = clear($('steps'));
   (r.task_steps || []).forEach(function(s){ st.appendChild(el('li', {text: s})); });
@@ -199,10 +204,11 @@ function renderSample(d){
     if(v.reasons && v.reasons.length){ var ul = el('ul', {cls: 'reasons'}); v.reasons.forEach(function(x){ ul.appendChild(el('li', {text: x})); }); box.appendChild(ul); }
     cr.appendChild(box);
   });
-  renderIssues($('issues'), d.issues, 'no issues');
-  renderIssues($('sampled-issues'), d.sampled_issues, r.sampled_nodes ? 'same tools and links as sampled' : 'no sampled subgraph recorded');
-  setSvg($('g-main'), d.svg, 'no tools');
-  setSvg($('g-sampled'), d.sampled_svg, 'no sampled subgraph recorded');
+  renderIssues($('issues'), v.issues, 'no issues');
+  renderIssues($('sampled-issues'), v.sampled_issues, r.sampled_nodes ? 'same tools and links as sampled' : 'no sampled subgraph recorded');
+  setSvg($('g-main'), v.svg, 'no tools');
+  setSvg($('g-sampled'), v.sampled_svg, 'no sampled subgraph recorded');
+  document.body.setAttribute('data-showing', v === d ? 'original' : 'fixed');
   var dc = clear($('decisions'));
   Object.keys(d.decisions).forEach(function(rv){
     var x = d.decisions[rv];
@@ -276,7 +282,7 @@ function nextTodo(){
 function clone(x){ return JSON.parse(JSON.stringify(x)); }
 function openEditor(){
   if(!S.detail) return;
-  var r = S.detail.record;
+  var r = shownView(S.detail).record;
   S.edit = {user_request: r.user_request || '', task_steps: clone(r.task_steps || []), task_nodes: clone(r.task_nodes || []),
             task_links: clone(r.task_links || []), type: 'auto', links_from_refs: S.dependency === 'resource'};
   S.editing = true; S.kindsTouched = false; S.lastPreview = null;
