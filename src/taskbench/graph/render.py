@@ -7,6 +7,9 @@ Kamada-Kawai. Colours: a tool is coloured by its first output type (resource gra
 The HTML page has no external resources (no CDN, no network): inline SVG plus a small inline script that
 lets a person drag to pan, scroll to zoom, and hover a tool to see its description, types or parameters
 while its neighbours are highlighted. When the script has run it sets ``data-ready="1"`` on ``<body>``.
+
+:func:`task_graph_svgs` draws one sample's small tool invocation graph (top to bottom, layered) beside the
+sampled subgraph it came from, on one shared layout, marking what differs (the review page uses it).
 """
 
 from __future__ import annotations

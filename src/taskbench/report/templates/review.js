@@ -557,6 +557,17 @@ $('reviewer').addEventListener('change', function(){
   renderProgress(); applyFilters(true); if(S.cur) open(S.cur);
 });
 
+// other reviewers' decisions arrive in the shared log: pick them up now and then (the open sample is kept)
+function refreshIndex(){
+  if(document.hidden) return;
+  api('/api/index').then(function(doc){
+    doc.items.forEach(function(e){ var it = S.byId[e.id]; if(it){ it.dec = e.dec; it.stale = e.stale; } });
+    renderProgress(); S.shown = S.items.filter(passes); renderList();
+    $('count').textContent = S.shown.length + ' of ' + S.items.length + ' shown';
+  }).catch(function(){});
+}
+setInterval(refreshIndex, 20000);
+
 Promise.all([loadIndex(), loadLibrary()]).then(function(){
   renderProgress();
   S.shown = S.items.filter(passes);
