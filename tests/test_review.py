@@ -67,6 +67,17 @@ def test_session_loads_messy_data_and_reports_what_it_skips(rdir: Path):
     assert index["n_problems"] == 2 and index["dataset"]["dependency"] == "resource"
 
 
+def test_the_request_a_model_is_shown_is_the_one_reviewed(rdir: Path):
+    lines = (rdir / "user_requests.json").read_text().splitlines()
+    rec = json.loads(lines[0])
+    rec["user_request"] = "The rewritten request of user_requests.json."
+    lines[0] = json.dumps(rec)
+    (rdir / "user_requests.json").write_text("\n".join(lines) + "\n")
+    s = ReviewSession(rdir)
+    assert s.items[rec["id"]].sample.user_request == "The rewritten request of user_requests.json."
+    assert s.detail(rec["id"])["record"]["user_request"] == "The rewritten request of user_requests.json."
+
+
 def test_a_dataset_without_samples_is_an_input_error(tmp_path: Path, rdir: Path):
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / "tool_desc.json").write_text((rdir / "tool_desc.json").read_text())
@@ -154,9 +165,14 @@ def test_temporal_edits_are_checked_against_parameters(tmp_path: Path):
     assert s.dependency == "temporal"
     item = next(i for i in s.items.values() if i.sample.type == "single" and not i.issues)
     edit = edit_of(item)
+    name = edit["task_nodes"][0]["arguments"][0]["name"]
     edit["task_nodes"][0]["arguments"][0]["name"] = "no_such_parameter"
-    codes = {i.code for i in s.preview(item.sample.id, edit).issues}
-    assert {"unknown_param", "missing_param"} <= codes
+    p = s.preview(item.sample.id, edit)
+    assert {"unknown_param", "missing_param"} <= {i.code for i in p.issues}
+    edit["task_nodes"][0]["arguments"][0]["name"] = name[:-1]  # a typo: the hint names the parameter
+    p = s.preview(item.sample.id, edit)
+    hints = [s.issue_json(i, p.sample)["hint"] for i in p.issues if i.code == "unknown_param"]
+    assert hints == [name]
 
 
 # ------------------------------------------------------------------------------------------------ the log
@@ -274,7 +290,7 @@ def test_decisions_on_another_version_are_stale(rdir: Path):
     s.decide(sid, "ana", "discard")
     lines = (rdir / "data.json").read_text().splitlines()
     rec = json.loads(lines[0])
-    rec["user_request"] += " (regenerated)"
+    rec["task_steps"][0] += " (regenerated)"
     lines[0] = json.dumps(rec)
     (rdir / "data.json").write_text("\n".join(lines) + "\n")
     s2 = ReviewSession(rdir)
@@ -391,9 +407,14 @@ def test_http_api_on_a_real_loopback_server(rdir: Path):
         assert len(index["items"]) == 28
         item = first(s, "chain", 3)
         edit = edit_of(item)
-        edit["task_nodes"][0]["task"] = "No Such Tool"
+        tool0 = edit["task_nodes"][0]["task"]
+        edit["task_nodes"][0]["task"] = tool0.lower().replace(" ", "")
         p = client.post("/api/preview", json={"id": item.sample.id, "edit": edit}).json()
-        assert any(i["code"] == "unknown_tool" for i in p["issues"]) and p["svg"].startswith("<svg")
+        unknown = [i for i in p["issues"] if i["code"] == "unknown_tool"]
+        assert unknown and unknown[0]["hint"] == tool0 and p["svg"].startswith("<svg")
+        edit["task_nodes"][0]["task"] = "Zzzz Qqqq"
+        p = client.post("/api/preview", json={"id": item.sample.id, "edit": edit}).json()
+        assert [i.get("hint") for i in p["issues"] if i["code"] == "unknown_tool"] == [None]
         r = client.post("/api/decide", json={"id": item.sample.id, "outcome": "fix", "edit": edit,
                                              "fixes": ["graph"], "base": item.base})
         assert r.status_code == 200 and r.json()["entry"]["dec"] == {"ana": "fix"}
@@ -441,3 +462,31 @@ def test_token_is_required_on_every_request(rdir: Path):
             ok = browser.post("/api/decide", json={"id": next(iter(s.items)), "outcome": "correct"})
             assert ok.status_code == 200
     assert len(records(s.log.path)) == 1
+
+
+def test_cli_serves_the_page_on_loopback(rdir: Path):
+    import socket
+    import time
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "taskbench", "review", str(rdir), "--reviewer", "cy",
+                             "--port", str(port)], stderr=subprocess.PIPE, text=True)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        for _ in range(300):
+            try:
+                r = httpx.get(url + "/api/index", timeout=5)
+                break
+            except httpx.TransportError:
+                if proc.poll() is not None:
+                    raise AssertionError(proc.communicate()[1]) from None
+                time.sleep(0.05)
+        assert r.status_code == 200 and len(r.json()["items"]) == 28
+        assert 'reviewer": "cy"' in httpx.get(url + "/").text  # --reviewer is the page's default name
+        assert httpx.get(url + "/api/index", headers={"Host": "attacker.example"}).status_code == 421
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=30)
+    assert f"open http://127.0.0.1:{port}/" in err and "28 samples" in err

@@ -106,8 +106,9 @@ def test_accept_discard_fix_and_export_in_chromium(browser, tmp_path: Path, caps
         assert "unknown_tool" in page.inner_text("#e-issues")
         assert page.locator(".node-ed.bad").count() == 1
         page.screenshot(path=str(shots / "review_editor_issue.png"))
-        page.fill("input[data-tool='0']", tool0)
+        page.click("a[data-fix-tool='0']")  # "did you mean ...?" puts the library's name back
         page.wait_for_selector("body[data-preview='clean']")
+        assert page.input_value("input[data-tool='0']") == tool0
         new_arg = "https://example.com/articles/fixed.txt"
         page.fill("input[data-arg='0']", new_arg)
         page.click("#e-request")

@@ -151,8 +151,8 @@ def create_app(
             return {"error": p.error}
         return {
             "record": p.record,
-            "issues": [{"code": i.code, "message": i.message, "node": i.node} for i in p.issues],
-            "sampled_issues": [{"code": i.code, "message": i.message, "node": i.node} for i in p.sampled_issues],
+            "issues": [session.issue_json(i, p.sample) for i in p.issues] if p.sample else [],
+            "sampled_issues": [session.issue_json(i, p.sample) for i in p.sampled_issues] if p.sample else [],
             "diff": p.diff,
             "suggested": p.suggested,
             "svg": p.svg,

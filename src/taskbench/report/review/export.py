@@ -181,7 +181,7 @@ def _cell(cell: dict[str, Any]) -> str:
 def table_markdown(name: str, doc: dict[str, Any]) -> str:
     """The human-verification document as markdown."""
     lines = [f"# Human verification: {name}", "",
-             "| samples | reviewed | correct | discard | fixed | fixed syntax | fixed instruction | fixed graph |",
+             "| structure | reviewed | correct | discard | fixed | fixed syntax | fixed instruction | fixed graph |",
              "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for key, row in doc["table"].items():
         lines.append(f"| {key} | {row['reviewed']} | " + " | ".join(

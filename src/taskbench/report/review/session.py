@@ -66,6 +66,7 @@ class Preview:
     error: str | None = None
     """Why the edit does not form a sample at all (then nothing else is set)."""
     record: dict[str, Any] | None = None
+    sample: Sample | None = None
     issues: list[Issue] = field(default_factory=list)
     sampled_issues: list[Issue] = field(default_factory=list)
     diff: list[dict[str, Any]] = field(default_factory=list)
@@ -154,8 +155,13 @@ def _validation_text(exc: ValidationError) -> str:
     return f"{loc}: {err.get('msg')}" if loc else str(err.get("msg"))
 
 
-def _issue_json(issue: Issue) -> dict[str, Any]:
-    return {"code": issue.code, "message": issue.message, "node": issue.node}
+def _closest(name: str, choices: list[str]) -> str | None:
+    from rapidfuzz import fuzz, process
+
+    if not choices:
+        return None
+    found = process.extractOne(name, choices, scorer=fuzz.WRatio, score_cutoff=60)
+    return found[0] if found else None
 
 
 class ReviewSession:
@@ -215,12 +221,30 @@ class ReviewSession:
             if sample.id in self.items:
                 self.problems.append(f"{where}: duplicate sample id {sample.id!r} (kept {self.items[sample.id].where})")
                 continue
-            if not sample.user_request and sample.id in self.requests:
+            if self.requests.get(sample.id, sample.user_request) != sample.user_request:
+                # user_requests.json holds the request a model is shown (what predict reads): review that one
                 sample = sample.model_copy(update={"user_request": self.requests[sample.id]})
             record = sample.to_record()
             item = ReviewItem(sample=sample, record=record, base=record_hash(record), origin=origin, where=where)
             item.issues, item.sampled_issues = self._check(sample)
             self.items[sample.id] = item
+
+    def issue_json(self, issue: Issue, sample: Sample) -> dict[str, Any]:
+        """An issue for the page, with a did-you-mean ``hint`` for an unknown tool or parameter name."""
+        out: dict[str, Any] = {"code": issue.code, "message": issue.message, "node": issue.node}
+        if issue.node is None or not 0 <= issue.node < len(sample.task_nodes):
+            return out
+        node = sample.task_nodes[issue.node]
+        if issue.code == "unknown_tool":
+            out["hint"] = _closest(node.task, list(self.library.names))
+        elif issue.code == "unknown_param":
+            tool = self.library.get(node.task)
+            params = [p.name for p in (tool.parameters or [])] if tool is not None else []
+            for arg in node.arguments:
+                if isinstance(arg, TaskArgument) and arg.name not in params and f"{arg.name!r}" in issue.message:
+                    out["hint"] = _closest(arg.name, params)
+                    break
+        return out
 
     def _check(self, sample: Sample) -> tuple[list[Issue], list[Issue]]:
         issues = check_sample(sample, self.library, self.graph, dependency=self.dependency, sampled=False)
@@ -333,8 +357,8 @@ class ReviewSession:
                 issues, sampled_issues = self._check(after)
                 f_svg, f_sampled = self._svgs(after)
                 fixed = {"record": after.to_record(), "svg": f_svg, "sampled_svg": f_sampled,
-                         "issues": [_issue_json(i) for i in issues],
-                         "sampled_issues": [_issue_json(i) for i in sampled_issues]}
+                         "issues": [self.issue_json(i, after) for i in issues],
+                         "sampled_issues": [self.issue_json(i, after) for i in sampled_issues]}
         return {
             "id": s.id,
             "record": item.record,
@@ -343,8 +367,8 @@ class ReviewSession:
             "base": item.base,
             "critics": {k: v.model_dump(mode="json") for k, v in s.critics.items()},
             "duplicate": dup,
-            "issues": [_issue_json(i) for i in item.issues],
-            "sampled_issues": [_issue_json(i) for i in item.sampled_issues],
+            "issues": [self.issue_json(i, s) for i in item.issues],
+            "sampled_issues": [self.issue_json(i, s) for i in item.sampled_issues],
             "svg": svg,
             "sampled_svg": sampled_svg,
             "decisions": {r: {**d.to_line(), "stale": d.base != item.base} for r, d in sorted(decisions.items())},
@@ -397,7 +421,7 @@ class ReviewSession:
         record = sample.to_record()
         issues, sampled = self._check(sample)
         svg, sampled_svg = self._svgs(sample)
-        return Preview(record=record, issues=issues, sampled_issues=sampled,
+        return Preview(record=record, sample=sample, issues=issues, sampled_issues=sampled,
                        diff=jsonpatch.make_patch(item.record, record).patch,
                        suggested=suggest_fixes(item.record, record), svg=svg, sampled_svg=sampled_svg)
 

@@ -220,7 +220,16 @@ function renderSample(d){
 function renderIssues(ul, list, okText){
   clear(ul);
   if(!list.length){ ul.appendChild(el('li', {cls: 'ok', text: '\u2713 ' + okText})); return; }
-  list.forEach(function(i){ ul.appendChild(el('li', null, [el('code', {text: i.code}), ' ' + i.message])); });
+  list.forEach(function(i){
+    var hint = null;
+    if(i.hint){
+      hint = el('span', {cls: 'hint-dym'}, [' \u2014 did you mean ', i.code === 'unknown_tool' && S.editing ?
+        el('a', {text: i.hint, 'data-fix-tool': String(i.node), title: 'use this tool', onclick: function(){
+          var n = S.edit && S.edit.task_nodes[i.node]; if(!n) return;
+          n.task = i.hint; renderEditor(); changed(); }}) : el('b', {text: i.hint}), '?']);
+    }
+    ul.appendChild(el('li', null, [el('code', {text: i.code}), ' ' + i.message, hint]));
+  });
 }
 function setSvg(box, svg, none){
   clear(box);
