@@ -490,3 +490,35 @@ def test_cli_serves_the_page_on_loopback(rdir: Path):
         proc.terminate()
         _, err = proc.communicate(timeout=30)
     assert f"open http://127.0.0.1:{port}/" in err and "28 samples" in err
+
+
+def test_a_killed_writer_loses_at_most_the_line_it_was_writing(tmp_path: Path):
+    import signal
+    import time
+
+    path = tmp_path / "review_log.jsonl"
+    script = (
+        "import sys\n"
+        "from taskbench.report.review.log import Decision, ReviewLog, utc_now\n"
+        "log = ReviewLog(sys.argv[1])\n"
+        "i = 0\n"
+        "while True:\n"
+        "    log.append(Decision(id=str(i), reviewer='ana', time=utc_now(), outcome='fix', base='h',\n"
+        "                        note='x' * 20000))\n"
+        "    i += 1\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script, str(path)])
+    try:
+        deadline = time.monotonic() + 60
+        while (not path.exists() or path.stat().st_size < 200_000) and time.monotonic() < deadline:
+            time.sleep(0.02)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    log = ReviewLog(path)
+    assert log.problems == [] and len(log.decisions) >= 5
+    assert [d.id for d in log.decisions] == [str(i) for i in range(len(log.decisions))]
+    log.append(Decision(id="after", reviewer="bo", time=utc_now(), outcome="correct", base="h"))
+    again = ReviewLog(path)
+    assert again.problems == [] and again.decisions[-1].id == "after"
+    assert len(again.decisions) == len(log.decisions)
