@@ -6,10 +6,14 @@ import getpass
 import ipaddress
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from .console import make_console
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..report.review.session import ReviewSession
 
 HELP = """Review the samples of a dataset directory in the browser: correct, discard or fix each one.
 
@@ -101,7 +105,7 @@ def review(
     _serve(session, reviewer or _default_reviewer(), host, port, token, log_level)
 
 
-def _export(session, out: Path | None, adjudicator: str | None, keep_unreviewed: bool) -> None:  # noqa: ANN001
+def _export(session: ReviewSession, out: Path | None, adjudicator: str | None, keep_unreviewed: bool) -> None:
     from ..report.review.export import export_review
 
     report = export_review(session, out, adjudicator=adjudicator, keep_unreviewed=keep_unreviewed)
@@ -121,7 +125,7 @@ def _export(session, out: Path | None, adjudicator: str | None, keep_unreviewed:
         raise typer.Exit(1)
 
 
-def _serve(session, reviewer: str, host: str, port: int, token: str | None, log_level: str) -> None:  # noqa: ANN001
+def _serve(session: ReviewSession, reviewer: str, host: str, port: int, token: str | None, log_level: str) -> None:
     from ..errors import ConfigError, MissingDependencyError
 
     loopback = _is_loopback(host)

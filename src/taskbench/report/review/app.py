@@ -100,11 +100,15 @@ def create_app(
                 request.cookies.get(COOKIE, ""),
             ]
             query = request.query_params.get("token", "")
-            good = lambda value: bool(value) and hmac.compare_digest(value.encode(), token.encode())  # noqa: E731
+            expected = token.encode()
+
+            def good(value: str) -> bool:
+                return bool(value) and hmac.compare_digest(value.encode(), expected)
+
             if good(query) and request.method == "GET" and not request.url.path.startswith("/api/"):
-                response = RedirectResponse(request.url.path, status_code=303)
-                response.set_cookie(COOKIE, token, httponly=True, samesite="strict")
-                return response
+                redirect = RedirectResponse(request.url.path, status_code=303)
+                redirect.set_cookie(COOKIE, token, httponly=True, samesite="strict")
+                return redirect
             if not (good(query) or any(good(v) for v in supplied)):
                 if request.url.path.startswith("/api/"):
                     return JSONResponse({"detail": "missing or wrong token"}, status_code=401,
@@ -114,7 +118,7 @@ def create_app(
                                     "started with).</p>", status_code=401, headers={"WWW-Authenticate": "Bearer"})
         if request.method == "POST" and not request.headers.get("content-type", "").startswith("application/json"):
             return JSONResponse({"detail": "POST bodies must be application/json"}, status_code=415)
-        response = await call_next(request)
+        response: Response = await call_next(request)
         response.headers.setdefault("Cache-Control", "no-store")
         response.headers.setdefault("X-Content-Type-Options", "nosniff")
         response.headers.setdefault("Referrer-Policy", "no-referrer")

@@ -96,7 +96,7 @@ def _settle(current: dict[str, Decision], adjudicator: str | None) -> tuple[Deci
         return next(iter(current.values())), "single"
     if adjudicator is not None and adjudicator in current:
         return current[adjudicator], "adjudicator"
-    votes = Counter(d.outcome for d in current.values())
+    votes: Counter[str] = Counter(str(d.outcome) for d in current.values())
     top = max(votes.values())
     leaders = [o for o in OUTCOMES if votes.get(o) == top]
     outcome = max(leaders, key=STRICTNESS.__getitem__)

@@ -315,10 +315,10 @@ class ReviewSession:
         from ...graph.render import task_graph_svgs
 
         links = [(lk.source, lk.target) for lk in sample.links_for(self.dependency)]
-        sampled_nodes = None
+        sampled_nodes: list[str] | None = None
         if sample.sampled_nodes is not None:
-            sampled_nodes = [n.get("task", n.get("id")) for n in sample.sampled_nodes]
-            sampled_nodes = [n for n in sampled_nodes if isinstance(n, str)]
+            names = [n.get("task", n.get("id")) for n in sample.sampled_nodes]
+            sampled_nodes = [n for n in names if isinstance(n, str)]
         sampled_links = [(lk.source, lk.target) for lk in sample.sampled_links or []]
         titles = {}
         for node in sample.task_nodes:
