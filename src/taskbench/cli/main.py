@@ -34,6 +34,7 @@ COMMAND_MODULES = [
     "graph",
     "sample",
     "data",
+    "review",
     "serve",
 ]
 

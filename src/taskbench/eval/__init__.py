@@ -5,7 +5,8 @@
 - :mod:`.strict`, :mod:`.taxonomy`, :mod:`.stats`: strict scoring, error taxonomy, bootstrap and tests;
 - :mod:`.rouge`: per-sample ROUGE identical to ``rouge-score`` (``rouge_per_sample``);
 - :mod:`.prf`: precision / recall / F1 from counts with scikit-learn's semantics;
-- :mod:`.groups`: split groups (``{split}_{n}``) and their sample masks.
+- :mod:`.groups`: split groups (``{split}_{n}``) and their sample masks;
+- :mod:`.agreement`: Cohen's kappa between human reviewers (``cohen_kappa``, ``pairwise_agreement``).
 
 The names below are imported on first use, so that importing one evaluator module does not load the others.
 """
@@ -15,6 +16,9 @@ from __future__ import annotations
 from .._lazy import lazy_exports
 
 _EXPORTS = {
+    "PairAgreement": "agreement",
+    "cohen_kappa": "agreement",
+    "pairwise_agreement": "agreement",
     "CompatResult": "compat",
     "CompatSampleScore": "compat",
     "evaluate_compat": "compat",

@@ -7,6 +7,9 @@ Kamada-Kawai. Colours: a tool is coloured by its first output type (resource gra
 The HTML page has no external resources (no CDN, no network): inline SVG plus a small inline script that
 lets a person drag to pan, scroll to zoom, and hover a tool to see its description, types or parameters
 while its neighbours are highlighted. When the script has run it sets ``data-ready="1"`` on ``<body>``.
+
+:func:`task_graph_svgs` draws one sample's small tool invocation graph (top to bottom, layered) beside the
+sampled subgraph it came from, on one shared layout, marking what differs (the review page uses it).
 """
 
 from __future__ import annotations
@@ -444,3 +447,176 @@ def render(graph: ToolGraph, path: str | Path, *, title: str | None = None, kind
     if suffix in (".html", ".htm"):
         return render_html(graph, path, title=title, kind=kind)
     return render_png(graph, path, title=title, kind=kind)
+
+
+# ------------------------------------------------------------------------------------- task graph SVG
+
+
+def _layers(names: list[str], edges: list[tuple[str, str]]) -> dict[str, int]:
+    """Longest-path layer of each node (sources on layer 0); edges that would close a cycle are ignored."""
+    succ: dict[str, list[str]] = {n: [] for n in names}
+    for s, t in edges:
+        if s in succ and t in succ and s != t:
+            succ[s].append(t)
+    state: dict[str, int] = {}
+    order: list[str] = []
+    back: set[tuple[str, str]] = set()
+
+    def visit(n: str) -> None:
+        state[n] = 1
+        for m in succ[n]:
+            if state.get(m) == 1:
+                back.add((n, m))
+            elif m not in state:
+                visit(m)
+        state[n] = 2
+        order.append(n)
+
+    for n in names:
+        if n not in state:
+            visit(n)
+    layer = dict.fromkeys(names, 0)
+    for n in reversed(order):  # topological order of the acyclic part
+        for m in succ[n]:
+            if (n, m) not in back:
+                layer[m] = max(layer[m], layer[n] + 1)
+    return layer
+
+
+def _task_positions(names: list[str], edges: list[tuple[str, str]]) -> dict[str, tuple[float, float]]:
+    """Top-down layered positions in pixels: one row per layer, nodes ordered by one barycentre pass."""
+    layer = _layers(names, edges)
+    rows: dict[int, list[str]] = {}
+    for n in names:
+        rows.setdefault(layer[n], []).append(n)
+    index = {n: i for i, n in enumerate(names)}
+    placed: dict[str, float] = {}
+    for depth in sorted(rows):
+        row = rows[depth]
+        if depth:
+            def bary(n: str) -> float:
+                ups = [placed[s] for s, t in edges if t == n and s in placed]
+                return sum(ups) / len(ups) if ups else float(index[n])
+            row.sort(key=lambda n: (bary(n), index[n]))
+        for i, n in enumerate(row):
+            placed[n] = i - (len(row) - 1) / 2
+    return {n: (placed[n] * _TASK_DX, layer[n] * _TASK_DY) for n in names}
+
+
+_TASK_W, _TASK_H, _TASK_DX, _TASK_DY = 168.0, 42.0, 186.0, 74.0
+
+
+def _task_svg(
+    keys: list[str], labels: dict[str, str], edges: list[tuple[str, str]], pos: dict[str, tuple[float, float]],
+    colors: dict[str, str], box: tuple[float, float, float, float], *, odd_nodes: set[str], odd_edges: set[tuple[str, str]],
+    odd_class: str, titles: dict[str, str], caption: str,
+) -> str:
+    x0, y0, w, h = box
+    parts = [
+        f'<svg class="taskgraph" xmlns="http://www.w3.org/2000/svg" viewBox="{x0:.0f} {y0:.0f} {w:.0f} {h:.0f}" '
+        f'width="{w:.0f}" height="{h:.0f}" role="img" aria-label="{html.escape(caption)}">'
+        '<defs><marker id="tg-arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="8" markerHeight="8" '
+        'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#5b6675"/></marker>'
+        '<marker id="tg-arrow-odd" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="8" markerHeight="8" '
+        'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="currentColor"/></marker></defs>'
+    ]
+    for s, t in edges:
+        if s not in pos or t not in pos:
+            continue
+        (x1, y1), (x2, y2) = pos[s], pos[t]
+        if y2 > y1:
+            sy, ty = y1 + _TASK_H / 2, y2 - _TASK_H / 2 - 2
+            mid = (sy + ty) / 2
+            d = f"M{x1:.1f},{sy:.1f} C{x1:.1f},{mid:.1f} {x2:.1f},{mid:.1f} {x2:.1f},{ty:.1f}"
+        else:  # same row or upwards (a cycle or a link against the layering): arc around the side
+            sx, tx = x1 + _TASK_W / 2, x2 + _TASK_W / 2 + 2
+            bulge = max(x1, x2) + _TASK_W / 2 + 40
+            d = f"M{sx:.1f},{y1:.1f} C{bulge:.1f},{y1:.1f} {bulge:.1f},{y2:.1f} {tx:.1f},{y2:.1f}"
+        odd = (s, t) in odd_edges
+        cls = f"tg-edge {odd_class}" if odd else "tg-edge"
+        marker = "tg-arrow-odd" if odd else "tg-arrow"
+        parts.append(
+            f'<path class="{cls}" data-s="{html.escape(s)}" data-t="{html.escape(t)}" d="{d}" fill="none" '
+            f'marker-end="url(#{marker})"><title>{html.escape(labels.get(s, s))} &#8594; '
+            f'{html.escape(labels.get(t, t))}</title></path>'
+        )
+    for k in keys:
+        x, y = pos[k]
+        label = labels.get(k, k)
+        lines = textwrap.wrap(label, width=22, break_long_words=True) or [label]
+        lines = lines[:2] if len(lines) <= 2 else [lines[0], lines[1][:19] + "..."]
+        cls = f"tg-node {odd_class}" if k in odd_nodes else "tg-node"
+        text_y = -5.0 if len(lines) == 2 else 4.5
+        spans = "".join(
+            f'<tspan x="0" y="{text_y + 14 * i:.1f}">{html.escape(line)}</tspan>' for i, line in enumerate(lines)
+        )
+        parts.append(
+            f'<g class="{cls}" data-id="{html.escape(label)}" transform="translate({x:.1f},{y:.1f})">'
+            f'<title>{html.escape(titles.get(k, label))}</title>'
+            f'<rect x="{-_TASK_W / 2:.0f}" y="{-_TASK_H / 2:.0f}" width="{_TASK_W:.0f}" height="{_TASK_H:.0f}" '
+            f'rx="9" style="--c:{colors.get(k, NEUTRAL)}"/><text text-anchor="middle">{spans}</text></g>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def task_graph_svgs(
+    nodes: list[str],
+    links: list[tuple[str, str]],
+    sampled_nodes: list[str] | None = None,
+    sampled_links: list[tuple[str, str]] | None = None,
+    *,
+    graph: ToolGraph | None = None,
+    titles: dict[str, str] | None = None,
+) -> tuple[str, str | None]:
+    """Two small SVG drawings for a sample: its tool invocation graph and, when given, the sampled subgraph it
+    was generated from, laid out together (same place for the same tool) so they compare at a glance.
+
+    Tools are boxes coloured as in :func:`render_html` (by first output type, from ``graph``); links are arrows,
+    top to bottom. What the invocation graph has beyond the sampled subgraph carries the class ``tg-extra``,
+    what it lacks is drawn in the sampled panel with ``tg-missing`` (the page styles both). ``titles`` maps a
+    tool name to hover text (e.g. its arguments). Returns ``(invocation svg, sampled svg or None)``; plain
+    markup, every text escaped, no script.
+    """
+    titles = titles or {}
+    keys: list[str] = []
+    labels: dict[str, str] = {}
+    seen: dict[str, int] = {}
+    for name in nodes:  # a tool used twice (bad data) still gets two boxes
+        seen[name] = seen.get(name, 0) + 1
+        key = name if seen[name] == 1 else f"{name}\u0000{seen[name]}"
+        keys.append(key)
+        labels[key] = name
+    edges = list(dict.fromkeys(links))
+    s_nodes = list(dict.fromkeys(sampled_nodes or []))
+    s_edges = list(dict.fromkeys(sampled_links or []))
+    union = keys + [n for n in s_nodes if n not in labels]
+    for n in union:
+        labels.setdefault(n, n)
+    union_edges = list(dict.fromkeys(edges + s_edges))
+    pos = _task_positions(union, union_edges)
+    group_of: dict[str, str] = {}
+    if graph is not None:
+        by_id = {t.id: t for t in graph.nodes}
+        palette = type_colors(ToolGraph(nodes=graph.nodes, links=[], dependency=graph.dependency))
+        for k in union:
+            tool = by_id.get(labels[k])
+            group_of[k] = palette.get(_group(tool), NEUTRAL) if tool is not None else "#b0b7c0"
+    xs = [p[0] for p in pos.values()] or [0.0]
+    ys = [p[1] for p in pos.values()] or [0.0]
+    right_arc = 60.0 if any(pos[t][1] <= pos[s][1] for s, t in union_edges if s in pos and t in pos) else 0.0
+    box = (min(xs) - _TASK_W / 2 - 12, min(ys) - _TASK_H / 2 - 12,
+           max(xs) - min(xs) + _TASK_W + 24 + right_arc, max(ys) - min(ys) + _TASK_H + 24)
+    node_set, s_set = set(nodes), set(s_nodes)
+    compare = sampled_nodes is not None
+    extra_nodes = {k for k in keys if labels[k] not in s_set} if compare else set()
+    extra_edges = {e for e in edges if e not in set(s_edges)} if compare else set()
+    main = _task_svg(keys, labels, edges, pos, group_of, box, odd_nodes=extra_nodes, odd_edges=extra_edges,
+                     odd_class="tg-extra", titles=titles, caption="tool invocation graph")
+    if not compare:
+        return main, None
+    missing_nodes = {n for n in s_nodes if n not in node_set}
+    missing_edges = {e for e in s_edges if e not in set(edges)}
+    sampled = _task_svg(s_nodes, labels, s_edges, pos, group_of, box, odd_nodes=missing_nodes,
+                        odd_edges=missing_edges, odd_class="tg-missing", titles={}, caption="sampled subgraph")
+    return main, sampled

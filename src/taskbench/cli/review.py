@@ -1,0 +1,154 @@
+"""`taskbench review DIR`: human verification of a generated dataset in the browser, and its export."""
+
+from __future__ import annotations
+
+import getpass
+import ipaddress
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from .console import make_console
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..report.review.session import ReviewSession
+
+HELP = """Review the samples of a dataset directory in the browser: correct, discard or fix each one.
+
+The page (served on 127.0.0.1) shows one sample at a time: the request, the steps, the tool invocation graph
+drawn beside the sampled subgraph, the critics' verdicts and any duplicate flag. **C** marks it correct,
+**D** discards it, **F** opens the editor, where the request, the steps and the invocation graph (tools,
+arguments, links) are checked against the tool library by the rule critic as you type; **Ctrl+Enter** saves
+the fix, **J**/**K** move, **N** jumps to the next sample you have not reviewed, **?** lists every key.
+
+Decisions are appended to DIR/review_log.jsonl (reviewer, time, outcome, a JSON Patch of the fix).
+Several reviewers can review the same samples (each with `--reviewer NAME`, or one server and the page's
+reviewer field); the page shows their agreement (Cohen's kappa).
+
+`--export` writes the verified dataset to `--out` (default DIR/verified): data.json and user_requests.json
+with fixes applied and discards dropped, alignment_ids.json, and the human-verification table
+(human_verification.json and .md). Conflicting reviewers: the adjudicator's decision if one is named, else
+the majority, ties to the stricter outcome (discard > fix > correct). It loads in `taskbench predict` and
+`taskbench evaluate` as any dataset does.
+
+Any host other than loopback needs `--token` (or TASKBENCH_REVIEW_TOKEN); requests without it get 401.
+
+Examples:
+
+    taskbench review out/mm --reviewer ana
+
+    taskbench review out/mm --reviewer bo --port 8766
+
+    taskbench review out/mm --host 0.0.0.0 --token "$(openssl rand -hex 16)"
+
+    taskbench review out/mm --export --out out/mm_verified --adjudicator ana
+"""
+
+
+def _is_loopback(host: str) -> bool:
+    if host in ("localhost",):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _default_reviewer() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # no login name (some containers)
+        return os.environ.get("USER", "reviewer")
+
+
+def review(
+    dataset: Path = typer.Argument(..., metavar="DIR", help="Dataset directory to review (what `taskbench generate` "
+                                   "wrote: data.json, tool_desc.json, ...).", show_default=False),
+    reviewer: str | None = typer.Option(None, "--reviewer", "-r", help="Your name in the review log "
+                                        "(default: your login name)."),
+    host: str = typer.Option("127.0.0.1", "--host", help="Interface to serve on; anything but loopback needs --token."),
+    port: int = typer.Option(8765, "--port", help="TCP port."),
+    token: str | None = typer.Option(None, "--token", envvar="TASKBENCH_REVIEW_TOKEN",
+                                     help="Require this token on every request (header, cookie or ?token=)."),
+    include_rejected: bool = typer.Option(False, "--include-rejected",
+                                          help="Also offer the samples the critics rejected (data_error.json)."),
+    dependency: str | None = typer.Option(None, "--dependency", "-d",
+                                          help="Override the library's dependency kind: resource or temporal."),
+    export: bool = typer.Option(False, "--export", help="Write the verified dataset instead of serving the page."),
+    out: Path | None = typer.Option(None, "--out", "-o", help="With --export: where (default DIR/verified)."),
+    adjudicator: str | None = typer.Option(None, "--adjudicator",
+                                           help="With --export: this reviewer's decision settles disagreements."),
+    keep_unreviewed: bool = typer.Option(False, "--keep-unreviewed",
+                                         help="With --export: keep samples nobody reviewed (default: leave them out)."),
+    log_level: str = typer.Option("warning", "--log-level", help="uvicorn log level."),
+) -> None:
+    from ..errors import ConfigError
+    from ..graph.loaders import check_dependency
+    from ..report.review.session import ReviewSession
+
+    check_dependency(dependency)
+    if not export and (out is not None or adjudicator is not None or keep_unreviewed):
+        raise ConfigError("--out, --adjudicator and --keep-unreviewed go with --export")
+    session = ReviewSession(dataset, include_rejected=include_rejected, dependency=dependency)
+    err = make_console(stderr=True, highlight=False, soft_wrap=True)
+    for problem in session.problems[:20]:
+        err.print(f"taskbench review: skipped {problem}")
+    if len(session.problems) > 20:
+        err.print(f"taskbench review: ... {len(session.problems) - 20} more records skipped")
+    for p in session.log.problems[:20]:
+        err.print(f"taskbench review: {session.log.path}:{p.line}: {p.message} (line ignored)")
+    if export:
+        _export(session, out, adjudicator, keep_unreviewed)
+        return
+    _serve(session, reviewer or _default_reviewer(), host, port, token, log_level)
+
+
+def _export(session: ReviewSession, out: Path | None, adjudicator: str | None, keep_unreviewed: bool) -> None:
+    from ..report.review.export import export_review
+
+    report = export_review(session, out, adjudicator=adjudicator, keep_unreviewed=keep_unreviewed)
+    console = make_console(highlight=False, soft_wrap=True)
+    c = report.counts
+    console.print(f"{report.out}: {report.exported} of {report.samples} samples exported "
+                  f"({c['correct']} correct, {c['fix']} fixed, {c['discard']} discarded, {c['unreviewed']} unreviewed"
+                  f"{', kept' if keep_unreviewed and c['unreviewed'] else ''}); {report.conflicts} conflicts settled")
+    console.print((Path(report.out) / "human_verification.md").read_text(encoding="utf-8"))
+    err = make_console(stderr=True, highlight=False, soft_wrap=True)
+    if report.stale:
+        err.print(f"taskbench review: {report.stale} decisions were made on another version of their sample and "
+                  "were not applied (listed in human_verification.json)")
+    for failed in report.failed_fixes:
+        err.print(f"taskbench review: fix not applied: {failed}")
+    if report.failed_fixes:
+        raise typer.Exit(1)
+
+
+def _serve(session: ReviewSession, reviewer: str, host: str, port: int, token: str | None, log_level: str) -> None:
+    from ..errors import ConfigError, MissingDependencyError
+
+    loopback = _is_loopback(host)
+    if not loopback and not token:
+        raise ConfigError(f"--host {host} is not a loopback address: pass --token (e.g. --token "
+                          "\"$(openssl rand -hex 16)\") or set TASKBENCH_REVIEW_TOKEN")
+    try:
+        import fastapi  # noqa: F401
+        import uvicorn
+    except ModuleNotFoundError as exc:
+        raise MissingDependencyError(exc.name or "fastapi", "review", "taskbench review") from exc
+
+    from ..report.review.app import LOOPBACK_HOSTS, create_app
+
+    app = create_app(session, reviewer=reviewer, token=token, allowed_hosts=LOOPBACK_HOSTS if loopback else None)
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
+    done = sum(1 for by in session.log.latest().values() if reviewer in by)
+    typer.echo(f"taskbench review: {len(session.items)} samples in {session.root} ({done} reviewed by {reviewer}); "
+               f"open {url} (Ctrl-C to stop)", err=True)
+    uvicorn.run(app, host=host, port=port, log_level=log_level)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `review` command to the main app."""
+    app.command("review", help=HELP)(review)
