@@ -20,7 +20,7 @@ import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..errors import ConfigError, InputError, MissingDependencyError
 
@@ -85,7 +85,7 @@ def fetch_taskbench(
     domains = resolve_domains(domain)
     try:
         import huggingface_hub
-        from huggingface_hub.utils import HfHubHTTPError, LocalEntryNotFoundError, RevisionNotFoundError
+        from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError, RevisionNotFoundError
     except ImportError:  # pragma: no cover - exercised through a monkeypatched import in the tests
         raise MissingDependencyError(
             "huggingface_hub", "hub", "downloading TaskBench from the Hugging Face hub"
@@ -151,4 +151,4 @@ def read_parquet_records(path: str | Path) -> list[dict[str, Any]]:
         for key in _JSON_COLUMNS:
             if key in row:
                 row[key] = _maybe_json(row[key])
-    return rows
+    return cast("list[dict[str, Any]]", rows)

@@ -32,7 +32,7 @@ import threading
 import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..errors import ConfigError, InputError, MissingDependencyError
 from ..schema import ToolCall, ToolResult, ToolSpec
@@ -52,7 +52,7 @@ def _dump(model: Any) -> dict[str, Any]:
     """An SDK result as its JSON wire form (camelCase keys, as MCP names them, in SDK 1.x and 2.x alike)."""
     if isinstance(model, Mapping):
         return dict(model)
-    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return cast("dict[str, Any]", model.model_dump(mode="json", by_alias=True, exclude_none=True))
 
 
 def convert_result(call: ToolCall, result: Mapping[str, Any]) -> ToolResult:

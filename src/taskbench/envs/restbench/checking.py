@@ -76,16 +76,17 @@ def _options() -> Any:
         jmespath = _jmespath()
         from jmespath import functions
 
-        class Ours(functions.Functions):
-            @functions.signature({"types": ["string"]}, {"types": ["string"]})
+        # jmespath ships no type hints: its base class and decorator are untyped
+        class Ours(functions.Functions):  # type: ignore[misc]
+            @functions.signature({"types": ["string"]}, {"types": ["string"]})  # type: ignore[untyped-decorator]
             def _func_split(self, text: str, sep: str) -> list[str]:
                 return [part.strip() for part in text.split(sep)]
 
-            @functions.signature({"types": ["string", "null"]})
+            @functions.signature({"types": ["string", "null"]})  # type: ignore[untyped-decorator]
             def _func_years(self, text: str | None) -> list[int]:
                 return [int(y) for y in re.findall(r"\b(1[89]\d\d|20\d\d)\b", text or "")]
 
-            @functions.signature({"types": ["string", "null"]})
+            @functions.signature({"types": ["string", "null"]})  # type: ignore[untyped-decorator]
             def _func_day(self, text: str | None) -> str | None:
                 return text[:10] if text else text
 

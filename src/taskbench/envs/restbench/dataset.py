@@ -28,7 +28,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ...errors import ConfigError, InputError
 
@@ -179,7 +179,7 @@ def load_task_file(name: str) -> dict[str, Any]:
     """One of our task files (``data/tasks/<name>.json``)."""
     path = DATA / "tasks" / f"{name}.json"
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return cast("dict[str, Any]", json.loads(path.read_text(encoding="utf-8")))
     except FileNotFoundError:
         return {"tasks": []}
     except json.JSONDecodeError as exc:  # a packaging bug, said plainly

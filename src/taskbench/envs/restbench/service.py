@@ -22,7 +22,7 @@ import json
 import threading
 import time
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlparse
 
 from ...errors import ConfigError, MissingDependencyError
@@ -224,7 +224,7 @@ def acquire(key: tuple[str, str], make: Any) -> Service:
         service = make()
         service.start()
         _SHARED[key] = (service, 1)
-        return service
+        return cast("Service", service)
 
 
 def release(key: tuple[str, str]) -> None:

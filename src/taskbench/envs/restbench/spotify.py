@@ -23,7 +23,7 @@ from __future__ import annotations
 import copy
 import re
 import threading
-from typing import Any
+from typing import Any, cast
 
 from .dataset import load_fixtures
 from .ids import base62
@@ -91,7 +91,7 @@ class Spotify(Backend):
         item = table.get(key)
         if item is None:
             raise ApiError(404, "Non existing id")
-        return item
+        return cast("dict[str, Any]", item)
 
     def ids(self, value: Any, kind: str, limit: int = 50) -> list[str]:
         parts = value if isinstance(value, list) else str(value or "").split(",")
@@ -106,9 +106,9 @@ class Spotify(Backend):
         key = self.check_id(value, "playlist")
         for p in state.get("playlists", []):
             if p["id"] == key:
-                return p
+                return cast("dict[str, Any]", p)
         if key in self.public_playlists:
-            return self.public_playlists[key]
+            return cast("dict[str, Any]", self.public_playlists[key])
         raise ApiError(404, "Not found.")
 
     # ------------------------------------------------------------------------------------- objects

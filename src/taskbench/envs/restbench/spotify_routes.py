@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Any
+from typing import Any, cast
 
 from .ids import base62
 from .service import ApiError
@@ -354,7 +354,7 @@ def routes(db: Spotify) -> dict[str, Handler]:  # noqa: C901 - one table of smal
         device = next((d for d in s.get("devices", []) if d.get("is_active")), None)
         if device is None:
             raise ApiError(404, "Player command failed: No active device found")
-        return device
+        return cast("dict[str, Any]", device)
 
     def context_obj(s: dict[str, Any]) -> Any:
         context = s.get("player", {}).get("context")

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import unicodedata
 from datetime import date
-from typing import Any
+from typing import Any, cast
 
 from .dataset import load_fixtures
 from .ids import hex_id, image_path
@@ -264,13 +264,13 @@ class TMDB(Backend):
     def _season(self, t: dict[str, Any], n: int) -> dict[str, Any]:
         for season in t.get("seasons", []):
             if season.get("n") == n:
-                return season
+                return cast("dict[str, Any]", season)
         raise ApiError(404, "The resource you requested could not be found.", 34)
 
     def _episode(self, season: dict[str, Any], n: int) -> dict[str, Any]:
         for ep in season.get("episodes", []):
             if ep.get("n") == n:
-                return ep
+                return cast("dict[str, Any]", ep)
         raise ApiError(404, "The resource you requested could not be found.", 34)
 
     def _neighbours(self, table: dict[int, dict[str, Any]], item: dict[str, Any], key: str) -> list[dict[str, Any]]:

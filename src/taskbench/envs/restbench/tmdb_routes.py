@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import date, timedelta
 from typing import Any
 
@@ -199,7 +200,7 @@ def routes(db: TMDB) -> dict[str, Handler]:  # noqa: C901 - one table of small c
 
     def _sort(items: list[dict[str, Any]], sort_by: str, date_key: str, title_key: str) -> list[dict[str, Any]]:
         field, _, order = (sort_by or "popularity.desc").rpartition(".")
-        keys = {"popularity": lambda x: x.get("pop", 0), "vote_average": lambda x: x.get("vote", [0, 0])[0],
+        keys: dict[str, Callable[[dict[str, Any]], Any]] = {"popularity": lambda x: x.get("pop", 0), "vote_average": lambda x: x.get("vote", [0, 0])[0],
                 "vote_count": lambda x: x.get("vote", [0, 0])[1], "revenue": lambda x: x.get("revenue", 0),
                 "release_date": lambda x: x.get(date_key, ""), "primary_release_date": lambda x: x.get(date_key, ""),
                 "first_air_date": lambda x: x.get(date_key, ""), "original_title": lambda x: x.get(title_key, "")}

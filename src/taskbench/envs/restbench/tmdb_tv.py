@@ -6,7 +6,7 @@ A show's seasons list every season with its episode count; only the episodes the
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from .ids import image_path, small_int
 from .tmdb import TMDB
@@ -116,7 +116,7 @@ def tv_routes(db: TMDB, by_popularity: Any, top_rated: Any, latest: Any, search:
         return db._page(args, [db.tv_brief(o) for o in db._neighbours(tv, t, "recommendations")])
 
     def listed(name: str) -> list[dict[str, Any]]:
-        return by_popularity([t for t in tv.values() if name in t.get("lists", [])])
+        return cast("list[dict[str, Any]]", by_popularity([t for t in tv.values() if name in t.get("lists", [])]))
 
     def tv_popular(args: dict[str, Any], _s: str) -> Any:
         return db._page(args, [db.tv_brief(t) for t in by_popularity(list(tv.values()))])

@@ -120,7 +120,7 @@ def coerce(value: Any, schema: Mapping[str, Any], *, from_text: bool) -> tuple[A
     return out, None
 
 
-class Problems(list):
+class Problems(list[tuple[str, str, str, str]]):
     """Validation problems: ``(parameter, location, message, kind)`` tuples, kind 'missing' or 'invalid'."""
 
     def text(self) -> str:
