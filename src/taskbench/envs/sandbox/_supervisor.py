@@ -1,0 +1,619 @@
+"""The program that runs *inside* the sandbox: a supervisor that runs agent code, one snippet at a time.
+
+Standard library only, Python >= 3.8, and it never imports taskbench: it runs on the sandbox's interpreter
+with no site-packages, and is mounted into the sandbox as a single read-only file.
+
+Protocol (one JSON object per line on the control socket, fd given by ``--control FD``):
+
+    parent -> {"op": "hello", "pidns": true, "scratch": ["/work", "/tmp"], "workdir": "/work",
+               "tools_socket": "/run/taskbench/tools.sock", "ports": [[8000, "/run/taskbench/port-8000.sock"]]}
+    sup    -> {"op": "ready", "python": "3.11.7", "pid": 2}
+    parent -> {"op": "run", "id": 1, "code": "...", "result_var": "result", "tools": [...], "limits": {...},
+               "files": {"data.csv": "<base64>"}}
+    sup    -> {"op": "done", "id": 1, "stdout": "...", "stderr": "...", "report": {...} | null, "limit": ...,
+               "status": {...}, "cpu_seconds": 0.01, "max_rss_kb": 9000, "seconds": 0.003}
+    parent -> {"op": "exit"}
+
+Each snippet runs in a child forked from this process, so it starts from the same clean interpreter state;
+afterwards every process it left behind is killed (``kill(-1)`` inside the sandbox's own PID namespace, its
+process group otherwise) and the scratch directories are emptied. The child reports its result on a private
+pipe; the supervisor enforces the wall-time and output limits and reads the child's exit status and usage.
+"""
+
+from __future__ import annotations
+
+import base64
+import builtins
+import errno
+import json
+import linecache
+import os
+import resource
+import selectors
+import shutil
+import signal
+import socket
+import sys
+import threading
+import time
+import traceback
+import types
+
+AGENT_FILE = "<agent>"
+GRACE = 0.5  # seconds between the child's own wall-time alarm and the supervisor's SIGKILL
+READ = 65536
+
+
+# ================================================================================================ child side
+
+
+class LimitExceeded(BaseException):
+    """Raised in the agent's code when the CPU or wall-time alarm fires (a BaseException: a bare
+    ``except Exception`` in the agent's code does not swallow it)."""
+
+    def __init__(self, limit, message):
+        super().__init__(message)
+        self.limit = limit
+
+
+class ToolError(Exception):
+    """A tool call failed: ``error`` is the tool's error text, ``status`` its HTTP status (if any),
+    ``tool`` the tool's name."""
+
+    def __init__(self, error, tool="", status=None):
+        super().__init__(error if status is None else f"{error} (status {status})")
+        self.error = error
+        self.tool = tool
+        self.status = status
+
+
+class _Client:
+    """The agent's side of the tool channel: one connection per thread to the tool socket, JSON lines."""
+
+    def __init__(self, path):
+        self.path = path
+        self.local = threading.local()
+
+    def _conn(self):
+        conn = getattr(self.local, "conn", None)
+        if conn is None:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.connect(self.path)
+            conn = self.local.conn = (sock, sock.makefile("rb"))
+        return conn
+
+    def call(self, name, arguments):
+        if not self.path:
+            raise ToolError("this sandbox has no tools", tool=name)
+        try:
+            payload = json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"arguments of {name!r} must be JSON values: {exc}") from None
+        sock, reader = self._conn()
+        sock.sendall(payload.encode("utf-8") + b"\n")
+        line = reader.readline()
+        if not line:
+            self.local.conn = None
+            raise ToolError("the tool channel closed", tool=name)
+        reply = json.loads(line)
+        if reply.get("error") is not None:
+            raise ToolError(reply["error"], tool=name, status=reply.get("status"))
+        return reply.get("content")
+
+
+def _api_module(job, client):
+    """The documented API: ``call_tool``, ``ToolError`` and one function per tool (API-safe names)."""
+    mod = types.ModuleType("taskbench_sandbox", "Tools of this sandbox: call_tool(name, **arguments), "
+                                                "ToolError, and one function per tool.")
+
+    def call_tool(name, arguments=None, /, **kwargs):
+        """Call the tool ``name`` with ``arguments`` (a dict) and/or keyword arguments; returns its JSON
+        result or raises ToolError with the tool's error text and status."""
+        args = dict(arguments or {})
+        args.update(kwargs)
+        return client.call(name, args)
+
+    mod.call_tool = call_tool
+    mod.ToolError = ToolError
+    mod.tools = {}
+    mod.tool_names = {}
+    for spec in job.get("tools") or []:
+        fn = _tool_function(call_tool, spec)
+        mod.tools[spec["api"]] = fn
+        mod.tool_names[spec["api"]] = spec["name"]
+    return mod
+
+
+def _tool_function(call_tool, spec):
+    name = spec["name"]
+
+    def tool(arguments=None, /, **kwargs):
+        return call_tool(name, arguments, **kwargs)
+
+    tool.__name__ = tool.__qualname__ = spec["api"]
+    props = (spec.get("parameters") or {}).get("properties") or {}
+    required = set((spec.get("parameters") or {}).get("required") or [])
+    lines = [spec.get("description") or name]
+    if name != spec["api"]:
+        lines.append(f"Tool name: {name}")
+    for pname, schema in props.items():
+        kind = schema.get("type", "") if isinstance(schema, dict) else ""
+        desc = schema.get("description", "") if isinstance(schema, dict) else ""
+        flag = " (required)" if pname in required else ""
+        lines.append(f"  {pname}: {kind}{flag} {desc}".rstrip())
+    tool.__doc__ = "\n".join(lines)
+    return tool
+
+
+def _set_limits(limits, pidns):
+    def lim(which, soft, hard=None):
+        try:
+            resource.setrlimit(which, (soft, soft if hard is None else hard))
+        except (ValueError, OSError):
+            pass
+
+    lim(resource.RLIMIT_CORE, 0)
+    cpu = max(1, int(-(-float(limits["cpu_seconds"]) // 1)))
+    lim(resource.RLIMIT_CPU, cpu, cpu + 1)
+    lim(resource.RLIMIT_AS, int(limits["memory_mb"]) * 1024 * 1024)
+    lim(resource.RLIMIT_FSIZE, int(limits["disk_mb"]) * 1024 * 1024)
+    lim(resource.RLIMIT_NOFILE, int(limits["open_files"]))
+    if pidns:  # RLIMIT_NPROC counts the tasks of this uid in the sandbox's own user namespace
+        lim(resource.RLIMIT_NPROC, int(limits["processes"]) + _tasks_in_namespace() - 1)
+
+
+def _tasks_in_namespace():
+    n = 0
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                n += len(os.listdir(f"/proc/{pid}/task"))
+            except OSError:
+                n += 1
+    return n
+
+
+def _set_alarms(limits):
+    def on_cpu(signum, frame):
+        raise LimitExceeded("cpu", f"CPU time limit exceeded ({limits['cpu_seconds']:g} s)")
+
+    def on_wall(signum, frame):
+        raise LimitExceeded("wall", f"wall time limit exceeded ({limits['wall_seconds']:g} s)")
+
+    signal.signal(signal.SIGXCPU, on_cpu)
+    signal.signal(signal.SIGALRM, on_wall)
+    signal.setitimer(signal.ITIMER_REAL, float(limits["wall_seconds"]))
+
+
+def _forward_ports(ports):
+    """Listen on each allowed port on the sandbox's own loopback and relay every connection to the parent's
+    socket for that port (the parent connects it to the real 127.0.0.1:PORT, and to nothing else)."""
+    for port, path in ports:
+        server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind(("127.0.0.1", int(port)))
+        server.listen(64)
+        threading.Thread(target=_accept_loop, args=(server, path), daemon=True).start()
+
+
+def _accept_loop(server, path):
+    while True:
+        try:
+            conn, _ = server.accept()
+        except OSError:
+            return
+        threading.Thread(target=_relay, args=(conn, path), daemon=True).start()
+
+
+def _relay(conn, path):
+    upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        upstream.connect(path)
+    except OSError:
+        conn.close()
+        return
+    sel = selectors.DefaultSelector()
+    sel.register(conn, selectors.EVENT_READ, upstream)
+    sel.register(upstream, selectors.EVENT_READ, conn)
+    open_ends = 2
+    try:
+        while open_ends:
+            for key, _ in sel.select():
+                data = key.fileobj.recv(READ)
+                if data:
+                    key.data.sendall(data)
+                else:
+                    sel.unregister(key.fileobj)
+                    open_ends -= 1
+                    try:
+                        key.data.shutdown(socket.SHUT_WR)
+                    except OSError:
+                        pass
+    except OSError:
+        pass
+    finally:
+        conn.close()
+        upstream.close()
+
+
+def _error_report(exc, code_lines):
+    """Exception type, message, line in the agent's code and the traceback trimmed to the agent's frames."""
+    if isinstance(exc, SyntaxError) and exc.filename == AGENT_FILE:
+        text = (exc.text or "").rstrip("\n")
+        tb = f'  File "{AGENT_FILE}", line {exc.lineno}\n    {text.strip()}\n{type(exc).__name__}: {exc.msg}'
+        return {"type": type(exc).__name__, "message": exc.msg or str(exc), "line": exc.lineno, "traceback": tb}
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == AGENT_FILE]
+    line = frames[-1].lineno if frames else None
+    parts = ["Traceback (most recent call last):\n"]
+    parts += traceback.format_list(frames)
+    parts += traceback.format_exception_only(type(exc), exc)
+    message = str(exc)
+    if isinstance(exc, KeyError) and len(exc.args) == 1:
+        message = repr(exc.args[0])
+    return {"type": type(exc).__name__, "message": message, "line": line, "traceback": "".join(parts).rstrip()}
+
+
+def _classify(exc):
+    """Which limit an uncaught exception means, if any."""
+    if isinstance(exc, LimitExceeded):
+        return exc.limit
+    if isinstance(exc, MemoryError):
+        return "memory"
+    if isinstance(exc, OSError):
+        if exc.errno == errno.EMFILE:
+            return "files"
+        if exc.errno == errno.EAGAIN and (getattr(exc, "spawning", False) or _in_spawn(exc)):
+            return "processes"
+        if exc.errno in (errno.EFBIG, errno.ENOSPC):
+            return "output"
+    if isinstance(exc, RuntimeError) and "can't start new thread" in str(exc):
+        return "processes"
+    return None
+
+
+def _in_spawn(exc):
+    names = {f.name for f in traceback.extract_tb(exc.__traceback__)}
+    return bool(names & {"_execute_child", "_launch", "_fork_exec", "spawnv", "fork"})
+
+
+def _tag_fork():
+    """Wrap os.fork so that a failure at the process limit is recognised as such (subprocess and
+    multiprocessing are recognised by their frames)."""
+    real_fork = os.fork
+
+    def fork():
+        try:
+            return real_fork()
+        except OSError as exc:
+            exc.spawning = True
+            raise
+
+    fork.__doc__ = real_fork.__doc__
+    os.fork = fork
+
+
+def run_child(job, hello, result_fd):
+    """Run one snippet in this (forked) process and write the report to ``result_fd``. Never returns."""
+    reserve = bytearray(1 << 20)  # freed on MemoryError so the report can still be written
+    report = {"result": None, "error": None, "limit": None}
+    code = job["code"]
+    try:
+        limits = job["limits"]
+        for rel, data in (job.get("files") or {}).items():
+            path = os.path.join(hello["workdir"], rel)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "wb") as fh:
+                fh.write(base64.b64decode(data))
+        client = _Client(hello.get("tools_socket") or "")
+        api = _api_module(job, client)
+        sys.modules["taskbench_sandbox"] = api
+        namespace = {"__name__": "__main__", "__builtins__": builtins, "call_tool": api.call_tool,
+                     "ToolError": ToolError, **api.tools}
+        linecache.cache[AGENT_FILE] = (len(code), None, code.splitlines(True), AGENT_FILE)
+        if hello.get("ports"):
+            _forward_ports(hello["ports"])
+        _tag_fork()
+        _set_limits(limits, hello.get("pidns"))
+        _set_alarms(limits)
+        try:
+            compiled = compile(code, AGENT_FILE, "exec")
+            exec(compiled, namespace)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        value = namespace.get(job.get("result_var") or "result")
+        try:
+            report["result"] = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            report["error"] = {
+                "type": "ResultError",
+                "message": f"the result variable {job.get('result_var') or 'result'!r} is not a JSON value "
+                           f"({type(value).__name__}): {exc}",
+                "line": None, "traceback": None,
+            }
+    except SystemExit as exc:
+        if exc.code not in (None, 0):
+            report["error"] = {"type": "SystemExit", "message": f"exit status {exc.code}", "line": None,
+                               "traceback": None}
+    except BaseException as exc:  # the agent's error, reported for it to repair
+        del reserve
+        report["limit"] = _classify(exc)
+        report["error"] = _error_report(exc, code)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, signal.SIG_IGN)
+        signal.signal(signal.SIGXCPU, signal.SIG_IGN)
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BaseException:
+        pass
+    try:
+        data = json.dumps(report).encode("utf-8")
+        view = memoryview(data)
+        while view:
+            n = os.write(result_fd, view)
+            view = view[n:]
+    except BaseException:
+        os._exit(70)
+    os._exit(0)
+
+
+def _child_entry(job, hello, out_w, err_w, res_w):
+    try:
+        os.setpgid(0, 0)
+        os.dup2(out_w, 1)
+        os.dup2(err_w, 2)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        high = 1023
+        os.dup2(res_w, high)
+        os.closerange(3, high)
+        os.closerange(high + 1, 1 << 16)
+        _dumpable(1)
+        sys.stdin = open(0, "r", encoding="utf-8", closefd=False)
+        sys.stdout = open(1, "w", encoding="utf-8", errors="backslashreplace", closefd=False, buffering=1)
+        sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False, buffering=1)
+        os.chdir(hello["workdir"])
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE, signal.SIGCHLD):
+            signal.signal(sig, signal.SIG_DFL)
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    except BaseException:
+        os._exit(71)
+    run_child(job, hello, high)
+
+
+# ================================================================================================ supervisor
+
+
+def _dumpable(value):
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(4, value, 0, 0, 0)  # PR_SET_DUMPABLE
+    except Exception:
+        pass
+
+
+class Supervisor:
+    def __init__(self, control_fd):
+        self.ctl = socket.socket(fileno=control_fd)
+        self.reader = self.ctl.makefile("rb")
+        self.hello = {}
+
+    def send(self, obj):
+        self.ctl.sendall(json.dumps(obj, ensure_ascii=False).encode("utf-8") + b"\n")
+
+    def serve(self):
+        _dumpable(0)  # the code cannot read this process's memory or fds through /proc
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+        line = self.reader.readline()
+        if not line:
+            return
+        self.hello = json.loads(line)
+        self.send({"op": "ready", "python": sys.version.split()[0], "pid": os.getpid()})
+        while True:
+            line = self.reader.readline()
+            if not line:
+                return
+            msg = json.loads(line)
+            if msg.get("op") == "run":
+                self.send(self.run(msg))
+            elif msg.get("op") == "exit":
+                return
+
+    def run(self, job):
+        limits = job["limits"]
+        start = time.monotonic()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        res_r, res_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            self.ctl.close()
+            _child_entry(job, self.hello, out_w, err_w, res_w)
+        for fd in (out_w, err_w, res_w):
+            os.close(fd)
+        cap = int(limits["output_bytes"])
+        outputs = {out_r: bytearray(), err_r: bytearray()}
+        result = bytearray()
+        limit = None
+        total = 0
+        sel = selectors.DefaultSelector()
+        for fd in (out_r, err_r, res_r):
+            os.set_blocking(fd, False)
+            sel.register(fd, selectors.EVENT_READ)
+        pidfd = _pidfd(pid)
+        if pidfd is not None:
+            sel.register(pidfd, selectors.EVENT_READ)
+        deadline = start + float(limits["wall_seconds"]) + GRACE
+        exited = False
+        status = rusage = None
+        open_fds = {out_r, err_r, res_r}
+        while open_fds or not exited:
+            now = time.monotonic()
+            if now >= deadline:
+                limit = limit or "wall"
+                break
+            timeout = deadline - now if pidfd is not None else min(0.01, deadline - now)
+            for key, _ in sel.select(timeout):
+                fd = key.fd
+                if fd == pidfd:
+                    sel.unregister(pidfd)
+                    os.close(pidfd)
+                    pidfd = None
+                    continue
+                try:
+                    data = os.read(fd, READ)
+                except BlockingIOError:
+                    continue
+                if not data:
+                    sel.unregister(fd)
+                    open_fds.discard(fd)
+                    continue
+                if fd == res_r:
+                    result += data
+                    if len(result) > max(cap, 1 << 20) * 2:
+                        limit = "output"
+                else:
+                    room = cap - total
+                    outputs[fd] += data[:max(room, 0)]
+                    total += len(data)
+                    if total > cap:
+                        limit = "output"
+            if limit:
+                break
+            if not exited:
+                got, st, ru = os.wait4(pid, os.WNOHANG)
+                if got == pid:
+                    exited, status, rusage = True, st, ru
+                    if open_fds:  # processes it started may still hold the pipes: stop waiting for them
+                        total = self._drain(open_fds, outputs, result, cap, total)
+                        break
+        if total > cap:
+            limit = limit or "output"
+        self._kill_all(pid)
+        if not exited:
+            _, status, rusage = os.wait4(pid, 0)
+        self._reap()
+        for fd in list(open_fds):
+            try:
+                sel.unregister(fd)
+            except (KeyError, ValueError):
+                pass
+            os.close(fd)
+        if pidfd is not None:
+            os.close(pidfd)
+        sel.close()
+        for fd in (out_r, err_r, res_r):
+            if fd not in open_fds:
+                os.close(fd)
+        self._wipe()
+        report = None
+        if result and limit != "output":
+            try:
+                report = json.loads(bytes(result))
+            except ValueError:
+                report = None
+        return {
+            "op": "done",
+            "id": job.get("id"),
+            "stdout": bytes(outputs[out_r]).decode("utf-8", "replace"),
+            "stderr": bytes(outputs[err_r]).decode("utf-8", "replace"),
+            "truncated": total > cap,
+            "report": report,
+            "limit": limit,
+            "status": _status(status),
+            "cpu_seconds": round(rusage.ru_utime + rusage.ru_stime, 6) if rusage else None,
+            "max_rss_kb": rusage.ru_maxrss if rusage else None,
+            "seconds": round(time.monotonic() - start, 6),
+        }
+
+    def _drain(self, open_fds, outputs, result, cap, total):
+        for fd in list(open_fds):
+            while True:
+                try:
+                    data = os.read(fd, READ)
+                except (BlockingIOError, OSError):
+                    break
+                if not data:
+                    break
+                if fd in outputs:
+                    room = cap - total
+                    outputs[fd] += data[:max(room, 0)]
+                    total += len(data)
+                else:
+                    result += data
+        return total
+
+    def _kill_all(self, pid):
+        if self.hello.get("pidns"):
+            try:
+                os.kill(-1, signal.SIGKILL)  # every process of this sandbox but this one and its init
+            except OSError:
+                pass
+        else:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+    def _reap(self):
+        while True:
+            try:
+                got, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if got == 0:
+                return
+
+    def _wipe(self):
+        for root in self.hello.get("scratch") or []:
+            try:
+                entries = os.listdir(root)
+            except OSError:
+                continue
+            for name in entries:
+                path = os.path.join(root, name)
+                try:
+                    if os.path.isdir(path) and not os.path.islink(path):
+                        shutil.rmtree(path, ignore_errors=True)
+                    else:
+                        os.unlink(path)
+                except OSError:
+                    pass
+
+
+def _pidfd(pid):
+    opener = getattr(os, "pidfd_open", None)
+    if opener is None:
+        return None
+    try:
+        return opener(pid)
+    except OSError:
+        return None
+
+
+def _status(status):
+    if status is None:
+        return None
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = str(sig)
+        return {"signal": name}
+    return {"exit": os.WEXITSTATUS(status)}
+
+
+def main(argv):
+    fd = int(argv[argv.index("--control") + 1])
+    Supervisor(fd).serve()
+
+
+if __name__ == "__main__":
+    main(sys.argv)
