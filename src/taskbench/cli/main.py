@@ -33,6 +33,7 @@ COMMAND_MODULES = [
     "sample",
     "data",
     "serve",
+    "sandbox",
 ]
 
 

@@ -40,6 +40,18 @@ import traceback
 import types
 
 AGENT_FILE = "<agent>"
+SETUP_FAILED = 71  # exit status of a child that could not set itself up (the sandbox's fault, not the code's)
+
+# Bound now, before any agent code runs: the code may replace module attributes (json.dumps = None) without
+# breaking the report of its own run.
+_dumps = json.dumps
+_write = os.write
+_exit = os._exit
+_extract_tb = traceback.extract_tb
+_format_list = traceback.format_list
+_format_exception_only = traceback.format_exception_only
+_setitimer = signal.setitimer
+_signal = signal.signal
 GRACE = 0.5  # seconds between the child's own wall-time alarm and the supervisor's SIGKILL
 READ = 65536
 
@@ -242,11 +254,11 @@ def _error_report(exc, code_lines):
         text = (exc.text or "").rstrip("\n")
         tb = f'  File "{AGENT_FILE}", line {exc.lineno}\n    {text.strip()}\n{type(exc).__name__}: {exc.msg}'
         return {"type": type(exc).__name__, "message": exc.msg or str(exc), "line": exc.lineno, "traceback": tb}
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == AGENT_FILE]
+    frames = [f for f in _extract_tb(exc.__traceback__) if f.filename == AGENT_FILE]
     line = frames[-1].lineno if frames else None
     parts = ["Traceback (most recent call last):\n"]
-    parts += traceback.format_list(frames)
-    parts += traceback.format_exception_only(type(exc), exc)
+    parts += _format_list(frames)
+    parts += _format_exception_only(type(exc), exc)
     message = str(exc)
     if isinstance(exc, KeyError) and len(exc.args) == 1:
         message = repr(exc.args[0])
@@ -266,13 +278,15 @@ def _classify(exc):
             return "processes"
         if exc.errno in (errno.EFBIG, errno.ENOSPC):
             return "output"
+        if exc.errno == errno.ENOMEM:
+            return "memory"
     if isinstance(exc, RuntimeError) and "can't start new thread" in str(exc):
         return "processes"
     return None
 
 
 def _in_spawn(exc):
-    names = {f.name for f in traceback.extract_tb(exc.__traceback__)}
+    names = {f.name for f in _extract_tb(exc.__traceback__)}
     return bool(names & {"_execute_child", "_launch", "_fork_exec", "spawnv", "fork"})
 
 
@@ -319,10 +333,10 @@ def run_child(job, hello, result_fd):
             compiled = compile(code, AGENT_FILE, "exec")
             exec(compiled, namespace)
         finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            _setitimer(signal.ITIMER_REAL, 0)
         value = namespace.get(job.get("result_var") or "result")
         try:
-            report["result"] = json.dumps(value, ensure_ascii=False, allow_nan=False)
+            report["result"] = _dumps(value, ensure_ascii=False, allow_nan=False)
         except (TypeError, ValueError) as exc:
             report["error"] = {
                 "type": "ResultError",
@@ -339,23 +353,23 @@ def run_child(job, hello, result_fd):
         report["limit"] = _classify(exc)
         report["error"] = _error_report(exc, code)
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, signal.SIG_IGN)
-        signal.signal(signal.SIGXCPU, signal.SIG_IGN)
+        _setitimer(signal.ITIMER_REAL, 0)
+        _signal(signal.SIGALRM, signal.SIG_IGN)
+        _signal(signal.SIGXCPU, signal.SIG_IGN)
     try:
         sys.stdout.flush()
         sys.stderr.flush()
     except BaseException:
         pass
     try:
-        data = json.dumps(report).encode("utf-8")
+        data = _dumps(report).encode("utf-8")
         view = memoryview(data)
         while view:
-            n = os.write(result_fd, view)
+            n = _write(result_fd, view)
             view = view[n:]
     except BaseException:
-        os._exit(70)
-    os._exit(0)
+        _exit(70)
+    _exit(0)
 
 
 def _child_entry(job, hello, out_w, err_w, res_w):
@@ -378,7 +392,7 @@ def _child_entry(job, hello, out_w, err_w, res_w):
             signal.signal(sig, signal.SIG_DFL)
         signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     except BaseException:
-        os._exit(71)
+        os._exit(SETUP_FAILED)
     run_child(job, hello, high)
 
 

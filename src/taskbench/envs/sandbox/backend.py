@@ -79,7 +79,8 @@ def interpreter(python: str | None = None) -> Interpreter:
 
 
 def bwrap_path(bwrap: str | None = None) -> str | None:
-    """The bwrap executable (``bwrap`` on PATH by default), or None."""
+    """The bwrap executable: ``bwrap``, else ``$TASKBENCH_BWRAP``, else ``bwrap`` on PATH; None if missing."""
+    bwrap = bwrap or os.environ.get("TASKBENCH_BWRAP") or None
     if bwrap is not None:
         return bwrap if os.access(bwrap, os.X_OK) else None
     return shutil.which("bwrap") or next((p for p in ("/usr/bin/bwrap", "/bin/bwrap") if os.access(p, os.X_OK)),

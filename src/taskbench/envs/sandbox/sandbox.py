@@ -7,6 +7,7 @@ import asyncio
 import base64
 import functools
 import json
+import os
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -18,6 +19,7 @@ from .backend import SANDBOX_UID, as_root, bwrap_path, bwrap_version, interprete
 from .channel import ToolHandler
 from .models import SandboxLimits, SandboxResult, SandboxStatus
 from .seccomp import seccomp_status
+from ._supervisor import SETUP_FAILED
 from .worker import Worker, frame_error
 
 NO_BWRAP = "bwrap (bubblewrap) is not installed (install it: apt-get install bubblewrap)"
@@ -141,7 +143,8 @@ class Sandbox:
             if not self.unsafe_local:
                 bwrap = bwrap_path(self.bwrap)
                 if bwrap is None:
-                    raise SandboxUnavailableError(NO_BWRAP if self.bwrap is None else f"{self.bwrap} is not executable")
+                    chosen = self.bwrap or os.environ.get("TASKBENCH_BWRAP")
+                    raise SandboxUnavailableError(f"{chosen} is not an executable bwrap" if chosen else NO_BWRAP)
             worker = Worker(
                 handler=self.handler, python=interpreter(self.python), bwrap=bwrap, allow_ports=self.allow_ports,
                 disk_mb=limits.disk_mb, readonly=self.readonly_paths, seccomp=self.seccomp,
@@ -203,35 +206,30 @@ def run_code_sync(code: str, handler: ToolHandler | None = None, tools: Iterable
 
 def sandbox_status(bwrap: str | None = None, python: str | None = None) -> SandboxStatus:
     """Whether agent code can be confined here (runs one trivial snippet in the sandbox, once per process)."""
-    return _status(bwrap, python)
+    chosen = bwrap or os.environ.get("TASKBENCH_BWRAP") or None
+    return _status(bwrap_path(chosen), chosen, python)
 
 
-@functools.lru_cache(maxsize=4)
-def _status(bwrap: str | None, python: str | None) -> SandboxStatus:
-    path = bwrap_path(bwrap)
+@functools.lru_cache(maxsize=8)
+def _status(path: str | None, chosen: str | None, python: str | None) -> SandboxStatus:
     interp = interpreter(python)
     status = SandboxStatus(available=False, bwrap=path, version=bwrap_version(path) if path else None,
-                           seccomp=seccomp_status(), uid=SANDBOX_UID if as_root() else None,
+                           seccomp=seccomp_status(), uid=SANDBOX_UID if as_root() else os.getuid(),
                            python=f"{interp.executable} ({interp.version})")
     if path is None:
-        status.reason = NO_BWRAP
+        status.reason = f"{chosen} is not an executable bwrap" if chosen else NO_BWRAP
         return status
+    runner = LoopThread("taskbench-sandbox-probe")
     try:
-        result = LoopThread("taskbench-sandbox-probe")
-        try:
-            out = result.run(run_code("result = 6 * 7", bwrap=path, python=python))
-        finally:
-            result.stop()
+        out = runner.run(run_code("result = 6 * 7", bwrap=path, python=python))
     except SandboxUnavailableError as exc:
         status.reason = exc.reason
         return status
+    finally:
+        runner.stop()
     if out.result != 42:
         status.reason = f"the sandbox ran but gave a wrong answer ({out.error.message if out.error else out.result})"
         return status
-    if status.uid is None:
-        import os
-
-        status.uid = os.getuid()
     status.available = True
     return status
 
@@ -303,9 +301,11 @@ def build_result(
     elif sig:
         hint = " (out of memory?)" if rss and rss * 1024 >= 0.8 * limits.memory_mb * 1024 * 1024 else ""
         code_error = CodeError(type="Crash", message=f"the process was killed by {sig}{hint}")
-    elif not report and frame.get("status") is not None:
-        code_error = CodeError(type="SandboxError",
-                               message=f"the code's process ended without a report (exit {status.get('exit')})")
+    elif not report and status.get("exit") == SETUP_FAILED:
+        code_error = CodeError(type="SandboxError", message="the code's process could not set itself up")
+    elif not report and status.get("exit"):
+        code_error = CodeError(type="Exit", message=f"the code ended its process with exit status "
+                               f"{status.get('exit')} before its result was reported (os._exit?)")
     value = None
     if report.get("result") is not None:
         try:
