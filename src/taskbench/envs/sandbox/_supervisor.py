@@ -384,7 +384,7 @@ def _child_entry(job, hello, out_w, err_w, res_w):
         os.closerange(3, high)
         os.closerange(high + 1, 1 << 16)
         _dumpable(1)
-        sys.stdin = open(0, "r", encoding="utf-8", closefd=False)
+        sys.stdin = open(0, encoding="utf-8", closefd=False)
         sys.stdout = open(1, "w", encoding="utf-8", errors="backslashreplace", closefd=False, buffering=1)
         sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False, buffering=1)
         os.chdir(hello["workdir"])

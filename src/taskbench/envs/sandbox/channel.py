@@ -17,11 +17,11 @@ import inspect
 import json
 import os
 from collections.abc import Awaitable, Callable
-from typing import Any, Union
+from typing import Any
 
 from ...schema import ToolCall, ToolResult
 
-ToolHandler = Callable[[ToolCall], Union[Awaitable[Any], Any]]
+ToolHandler = Callable[[ToolCall], Awaitable[Any] | Any]
 """``async (ToolCall) -> ToolResult`` (``Environment.call`` is one). A plain function works too (it runs in a
 thread), and a handler may return a bare JSON value instead of a ToolResult."""
 
@@ -33,7 +33,8 @@ async def call_handler(handler: ToolHandler | None, call: ToolCall) -> ToolResul
     if handler is None:
         return ToolResult(call_id=call.id, name=call.name, error="this sandbox has no tools")
     try:
-        if inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(getattr(handler, "__call__", None)):
+        method = type(handler).__call__ if not inspect.isroutine(handler) else None
+        if inspect.iscoroutinefunction(handler) or (method is not None and inspect.iscoroutinefunction(method)):
             value = await handler(call)
         else:
             value = await asyncio.to_thread(handler, call)
@@ -77,8 +78,8 @@ class ToolChannel:
         record, self._record = self._record, None
         if record is None:
             return [], []
-        done = [(c, r) for c, r in zip(record.calls, record.results) if r is not None]
-        pending = [c for c, r in zip(record.calls, record.results) if r is None]
+        done = [(c, r) for c, r in zip(record.calls, record.results, strict=True) if r is not None]
+        pending = [c for c, r in zip(record.calls, record.results, strict=True) if r is None]
         results = [r for _, r in done]
         calls = [c for c, _ in done]
         for c in pending:  # cut off by the end of the run

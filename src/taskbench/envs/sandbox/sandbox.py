@@ -15,11 +15,11 @@ from typing import Any
 from ..._loop import LoopThread
 from ...errors import ConfigError, SandboxUnavailableError
 from ...schema import CodeError, ToolCall, ToolResult, ToolSpec, api_names
+from ._supervisor import SETUP_FAILED
 from .backend import SANDBOX_UID, as_root, bwrap_path, bwrap_version, interpreter
 from .channel import ToolHandler
 from .models import SandboxLimits, SandboxResult, SandboxStatus
 from .seccomp import seccomp_status
-from ._supervisor import SETUP_FAILED
 from .worker import Worker, frame_error
 
 NO_BWRAP = "bwrap (bubblewrap) is not installed (install it: apt-get install bubblewrap)"
@@ -71,7 +71,7 @@ class Sandbox:
         self.seccomp = seccomp
         self._specs = [
             {"name": t.name, "api": api, "description": t.description, "parameters": t.parameters}
-            for t, api in zip(self.tools, api_names([t.name for t in self.tools]))
+            for t, api in zip(self.tools, api_names([t.name for t in self.tools]), strict=True)
         ]
         self._worker: Worker | None = None
         self._lock: asyncio.Lock | None = None
