@@ -47,6 +47,7 @@ SETUP_FAILED = 71  # exit status of a child that could not set itself up (the sa
 _dumps = json.dumps
 _write = os.write
 _exit = os._exit
+_getpid = os.getpid
 _extract_tb = traceback.extract_tb
 _format_list = traceback.format_list
 _format_exception_only = traceback.format_exception_only
@@ -310,6 +311,7 @@ def run_child(job, hello, result_fd):
     """Run one snippet in this (forked) process and write the report to ``result_fd``. Never returns."""
     reserve = bytearray(1 << 20)  # freed on MemoryError so the report can still be written
     report = {"result": None, "error": None, "limit": None}
+    me = os.getpid()  # copies of this process that the code forks end here too, but only this one reports
     code = job["code"]
     try:
         limits = job["limits"]
@@ -361,6 +363,8 @@ def run_child(job, hello, result_fd):
         sys.stderr.flush()
     except BaseException:
         pass
+    if _getpid() != me:
+        _exit(0 if report["error"] is None else 1)
     try:
         data = _dumps(report).encode("utf-8")
         view = memoryview(data)
@@ -384,6 +388,9 @@ def _child_entry(job, hello, out_w, err_w, res_w):
         os.closerange(3, high)
         os.closerange(high + 1, 1 << 16)
         _dumpable(1)
+        _prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: the code's process dies with its supervisor
+        if os.getppid() == 1 and not hello.get("pidns"):
+            os._exit(SETUP_FAILED)
         sys.stdin = open(0, encoding="utf-8", closefd=False)
         sys.stdout = open(1, "w", encoding="utf-8", errors="backslashreplace", closefd=False, buffering=1)
         sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False, buffering=1)
@@ -399,13 +406,17 @@ def _child_entry(job, hello, out_w, err_w, res_w):
 # ================================================================================================ supervisor
 
 
-def _dumpable(value):
+def _prctl(option, value):
     try:
         import ctypes
 
-        ctypes.CDLL(None, use_errno=True).prctl(4, value, 0, 0, 0)  # PR_SET_DUMPABLE
+        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
     except Exception:
         pass
+
+
+def _dumpable(value):
+    _prctl(4, value)  # PR_SET_DUMPABLE
 
 
 class Supervisor:
@@ -524,10 +535,14 @@ class Supervisor:
         self._wipe()
         report = None
         if result and limit != "output":
-            try:
-                report = json.loads(bytes(result))
+            try:  # the first document: the code can write to its own report pipe, but not ahead of it
+                report, _ = json.JSONDecoder().raw_decode(bytes(result).decode("utf-8", "replace"))
             except ValueError:
                 report = None
+            if not isinstance(report, dict):
+                report = {"result": None, "limit": None, "error": {
+                    "type": "ReportError", "message": "the run's report could not be read (did the code write to "
+                    "its report pipe?)", "line": None, "traceback": None}}
         return {
             "op": "done",
             "id": job.get("id"),

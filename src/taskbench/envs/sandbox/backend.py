@@ -110,8 +110,8 @@ class Launch:
     env: dict[str, str] = field(default_factory=dict)
     cwd: str | None = None
     user: int | None = None
-    info_fd: int | None = None  # read end: bwrap's JSON info (child pid), when the uid map is ours to write
-    block_fd: int | None = None  # write end: release bwrap once the map is written
+    info_fd: int | None = None  # read end: bwrap's JSON info (the pid of the sandbox's init)
+    block_fd: int | None = None  # write end: release bwrap once we wrote its uid map (as root)
 
 
 SANDBOX_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": WORKDIR, "TMPDIR": "/tmp", "LANG": "C.UTF-8"}
@@ -142,12 +142,15 @@ def bwrap_launch(
     for key, value in SANDBOX_ENV.items():
         args += ["--setenv", key, value]
     launch = Launch(argv=args, env={})
+    info_r, info_w = os.pipe()  # bwrap reports the pid of the sandbox's init here
+    args += ["--info-fd", str(info_w)]
+    fds.append(info_w)
+    launch.info_fd = info_r
     if root:
-        info_r, info_w = os.pipe()
         block_r, block_w = os.pipe()
-        args += ["--info-fd", str(info_w), "--userns-block-fd", str(block_r)]
-        fds += [info_w, block_r]
-        launch.info_fd, launch.block_fd, launch.user = info_r, block_w, SANDBOX_UID
+        args += ["--userns-block-fd", str(block_r)]
+        fds.append(block_r)
+        launch.block_fd, launch.user = block_w, SANDBOX_UID
     else:
         args += ["--disable-userns"]
     args += ["--ro-bind", "/usr", "/usr"]

@@ -57,6 +57,7 @@ class Worker:
         self._stderr: deque[bytes] = deque(maxlen=64)
         self._stderr_task: asyncio.Task[None] | None = None
         self._info_fd: int | None = None
+        self.init_pid: int | None = None  # the sandbox's init (pid 1 inside), as the host sees it
         self.runs = 0
 
     @property
@@ -135,10 +136,10 @@ class Worker:
         self.python_version = str(ready.get("python", ""))
 
     async def _map_ids(self, launch: Launch) -> None:
-        """We are root: bwrap (running as the sandbox uid) waits until we have written its id maps. The info
-        pipe stays open until the supervisor answers (bwrap writes more to it, and dies of SIGPIPE if it is
-        closed)."""
-        assert launch.info_fd is not None and launch.block_fd is not None
+        """Read the pid of the sandbox's init from bwrap's info pipe; as root, bwrap (running as the sandbox
+        uid) then waits until we have written its id maps. The info pipe stays open until the supervisor
+        answers (bwrap writes more to it, and dies of SIGPIPE if it is closed)."""
+        assert launch.info_fd is not None
         loop = asyncio.get_running_loop()
         data = b""
         pid = None
@@ -168,13 +169,16 @@ class Worker:
             if pid is None:
                 detail = await self._failure_detail()
                 raise SandboxUnavailableError(f"bwrap did not start its namespace ({detail})")
-            try:
-                write_id_maps(pid)
-            except OSError as exc:
-                raise SandboxUnavailableError(f"could not write the sandbox's uid map: {exc}") from exc
-            os.write(launch.block_fd, b"1")
+            self.init_pid = pid
+            if launch.block_fd is not None:
+                try:
+                    write_id_maps(pid)
+                except OSError as exc:
+                    raise SandboxUnavailableError(f"could not write the sandbox's uid map: {exc}") from exc
+                os.write(launch.block_fd, b"1")
         finally:
-            os.close(launch.block_fd)
+            if launch.block_fd is not None:
+                os.close(launch.block_fd)
 
     def _close_info(self) -> None:
         if self._info_fd is not None:
@@ -243,6 +247,12 @@ class Worker:
                 self.proc.kill()
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self.proc.wait(), 5)
+        # bwrap's --die-with-parent normally takes the namespace down with it; make sure (its init dies, and
+        # with it every process of the sandbox)
+        if self.init_pid is not None and _is_namespace_init(self.init_pid):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(self.init_pid, 9)
+        self.init_pid = None
         if self.writer is not None:
             self.writer.close()
             self.writer = None
@@ -275,6 +285,19 @@ class Worker:
             if path:
                 shutil.rmtree(path, ignore_errors=True)
         self.ipc = self.workdir = None
+
+
+def _is_namespace_init(pid: int) -> bool:
+    """Whether ``pid`` is (still) a process that is pid 1 of its own PID namespace (not a recycled pid)."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("NSpid:"):
+                    ids = line.split()[1:]
+                    return len(ids) >= 2 and ids[-1] == "1"
+    except OSError:
+        return False
+    return False
 
 
 def frame_error(frame: dict[str, Any]) -> str | None:
