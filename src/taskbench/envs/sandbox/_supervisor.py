@@ -22,22 +22,21 @@ pipe; the supervisor enforces the wall-time and output limits and reads the chil
 
 from __future__ import annotations
 
-import base64
 import builtins
 import errno
 import json
-import linecache
 import os
 import resource
 import selectors
-import shutil
 import signal
 import socket
 import sys
-import threading
 import time
-import traceback
 import types
+
+# Imported on first use, so that a cold start stays cheap (a warm supervisor imports them up front, before any
+# agent code runs, see ``preload``): base64 (files), threading (tool client, port relay), traceback and
+# linecache (error reports).
 
 AGENT_FILE = "<agent>"
 SETUP_FAILED = 71  # exit status of a child that could not set itself up (the sandbox's fault, not the code's)
@@ -48,9 +47,6 @@ _dumps = json.dumps
 _write = os.write
 _exit = os._exit
 _getpid = os.getpid
-_extract_tb = traceback.extract_tb
-_format_list = traceback.format_list
-_format_exception_only = traceback.format_exception_only
 _setitimer = signal.setitimer
 _signal = signal.signal
 GRACE = 0.5  # seconds between the child's own wall-time alarm and the supervisor's SIGKILL
@@ -84,6 +80,8 @@ class _Client:
     """The agent's side of the tool channel: one connection per thread to the tool socket, JSON lines."""
 
     def __init__(self, path):
+        import threading
+
         self.path = path
         self.local = threading.local()
 
@@ -201,6 +199,8 @@ def _set_alarms(limits):
 def _forward_ports(ports):
     """Listen on each allowed port on the sandbox's own loopback and relay every connection to the parent's
     socket for that port (the parent connects it to the real 127.0.0.1:PORT, and to nothing else)."""
+    import threading
+
     for port, path in ports:
         server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -210,6 +210,8 @@ def _forward_ports(ports):
 
 
 def _accept_loop(server, path):
+    import threading
+
     while True:
         try:
             conn, _ = server.accept()
@@ -249,17 +251,21 @@ def _relay(conn, path):
         upstream.close()
 
 
-def _error_report(exc, code_lines):
+def _error_report(exc, code):
     """Exception type, message, line in the agent's code and the traceback trimmed to the agent's frames."""
+    import linecache
+    import traceback
+
+    linecache.cache[AGENT_FILE] = (len(code), None, code.splitlines(True), AGENT_FILE)
     if isinstance(exc, SyntaxError) and exc.filename == AGENT_FILE:
         text = (exc.text or "").rstrip("\n")
         tb = f'  File "{AGENT_FILE}", line {exc.lineno}\n    {text.strip()}\n{type(exc).__name__}: {exc.msg}'
         return {"type": type(exc).__name__, "message": exc.msg or str(exc), "line": exc.lineno, "traceback": tb}
-    frames = [f for f in _extract_tb(exc.__traceback__) if f.filename == AGENT_FILE]
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == AGENT_FILE]
     line = frames[-1].lineno if frames else None
     parts = ["Traceback (most recent call last):\n"]
-    parts += _format_list(frames)
-    parts += _format_exception_only(type(exc), exc)
+    parts += traceback.format_list(frames)
+    parts += traceback.format_exception_only(type(exc), exc)
     message = str(exc)
     if isinstance(exc, KeyError) and len(exc.args) == 1:
         message = repr(exc.args[0])
@@ -287,7 +293,9 @@ def _classify(exc):
 
 
 def _in_spawn(exc):
-    names = {f.name for f in _extract_tb(exc.__traceback__)}
+    import traceback
+
+    names = {f.name for f in traceback.extract_tb(exc.__traceback__)}
     return bool(names & {"_execute_child", "_launch", "_fork_exec", "spawnv", "fork"})
 
 
@@ -315,7 +323,10 @@ def run_child(job, hello, result_fd):
     code = job["code"]
     try:
         limits = job["limits"]
-        for rel, data in (job.get("files") or {}).items():
+        files = job.get("files") or {}
+        if files:
+            import base64
+        for rel, data in files.items():
             path = os.path.join(hello["workdir"], rel)
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "wb") as fh:
@@ -325,7 +336,6 @@ def run_child(job, hello, result_fd):
         sys.modules["taskbench_sandbox"] = api
         namespace = {"__name__": "__main__", "__builtins__": builtins, "call_tool": api.call_tool,
                      "ToolError": ToolError, **api.tools}
-        linecache.cache[AGENT_FILE] = (len(code), None, code.splitlines(True), AGENT_FILE)
         if hello.get("ports"):
             _forward_ports(hello["ports"])
         _tag_fork()
@@ -436,6 +446,8 @@ class Supervisor:
             return
         self.hello = json.loads(line)
         self.send({"op": "ready", "python": sys.version.split()[0], "pid": os.getpid()})
+        if self.hello.get("warm"):
+            preload()
         while True:
             line = self.reader.readline()
             if not line:
@@ -609,11 +621,38 @@ class Supervisor:
                 path = os.path.join(root, name)
                 try:
                     if os.path.isdir(path) and not os.path.islink(path):
-                        shutil.rmtree(path, ignore_errors=True)
+                        _rmtree(path)
                     else:
                         os.unlink(path)
                 except OSError:
                     pass
+
+
+def _rmtree(path):
+    for root, dirs, files in os.walk(path, topdown=False):
+        for name in files:
+            try:
+                os.unlink(os.path.join(root, name))
+            except OSError:
+                pass
+        for name in dirs:
+            full = os.path.join(root, name)
+            try:
+                (os.unlink if os.path.islink(full) else os.rmdir)(full)
+            except OSError:
+                pass
+    try:
+        os.rmdir(path)
+    except OSError:
+        pass
+
+
+def preload():
+    """Import what runs need, so that forked runs start with it (warm supervisors)."""
+    import base64  # noqa: F401
+    import linecache  # noqa: F401
+    import threading  # noqa: F401
+    import traceback  # noqa: F401
 
 
 def _pidfd(pid):

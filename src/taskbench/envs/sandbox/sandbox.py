@@ -147,7 +147,7 @@ class Sandbox:
                     raise SandboxUnavailableError(f"{chosen} is not an executable bwrap" if chosen else NO_BWRAP)
             worker = Worker(
                 handler=self.handler, python=interpreter(self.python), bwrap=bwrap, allow_ports=self.allow_ports,
-                disk_mb=limits.disk_mb, readonly=self.readonly_paths, seccomp=self.seccomp,
+                disk_mb=limits.disk_mb, readonly=self.readonly_paths, seccomp=self.seccomp, warm=self.warm,
                 frame_limit=max(4 * limits.output_bytes, 1 << 20) + (1 << 20),
             )
             await worker.start()

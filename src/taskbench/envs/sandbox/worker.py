@@ -35,6 +35,7 @@ class Worker:
         disk_mb: int = 64,
         readonly: tuple[str, ...] = (),
         seccomp: bool = True,
+        warm: bool = True,
         frame_limit: int = 64 * 1024 * 1024,
     ) -> None:
         self.handler = handler
@@ -44,6 +45,7 @@ class Worker:
         self.disk_mb = disk_mb
         self.readonly = readonly
         self.seccomp = seccomp
+        self.warm = warm
         self.frame_limit = frame_limit
         self.proc: asyncio.subprocess.Process | None = None
         self.tools: ToolChannel | None = None
@@ -123,7 +125,7 @@ class Worker:
             if self.writer is None:
                 parent.close()
             raise
-        self._send({"op": "hello", **hello})
+        self._send({"op": "hello", "warm": self.warm, **hello})
         try:
             line = await asyncio.wait_for(self.reader.readline(), START_TIMEOUT)
         except asyncio.TimeoutError:
@@ -258,13 +260,8 @@ class Worker:
             self.writer = None
 
     async def close(self) -> None:
-        """Stop the supervisor (politely, then by force) and remove the sockets and scratch directories."""
-        if self.writer is not None and self.proc is not None and self.proc.returncode is None:
-            with contextlib.suppress(Exception):
-                self._send({"op": "exit"})
-                await self.writer.drain()
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self.proc.wait(), 2)
+        """Stop the supervisor and everything in its sandbox, and remove the sockets and scratch directories.
+        (By SIGKILL: nothing in a sandbox is worth a graceful shutdown, and it is the fastest way out.)"""
         await self.kill()
         self._close_info()
         if self._stderr_task is not None:
