@@ -528,9 +528,13 @@ class Supervisor:
                         break
         if total > cap:
             limit = limit or "output"
-        self._kill_all(pid)
         if not exited:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
             _, status, rusage = os.wait4(pid, 0)
+        self._kill_all(pid)
         self._reap()
         for fd in list(open_fds):
             try:
@@ -588,10 +592,20 @@ class Supervisor:
 
     def _kill_all(self, pid):
         if self.hello.get("pidns"):
-            try:
-                os.kill(-1, signal.SIGKILL)  # every process of this sandbox but this one and its init
-            except OSError:
-                pass
+            # every process of this sandbox but this one and its init; again until none is left (a fork bomb
+            # forks while it is being killed; the dead are reaped by init)
+            me = os.getpid()
+            deadline = time.monotonic() + 2.0
+            while True:
+                try:
+                    os.kill(-1, signal.SIGKILL)
+                except OSError:
+                    pass
+                self._reap()
+                others = [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, me)]
+                if not others or time.monotonic() > deadline:
+                    break
+                time.sleep(0.001)
         else:
             try:
                 os.killpg(pid, signal.SIGKILL)
