@@ -229,6 +229,11 @@ def test_files_are_written_into_the_workdir(box):
     out = box.run_sync("import os\nresult = [open('data/in.csv').read(), os.getcwd()]",
                        files={"data/in.csv": "a,b\n1,2\n"})
     assert out.result == ["a,b\n1,2\n", "/work"]
+    from taskbench.errors import ConfigError
+
+    for bad in ("../escape.txt", "/etc/x", "a/../../b", ""):
+        with pytest.raises(ConfigError):
+            box.run_sync("pass", files={bad: "x"})
 
 
 # ------------------------------------------------------------------------------------------------ limits

@@ -393,10 +393,11 @@ def _child_entry(job, hello, out_w, err_w, res_w):
         os.dup2(err_w, 2)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
-        high = 1023
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        high = min(1023, soft - 1) if soft > 16 else 15
         os.dup2(res_w, high)
-        os.closerange(3, high)
-        os.closerange(high + 1, 1 << 16)
+        os.closerange(3, high)  # the control socket, the other pipes: nothing of the supervisor's is left
+        os.closerange(high + 1, hard if 0 < hard < (1 << 20) else (1 << 20))
         _dumpable(1)
         _prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: the code's process dies with its supervisor
         if os.getppid() == 1 and not hello.get("pidns"):

@@ -113,6 +113,8 @@ class Sandbox:
         if self._lock is None:
             self._lock = asyncio.Lock()
         run_limits = _limits(self.limits, limits)
+        for name in files or {}:
+            _check_file_name(name)
         job = {
             "op": "run",
             "code": code,
@@ -148,7 +150,7 @@ class Sandbox:
             worker = Worker(
                 handler=self.handler, python=interpreter(self.python), bwrap=bwrap, allow_ports=self.allow_ports,
                 disk_mb=limits.disk_mb, readonly=self.readonly_paths, seccomp=self.seccomp, warm=self.warm,
-                frame_limit=max(4 * limits.output_bytes, 1 << 20) + (1 << 20),
+                frame_limit=16 * max(limits.output_bytes, 1 << 20) + (1 << 20),
             )
             await worker.start()
             self._worker = worker
@@ -235,6 +237,12 @@ def _status(path: str | None, chosen: str | None, python: str | None) -> Sandbox
 
 
 # ------------------------------------------------------------------------------------------------ results
+
+
+def _check_file_name(name: str) -> None:
+    parts = name.replace("\\", "/").split("/")
+    if not name or name.startswith("/") or any(p in ("", ".", "..") for p in parts):
+        raise ConfigError(f"file name {name!r}: give a relative path inside the working directory (no '..')")
 
 
 def _limits(base: SandboxLimits, override: SandboxLimits | Mapping[str, Any] | None) -> SandboxLimits:
