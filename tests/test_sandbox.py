@@ -499,3 +499,51 @@ def test_socket_module_is_usable_inside(box):
     out = box.run_sync("import socket\na, b = socket.socketpair()\na.sendall(b'ping')\nresult = b.recv(4).decode()")
     assert out.result == "ping"
     assert socket.gethostname()  # host side untouched
+
+
+# ------------------------------------------------------------------------------------------------ unprivileged
+
+
+UNPRIVILEGED_CHECK = """
+import asyncio, json
+from taskbench.envs.sandbox import Sandbox
+async def main():
+    async with Sandbox() as box:
+        a = await box.run("import os\\nresult = [os.getuid(), sorted(os.listdir('/'))]")
+        b = await box.run("import os\\nwhile True:\\n    os.fork()", limits={"processes": 8})
+        c = await box.run("import ctypes\\nlibc = ctypes.CDLL(None, use_errno=True)\\n"
+                          "result = [libc.unshare(0x10000000), ctypes.get_errno()]")
+    print(json.dumps([a.result, b.limit, c.result]))
+asyncio.run(main())
+"""
+
+
+@pytest.mark.slow
+@needs_sandbox
+def test_the_unprivileged_path_as_an_ordinary_user():
+    """As root the tests exercise the root path; run the same sandbox as uid 65534 with the system interpreter
+    (bwrap creates its own user namespace then), where that interpreter can import this checkout."""
+    import site
+    import sysconfig
+
+    if os.geteuid() != 0:
+        pytest.skip("already running unprivileged: every other test covers this path")
+    system = Path("/usr/bin/python3")
+    if not system.exists():
+        pytest.skip("no /usr/bin/python3")
+    version = subprocess.run([str(system), "-c", "import sys; print(sys.version_info[:2])"], capture_output=True,
+                             text=True).stdout.strip()
+    if version != str(sys.version_info[:2]):
+        pytest.skip(f"/usr/bin/python3 is {version}, not this interpreter's version (compiled packages differ)")
+    paths = [str(ROOT / "src"), *site.getsitepackages(), sysconfig.get_paths()["purelib"]]
+    probe = subprocess.run([str(system), "-c", "import pydantic, taskbench"], capture_output=True, user=65534,
+                           group=65534, extra_groups=[], env={"PYTHONPATH": os.pathsep.join(paths), "PATH": "/usr/bin:/bin"})
+    if probe.returncode != 0:
+        pytest.skip("uid 65534 cannot read this checkout or its packages")
+    proc = subprocess.run([str(system), "-c", UNPRIVILEGED_CHECK], capture_output=True, text=True, timeout=120,
+                          user=65534, group=65534, extra_groups=[], cwd="/tmp",
+                          env={"PYTHONPATH": os.pathsep.join(paths), "PATH": "/usr/bin:/bin", "HOME": "/tmp"})
+    assert proc.returncode == 0, proc.stderr
+    (uid, root), limit, (rc, err) = json.loads(proc.stdout)
+    assert uid == 65534 and "root" not in root and "home" not in root
+    assert limit == "processes" and rc == -1 and err == 1  # EPERM: no nested user namespace
