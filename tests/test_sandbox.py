@@ -547,3 +547,33 @@ def test_the_unprivileged_path_as_an_ordinary_user():
     (uid, root), limit, (rc, err) = json.loads(proc.stdout)
     assert uid == 65534 and "root" not in root and "home" not in root
     assert limit == "processes" and rc == -1 and err == 1  # EPERM: no nested user namespace
+
+
+def test_a_cancelled_run_leaves_no_sandbox_behind():
+    if not STATUS.available:
+        pytest.skip(STATUS.reason)
+
+    async def main():
+        async with Sandbox() as sb:
+            task = asyncio.ensure_future(sb.run("import time\ntime.sleep(30)"))
+            await asyncio.sleep(1.0)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            gone = sb._worker is None
+            after = await sb.run("result = 'fresh'")
+            return gone, after
+
+    gone, after = asyncio.run(main())
+    assert gone and after.result == "fresh"
+
+
+def test_tool_call_ids_are_unique_across_runs(box):
+    ids = [c.id for _ in range(3) for c in box.run_sync("add(a=1, b=1)").calls]
+    assert len(set(ids)) == 3
+
+
+def test_cli_unknown_environment_is_one_line():
+    proc = _cli("run", "-", "--env", "no-such-env", stdin="result = 1\n")
+    assert proc.returncode == 2 and "unknown environment 'no-such-env'" in proc.stderr
+    assert proc.stderr.count("\n") == 1

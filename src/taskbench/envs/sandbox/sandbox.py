@@ -74,6 +74,7 @@ class Sandbox:
             for t, api in zip(self.tools, api_names([t.name for t in self.tools]), strict=True)
         ]
         self._worker: Worker | None = None
+        self._runs = 0
         self._lock: asyncio.Lock | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: LoopThread | None = None
@@ -126,9 +127,15 @@ class Sandbox:
         }
         async with self._lock:
             worker = await self._ensure_worker(run_limits)
-            job["id"] = worker.runs + 1
+            self._runs += 1
+            job["id"] = self._runs
             start = time.monotonic()
-            frame, calls, results = await worker.run(job)
+            try:
+                frame, calls, results = await worker.run(job)
+            except BaseException:  # cancelled (or worse) mid-run: that sandbox's state is unknown, drop it
+                self._worker = None
+                await asyncio.shield(worker.close())
+                raise
             seconds = time.monotonic() - start
             if not self.warm or not worker.alive or frame_error(frame):
                 await worker.close()

@@ -218,7 +218,7 @@ class Worker:
         """Run one snippet; returns the supervisor's frame (or one made up when it died) and the tool calls."""
         assert self.reader is not None and self.tools is not None
         self.runs += 1
-        self.tools.begin(self.runs)
+        self.tools.begin(int(job.get("id") or self.runs))
         wall = float(job["limits"]["wall_seconds"])
         try:
             self._send(job)
