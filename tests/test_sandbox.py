@@ -577,3 +577,10 @@ def test_cli_unknown_environment_is_one_line():
     proc = _cli("run", "-", "--env", "no-such-env", stdin="result = 1\n")
     assert proc.returncode == 2 and "unknown environment 'no-such-env'" in proc.stderr
     assert proc.stderr.count("\n") == 1
+
+
+def test_output_before_a_hard_kill_is_kept(box):
+    code = ("import signal, time\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\n"
+            "print('partial line, no newline', end='')\ntime.sleep(60)\n")
+    out = box.run_sync(code, limits={"wall_seconds": 1})
+    assert out.limit == "wall" and out.signal == "SIGKILL" and out.stdout == "partial line, no newline"

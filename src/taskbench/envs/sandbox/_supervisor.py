@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import builtins
 import errno
+import io
 import json
 import os
 import resource
@@ -403,8 +404,11 @@ def _child_entry(job, hello, out_w, err_w, res_w):
         if os.getppid() == 1 and not hello.get("pidns"):
             os._exit(SETUP_FAILED)
         sys.stdin = open(0, encoding="utf-8", closefd=False)
-        sys.stdout = open(1, "w", encoding="utf-8", errors="backslashreplace", closefd=False, buffering=1)
-        sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False, buffering=1)
+        # unbuffered: what the code printed before it was killed is not lost
+        sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8",
+                                      errors="backslashreplace", write_through=True)
+        sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8",
+                                      errors="backslashreplace", write_through=True)
         os.chdir(hello["workdir"])
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE, signal.SIGCHLD):
             signal.signal(sig, signal.SIG_DFL)
