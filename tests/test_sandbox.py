@@ -584,3 +584,22 @@ def test_output_before_a_hard_kill_is_kept(box):
             "print('partial line, no newline', end='')\ntime.sleep(60)\n")
     out = box.run_sync(code, limits={"wall_seconds": 1})
     assert out.limit == "wall" and out.signal == "SIGKILL" and out.stdout == "partial line, no newline"
+
+
+def test_a_bwrap_that_cannot_start_is_reported_as_unavailable():
+    import shutil
+    import tempfile
+
+    where = tempfile.mkdtemp(prefix="tb-fake-bwrap-")
+    try:
+        os.chmod(where, 0o755)  # reachable by the unprivileged uid bwrap runs as under root
+        fake = Path(where) / "bwrap"
+        fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+        fake.chmod(0o755)
+        with pytest.raises(SandboxUnavailableError) as err:
+            run_code_sync("result = 1", bwrap=str(fake))
+        assert "No permissions to create new namespace" in str(err.value) and "\n" not in str(err.value)
+        status = sandbox_status(bwrap=str(fake))
+        assert not status.available and "No permissions" in status.reason
+    finally:
+        shutil.rmtree(where, ignore_errors=True)

@@ -363,8 +363,12 @@ def run_child(job, hello, result_fd):
                                "traceback": None}
     except BaseException as exc:  # the agent's error, reported for it to repair
         del reserve
-        report["limit"] = _classify(exc)
-        report["error"] = _error_report(exc, code)
+        try:
+            report["limit"] = _classify(exc)
+            report["error"] = _error_report(exc, code)
+        except BaseException:  # out of memory even now, or the code broke traceback: the bare facts
+            report["limit"] = report["limit"] or ("memory" if isinstance(exc, MemoryError) else None)
+            report["error"] = {"type": type(exc).__name__, "message": "", "line": None, "traceback": None}
     finally:
         _setitimer(signal.ITIMER_REAL, 0)
         _signal(signal.SIGALRM, signal.SIG_IGN)

@@ -111,6 +111,9 @@ class Worker:
                        else {}),
                 )
             except OSError as exc:
+                for fd in (launch.info_fd, launch.block_fd):
+                    if fd is not None:
+                        os.close(fd)
                 raise SandboxUnavailableError(f"could not start {launch.argv[0]}: {exc}") from exc
             finally:
                 for fd in launch.close_after:
