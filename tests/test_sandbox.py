@@ -603,3 +603,23 @@ def test_a_bwrap_that_cannot_start_is_reported_as_unavailable():
         assert not status.available and "No permissions" in status.reason
     finally:
         shutil.rmtree(where, ignore_errors=True)
+
+
+def test_a_tool_call_cut_off_by_the_wall_limit_is_recorded():
+    if not STATUS.available:
+        pytest.skip(STATUS.reason)
+
+    async def slow(call):
+        await asyncio.sleep(10)
+        return ToolResult(call_id=call.id, name=call.name, content="late")
+
+    async def main():
+        async with Sandbox(slow, [ToolSpec(name="slow")]) as sb:
+            out = await sb.run("print('calling')\nslow()\n", limits={"wall_seconds": 1})
+            again = await sb.run("result = 1")
+            return out, again
+
+    out, again = asyncio.run(main())
+    assert out.limit == "wall" and out.error.line == 2 and out.stdout == "calling\n"
+    assert out.tool_calls == ["slow"] and out.results[0].error == "the run ended before the tool answered"
+    assert again.result == 1 and again.calls == []
