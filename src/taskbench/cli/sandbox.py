@@ -60,7 +60,7 @@ def run_command(
 
     Exit codes: 0 the code ran to its end; 1 it raised an exception (or crashed); 2 bad usage, or no sandbox
     here and no --unsafe-local; 3 a limit stopped it (cpu, wall, memory, processes, files, output); 4 the
-    sandbox itself failed.
+    sandbox itself failed (its supervisor died: the code can kill it).
     """
     from ..envs.sandbox import Sandbox, SandboxLimits
     from ..errors import InputError

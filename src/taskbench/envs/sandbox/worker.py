@@ -238,7 +238,8 @@ class Worker:
                 detail = await self._failure_detail()
                 await self.kill()
                 frame = {"op": "done", "report": None,
-                         "lost": f"the sandbox's supervisor died during the run ({detail})"}
+                         "lost": f"the sandbox's supervisor died during the run, killed by the code or the "
+                                 f"system ({detail})"}
             else:
                 frame = json.loads(line)
         calls, results = self.tools.end()
