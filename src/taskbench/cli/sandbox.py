@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..envs.sandbox import SandboxLimits, SandboxResult
 
 sandbox_app = typer.Typer(
     name="sandbox",
@@ -62,7 +66,7 @@ def run_command(
     here and no --unsafe-local; 3 a limit stopped it (cpu, wall, memory, processes, files, output); 4 the
     sandbox itself failed (its supervisor died: the code can kill it).
     """
-    from ..envs.sandbox import Sandbox, SandboxLimits
+    from ..envs.sandbox import SandboxLimits
     from ..errors import InputError
 
     if str(file) == "-":
@@ -76,7 +80,7 @@ def run_command(
                            open_files=open_files, output_bytes=output, disk_mb=disk)
     if unsafe_local:
         typer.echo("taskbench: warning: --unsafe-local: the code runs unconfined, as you", err=True)
-    result = _run(code, limits, allow_port, result_var, env, unsafe_local, Sandbox)
+    result = _run(code, limits, allow_port, result_var, env, unsafe_local)
     if as_json:
         typer.echo(result.model_dump_json(indent=2))
     else:
@@ -84,10 +88,13 @@ def run_command(
     raise typer.Exit(_exit_code(result))
 
 
-def _run(code, limits, ports, result_var, env_name, unsafe_local, sandbox_cls):  # noqa: ANN001, ANN202
+def _run(code: str, limits: SandboxLimits, ports: list[int], result_var: str, env_name: str | None,
+         unsafe_local: bool) -> SandboxResult:
     import asyncio
 
-    async def go():  # noqa: ANN202
+    from ..envs.sandbox import Sandbox
+
+    async def go() -> SandboxResult:
         env = None
         if env_name:
             from ..envs import open_environment
@@ -95,9 +102,9 @@ def _run(code, limits, ports, result_var, env_name, unsafe_local, sandbox_cls): 
             env = open_environment(env_name)
             await env.reset(0)
         try:
-            box = (sandbox_cls.for_environment(env, limits=limits, allow_ports=ports, result_var=result_var,
-                                               unsafe_local=unsafe_local) if env is not None else
-                   sandbox_cls(limits=limits, allow_ports=ports, result_var=result_var, unsafe_local=unsafe_local))
+            box = (Sandbox.for_environment(env, limits=limits, allow_ports=ports, result_var=result_var,
+                                           unsafe_local=unsafe_local) if env is not None else
+                   Sandbox(limits=limits, allow_ports=ports, result_var=result_var, unsafe_local=unsafe_local))
             async with box:
                 return await box.run(code)
         finally:
@@ -107,7 +114,7 @@ def _run(code, limits, ports, result_var, env_name, unsafe_local, sandbox_cls): 
     return asyncio.run(go())
 
 
-def _exit_code(result) -> int:  # noqa: ANN001
+def _exit_code(result: SandboxResult) -> int:
     if result.limit:
         return 3
     if result.error is not None:
@@ -115,7 +122,7 @@ def _exit_code(result) -> int:  # noqa: ANN001
     return 0
 
 
-def _render(result) -> None:  # noqa: ANN001
+def _render(result: SandboxResult) -> None:
     import json
 
     if result.stdout:

@@ -34,6 +34,8 @@ import socket
 import sys
 import time
 import types
+from collections.abc import Callable
+from typing import Any, BinaryIO, NoReturn
 
 # Imported on first use, so that a cold start stays cheap (a warm supervisor imports them up front, before any
 # agent code runs, see ``preload``): base64 (files), threading (tool client, port relay), traceback and
@@ -61,7 +63,7 @@ class LimitExceeded(BaseException):
     """Raised in the agent's code when the CPU or wall-time alarm fires (a BaseException: a bare
     ``except Exception`` in the agent's code does not swallow it)."""
 
-    def __init__(self, limit, message):
+    def __init__(self, limit: str, message: str) -> None:
         super().__init__(message)
         self.limit = limit
 
@@ -70,7 +72,7 @@ class ToolError(Exception):
     """A tool call failed: ``error`` is the tool's error text, ``status`` its HTTP status (if any),
     ``tool`` the tool's name."""
 
-    def __init__(self, error, tool="", status=None):
+    def __init__(self, error: str, tool: str = "", status: int | None = None) -> None:
         super().__init__(error if status is None else f"{error} (status {status})")
         self.error = error
         self.tool = tool
@@ -80,13 +82,13 @@ class ToolError(Exception):
 class _Client:
     """The agent's side of the tool channel: one connection per thread to the tool socket, JSON lines."""
 
-    def __init__(self, path):
+    def __init__(self, path: str) -> None:
         import threading
 
         self.path = path
         self.local = threading.local()
 
-    def _conn(self):
+    def _conn(self) -> tuple[socket.socket, BinaryIO]:
         conn = getattr(self.local, "conn", None)
         if conn is None:
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -94,7 +96,7 @@ class _Client:
             conn = self.local.conn = (sock, sock.makefile("rb"))
         return conn
 
-    def call(self, name, arguments):
+    def call(self, name: str, arguments: dict[str, Any]) -> Any:
         if not self.path:
             raise ToolError("this sandbox has no tools", tool=name)
         try:
@@ -113,12 +115,12 @@ class _Client:
         return reply.get("content")
 
 
-def _api_module(job, client):
+def _api_module(job: dict[str, Any], client: _Client) -> Any:
     """The documented API: ``call_tool``, ``ToolError`` and one function per tool (API-safe names)."""
-    mod = types.ModuleType("taskbench_sandbox", "Tools of this sandbox: call_tool(name, **arguments), "
+    mod: Any = types.ModuleType("taskbench_sandbox", "Tools of this sandbox: call_tool(name, **arguments), "
                                                 "ToolError, and one function per tool.")
 
-    def call_tool(name, arguments=None, /, **kwargs):
+    def call_tool(name: str, arguments: dict[str, Any] | None = None, /, **kwargs: Any) -> Any:
         """Call the tool ``name`` with ``arguments`` (a dict) and/or keyword arguments; returns its JSON
         result or raises ToolError with the tool's error text and status."""
         args = dict(arguments or {})
@@ -136,10 +138,10 @@ def _api_module(job, client):
     return mod
 
 
-def _tool_function(call_tool, spec):
+def _tool_function(call_tool: Callable[..., Any], spec: dict[str, Any]) -> Callable[..., Any]:
     name = spec["name"]
 
-    def tool(arguments=None, /, **kwargs):
+    def tool(arguments: dict[str, Any] | None = None, /, **kwargs: Any) -> Any:
         return call_tool(name, arguments, **kwargs)
 
     tool.__name__ = tool.__qualname__ = spec["api"]
@@ -157,8 +159,8 @@ def _tool_function(call_tool, spec):
     return tool
 
 
-def _set_limits(limits, pidns):
-    def lim(which, soft, hard=None):
+def _set_limits(limits: dict[str, Any], pidns: bool) -> None:
+    def lim(which: int, soft: int, hard: int | None = None) -> None:
         try:
             resource.setrlimit(which, (soft, soft if hard is None else hard))
         except (ValueError, OSError):
@@ -174,7 +176,7 @@ def _set_limits(limits, pidns):
         lim(resource.RLIMIT_NPROC, int(limits["processes"]) + _tasks_in_namespace() - 1)
 
 
-def _tasks_in_namespace():
+def _tasks_in_namespace() -> int:
     n = 0
     for pid in os.listdir("/proc"):
         if pid.isdigit():
@@ -185,11 +187,11 @@ def _tasks_in_namespace():
     return n
 
 
-def _set_alarms(limits):
-    def on_cpu(signum, frame):
+def _set_alarms(limits: dict[str, Any]) -> None:
+    def on_cpu(signum: int, frame: Any) -> None:
         raise LimitExceeded("cpu", f"CPU time limit exceeded ({limits['cpu_seconds']:g} s)")
 
-    def on_wall(signum, frame):
+    def on_wall(signum: int, frame: Any) -> None:
         raise LimitExceeded("wall", f"wall time limit exceeded ({limits['wall_seconds']:g} s)")
 
     signal.signal(signal.SIGXCPU, on_cpu)
@@ -197,7 +199,7 @@ def _set_alarms(limits):
     signal.setitimer(signal.ITIMER_REAL, float(limits["wall_seconds"]))
 
 
-def _forward_ports(ports):
+def _forward_ports(ports: list[list[Any]]) -> None:
     """Listen on each allowed port on the sandbox's own loopback and relay every connection to the parent's
     socket for that port (the parent connects it to the real 127.0.0.1:PORT, and to nothing else)."""
     import threading
@@ -210,7 +212,7 @@ def _forward_ports(ports):
         threading.Thread(target=_accept_loop, args=(server, path), daemon=True).start()
 
 
-def _accept_loop(server, path):
+def _accept_loop(server: socket.socket, path: str) -> None:
     import threading
 
     while True:
@@ -221,7 +223,7 @@ def _accept_loop(server, path):
         threading.Thread(target=_relay, args=(conn, path), daemon=True).start()
 
 
-def _relay(conn, path):
+def _relay(conn: socket.socket, path: str) -> None:
     upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         upstream.connect(path)
@@ -235,7 +237,8 @@ def _relay(conn, path):
     try:
         while open_ends:
             for key, _ in sel.select():
-                data = key.fileobj.recv(READ)
+                source: socket.socket = key.fileobj  # type: ignore[assignment]
+                data = source.recv(READ)
                 if data:
                     key.data.sendall(data)
                 else:
@@ -252,7 +255,7 @@ def _relay(conn, path):
         upstream.close()
 
 
-def _error_report(exc, code):
+def _error_report(exc: BaseException, code: str) -> dict[str, Any]:
     """Exception type, message, line in the agent's code and the traceback trimmed to the agent's frames."""
     import linecache
     import traceback
@@ -273,7 +276,7 @@ def _error_report(exc, code):
     return {"type": type(exc).__name__, "message": message, "line": line, "traceback": "".join(parts).rstrip()}
 
 
-def _classify(exc):
+def _classify(exc: BaseException) -> str | None:
     """Which limit an uncaught exception means, if any."""
     if isinstance(exc, LimitExceeded):
         return exc.limit
@@ -293,33 +296,33 @@ def _classify(exc):
     return None
 
 
-def _in_spawn(exc):
+def _in_spawn(exc: BaseException) -> bool:
     import traceback
 
     names = {f.name for f in traceback.extract_tb(exc.__traceback__)}
     return bool(names & {"_execute_child", "_launch", "_fork_exec", "spawnv", "fork"})
 
 
-def _tag_fork():
+def _tag_fork() -> None:
     """Wrap os.fork so that a failure at the process limit is recognised as such (subprocess and
     multiprocessing are recognised by their frames)."""
     real_fork = os.fork
 
-    def fork():
+    def fork() -> int:
         try:
             return real_fork()
         except OSError as exc:
-            exc.spawning = True
+            exc.spawning = True  # type: ignore[attr-defined]
             raise
 
     fork.__doc__ = real_fork.__doc__
     os.fork = fork
 
 
-def run_child(job, hello, result_fd):
+def run_child(job: dict[str, Any], hello: dict[str, Any], result_fd: int) -> NoReturn:
     """Run one snippet in this (forked) process and write the report to ``result_fd``. Never returns."""
     reserve = bytearray(1 << 20)  # freed on MemoryError so the report can still be written
-    report = {"result": None, "error": None, "limit": None}
+    report: dict[str, Any] = {"result": None, "error": None, "limit": None}
     me = os.getpid()  # copies of this process that the code forks end here too, but only this one reports
     code = job["code"]
     try:
@@ -340,7 +343,7 @@ def run_child(job, hello, result_fd):
         if hello.get("ports"):
             _forward_ports(hello["ports"])
         _tag_fork()
-        _set_limits(limits, hello.get("pidns"))
+        _set_limits(limits, bool(hello.get("pidns")))
         _set_alarms(limits)
         try:
             compiled = compile(code, AGENT_FILE, "exec")
@@ -391,7 +394,7 @@ def run_child(job, hello, result_fd):
     _exit(0)
 
 
-def _child_entry(job, hello, out_w, err_w, res_w):
+def _child_entry(job: dict[str, Any], hello: dict[str, Any], out_w: int, err_w: int, res_w: int) -> NoReturn:
     try:
         os.setpgid(0, 0)
         os.dup2(out_w, 1)
@@ -425,7 +428,7 @@ def _child_entry(job, hello, out_w, err_w, res_w):
 # ================================================================================================ supervisor
 
 
-def _prctl(option, value):
+def _prctl(option: int, value: int) -> None:
     try:
         import ctypes
 
@@ -434,20 +437,20 @@ def _prctl(option, value):
         pass
 
 
-def _dumpable(value):
+def _dumpable(value: int) -> None:
     _prctl(4, value)  # PR_SET_DUMPABLE
 
 
 class Supervisor:
-    def __init__(self, control_fd):
+    def __init__(self, control_fd: int) -> None:
         self.ctl = socket.socket(fileno=control_fd)
         self.reader = self.ctl.makefile("rb")
-        self.hello = {}
+        self.hello: dict[str, Any] = {}
 
-    def send(self, obj):
+    def send(self, obj: dict[str, Any]) -> None:
         self.ctl.sendall(json.dumps(obj, ensure_ascii=False).encode("utf-8") + b"\n")
 
-    def serve(self):
+    def serve(self) -> None:
         _dumpable(0)  # the code cannot read this process's memory or fds through /proc
         signal.signal(signal.SIGPIPE, signal.SIG_IGN)
         line = self.reader.readline()
@@ -467,7 +470,7 @@ class Supervisor:
             elif msg.get("op") == "exit":
                 return
 
-    def run(self, job):
+    def run(self, job: dict[str, Any]) -> dict[str, Any]:
         limits = job["limits"]
         start = time.monotonic()
         out_r, out_w = os.pipe()
@@ -582,7 +585,8 @@ class Supervisor:
             "seconds": round(time.monotonic() - start, 6),
         }
 
-    def _drain(self, open_fds, outputs, result, cap, total):
+    def _drain(self, open_fds: set[int], outputs: dict[int, bytearray], result: bytearray, cap: int,
+               total: int) -> int:
         for fd in list(open_fds):
             while True:
                 try:
@@ -599,7 +603,7 @@ class Supervisor:
                     result += data
         return total
 
-    def _kill_all(self, pid):
+    def _kill_all(self, pid: int) -> None:
         if self.hello.get("pidns"):
             # every process of this sandbox but this one and its init; again until none is left (a fork bomb
             # forks while it is being killed; the dead are reaped by init)
@@ -625,7 +629,7 @@ class Supervisor:
             except OSError:
                 pass
 
-    def _reap(self):
+    def _reap(self) -> None:
         while True:
             try:
                 got, _ = os.waitpid(-1, os.WNOHANG)
@@ -634,7 +638,7 @@ class Supervisor:
             if got == 0:
                 return
 
-    def _wipe(self):
+    def _wipe(self) -> None:
         for root in self.hello.get("scratch") or []:
             try:
                 entries = os.listdir(root)
@@ -651,7 +655,7 @@ class Supervisor:
                     pass
 
 
-def _rmtree(path):
+def _rmtree(path: str) -> None:
     for root, dirs, files in os.walk(path, topdown=False):
         for name in files:
             try:
@@ -670,7 +674,7 @@ def _rmtree(path):
         pass
 
 
-def preload():
+def preload() -> None:
     """Import what runs need, so that forked runs start with it (warm supervisors)."""
     import base64  # noqa: F401
     import linecache  # noqa: F401
@@ -678,17 +682,17 @@ def preload():
     import traceback  # noqa: F401
 
 
-def _pidfd(pid):
+def _pidfd(pid: int) -> int | None:
     opener = getattr(os, "pidfd_open", None)
     if opener is None:
         return None
     try:
-        return opener(pid)
+        return int(opener(pid))
     except OSError:
         return None
 
 
-def _status(status):
+def _status(status: int | None) -> dict[str, Any] | None:
     if status is None:
         return None
     if os.WIFSIGNALED(status):
@@ -701,7 +705,7 @@ def _status(status):
     return {"exit": os.WEXITSTATUS(status)}
 
 
-def main(argv):
+def main(argv: list[str]) -> None:
     fd = int(argv[argv.index("--control") + 1])
     Supervisor(fd).serve()
 

@@ -69,7 +69,7 @@ class Sandbox:
         self.bwrap = bwrap
         self.readonly_paths = tuple(readonly_paths)
         self.seccomp = seccomp
-        self._specs = [
+        self._specs: list[dict[str, Any]] = [
             {"name": t.name, "api": api, "description": t.description, "parameters": t.parameters}
             for t, api in zip(self.tools, api_names([t.name for t in self.tools]), strict=True)
         ]
@@ -116,7 +116,7 @@ class Sandbox:
         run_limits = _limits(self.limits, limits)
         for name in files or {}:
             _check_file_name(name)
-        job = {
+        job: dict[str, Any] = {
             "op": "run",
             "code": code,
             "result_var": result_var or self.result_var,
@@ -312,7 +312,8 @@ def build_result(
     elif lost:
         code_error = CodeError(type="SandboxError", message=lost)
     elif error:
-        code_error = CodeError(**{k: error.get(k) for k in ("type", "message", "line", "traceback")})
+        code_error = CodeError(type=str(error.get("type") or "Error"), message=str(error.get("message") or ""),
+                               line=error.get("line"), traceback=error.get("traceback"))
     elif sig:
         hint = " (out of memory?)" if rss and rss * 1024 >= 0.8 * limits.memory_mb * 1024 * 1024 else ""
         code_error = CodeError(type="Crash", message=f"the process was killed by {sig}{hint}")

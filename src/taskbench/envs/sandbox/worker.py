@@ -106,9 +106,8 @@ class Worker:
                 self.proc = await asyncio.create_subprocess_exec(
                     *launch.argv, pass_fds=launch.pass_fds, stdin=asyncio.subprocess.DEVNULL,
                     stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, env=launch.env,
-                    cwd=launch.cwd, start_new_session=True,
-                    **({"user": launch.user, "group": launch.user, "extra_groups": []} if launch.user is not None
-                       else {}),
+                    cwd=launch.cwd, start_new_session=True, user=launch.user, group=launch.user,
+                    extra_groups=[] if launch.user is not None else None,
                 )
             except OSError as exc:
                 for fd in (launch.info_fd, launch.block_fd):
@@ -154,7 +153,7 @@ class Worker:
             deadline = loop.time() + START_TIMEOUT
             while pid is None:
                 ready: asyncio.Future[None] = loop.create_future()
-                loop.add_reader(launch.info_fd, lambda f=ready: f.done() or f.set_result(None))
+                loop.add_reader(launch.info_fd, _resolve, ready)
                 try:
                     await asyncio.wait_for(ready, max(0.0, deadline - loop.time()))
                 except asyncio.TimeoutError:
@@ -286,6 +285,11 @@ class Worker:
             if path:
                 shutil.rmtree(path, ignore_errors=True)
         self.ipc = self.workdir = None
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 def _is_namespace_init(pid: int) -> bool:
