@@ -49,6 +49,7 @@ lint: install
 
 bench: install
 	$(BIN)/python benchmarks/bench_evaluate.py
+	$(BIN)/python benchmarks/bench_sandbox.py
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info

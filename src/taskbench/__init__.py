@@ -16,6 +16,8 @@ from .errors import (
     InputError,
     MissingDependencyError,
     ModelError,
+    SandboxError,
+    SandboxUnavailableError,
     SchemaError,
     TaskbenchError,
 )
@@ -63,6 +65,11 @@ _LAZY: dict[str, str] = {
     "evaluate_compat": "eval",
     "compare_predictions": "eval.api",
     "run_benchmark": "run",
+    # the sandbox for agent-written code
+    "Sandbox": "envs.sandbox",
+    "SandboxLimits": "envs.sandbox",
+    "SandboxResult": "envs.sandbox",
+    "run_code": "envs.sandbox",
 }
 
 __all__ = [
@@ -70,6 +77,8 @@ __all__ = [
     "InputError",
     "MissingDependencyError",
     "ModelError",
+    "SandboxError",
+    "SandboxUnavailableError",
     "SchemaError",
     "TaskbenchError",
     "__version__",

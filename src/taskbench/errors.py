@@ -10,11 +10,15 @@ The tree (catch the narrowest one you can handle)::
     ├── ConfigError                a bad option combination or unknown name (provider, metric, split, ...)
     ├── MissingDependencyError     an optional package is not installed; the message holds the exact
     │                              ``pip install`` line
-    └── ModelError                 a model call failed for good (after the retry budget was spent)
-        └── ModelRefusedError      the model answered, but its output could not be used (e.g. not JSON)
+    ├── ModelError                 a model call failed for good (after the retry budget was spent)
+    │   └── ModelRefusedError      the model answered, but its output could not be used (e.g. not JSON)
+    └── SandboxError               the code sandbox broke (its supervisor could not start or answer)
+        └── SandboxUnavailableError  no sandbox can be had here (no bwrap, no user namespaces, ...): agent code
+                                   is refused rather than run unconfined, unless the caller passes
+                                   ``unsafe_local=True`` (CLI ``--unsafe-local``); one line with the fix
 
 Library code raises these and never prints; the CLI (``taskbench.cli``) turns them into one line on stderr
-and exit code 2 (user errors) or 1 (model failures).
+and exit code 2 (user errors, a refused sandbox) or 1 (model failures); a broken sandbox exits with 4.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ __all__ = [
     "MissingDependencyError",
     "ModelError",
     "ModelRefusedError",
+    "SandboxError",
+    "SandboxUnavailableError",
 ]
 
 
@@ -111,3 +117,22 @@ class ModelError(TaskbenchError):
 
 class ModelRefusedError(ModelError):
     """The model answered but its output could not be used."""
+
+
+class SandboxError(TaskbenchError):
+    """The sandbox that runs agent code failed (not the code: the machinery around it)."""
+
+    exit_code = 4
+
+
+class SandboxUnavailableError(SandboxError):
+    """Agent code cannot be confined here, so it is not run (pass ``unsafe_local=True`` to run it anyway)."""
+
+    exit_code = 2
+
+    def __init__(self, reason: str) -> None:
+        self.reason = " ".join(reason.split())
+        super().__init__(
+            f"no sandbox for agent code here: {self.reason}; refusing to run it unconfined "
+            "(pass --unsafe-local / unsafe_local=True to run it anyway, without confinement)"
+        )

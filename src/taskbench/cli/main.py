@@ -36,6 +36,7 @@ COMMAND_MODULES = [
     "data",
     "review",
     "serve",
+    "sandbox",
 ]
 
 

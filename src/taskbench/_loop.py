@@ -1,0 +1,35 @@
+"""An event loop running forever on a daemon thread: how the sync wrappers run async code (they then also
+work where a loop is already running, e.g. in a notebook)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class LoopThread:
+    """A private event loop on its own daemon thread."""
+
+    def __init__(self, name: str) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
+        self.thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` on the loop and wait for its result (not from the loop's own thread)."""
+        if threading.current_thread() is self.thread:
+            coro.close()
+            raise RuntimeError("a sync call was made from inside its own event loop; await the async API instead")
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=5)
+        self.loop.close()
+
+
+__all__ = ["LoopThread"]

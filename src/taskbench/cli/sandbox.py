@@ -1,0 +1,184 @@
+"""`taskbench sandbox run|status`: run a Python file in the code sandbox and print the structured result."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..envs.sandbox import SandboxLimits, SandboxResult
+
+sandbox_app = typer.Typer(
+    name="sandbox",
+    help="The sandbox for agent-written code: run a file in it (try an attack by hand), or check what it "
+    "confines here.",
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+)
+
+@sandbox_app.command("run")
+def run_command(
+    file: Path = typer.Argument(..., metavar="FILE.py", help="The Python file to run ('-': read stdin).",
+                                show_default=False),
+    allow_port: list[int] = typer.Option(
+        [], "--allow-port", "-p", help="Let the code connect to 127.0.0.1:N (relayed; repeatable). Nothing else "
+        "on the network is reachable."
+    ),
+    timeout: float = typer.Option(30.0, "--timeout", "-t", help="Wall-clock limit, seconds (tool calls included)."),
+    cpu: float = typer.Option(10.0, "--cpu", help="CPU-time limit, seconds."),
+    memory: int = typer.Option(512, "--memory", "-m", help="Memory (address-space) limit, MB."),
+    processes: int = typer.Option(32, "--processes", help="Processes + threads the code may have at once."),
+    open_files: int = typer.Option(64, "--files", help="Open file descriptors per process."),
+    output: int = typer.Option(1_000_000, "--output", help="Bytes of stdout + stderr kept; past it the run stops."),
+    disk: int = typer.Option(64, "--disk", help="Size of the scratch directories /work and /tmp, MB."),
+    result_var: str = typer.Option("result", "--result-var", help="Variable whose value is the run's result."),
+    env: str | None = typer.Option(
+        None, "--env", "-e", help="Give the code the tools of this environment (e.g. restbench-tmdb, "
+        "'mcp:python server.py'); default: no tools."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the whole result as JSON on stdout."),
+    unsafe_local: bool = typer.Option(
+        False, "--unsafe-local", help="Run WITHOUT confinement (a plain subprocess of yours, limits only). Only "
+        "for code you trust, where bwrap cannot run."
+    ),
+) -> None:
+    """Run FILE.py in the sandbox and print what it printed, its result variable, its error and limits.
+
+    The code runs in a fresh bwrap sandbox: no network (but --allow-port), no view of your files, an empty
+    environment, scratch directories /work (the working directory) and /tmp. Inside, call_tool(name, **args)
+    and one function per tool of --env are defined (see docs/sandbox.md).
+
+    Without --json, the code's stdout goes to stdout and the summary (result, error with its line, limit, tool
+    calls, seconds) to stderr.
+
+    Examples:
+
+        taskbench sandbox run attack.py --timeout 5 --memory 256
+
+        taskbench sandbox run client.py --allow-port 8000 --json
+
+        echo 'result = sum(range(10))' | taskbench sandbox run - --json
+
+    Exit codes: 0 the code ran to its end; 1 it raised an exception (or crashed); 2 bad usage, or no sandbox
+    here and no --unsafe-local; 3 a limit stopped it (cpu, wall, memory, processes, files, output); 4 the
+    sandbox itself failed (its supervisor died: the code can kill it).
+    """
+    from ..envs.sandbox import SandboxLimits
+    from ..errors import InputError
+
+    if str(file) == "-":
+        code = sys.stdin.read()
+    else:
+        try:
+            code = file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"cannot read the code: {exc}", path=file) from None
+    limits = SandboxLimits(cpu_seconds=cpu, wall_seconds=timeout, memory_mb=memory, processes=processes,
+                           open_files=open_files, output_bytes=output, disk_mb=disk)
+    if unsafe_local:
+        typer.echo("taskbench: warning: --unsafe-local: the code runs unconfined, as you", err=True)
+    result = _run(code, limits, allow_port, result_var, env, unsafe_local)
+    if as_json:
+        typer.echo(result.model_dump_json(indent=2))
+    else:
+        _render(result)
+    raise typer.Exit(_exit_code(result))
+
+
+def _run(code: str, limits: SandboxLimits, ports: list[int], result_var: str, env_name: str | None,
+         unsafe_local: bool) -> SandboxResult:
+    import asyncio
+
+    from ..envs.sandbox import Sandbox
+
+    async def go() -> SandboxResult:
+        env = None
+        if env_name:
+            from ..envs import open_environment
+
+            env = open_environment(env_name)
+            await env.reset(0)
+        try:
+            box = (Sandbox.for_environment(env, limits=limits, allow_ports=ports, result_var=result_var,
+                                           unsafe_local=unsafe_local) if env is not None else
+                   Sandbox(limits=limits, allow_ports=ports, result_var=result_var, unsafe_local=unsafe_local))
+            async with box:
+                return await box.run(code)
+        finally:
+            if env is not None:
+                await env.aclose()
+
+    return asyncio.run(go())
+
+
+def _exit_code(result: SandboxResult) -> int:
+    if result.limit:
+        return 3
+    if result.error is not None:
+        return 4 if result.error.type == "SandboxError" else 1
+    return 0
+
+
+def _render(result: SandboxResult) -> None:
+    import json
+
+    if result.stdout:
+        sys.stdout.write(result.stdout)
+        sys.stdout.flush()
+    err = sys.stderr
+    if result.stderr:
+        err.write(result.stderr if result.stderr.endswith("\n") else result.stderr + "\n")
+    if result.truncated:
+        err.write("-- output truncated at the output limit\n")
+    if result.error is not None:
+        where = f" at line {result.error.line}" if result.error.line else ""
+        if result.error.traceback and result.error.type != "LimitExceeded":
+            err.write(result.error.traceback.rstrip("\n") + "\n")
+        err.write(f"-- error{where}: {result.error.type}: {result.error.message}\n")
+    if result.limit:
+        err.write(f"-- limit: {result.limit}\n")
+    if result.result is not None:
+        err.write(f"-- result: {json.dumps(result.result, ensure_ascii=False)[:4000]}\n")
+    if result.calls:
+        names = ", ".join(result.tool_calls[:10]) + (" ..." if len(result.calls) > 10 else "")
+        err.write(f"-- tool calls: {len(result.calls)} ({names})\n")
+    usage = [f"{result.seconds:.3f} s"]
+    if result.cpu_seconds is not None:
+        usage.append(f"cpu {result.cpu_seconds:.3f} s")
+    if result.max_rss_mb is not None:
+        usage.append(f"peak {result.max_rss_mb:.0f} MB")
+    err.write(f"-- {result.backend}: {', '.join(usage)}\n")
+
+
+@sandbox_app.command("status")
+def status_command(
+    as_json: bool = typer.Option(False, "--json", help="Print the status as JSON."),
+) -> None:
+    """Say whether agent code can be confined here, and how (bwrap version, seccomp, uid, interpreter).
+
+    Runs one trivial snippet in the sandbox. Exit code 0 when the sandbox works, 2 when it does not.
+
+    Example:
+
+        taskbench sandbox status
+    """
+    from ..envs.sandbox import sandbox_status
+
+    status = sandbox_status()
+    if as_json:
+        typer.echo(status.model_dump_json(indent=2))
+    else:
+        state = "available" if status.available else f"NOT available: {status.reason}"
+        typer.echo(f"sandbox: {state}")
+        typer.echo(f"bwrap: {status.bwrap or '-'} {status.version or ''}".rstrip())
+        typer.echo(status.seccomp)
+        typer.echo(f"code runs as uid {status.uid if status.uid is not None else '-'} on {status.python}")
+    raise typer.Exit(0 if status.available else 2)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `sandbox` command group to the main app."""
+    app.add_typer(sandbox_app, name="sandbox")
