@@ -301,3 +301,11 @@ def test_arbitrary_prediction_shapes_never_stop_a_run():
         assert {r.status for r in res.samples} <= {"ok", "parse_error"}
 
     check()
+
+
+def test_link_endpoints_that_are_bools_or_huge_numbers_do_not_crash_scoring():
+    from taskbench.eval.execution import _coerce_links
+
+    out = _coerce_links({"task_nodes": [{"task": "a"}], "task_links": [[None, False], ["9" * 5000, True], [0, "0"]]})
+    assert out["task_links"][2] == {"source": "a", "target": "a"}
+    assert out["task_links"][0] == {"source": "None", "target": "False"}

@@ -86,7 +86,7 @@ def _coerce_links(result: Mapping[str, Any]) -> dict[str, Any]:
     def endpoint(v: Any) -> Any:
         text = str(v).strip()
         text = text.removeprefix("<node-").removesuffix(">") if text.startswith("<node-") else text
-        if isinstance(v, int) or text.isdigit():
+        if not isinstance(v, bool) and text.isdigit() and len(text) <= 9:  # bools are ints; huge ints do not parse
             i = int(text)
             return names[i] if 0 <= i < len(names) and isinstance(names[i], str) else f"<node-{i}>"
         return v if isinstance(v, str) else text
