@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import sys
-import threading
 import time
 from collections.abc import AsyncIterator, Coroutine, Sequence
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .._loop import LoopThread
 from ..errors import ConfigError, ModelError, ModelRefusedError, TaskbenchError
 from ..schema import AssistantMessage, ToolCall, Usage
 from ..schema.chat import to_openai_messages
@@ -176,7 +176,7 @@ class Model:
         self._sem: asyncio.Semaphore | None = None
         self._sem_loop: asyncio.AbstractEventLoop | None = None
         self._schemas: dict[type, tuple[dict[str, Any] | None, str, type | None]] = {}
-        self._runner: _LoopThread | None = None
+        self._runner: LoopThread | None = None
         # running totals
         self.calls = 0
         """Calls to :meth:`generate` that returned."""
@@ -417,7 +417,7 @@ class Model:
     def run_sync(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run a coroutine that uses this model on its private event-loop thread and return its result."""
         if self._runner is None:
-            self._runner = _LoopThread(f"taskbench-model-{self.name}")
+            self._runner = LoopThread(f"taskbench-model-{self.name}")
         return self._runner.run(coro)
 
     async def _attempt(self, request: ProviderRequest, timeout: float | None) -> ProviderResponse:
@@ -558,25 +558,6 @@ class _Call:
     def request(self, timeout: float | None) -> ProviderRequest:
         return ProviderRequest(self.messages, self.config, self.json_schema, self.schema_name, timeout,
                                tools=self.api_tools, tool_choice=self.api_choice)
-
-
-class _LoopThread:
-    """An event loop running forever on a daemon thread (for the sync API)."""
-
-    def __init__(self, name: str) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
-        self.thread.start()
-
-    def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        if threading.current_thread() is self.thread:
-            raise RuntimeError("generate_sync called from inside the model's own loop; await generate instead")
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
-
-    def stop(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(timeout=5)
-        self.loop.close()
 
 
 __all__ = ["Messages", "Model", "ModelOutput", "get_model"]
