@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..errors import ConfigError
 from ..schema import Sample, ToolLibrary
 from . import stats
+from .groups import Group, group_mask
 from .runtime import gc_paused
 from .strict import (
     N_TOOLS,
@@ -29,7 +30,6 @@ from .strict import (
     SampleScore,
     compare_counts,
     compare_graphs,
-    group_mask,
     identical_counts,
     metrics_from_sums,
     name_counts,
@@ -275,7 +275,7 @@ def aggregate_strict(
     all groups, seeded; see :func:`taskbench.eval.stats.bootstrap_groups`)."""
     keep = _selected(metrics)
     pairs = split_groups(splits, n_tools, mode)
-    masks = {f"{split}_{n}": group_mask(scored.splits, scored.n_tools, split, n) for split, n in pairs}
+    masks = {f"{split}_{n}": group_mask(Group(split, n), scored.splits, scored.n_tools) for split, n in pairs}
     cis: dict[str, dict[str, tuple[float, float] | None]] = {}
     if bootstrap > 0:
         columns = scored.columns
@@ -499,7 +499,7 @@ def compare_predictions(
     groups = {}
     for split, n in split_groups(splits, n_tools, group_mode):
         key = f"{split}_{n}"
-        mask = group_mask(sa.splits, sa.n_tools, split, n)
+        mask = group_mask(Group(split, n), sa.splits, sa.n_tools)
         results = []
         if mask.any():
             ca = {k: v[mask] for k, v in sa.columns.items()}
