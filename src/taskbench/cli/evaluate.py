@@ -27,7 +27,6 @@ def _load(data: Path, dependency: str | None, alignment: str | None):  # noqa: A
     """(library, gold file, alignment ids or None) of a dataset directory: reads the tool library and, when
     asked for, alignment_ids.json (scoring reads the gold file itself, see :func:`_records`)."""
     from ..bundled import resolve_dir
-    from ..dataset.jsonio import read_json
     from ..dataset.layout import ALIGNMENT_FILE, GRAPH_FILE, TOOL_FILE, Dataset, find_data_file
     from ..errors import InputError
     from ..graph.loaders import load_tool_library
@@ -42,8 +41,8 @@ def _load(data: Path, dependency: str | None, alignment: str | None):  # noqa: A
         raise InputError("no gold data (data.json) in the dataset directory", path=data)
     ids = None
     if alignment:
-        doc = read_json(data / ALIGNMENT_FILE) if (data / ALIGNMENT_FILE).is_file() else None
-        ids = Dataset(root=data, library=library, alignment_ids=doc).aligned_ids(alignment)
+        path = data / ALIGNMENT_FILE if (data / ALIGNMENT_FILE).is_file() else None
+        ids = Dataset(root=data, library=library, alignment_path=path).aligned_ids(alignment)
     return library, data_path, ids
 
 

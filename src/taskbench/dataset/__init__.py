@@ -9,7 +9,16 @@ from .jsonio import (
     write_json,
     write_jsonl,
 )
-from .layout import Dataset, load_dataset, parse_sample, read_raw_records, read_samples, save_dataset
+from .layout import (
+    Dataset,
+    load_dataset,
+    parse_sample,
+    read_alignment_ids,
+    read_raw_records,
+    read_requests,
+    read_samples,
+    save_dataset,
+)
 from .trajectories import TrajectoryWriter, read_trajectory
 
 __all__ = [
@@ -18,10 +27,12 @@ __all__ = [
     "iter_jsonl",
     "load_dataset",
     "parse_sample",
+    "read_alignment_ids",
     "read_json",
     "read_json_or_jsonl",
     "read_jsonl",
     "read_raw_records",
+    "read_requests",
     "read_samples",
     "read_trajectory",
     "TrajectoryWriter",

@@ -26,7 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..schema import NODE_REF, Sample, TaskArgument, TaskLink, ToolGraph, ToolLibrary, ToolLink
+from ..schema import NODE_REF, Sample, TaskArgument, TaskLink, ToolGraph, ToolLibrary, ToolLink, node_index
 
 __all__ = [
     "ISSUE_CODES",
@@ -223,12 +223,14 @@ def _check_resource_node(
             )
         if not isinstance(text, str):
             continue
-        refs = [int(m) for m in NODE_REF.findall(text)]
-        for j in refs:
+        refs = NODE_REF.findall(text)
+        for digits in refs:
+            j = node_index(digits)
             if j >= len(names):
+                shown = digits if len(digits) <= 12 else digits[:12] + "..."
                 issues.append(
                     Issue(code="ref_out_of_range", node=i,
-                          message=f"node {i} ({node.task}): <node-{j}> but there are {len(names)} nodes")
+                          message=f"node {i} ({node.task}): <node-{shown}> but there are {len(names)} nodes")
                 )
             elif j == i:
                 issues.append(Issue(code="ref_self", node=i, message=f"node {i} ({node.task}) refers to itself"))

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from ..schema import NODE_REF, TaskArgument, TaskGraph, ToolLibrary
+from ..schema import NODE_REF, TaskArgument, TaskGraph, ToolLibrary, node_index
 
 _EXTENSIONS = (
     ("image", ("jpg", "png", "jpeg", "gif", "bmp", "tiff", "svg", "ico")),
@@ -76,7 +76,7 @@ def _argument(arg: Any, i: int, names: Sequence[str], library: ToolLibrary, reso
     if resource:
         m = NODE_REF.search(text)
         if m is not None:
-            j = int(m.group(1))
+            j = node_index(m.group(1))
             if j == i:
                 return None  # a self-reference carries nothing
             if j < len(names):
@@ -184,7 +184,7 @@ def _other_argument(a: Any, i: int, names: list[str], resource: bool, output_typ
             if resource and type(value) is str and "<node-" in value:
                 n = len(names)
                 for m in NODE_REF.findall(value):
-                    j = int(m)
+                    j = node_index(m)
                     if j != i and j < n:
                         key = (names[j], names[i])
                         if key not in seen:
@@ -206,7 +206,7 @@ def _other_argument(a: Any, i: int, names: list[str], resource: bool, output_typ
     if "<node-" in text:  # the first reference only; these arguments make no links
         m1 = NODE_REF.search(text)
         if m1 is not None:
-            j = int(m1.group(1))
+            j = node_index(m1.group(1))
             if j == i:
                 return None
             if j < len(names):
@@ -282,13 +282,13 @@ def normalise_record(
                         refs = NODE_REF.findall(a)
                         if refs:
                             for m in refs:
-                                j = int(m)
+                                j = node_index(m)
                                 if j != i and j < n:
                                     key = (names[j], names[i])
                                     if key not in seen:
                                         seen.add(key)
                                         links.append(key)
-                            j = int(refs[0])
+                            j = node_index(refs[0])
                             if j == i:
                                 continue  # a self-reference carries nothing
                             if j < n:

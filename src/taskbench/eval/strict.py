@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from ..errors import InputError
+from ..errors import InputError, validation_message
 from ..schema import Sample, TaskGraph, ToolLibrary
 from .aggregate import HEADLINE, metrics_from_sums, per_tool_from_sums, split_groups, to_jsonable
 from .groups import ALL_N_TOOLS, ALL_SPLITS
@@ -78,9 +78,7 @@ def parse_strict(sample_id: str, record: Mapping[str, Any] | None) -> ParsedPred
     try:
         graph = TaskGraph.model_validate(result)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err.get("loc", ()))
-        return ParsedPrediction(sample_id, "parse_error", TaskGraph(), f"{loc}: {err.get('msg')}")
+        return ParsedPrediction(sample_id, "parse_error", TaskGraph(), validation_message(exc))
     return ParsedPrediction(sample_id, "ok", graph)
 
 

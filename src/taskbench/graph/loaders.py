@@ -28,7 +28,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..errors import InputError
+from ..errors import InputError, validation_message
 from ..schema import DEPENDENCY_KINDS, Tool, ToolLibrary, ToolParameter
 from ..schema.chat import HttpOperation, HttpParameter
 
@@ -181,9 +181,7 @@ def check_format(fmt: str) -> str:
 
 
 def _first_error(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    loc = ".".join(str(p) for p in err.get("loc", ()))
-    return f"{loc}: {err.get('msg')}" if loc else str(err.get("msg"))
+    return validation_message(exc)
 
 
 def _label(node: dict[str, Any], i: int) -> str:

@@ -21,8 +21,19 @@ from .chat import (
 from .graph import ToolGraph, ToolLink
 from .plan import SampledSubgraph
 from .run import RUN_LOG_SCHEMA_VERSION, RunConfig, RunEntry, RunEnvironment, RunLog
-from .sample import FIELD_ALIASES, Prediction, Sample, StructureType, Usage
-from .task import NODE_REF, Argument, TaskArgument, TaskGraph, TaskLink, TaskNode, graph_from_result
+from .sample import FIELD_ALIASES, Prediction, Sample, StructureType, Usage, record_id
+from .task import (
+    NODE_REF,
+    Argument,
+    TaskArgument,
+    TaskGraph,
+    TaskLink,
+    TaskNode,
+    graph_from_result,
+    link_endpoint,
+    node_index,
+    resolve_link_indices,
+)
 from .tools import DEPENDENCY_KINDS, DependencyKind, Tool, ToolLibrary, ToolParameter
 from .trajectory import (
     AgentTask,
@@ -52,6 +63,10 @@ __all__ = [
     "FIELD_ALIASES",
     "FinalAnswerEvent",
     "graph_from_result",
+    "link_endpoint",
+    "node_index",
+    "record_id",
+    "resolve_link_indices",
     "HttpOperation",
     "HttpParameter",
     "ModelCallEvent",
