@@ -11,6 +11,7 @@ from .jsonio import (
 )
 from .layout import (
     Dataset,
+    iter_raw_records,
     load_dataset,
     parse_sample,
     read_alignment_ids,
@@ -25,6 +26,7 @@ __all__ = [
     "Dataset",
     "JsonlAppender",
     "iter_jsonl",
+    "iter_raw_records",
     "load_dataset",
     "parse_sample",
     "read_alignment_ids",

@@ -115,6 +115,39 @@ def read_samples(path: str | Path, *, problems: list[InputError] | None = None) 
     return out
 
 
+def iter_raw_records(path: str | Path, *, problems: list[InputError] | None = None) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a JSON Lines (or parquet) file, one at a time (nothing is kept). A line that is not
+    JSON or not an object raises :class:`InputError`, or with a ``problems`` list is appended there and
+    skipped. A file that is one JSON array of objects is read as its items."""
+    records = _array_items(path)
+    for line, record in records if records is not None else _iter_records(path, problems):
+        if isinstance(record, dict):
+            yield record
+            continue
+        err = InputError("expected a JSON object per line", path=path, line=line)
+        if problems is None:
+            raise err
+        problems.append(err)
+
+
+def _array_items(path: str | Path) -> list[tuple[int | None, Any]] | None:
+    """``(None, item)`` for each item of a file that holds one JSON array; None for any other file."""
+    if str(path).endswith(".parquet"):
+        return None
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(64).lstrip()
+    except OSError:
+        return None  # the reader names the problem
+    if not head.startswith(b"["):
+        return None
+    try:
+        doc = read_json(path)
+    except InputError:
+        return None  # JSON Lines whose first line is an array: read line by line
+    return [(None, item) for item in doc] if isinstance(doc, list) else None
+
+
 def read_raw_records(path: str | Path, *, problems: list[InputError] | None = None) -> list[dict[str, Any]]:
     """The records of a JSON Lines file as plain dicts (for reference-compatible scoring). A line that is not
     a JSON object raises :class:`InputError`, or with a ``problems`` list is appended there and left out."""

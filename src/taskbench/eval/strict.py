@@ -18,7 +18,7 @@ Metric definitions: see docs/evaluation.md. The names of the other three modules
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -26,7 +26,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from ..errors import InputError, validation_message
-from ..schema import Sample, TaskGraph, ToolLibrary
+from ..schema import Sample, TaskGraph, ToolLibrary, record_id
 from .aggregate import HEADLINE, metrics_from_sums, per_tool_from_sums, split_groups, to_jsonable
 from .groups import ALL_N_TOOLS, ALL_SPLITS
 from .normalise import ArgPair, NormalGraph, content_type, normalise_graph, normalise_record, output_types
@@ -99,18 +99,27 @@ _SCORED_KEYS = ("id", "type", "task_steps", "task_nodes", "task_links", "tool_st
 _SPLIT_NAMES = frozenset(("single", "chain", "dag"))
 
 
-def _line_of(path: str | Path | None, index: int) -> int | None:
-    """Line (JSON Lines) or row (parquet) of the ``index``-th record of a gold file (only on error paths)."""
-    if path is None:
-        return None
-    if str(path).endswith(".parquet"):
-        return index + 1
-    from ..dataset.jsonio import iter_jsonl
+class _Lines:
+    """Line (JSON Lines) or row (parquet) of the k-th record of a gold file, found only when an error needs it:
+    the file is read again once, counting the lines that hold a JSON object (what the readers yield)."""
 
-    for k, (line, _) in enumerate(iter_jsonl(path)):
-        if k == index:
-            return line
-    return None
+    def __init__(self, path: str | Path | None) -> None:
+        self.path = path
+        self._lines: list[int] | None = None
+
+    def __call__(self, index: int) -> int | None:
+        if self.path is None:
+            return None
+        if str(self.path).endswith(".parquet"):
+            return index + 1
+        if self._lines is None:
+            from ..dataset.jsonio import iter_jsonl
+
+            try:
+                self._lines = [line for line, rec in iter_jsonl(self.path, errors=[]) if isinstance(rec, dict)]
+            except InputError:
+                self._lines = []
+        return self._lines[index] if index < len(self._lines) else None
 
 
 def prepare_gold(
@@ -118,54 +127,103 @@ def prepare_gold(
     library: ToolLibrary,
     dependency: str,
     *,
-    alignment_ids: set[str] | None = None,
+    alignment_ids: Collection[str] | None = None,
+    ids: Collection[str] | None = None,
+    limit: int | None = None,
     path: str | Path | None = None,
+    problems: list[InputError] | None = None,
+    seen: set[str] | None = None,
 ) -> list[GoldItem]:
     """Normalise gold samples once: :class:`Sample` objects, or raw ``data.json`` records (the fields scored
     are checked as :class:`Sample` would check them: id, type, task_steps, task_nodes, task_links; other
-    fields are not read). Raw records: an invalid record or a duplicate id raises :class:`InputError`
-    naming ``path``:line. ``alignment_ids`` keeps only those ids."""
-    from ..dataset.layout import parse_sample
+    fields are not read).
 
-    resource = dependency == "resource"
-    out_types = output_types(library)
+    Which samples: those in ``alignment_ids`` and in ``ids`` (each None = all), the first ``limit`` of them in
+    order. A raw record that cannot be scored (not an object, no usable id, a field that does not fit, an id
+    seen before) raises :class:`InputError` naming ``path``:line, or with a ``problems`` list is appended there
+    and left out. ``seen`` (when given) receives every usable gold id, selected or not."""
+    reader = _GoldReader(library, dependency, path)
     out: list[GoldItem] = []
-    first: dict[str, int] = {}
-    literals: dict[str, Any] = {}
+
+    def wanted(sid: str) -> bool:
+        return ((alignment_ids is None or sid in alignment_ids) and (ids is None or sid in ids)
+                and (limit is None or len(out) < limit))
+
     for index, rec in enumerate(samples):
         if isinstance(rec, Sample):
-            if alignment_ids is None or rec.id in alignment_ids:
+            if seen is not None:
+                seen.add(rec.id)
+            if wanted(rec.id):
                 out.append(GoldItem(rec.id, rec.type, len(rec.task_nodes), normalise_graph(rec, library, dependency)))
             continue
+        try:
+            sid = reader.check(rec, index)
+            if seen is not None:
+                seen.add(sid)
+            if wanted(sid):
+                out.append(reader.item(rec, sid, index))
+        except InputError as err:
+            if problems is None:
+                raise
+            problems.append(err)
+    return out
+
+
+class _GoldReader:
+    """Checks and normalises raw gold records one by one (see :func:`prepare_gold`)."""
+
+    def __init__(self, library: ToolLibrary, dependency: str, path: str | Path | None) -> None:
+        self.library, self.dependency, self.path = library, dependency, path
+        self.resource = dependency == "resource"
+        self.out_types = output_types(library)
+        self.literals: dict[str, Any] = {}
+        self.first: dict[str, int] = {}
+        self.line_of = _Lines(path)
+
+    def check(self, rec: Any, index: int) -> str:
+        """The record's id; raises :class:`InputError` for a record that is not an object, has no usable id or
+        repeats an earlier id."""
+        from ..dataset.layout import parse_sample
+
         if not isinstance(rec, dict) or "id" not in rec:
             what = "expected a JSON object per line" if not isinstance(rec, dict) else "record has no 'id'"
-            raise InputError(what, path=path, line=_line_of(path, index), hint=f"gold record #{index + 1}")
-        sid = rec["id"]
-        if type(sid) is not str:
-            sid = str(sid)
-        if sid in first:
+            raise InputError(what, path=self.path, line=self.line_of(index), hint=f"gold record #{index + 1}")
+        sid = rec["id"] if type(rec["id"]) is str else record_id(rec["id"])
+        if sid is None:
+            parse_sample(rec, path=self.path, line=self.line_of(index))  # raises the error naming the bad id
+            raise InputError("record has no usable id", path=self.path, line=self.line_of(index))  # pragma: no cover
+        if sid in self.first:
             raise InputError(
-                f"duplicate sample id {sid!r} (first on line {_line_of(path, first[sid])})",
-                path=path, line=_line_of(path, index),
+                f"duplicate sample id {sid!r} (first on line {self.line_of(self.first[sid])})",
+                path=self.path, line=self.line_of(index), hint="the first record with this id is used",
             )
-        first[sid] = index
-        if alignment_ids is not None and sid not in alignment_ids:
-            continue
+        self.first[sid] = index
+        return sid
+
+    def item(self, rec: dict[str, Any], sid: str, index: int) -> GoldItem:
+        """The record normalised for scoring; raises :class:`InputError` when its scored fields do not fit."""
+        from ..dataset.layout import parse_sample
+
         split = rec.get("type", "single")
         g = None
         if (
             type(split) is str and split in _SPLIT_NAMES
             and "tool_nodes" not in rec and "tool_steps" not in rec and "tool_links" not in rec
         ):
-            g = normalise_record(rec, resource, out_types, literals)
-        if g is None:  # an unusual shape: let the model decide (and name the line of an error)
-            sample = parse_sample(
-                {k: rec[k] for k in _SCORED_KEYS if k in rec}, path=path, line=_line_of(path, index)
-            )
-            out.append(GoldItem(sid, sample.type, len(sample.task_nodes), normalise_graph(sample, library, dependency)))
-        else:
-            out.append(GoldItem(sid, split, len(g.names), g))
-    return out
+            try:
+                g = normalise_record(rec, self.resource, self.out_types, self.literals)
+            except RecursionError:
+                g = None
+        if g is not None:
+            return GoldItem(sid, split, len(g.names), g)
+        # an unusual shape: let the model decide (and name the line of an error)
+        line = self.line_of(index)
+        sample = parse_sample({k: rec[k] for k in _SCORED_KEYS if k in rec}, path=self.path, line=line)
+        try:
+            graph = normalise_graph(sample, self.library, self.dependency)
+        except RecursionError:
+            raise InputError(f"sample {sid!r}: an argument is nested too deeply", path=self.path, line=line) from None
+        return GoldItem(sid, sample.type, len(sample.task_nodes), graph)
 
 
 def parse_normal(

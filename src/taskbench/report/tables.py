@@ -83,7 +83,7 @@ def accuracy_table(groups: Mapping[str, Any], *, title: str = "Exact-match accur
 
 
 def compat_table(metrics: Mapping[str, Mapping[str, Any]], *, title: str = "Compat metrics (%)") -> Table:
-    """Groups x the reference's headline keys, with its supports."""
+    """Groups x the reference's headline keys, with its supports (groups without samples are left out)."""
     shown = [(h, k) for h, k in COMPAT_COLUMNS if any(k in g for g in metrics.values())]
     table = Table(title=title)
     table.add_column("group", style="bold", no_wrap=True)
@@ -92,6 +92,8 @@ def compat_table(metrics: Mapping[str, Mapping[str, Any]], *, title: str = "Comp
     for head, _ in shown:
         table.add_column(head, justify="right")
     for key, g in metrics.items():
+        if not g.get("all_samples"):
+            continue  # a group without samples has nothing to show
         row = [key, str(g.get("all_samples", "-")), str(g.get("node_supports", "-"))]
         row += [fmt(g.get(k)) for _, k in shown]
         table.add_row(*row)
