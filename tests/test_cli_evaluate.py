@@ -220,6 +220,18 @@ def test_leaderboard_cli(data, tmp_path, capsys):
     assert board["correlations"][0]["kendall_tau"] == pytest.approx(1.0)
     code, _, err = run(["leaderboard", *files, "-o", str(tmp_path / "board.txt")], capsys)
     assert code == 2 and "unsupported output" in err
+    code, out, err = run(["leaderboard", *files, "--group", "chain"], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "unknown --group 'chain' (did you mean 'chain_overall'?" in err
+    code, _, err = run(["leaderboard", str(good)], capsys)
+    assert code == 2 and "not a metrics file: this is a predictions file" in err and err.count("\n") == 1
+    # 'half' was evaluated with a gold id missing: its recorded warning is repeated; a compat file is another mode
+    run(["evaluate", "--data", str(d), "-p", str(good), "--compat", "-o", str(tmp_path / "ref.json")], capsys)
+    code, out, err = run(["leaderboard", *files, str(tmp_path / "ref.json")], capsys)
+    assert code == 0 and "Leaderboard" in out
+    warnings = [line for line in err.splitlines() if line.startswith("taskbench: warning: ")]
+    assert any("mixed scoring modes: good, half strict, ref compat" in w for w in warnings)
+    assert any(w.startswith("taskbench: warning: half: 1 of 2 gold samples have no prediction") for w in warnings)
 
 
 def test_help_texts_have_examples(capsys):

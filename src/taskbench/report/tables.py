@@ -43,13 +43,20 @@ COMPAT_COLUMNS: tuple[tuple[str, str], ...] = (
 )
 
 
+def fmt_interval(ci: Sequence[float], *, signed: bool = False) -> str:
+    """A confidence interval in percent, written so that negative bounds stay unambiguous: ``[65.1, 72.4]``,
+    ``[-3.0, 1.2]`` (``signed``: ``[-3.00, +1.20]``, for differences)."""
+    lo, hi = 100 * float(ci[0]), 100 * float(ci[1])
+    return f"[{lo:+.2f}, {hi:+.2f}]" if signed else f"[{lo:.1f}, {hi:.1f}]"
+
+
 def fmt(value: Any, ci: Sequence[float] | None = None) -> str:
-    """A metric in percent with two decimals (its CI below as ``lo-hi``); '-' when undefined."""
+    """A metric in percent with two decimals (its 95% CI below as ``[low, high]``); '-' when undefined."""
     if value is None:
         return "-"
     text = f"{100 * float(value):.2f}"
     if ci:
-        text += f"\n{100 * ci[0]:.3g}-{100 * ci[1]:.3g}"
+        text += "\n" + fmt_interval(ci)
     return text
 
 
@@ -119,11 +126,11 @@ def comparison_table(comparison: Any) -> Table:
         table.add_column(col, justify="left" if col in ("group", "metric") else "right")
     for key, g in comparison.groups.items():
         for r in g.results:
-            ci = f"[{100 * r.ci_low:+.2f}, {100 * r.ci_high:+.2f}]" if r.ci_low is not None else "-"
+            ci = fmt_interval((r.ci_low, r.ci_high), signed=True) if r.ci_low is not None else "-"
             diff = f"{100 * r.diff:+.2f}" if r.diff is not None else "-"
             p = f"{r.p_value:.3f}" if r.p_value is not None else "-"
             table.add_row(key, r.metric, fmt(r.a), fmt(r.b), diff, ci, p)
     return table
 
 
-__all__ = ["accuracy_table", "comparison_table", "compat_table", "fmt", "strict_table", "taxonomy_table"]
+__all__ = ["accuracy_table", "comparison_table", "compat_table", "fmt", "fmt_interval", "strict_table", "taxonomy_table"]
