@@ -170,10 +170,11 @@ def fetch_command(
         taskbench data fetch taskbench --domain multimedia --cache-dir ~/.cache/taskbench
     """
     from ..dataset.hub import fetch_taskbench, resolve_domains
-    from ..errors import ConfigError
+    from ..errors import ConfigError, suggest
 
     if name.lower() != "taskbench":
-        raise ConfigError(f"unknown dataset {name!r} to fetch; only 'taskbench' is known")
+        hint = "did you mean 'taskbench'? " if suggest(name, ["taskbench"]) else ""
+        raise ConfigError(f"unknown dataset {name!r} to fetch ({hint}only 'taskbench' is known)")
     dirs = fetch_taskbench(resolve_domains(domain), cache_dir=cache_dir, revision=revision)
     for dom, path in dirs.items():
         typer.echo(f"{dom}\t{path}")

@@ -158,7 +158,7 @@ def evaluate_command(
         taskbench evaluate --data multimedia -p preds/first100.jsonl --limit 100
     """
     _one_blas_thread()
-    from ..errors import ConfigError
+    from ..errors import ConfigError, did_you_mean
     from ..eval.api import evaluate, write_metrics
     from ..eval.runtime import gc_paused
 
@@ -166,14 +166,12 @@ def evaluate_command(
         raise ConfigError("choose one of --compat, --strict, --both")
     run_mode = "compat" if compat else "both" if both else "strict"
     if mode not in ("add", "mul"):
-        raise ConfigError(f"--mode must be add or mul, not {mode!r}")
+        raise ConfigError(f"--mode must be add or mul, not {mode!r} ({did_you_mean(mode, ('add', 'mul'))})")
     if bootstrap < 0:
         raise ConfigError("--bootstrap must be >= 0")
     if limit is not None and limit < 1:
         raise ConfigError(f"--limit must be a positive number of samples, not {limit}")
     if unusable not in ("skip", "error"):
-        from ..errors import did_you_mean
-
         raise ConfigError(f"--unusable must be skip or error, not {unusable!r} ({did_you_mean(unusable, ('skip', 'error'))})")
     split_list, n_list, metric_list = _choices(splits, n_tools, metrics)
     wanted = _ids(ids)
@@ -258,13 +256,13 @@ def compare_command(
 
     _one_blas_thread()
     from ..dataset.jsonio import write_json
-    from ..errors import ConfigError
+    from ..errors import ConfigError, did_you_mean
     from ..eval.api import compare_predictions
     from ..eval.runtime import gc_paused
     from ..report.tables import comparison_table
 
     if mode not in ("add", "mul"):
-        raise ConfigError(f"--mode must be add or mul, not {mode!r}")
+        raise ConfigError(f"--mode must be add or mul, not {mode!r} ({did_you_mean(mode, ('add', 'mul'))})")
     if n_boot < 0 or n_perm < 0:
         raise ConfigError("--bootstrap and --permutations must be >= 0")
     split_list, n_list, metric_list = _choices(splits, n_tools, metrics)

@@ -38,7 +38,8 @@ def _graph(path: Path, fmt: str, dependency: str | None):  # noqa: ANN202
 @graph_app.command("build")
 def build_command(
     tool_desc: Path = typer.Argument(..., help="Tool library: TaskBench tool_desc.json, OpenAI tools, MCP tools/list "
-                                     "or OpenAPI 3 JSON.", show_default=False),
+                                     "or OpenAPI 3 JSON, a dataset directory or a bundled dataset name.",
+                                     show_default=False),
     output: Path | None = typer.Option(None, "--output", "-o", help="Write graph_desc.json here (default: stdout)."),
     dependency: str | None = typer.Option(None, "--dependency", "-d", help=DEP_HELP),
     fmt: str = typer.Option("auto", "--format", "-f", help=FORMAT_HELP),
@@ -59,12 +60,13 @@ def build_command(
     """
     import json
 
+    from ..bundled import resolve
     from ..dataset.jsonio import write_json
     from ..graph.build import build_graph
     from ..graph.loaders import check_format, infer_dependency, load_tools
 
     check_format(fmt)
-    library = load_tools(tool_desc, fmt, dependency, openapi_ids=openapi_ids)
+    library = load_tools(resolve(tool_desc), fmt, dependency, openapi_ids=openapi_ids)
     graph = build_graph(library)
     doc = graph.to_taskbench()
     if graph.dependency != infer_dependency(list(graph.nodes)):
@@ -157,11 +159,11 @@ def show_command(
         taskbench graph show data/multimedia/graph_desc.json -o multimedia.html
     """
 
-    from ..errors import ConfigError
+    from ..errors import ConfigError, did_you_mean
     from ..graph.render import render
 
     if layout not in ("auto", "circular", "kamada_kawai", "spring"):
-        raise ConfigError(f"unknown layout {layout!r} (use auto, circular, kamada_kawai or spring)")
+        raise ConfigError(f"unknown layout {layout!r} ({did_you_mean(layout, ('auto', 'circular', 'kamada_kawai', 'spring'))})")
     if output.suffix.lower() not in (".png", ".svg", ".pdf", ".html", ".htm"):
         raise ConfigError(f"cannot tell the picture format of {output.name!r} (use a .png or .html file name)")
     graph = _graph(graph_path, fmt, dependency)

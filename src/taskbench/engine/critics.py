@@ -26,6 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..errors import suggest
 from ..schema import NODE_REF, Sample, TaskArgument, TaskLink, ToolGraph, ToolLibrary, ToolLink, node_index
 
 __all__ = [
@@ -274,9 +275,11 @@ def _check_temporal_node(i: int, sample: Sample, library: ToolLibrary, issues: l
             continue
         given.append(arg.name)
         if params is not None and arg.name not in params:
+            close = suggest(arg.name, params)
+            hint = f"did you mean {close[0]!r}? " if close else ""
             issues.append(
                 Issue(code="unknown_param", node=i,
-                      message=f"node {i} ({node.task}): no parameter {arg.name!r} (has {sorted(params)})")
+                      message=f"node {i} ({node.task}): no parameter {arg.name!r} ({hint}has {sorted(params)})")
             )
     for name, count in Counter(given).items():
         if count > 1:
@@ -306,7 +309,9 @@ def check_sample(
     issues = check_structure(sample, dep)
     for i, node in enumerate(sample.task_nodes):
         if node.task not in library:
-            issues.append(Issue(code="unknown_tool", node=i, message=f"node {i}: unknown tool {node.task!r}"))
+            close = suggest(node.task, library.names)
+            hint = f" - did you mean {close[0]!r}?" if close else ""
+            issues.append(Issue(code="unknown_tool", node=i, message=f"node {i}: unknown tool {node.task!r}{hint}"))
     for i in range(len(sample.task_nodes)):
         if dep == "resource":
             _check_resource_node(i, sample, library, issues)

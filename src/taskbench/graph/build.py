@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from ..errors import InputError
+from ..errors import InputError, suggest
 from ..schema import ToolGraph, ToolLibrary, ToolLink
 from .loaders import (
     JsonSource,
@@ -72,7 +72,9 @@ def graph_problem(graph: ToolGraph) -> tuple[int | None, str, str] | None:
         for end in ("source", "target"):
             name = getattr(link, end)
             if name not in tools:
-                return i, f"link #{i} {end} {name!r} is not a tool of the graph", "add the tool to \"nodes\" or fix the name"
+                close = suggest(name, tools)
+                hint = f"did you mean {close[0]!r}?" if close else "add the tool to \"nodes\" or fix the name"
+                return i, f"link #{i} {end} {name!r} is not a tool of the graph", hint
         if link.source == link.target:
             return i, f"link #{i} links {link.source!r} to itself", "remove the self link"
         key = (link.source, link.target)

@@ -34,7 +34,7 @@ from .task import (
     node_index,
     resolve_link_indices,
 )
-from .tools import DEPENDENCY_KINDS, DependencyKind, Tool, ToolLibrary, ToolParameter
+from .tools import DEPENDENCY_KINDS, DependencyKind, Tool, ToolLibrary, ToolParameter, infer_dependency
 from .trajectory import (
     AgentTask,
     CheckResult,
@@ -63,6 +63,7 @@ __all__ = [
     "FIELD_ALIASES",
     "FinalAnswerEvent",
     "graph_from_result",
+    "infer_dependency",
     "link_endpoint",
     "node_index",
     "record_id",
