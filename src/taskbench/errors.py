@@ -19,7 +19,6 @@ and exit code 2 (user errors) or 1 (model failures).
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -124,6 +123,8 @@ class ModelRefusedError(ModelError):
 
 def suggest(name: object, choices: Iterable[object], *, n: int = 1) -> list[str]:
     """The ``choices`` closest to ``name`` (case-insensitive, difflib's ratio >= 0.6), best first."""
+    import difflib
+
     options = [str(c) for c in choices]
     if not isinstance(name, str) or not options:
         return []

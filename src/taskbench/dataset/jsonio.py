@@ -18,8 +18,9 @@ import os
 import re
 import secrets
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from ..errors import InputError
 
@@ -164,16 +165,24 @@ def write_jsonl(path: str | Path, values: list[Any]) -> None:
 
 
 def _atomic_write(path: Path, text: str | bytes) -> None:
-    """Write ``text`` to ``path`` atomically: a temporary file in the same directory, fsynced, renamed over it.
+    """Write ``text`` to ``path`` atomically (see :func:`atomic_writer`)."""
+    with atomic_writer(path) as fh:
+        fh.write(text if isinstance(text, bytes) else encode_text(text))
+
+
+@contextmanager
+def atomic_writer(path: str | Path) -> Iterator[IO[bytes]]:
+    """A binary file to write ``path`` through: a temporary file in the same directory, fsynced and renamed over
+    ``path`` when the block ends (removed if it raises), so readers never see half a file.
 
     The file is created with mode 0666 minus the umask, as ``open(path, "w")`` would create it (a colleague on
     a shared machine can read what a run wrote if the user's umask allows it)."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = text if isinstance(text, bytes) else encode_text(text)
     fd, tmp = _create_temporary(path)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            yield fh
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
