@@ -66,7 +66,10 @@ def list_command() -> None:
             str(kinds.get("dag", 0)),
             f"{min(sizes)}-{max(sizes)}",
         )
-    _console().print(table)
+    from ..report.tables import fit_width
+
+    console = _console()
+    console.print(fit_width(table, console.width))
 
 
 @data_app.command("check")

@@ -209,18 +209,28 @@ def _warn(lines: list[str]) -> None:
 
 
 def _print_result(result, name: str, errors: bool) -> None:  # noqa: ANN001
-    from ..report.tables import accuracy_table, compat_table, strict_table, taxonomy_table
+    from ..report.tables import (
+        STRICT_DROP_FIRST,
+        accuracy_table,
+        compat_table,
+        fit_width,
+        strict_table,
+        taxonomy_table,
+    )
 
     console = _console()
+    width = console.width
     if result.strict is not None:
-        console.print(strict_table(result.strict.groups, title=f"Strict metrics (%) - {name}"))
-        console.print(accuracy_table(result.strict.groups))
+        table = strict_table(result.strict.groups, title=f"Strict metrics (%; 95% CI below) - {name}")
+        console.print(fit_width(table, width, drop_first=STRICT_DROP_FIRST))
+        console.print(fit_width(accuracy_table(result.strict.groups), width))
         if result.strict.chain_edit_distance is not None:
             console.print(f"NED on chains: {100 * result.strict.chain_edit_distance:.2f}")
         if errors:
-            console.print(taxonomy_table(result.strict.taxonomy))
+            console.print(fit_width(taxonomy_table(result.strict.taxonomy), width))
     if result.compat is not None:
-        console.print(compat_table(result.compat, title=f"Compat metrics (%) - {name}"))
+        table = compat_table(result.compat, title=f"Compat metrics (%) - {name}")
+        console.print(fit_width(table, width, keep=3, drop_first=("BERT-F1", "n-F1 macro", "R-2", "R-1")))
         if result.compat_dropped:
             shown = ", ".join(f"{d['id']} ({d['error']})" for d in result.compat_dropped[:10])
             more = f", ... ({len(result.compat_dropped) - 10} more; all in the compat log)" \
@@ -259,7 +269,7 @@ def compare_command(
     from ..errors import ConfigError, did_you_mean
     from ..eval.api import compare_predictions
     from ..eval.runtime import gc_paused
-    from ..report.tables import comparison_table
+    from ..report.tables import comparison_table, fit_width
 
     if mode not in ("add", "mul"):
         raise ConfigError(f"--mode must be add or mul, not {mode!r} ({did_you_mean(mode, ('add', 'mul'))})")
@@ -275,7 +285,7 @@ def compare_command(
             alignment_ids=ids, n_boot=n_boot, n_perm=n_perm, seed=seed, gold_path=data_path,
         )
     console = make_console()
-    console.print(comparison_table(result))
+    console.print(fit_width(comparison_table(result), console.width, keep=4))
     if output is not None:
         write_json(output, result.model_dump(mode="json"))
         console.print(f"wrote {output}")

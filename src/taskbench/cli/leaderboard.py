@@ -56,6 +56,7 @@ def leaderboard_command(
         to_html,
         to_markdown,
     )
+    from ..report.tables import fit_width
 
     suffix = output.suffix.lower() if output is not None else ""
     if output is not None and suffix not in (".md", ".html", ".htm", ".png", ".json"):
@@ -75,7 +76,7 @@ def leaderboard_command(
     for i, row in enumerate(board.rows, 1):
         n = "-" if row.get("n") is None else str(row["n"])
         table.add_row(str(i), row["model"], n, *[cell_text(row, m, sep="\n") for m in board.metrics])
-    console.print(table)
+    console.print(fit_width(table, console.width, keep=3))
     if correlations:
         ct = Table(title=f"Rank correlation with {against.name}")
         for col in ("metric", "models", "Kendall's tau", "Spearman's rho"):

@@ -8,6 +8,10 @@ from typing import Any
 from rich.table import Table
 
 # column header -> metric key, for strict results (shown when present)
+STRICT_DROP_FIRST = ("BERT-F1", "graph acc", "NED", "parse fail", "R-L")
+"""Columns of the strict table left out first when a terminal is too narrow (graph accuracy is also in the
+exact-match table)."""
+
 STRICT_COLUMNS: tuple[tuple[str, str], ...] = (
     ("R-L", "step_rougeL"),
     ("BERT-F1", "step_bertscore_f1"),
@@ -133,4 +137,71 @@ def comparison_table(comparison: Any) -> Table:
     return table
 
 
-__all__ = ["accuracy_table", "comparison_table", "compat_table", "fmt", "fmt_interval", "strict_table", "taxonomy_table"]
+def fit_width(table: Table, width: int | None, *, keep: int = 2, drop_first: Sequence[str] = ()) -> Table:
+    """Make ``table`` readable at ``width`` columns without truncating a number.
+
+    Every column gets at least the width of its longest word (numbers and intervals never get cut; text
+    wraps at spaces). When even that does not fit, whole columns are left out: first those whose header is in
+    ``drop_first`` (in that order), then from the right, never the first ``keep``; the caption names them.
+    ``width`` None: the table is returned as it is."""
+    if width is None:
+        return table
+
+    def words(cell: Any) -> int:
+        return max((len(w) for w in str(cell).split()), default=0)
+
+    def lines(cell: Any) -> int:
+        return max((len(line) for line in str(cell).splitlines()), default=0)
+
+    padding = tuple(table.padding) if isinstance(table.padding, tuple) else (0, 1, 0, 1)
+    pad = padding[1] + padding[3] if len(padding) == 4 else 2
+
+    def need(columns: Sequence[Any]) -> int:
+        borders = len(columns) + 1 if table.box is not None and table.show_edge else max(len(columns) - 1, 0)
+        return sum(c.min_width or 0 for c in columns) + pad * len(columns) + borders
+
+    natural = {id(c): max([lines(c.header), *(lines(x) for x in c.cells)]) for c in table.columns}
+    for column in table.columns:
+        column.min_width = max([words(column.header), *(words(c) for c in column.cells)])
+        if column.no_wrap:
+            column.min_width = natural[id(column)]
+    if need(table.columns) - sum(c.min_width or 0 for c in table.columns) + sum(natural.values()) <= width:
+        return table  # fits as it is
+    dropped: list[str] = []
+    order = [h for h in drop_first] + [str(c.header) for c in reversed(table.columns[keep:])]
+    for header in order:
+        if need(table.columns) <= width:
+            break
+        index = next((i for i, c in enumerate(table.columns) if str(c.header) == header and i >= keep), None)
+        if index is not None:
+            dropped.append(header)
+            del table.columns[index]
+    # fixed widths: each column its minimum, the room left shared out to the columns that want more
+    slack = width - need(table.columns)
+    for column in table.columns:
+        column.width = column.min_width
+    growing = [c for c in table.columns if natural[id(c)] > (c.width or 0)]
+    while slack > 0 and growing:  # one character at a time, round robin: similar columns stay alike
+        for column in list(growing):
+            if slack <= 0:
+                break
+            column.width = (column.width or 0) + 1
+            slack -= 1
+            if column.width >= natural[id(column)]:
+                growing.remove(column)
+    if dropped:
+        note = f"left out at {width} columns: {', '.join(dropped)} (a wider terminal, or the JSON file, has them)"
+        table.caption = f"{table.caption}\n{note}" if table.caption else note
+    return table
+
+
+__all__ = [
+    "accuracy_table",
+    "comparison_table",
+    "compat_table",
+    "fit_width",
+    "fmt",
+    "fmt_interval",
+    "strict_table",
+    "taxonomy_table",
+]
