@@ -325,7 +325,9 @@ def test_temporal_links_from_task_links_and_string_arguments_drop() -> None:
     assert rec.link == (1, 1, 0)  # the extra predicted link is a false positive
     assert rec.arg_name == (2, 0, 0) and rec.arg_value == (1, 1, 1)
     p_bad = pred("a", [{"task": "get_weather", "arguments": ["city=Rome"]}], links=[])
-    assert one(g, p_bad, temporal_lib()).error == "string indices must be integers, not 'str'"
+    # Python's own wording of the error, as the reference prints it (3.11 added "not 'str'")
+    assert one(g, p_bad, temporal_lib()).error in ("string indices must be integers, not 'str'",
+                                                   "string indices must be integers")
     p_int = pred("a", [{"task": "get_weather", "arguments": [3]}], links=[])
     assert one(g, p_int, temporal_lib()).error == "'int' object is not subscriptable"
     p_nolinks = pred("a", [{"task": "get_weather", "arguments": []}])

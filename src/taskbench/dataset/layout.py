@@ -50,7 +50,7 @@ def parse_sample(record: Any, *, path: str | Path | None = None, line: int | Non
     if record_id(record["id"]) is None:
         raise InputError(
             f"the record's id is {_kind(record['id'])}", path=path, line=line,
-            hint="an id is a string (or an integer)",
+            hint="an id is a string or an integer",
         )
     try:
         return Sample.model_validate(record)

@@ -146,7 +146,9 @@ def _steps_text(value: Any) -> str | None:
 
 
 def _plain_links(links: Any) -> list[tuple[str, str]] | None:
-    """``task_links`` as (source, target) pairs when every link is ``{"source": str, "target": str, ...}``."""
+    """``task_links`` as (source, target) pairs when every link is ``{"source": str, "target": str, ...}`` with
+    tool names (an endpoint that may be a node index, ``0`` or ``"<node-0>"``, takes the model path, which maps it
+    to that node's tool)."""
     if type(links) is not list:
         return None
     out = []
@@ -154,10 +156,14 @@ def _plain_links(links: Any) -> list[tuple[str, str]] | None:
         if type(lk) is not dict:
             return None
         src, tgt = lk.get("source"), lk.get("target")
-        if type(src) is not str or type(tgt) is not str:
+        if type(src) is not str or type(tgt) is not str or src[:1] in _NOT_A_NAME or tgt[:1] in _NOT_A_NAME:
             return None
         out.append((src, tgt))
     return out
+
+
+_NOT_A_NAME = frozenset("< \t")
+"""First characters of a link endpoint that :func:`~taskbench.schema.task.link_endpoint` may read as an index."""
 
 
 def _literal(text: str, cache: dict[str, tuple[str, str, None]] | None = None) -> tuple[str, str, None]:

@@ -162,6 +162,7 @@ def prepare_gold(
                 seen.add(sid)
             if wanted(sid):
                 out.append(reader.item(rec, sid, index))
+            reader.first[sid] = index  # a later record with this id is a duplicate (an unusable one is not)
         except InputError as err:
             if problems is None:
                 raise
@@ -182,7 +183,7 @@ class _GoldReader:
 
     def check(self, rec: Any, index: int) -> str:
         """The record's id; raises :class:`InputError` for a record that is not an object, has no usable id or
-        repeats an earlier id."""
+        repeats the id of an earlier usable record."""
         from ..dataset.layout import parse_sample
 
         if not isinstance(rec, dict) or "id" not in rec:
@@ -193,11 +194,12 @@ class _GoldReader:
             parse_sample(rec, path=self.path, line=self.line_of(index))  # raises the error naming the bad id
             raise InputError("record has no usable id", path=self.path, line=self.line_of(index))  # pragma: no cover
         if sid in self.first:
+            line = self.line_of(self.first[sid])
+            where = f"first on line {line}" if line is not None else f"first as gold record #{self.first[sid] + 1}"
             raise InputError(
-                f"duplicate sample id {sid!r} (first on line {self.line_of(self.first[sid])})",
+                f"duplicate sample id {sid!r} ({where})",
                 path=self.path, line=self.line_of(index), hint="the first record with this id is used",
             )
-        self.first[sid] = index
         return sid
 
     def item(self, rec: dict[str, Any], sid: str, index: int) -> GoldItem:

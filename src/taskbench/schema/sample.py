@@ -107,7 +107,7 @@ class Sample(TaskGraph):
         for links, nodes in (("task_links", "task_nodes"), ("sampled_links", "sampled_nodes")):
             if type(data.get(links)) is list:
                 data[links] = resolve_link_indices(data[links], data.get(nodes), field=links)
-        if "n_tools" not in data and isinstance(data.get("task_nodes"), list):
+        if data.get("n_tools") is None and isinstance(data.get("task_nodes"), list):
             data["n_tools"] = len(data["task_nodes"])
         return data
 
