@@ -286,6 +286,7 @@ def compare_command(
         )
     console = make_console()
     console.print(fit_width(comparison_table(result), console.width, keep=4))
+    _warn(result.warnings)
     if output is not None:
         write_json(output, result.model_dump(mode="json"))
         console.print(f"wrote {output}")

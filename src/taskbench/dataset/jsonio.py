@@ -68,6 +68,8 @@ def read_json(path: str | Path) -> Any:
         raise InputError(f"not UTF-8 text ({exc.reason})", path=path) from None
     except OSError as exc:
         raise InputError(f"cannot read the file ({exc.strerror or exc})", path=path) from None
+    if not text.strip():
+        raise InputError("the file is empty", path=path, hint="expected a JSON document")
     return loads(text, path=path)
 
 

@@ -461,6 +461,7 @@ def evaluate(
             )
             if mode == "both":
                 tally.count()
+            _require_gold(scored, gold_path, problems or [])
             out.strict = aggregate_strict(
                 scored, dependency=dep, splits=splits, n_tools=n_tools, mode=group_mode, metrics=metrics,
                 bootstrap=bootstrap, seed=seed,
@@ -491,6 +492,7 @@ def evaluate(
                 selected = gold_ids if alignment_ids is None or compat_alignment is None else \
                     [i for i in gold_ids if i in alignment_ids]
                 cov = {"selected": selected, "gold_ids": set(gold_ids)}
+                _require_gold((selected, set(gold_ids)), gold_path, problems or [])
     if prediction_problems and not tally.ids and not tally.no_id:
         first = prediction_problems[0]
         raise InputError(
@@ -583,6 +585,7 @@ class Comparison(BaseModel):
     n_perm: int = Field(description="Randomization replicates for the p-values.")
     seed: int = Field(description="Seed.")
     groups: dict[str, GroupComparison] = Field(description="'{split}_{n_tools}' -> comparison.")
+    warnings: list[str] = Field(default_factory=list, description="Coverage problems of either prediction set.")
 
 
 def compare_predictions(
@@ -608,9 +611,21 @@ def compare_predictions(
     if "bertscore" in metrics:
         raise ConfigError("compare does not support bertscore; leave it out of --metrics")
     dep = dependency or library.dependency
-    kw: dict[str, Any] = {"dependency": dep, "metrics": metrics, "alignment_ids": alignment_ids, "gold_path": gold_path}
-    sa = score_strict(samples, predictions_a, library, **kw)
-    sb = score_strict(samples, predictions_b, library, **kw)
+    kw: dict[str, Any] = {"dependency": dep, "metrics": metrics, "alignment_ids": alignment_ids, "gold_path": gold_path,
+                          "gold_problems": []}
+    ta, tb = IdTally(predictions_a), IdTally(predictions_b)
+    sa = score_strict(samples, ta, library, **kw)
+    sb = score_strict(samples, tb, library, **{**kw, "gold_problems": []})
+    _require_gold(sa, gold_path, kw["gold_problems"])
+    warnings = []
+    for name, scored, tally in ((names[0], sa, ta), (names[1], sb, tb)):
+        cov = Coverage(selected=scored.ids, gold_ids=scored.gold_ids, predicted=tally.ids,
+                       duplicates=list(tally.duplicates), no_id=tally.no_id,
+                       predicted_nodes=sum(s.node[0] + s.node[1] for s in scored.scores),
+                       foreign_nodes=sum(len(s.hallucinated) for s in scored.scores))
+        warnings += [f"{name}: {w}" for w in coverage_warnings(cov)]
+    warnings[:0] = coverage_warnings(Coverage(selected=sa.ids, gold_ids=sa.gold_ids, predicted=set(sa.ids),
+                                              unusable_gold=kw["gold_problems"]))
     statistic = _statistic(_selected(metrics))
     groups = {}
     for split, n in split_groups(splits, n_tools, group_mode):
@@ -622,7 +637,24 @@ def compare_predictions(
             cb = {k: v[mask] for k, v in sb.columns.items()}
             results = stats.paired_compare(ca, cb, statistic, n_boot=n_boot, n_perm=n_perm, seed=seed, key=key)
         groups[key] = GroupComparison(split=split, n_tools=n, n_samples=int(mask.sum()), results=results)
-    return Comparison(a=names[0], b=names[1], n_boot=n_boot, n_perm=n_perm, seed=seed, groups=groups)
+    return Comparison(a=names[0], b=names[1], n_boot=n_boot, n_perm=n_perm, seed=seed, groups=groups,
+                      warnings=warnings)
+
+
+def _require_gold(scored: ScoredSet | tuple[Sequence[str], set[str]], gold_path: str | Path | None,
+                  problems: Sequence[InputError]) -> None:
+    """Scoring against no gold sample at all is a mistake, not a score: raise :class:`InputError`.
+    ``scored``: a :class:`ScoredSet`, or (selected ids, every gold id)."""
+    selected, gold_ids = (scored.ids, scored.gold_ids) if isinstance(scored, ScoredSet) else scored
+    if selected:
+        return
+    if problems:
+        first = problems[0]
+        raise InputError(f"none of the gold records can be scored ({len(problems)} unusable); first: {first.message}",
+                         path=first.path, line=first.line)
+    if gold_ids:
+        raise InputError("the selection (--alignment/--ids) keeps none of the gold samples", path=gold_path)
+    raise InputError("no gold samples to score", path=gold_path, hint="the gold data file holds no records")
 
 
 __all__ = [
