@@ -428,3 +428,18 @@ def test_no_module_is_over_800_lines() -> None:
     src = Path(__file__).resolve().parents[1] / "src" / "taskbench"
     sizes = {p.relative_to(src).as_posix(): len(p.read_text(encoding="utf-8").splitlines()) for p in src.rglob("*.py")}
     assert {k: v for k, v in sizes.items() if v > 800} == {}
+
+
+def test_a_gold_type_that_is_not_text_counts_in_the_overall_groups_only() -> None:
+    """Found by the fuzz suite: compat mode crashed in numpy on a 'type' that is a list."""
+    from taskbench.eval.compat import evaluate_compat
+    from taskbench.graph.loaders import load_tool_library
+
+    library = load_tool_library(bundled.path("huggingface") / "tool_desc.json")
+    gold = gold_lines(bundled.path("huggingface"))[:3]
+    gold[0] = {**gold[0], "type": []}
+    gold[1] = {**gold[1], "type": {"a": 1}}
+    res = evaluate_compat(gold, [{"id": g["id"], "result": {k: g[k] for k in ("task_steps", "task_nodes", "task_links")}}
+                                 for g in gold], library)
+    assert res.metrics["overall_overall"]["all_samples"] == 3
+    assert sum(res.metrics[f"{s}_overall"]["all_samples"] for s in ("single", "chain", "dag")) == 1

@@ -408,7 +408,9 @@ def score_samples_compat(
         if pred is None:
             continue
         # a record without 'type' only belongs to the 'overall' groups (the reference only reads it there)
-        rec = CompatSampleScore(index=index, id=sid, split=label.get("type"), n_tools=n_nodes)
+        # (a 'type' that is not text equals no split name, as in the reference's comparison: overall groups only)
+        split = label.get("type")
+        rec = CompatSampleScore(index=index, id=sid, split=split if isinstance(split, str) else None, n_tools=n_nodes)
         try:
             _score_one(
                 rec,
