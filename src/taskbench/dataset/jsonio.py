@@ -100,7 +100,7 @@ def iter_jsonl(
         if not raw.strip():
             continue
         try:
-            value = json.loads(raw)
+            value = json.loads(raw.decode("utf-8"))  # (json.loads of bytes detects the encoding: slower)
         except ValueError:  # JSONDecodeError, UnicodeDecodeError, a giant integer
             if allow_torn_tail and i == last:
                 return

@@ -28,7 +28,8 @@ from pydantic import ValidationError
 from ..errors import InputError, validation_message
 from ..schema import Sample, TaskGraph, ToolLibrary, record_id
 from .aggregate import HEADLINE, metrics_from_sums, per_tool_from_sums, split_groups, to_jsonable
-from .groups import ALL_N_TOOLS, ALL_SPLITS
+from .groups import ALL_N_TOOLS, ALL_SPLITS, Group
+from .groups import group_mask as _group_mask
 from .normalise import ArgPair, NormalGraph, content_type, normalise_graph, normalise_record, output_types
 from .scoring import (
     SampleScore,
@@ -228,6 +229,13 @@ class _GoldReader:
         return GoldItem(sid, sample.type, len(sample.task_nodes), graph)
 
 
+def group_mask(splits: Any, n_tools: Any, split: str, n: str) -> Any:
+    """Row mask of the group ``(split, n)`` over per-sample structures and tool counts: the one rule of
+    :func:`taskbench.eval.groups.group_mask` in the argument order older callers use (a tool count such as
+    ``"03"`` selects nothing, as in the reference)."""
+    return _group_mask(Group(split, n), splits, n_tools)
+
+
 def parse_normal(
     record: Mapping[str, Any] | None,
     library: ToolLibrary,
@@ -263,6 +271,7 @@ __all__ = [
     "compare_counts",
     "compare_graphs",
     "content_type",
+    "group_mask",
     "identical_counts",
     "metrics_from_sums",
     "name_counts",
