@@ -89,14 +89,17 @@ def test_errors_exit_2_with_one_line(capsys, args, message):
     assert len(lines) == 1 and lines[0].startswith("taskbench: error: ") and message in lines[0]
 
 
-def test_bad_data_file_names_file_and_line(capsys, tmp_path):
+def test_bad_data_line_is_listed_with_file_and_line_and_the_rest_is_checked(capsys, tmp_path):
     dest = tmp_path / "ds"
     shutil.copytree(bundled.path("huggingface"), dest)
     with (dest / "data.json").open("a") as fh:
         fh.write('{"id": "1", "task_nodes": [\n')
-    code, _, err = run(capsys, "data", "check", str(dest))
-    assert code == 2
-    assert f"{dest / 'data.json'}:31:" in err and len(err.strip().splitlines()) == 1
+    code, out, err = run(capsys, "data", "check", str(dest))
+    assert code == 0 and err == ""
+    assert "30 samples" in out and "1 unusable" in out
+    assert f"unusable: {dest / 'data.json'}:31: invalid JSON" in out
+    code, *_ = run(capsys, "data", "check", str(dest), "--strict")
+    assert code == 1
 
 
 @pytest.mark.parametrize("command", ["list", "check", "fetch"])

@@ -97,10 +97,94 @@ def test_evaluate_bad_files_exit_2(data, tmp_path, capsys):
     d, good, _ = data
     code, _, err = run(["evaluate", "--data", str(tmp_path / "nope"), "-p", str(good)], capsys)
     assert code == 2 and "no such file or directory" in err
+    # a broken line is reported and the rest is scored; a file with nothing readable is an error
     broken = tmp_path / "broken.jsonl"
     broken.write_text('{"id": "1", "result": {}}\n{not json\n')
-    code, _, err = run(["evaluate", "--data", str(d), "-p", str(broken)], capsys)
-    assert code == 2 and "broken.jsonl:2" in err
+    code, out, err = run(["evaluate", "--data", str(d), "-p", str(broken), "--bootstrap", "0"], capsys)
+    assert code == 0 and "Strict metrics" in out and "Traceback" not in err
+    assert f"1 prediction line(s) could not be read and were left out; first: {broken}:2: invalid JSON" in err
+    metrics = tmp_path / "metrics.json"
+    metrics.write_text(json.dumps({"overall_overall": {"all_samples": 2}}, indent=2))
+    code, _, err = run(["evaluate", "--data", str(d), "-p", str(metrics)], capsys)
+    assert code == 2 and err.count("\n") == 1 and f"{metrics}:1: no prediction could be read" in err
+    assert "JSON Lines" in err
+
+
+def _warnings(err: str) -> list[str]:
+    return [line.removeprefix("taskbench: warning: ") for line in err.splitlines() if "warning:" in line]
+
+
+def test_evaluate_warns_about_coverage(data, tmp_path, capsys):
+    d, good, half = data
+    code, _, err = run(["evaluate", "--data", str(d), "-p", str(good), "--bootstrap", "0"], capsys)
+    assert code == 0 and _warnings(err) == []
+    code, _, err = run(["evaluate", "--data", str(d), "-p", str(half), "--bootstrap", "0"], capsys)
+    assert code == 0
+    assert _warnings(err) == ["1 of 2 gold samples have no prediction (scored as empty graphs): '2'; use --ids or "
+                              "--limit to score a subset on purpose"]
+    code, _, err = run(["evaluate", "--data", str(d), "-p", str(half), "--compat"], capsys)
+    assert code == 0 and "(left out by the reference's rules): '2'" in err
+    other = write_jsonl(tmp_path / "other.jsonl", [{"id": "x1", "result": {"task_nodes": [{"task": "Q"}]}},
+                                                   {"id": "x2", "result": {"task_nodes": []}}])
+    code, _, err = run(["evaluate", "--data", str(d), "-p", str(other), "--bootstrap", "0"], capsys)
+    assert code == 0
+    assert _warnings(err) == ["none of the 2 prediction ids is a gold id here: are these predictions for another "
+                              "dataset? (e.g. 'x1', 'x2')"]
+    rows = [json.loads(line) for line in good.read_text().splitlines()]
+    odd = write_jsonl(tmp_path / "odd.jsonl", [rows[0], rows[0], rows[1], {"id": "3", "result": {}},
+                                               {"id": None, "result": {}}, [1, 2]])
+    code, _, err = run(["evaluate", "--data", str(d), "-p", str(odd), "--bootstrap", "0"], capsys)
+    assert code == 0
+    warnings = _warnings(err)
+    assert any(f"{odd}:6: expected a JSON object per line" in w for w in warnings)
+    assert "1 prediction record(s) have no usable 'id' (a string or an integer) and were left out" in warnings
+    assert "1 prediction id(s) are not in the gold data and were ignored: '3'" in warnings
+    assert "1 id(s) are predicted more than once (the last one counts): '1'" in warnings
+    foreign = write_jsonl(tmp_path / "foreign.jsonl", [
+        {"id": g["id"], "result": {"task_nodes": [{"task": f"Other {k}"} for k in range(3)]}} for g in GOLD])
+    code, _, err = run(["evaluate", "--data", str(d), "-p", str(foreign), "--bootstrap", "0"], capsys)
+    assert _warnings(err) == ["6 of 6 predicted tools are not tools of this dataset's library: are these "
+                              "predictions for another dataset?"]
+
+
+def test_evaluate_ids_and_limit_score_a_subset(data, tmp_path, capsys):
+    d, good, half = data
+    out = tmp_path / "m.json"
+    for flags in (["--ids", "1"], ["--limit", "1"], ["--ids", "@" + str(tmp_path / "ids.txt")]):
+        (tmp_path / "ids.txt").write_text("1\n")
+        code, _, err = run(["evaluate", "--data", str(d), "-p", str(half), "--bootstrap", "0", "-o", str(out),
+                            *flags], capsys)
+        doc = json.loads(out.read_text())
+        assert code == 0 and _warnings(err) == [], flags
+        assert doc["n_gold"] == 1 and doc["groups"]["overall_overall"]["metrics"]["node_micro_f1"] == 1.0
+    code, _, err = run(["evaluate", "--data", str(d), "-p", str(half), "--compat", "--limit", "1", "-o", str(out)],
+                       capsys)
+    assert code == 0 and json.loads(out.read_text())["overall_overall"]["all_samples"] == 1
+    code, _, err = run(["evaluate", "--data", str(d), "-p", str(good), "--bootstrap", "0", "--ids", "2,7"], capsys)
+    assert code == 0 and _warnings(err) == ["1 of the 2 requested ids are not in the gold data: '7'"]
+    for flags, needle in ((["--limit", "0"], "--limit must be a positive"), (["--ids", ","], "--ids names no ids"),
+                          (["--unusable", "skp"], "did you mean 'skip'")):
+        code, _, err = run(["evaluate", "--data", str(d), "-p", str(good), *flags], capsys)
+        assert code == 2 and needle in err and err.count("\n") == 1
+
+
+def test_evaluate_leaves_out_unusable_gold_and_says_so(data, tmp_path, capsys):
+    d, good, _ = data
+    rows = [json.loads(line) for line in (d / "data.json").read_text().splitlines()]
+    rows[1]["task_links"] = [{"source": 0, "target": 1}]  # v1 release shape: node indices, usable
+    bad = {**rows[0], "id": "3", "user_request": 7, "task_nodes": [{"task": ["not", "a", "name"]}]}
+    (d / "data.json").write_text("".join(json.dumps(r) + "\n" for r in rows) + json.dumps(bad) + "\n{oops\n")
+    out = tmp_path / "m.json"
+    code, _, err = run(["evaluate", "--data", str(d), "-p", str(good), "--bootstrap", "0", "-o", str(out)], capsys)
+    doc = json.loads(out.read_text())
+    assert code == 0 and doc["n_gold"] == 2
+    assert doc["groups"]["overall_overall"]["metrics"]["link_f1"] == 1.0
+    assert [w.split("; first: ")[0] for w in _warnings(err)] == [
+        "2 gold record(s) cannot be scored and were left out (--unusable error stops instead)"]
+    assert doc["unusable_gold"][0].startswith(f"{d / 'data.json'}:3: sample '3': task_nodes.0.task")
+    assert doc["unusable_gold"][1].startswith(f"{d / 'data.json'}:4: invalid JSON")
+    code, _, err = run(["evaluate", "--data", str(d), "-p", str(good), "--unusable", "error"], capsys)
+    assert code == 2 and err.startswith(f"taskbench: error: {d / 'data.json'}:3: sample '3'")
 
 
 def test_compare_identical_and_different(data, tmp_path, capsys):
@@ -136,6 +220,18 @@ def test_leaderboard_cli(data, tmp_path, capsys):
     assert board["correlations"][0]["kendall_tau"] == pytest.approx(1.0)
     code, _, err = run(["leaderboard", *files, "-o", str(tmp_path / "board.txt")], capsys)
     assert code == 2 and "unsupported output" in err
+    code, out, err = run(["leaderboard", *files, "--group", "chain"], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "unknown --group 'chain' (did you mean 'chain_overall'?" in err
+    code, _, err = run(["leaderboard", str(good)], capsys)
+    assert code == 2 and "not a metrics file: this is a predictions file" in err and err.count("\n") == 1
+    # 'half' was evaluated with a gold id missing: its recorded warning is repeated; a compat file is another mode
+    run(["evaluate", "--data", str(d), "-p", str(good), "--compat", "-o", str(tmp_path / "ref.json")], capsys)
+    code, out, err = run(["leaderboard", *files, str(tmp_path / "ref.json")], capsys)
+    assert code == 0 and "Leaderboard" in out
+    warnings = [line for line in err.splitlines() if line.startswith("taskbench: warning: ")]
+    assert any("mixed scoring modes: good, half strict, ref compat" in w for w in warnings)
+    assert any(w.startswith("taskbench: warning: half: 1 of 2 gold samples have no prediction") for w in warnings)
 
 
 def test_help_texts_have_examples(capsys):

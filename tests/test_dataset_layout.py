@@ -119,27 +119,36 @@ def test_hub_named_user_requests_jsonl_is_read(tmp_path):
 def test_malformed_raw_or_error_line_names_file_and_line(tmp_path, name):
     root = _copy_bundled(tmp_path)
     (root / name).write_text(json.dumps(RAW[0]) + "\n\n" + '{"id": "r2", "seed": \n', encoding="utf-8")
+    ds = load_dataset(root)  # the dataset loads; the bad line is reported
+    records = ds.raw_records if name == RAW_FILE else ds.error_records
+    assert records is not None and len(records) == 1 and len(ds.samples) == 30
+    (err,) = ds.problems
+    assert (err.path, err.line) == (str(root / name), 3)
+    assert str(err).startswith(f"{root / name}:3: invalid JSON")
     with pytest.raises(InputError) as info:
-        load_dataset(root)
-    assert info.value.path == str(root / name)
-    assert info.value.line == 3
-    assert str(info.value).startswith(f"{root / name}:3: invalid JSON")
+        load_dataset(root, on_problem="raise")
+    assert (info.value.path, info.value.line) == (str(root / name), 3)
 
 
-def test_raw_line_that_is_not_an_object_is_an_error(tmp_path):
+def test_raw_line_that_is_not_an_object_is_reported(tmp_path):
     root = _copy_bundled(tmp_path)
     (root / RAW_FILE).write_text(json.dumps(RAW[0]) + "\n[1, 2]\n", encoding="utf-8")
-    with pytest.raises(InputError, match="JSON object") as info:
-        load_dataset(root)
-    assert (info.value.path, info.value.line) == (str(root / RAW_FILE), 2)
+    ds = load_dataset(root)
+    (err,) = ds.problems
+    assert "JSON object" in str(err) and (err.path, err.line) == (str(root / RAW_FILE), 2)
+    assert ds.raw_records == [RAW[0]]
 
 
-def test_duplicate_ids_in_data_json_are_an_error(tmp_path):
+def test_duplicate_ids_in_data_json_are_reported_and_the_first_is_kept(tmp_path):
     root = _copy_bundled(tmp_path)
     lines = (root / "data.json").read_text(encoding="utf-8").splitlines()
     dup_id = json.loads(lines[2])["id"]
-    lines.append(lines[2])
+    lines.append(lines[2].replace('"user_request": "', '"user_request": "CHANGED '))
     (root / "data.json").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    with pytest.raises(InputError, match=f"duplicate sample id '{dup_id}' \\(first on line 3\\)") as info:
-        load_dataset(root)
-    assert (info.value.path, info.value.line) == (str(root / "data.json"), len(lines))
+    ds = load_dataset(root)
+    (err,) = ds.problems
+    assert f"duplicate sample id '{dup_id}' (first on line 3)" in str(err)
+    assert (err.path, err.line) == (str(root / "data.json"), len(lines))
+    assert len(ds.samples) == 30 and not ds.by_id()[dup_id].user_request.startswith("CHANGED")
+    with pytest.raises(InputError, match=f"duplicate sample id '{dup_id}' \\(first on line 3\\)"):
+        load_dataset(root, on_problem="raise")

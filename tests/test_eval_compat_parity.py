@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -86,4 +87,6 @@ def test_compat_reproduces_reference(parity_dir: Path, domain: str, dependency: 
         if (m := re.match(r"Parsing Error: (.*), Ignore #id (\S+)$", line))
     }
     assert {str(i) for i in result.ignored_ids} == {i for i, _ in want_errors}
+    if sys.version_info < (3, 11):  # the fixtures were made on 3.11+, whose TypeError texts say a bit more
+        want_errors = {(i, e.replace(", not 'str'", "")) for i, e in want_errors}
     assert got_errors == want_errors

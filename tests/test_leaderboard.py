@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from taskbench.errors import InputError
+from taskbench.errors import ConfigError, InputError
 from taskbench.report.leaderboard import (
     build_board,
     entry_from_json,
@@ -66,7 +66,7 @@ def test_bad_inputs(tmp_path, files):
         load_entries([bad])
     with pytest.raises(InputError, match="two metrics files"):
         load_entries([files[0], files[0]])
-    with pytest.raises(InputError, match="rank-by"):
+    with pytest.raises(ConfigError, match="rank-by"):
         build_board(load_entries(files), rank_by="nonsense")
 
 
@@ -75,18 +75,18 @@ def test_markdown_html(files):
     corr = rank_correlations(board, {"strong": 3, "mid": 2, "weak": 1})
     md = to_markdown(board, corr)
     lines = md.splitlines()
-    assert lines[2] == "| # | model | n-F1 | NED |"
-    assert lines[4] == "| 1 | strong | 90.00 | 10.00 |"
+    assert lines[2] == "| # | model | n | n-F1 | NED |"
+    assert lines[4] == "| 1 | strong | 5 | 90.00 | 10.00 |"
     assert "| n-F1 | 3 | 1.000 | 1.000 |" in md and "| NED | 3 | 1.000 | 1.000 |" in md
     page = to_html(board, corr, plots=False)
-    assert page.startswith("<!DOCTYPE html>") and "<td>strong</td><td>90.00</td>" in page
+    assert page.startswith("<!DOCTYPE html>") and "<td>strong</td><td>5</td><td>90.00</td>" in page
     assert "<img" not in page
 
 
 def test_html_embeds_the_plots_as_a_png_data_uri(files, tmp_path):
     board = build_board(load_entries(files))
     page = to_html(board)
-    assert "<td>strong</td><td>90.00</td>" in page
+    assert "<td>strong</td><td>5</td><td>90.00</td>" in page
     found = re.findall(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
     assert len(found) == 1
     png = base64.b64decode(found[0], validate=True)
@@ -106,7 +106,7 @@ def test_cli_html_has_table_and_plots(files, tmp_path):
     result = CliRunner().invoke(app, ["leaderboard", *map(str, files), "-o", str(out)])
     assert result.exit_code == 0, result.output
     page = out.read_text(encoding="utf-8")
-    assert "<td>strong</td><td>90.00</td>" in page and '<img src="data:image/png;base64,' in page
+    assert "<td>strong</td><td>5</td><td>90.00</td>" in page and '<img src="data:image/png;base64,' in page
 
 
 def test_rank_correlation_reversed(files, tmp_path):
@@ -124,3 +124,89 @@ def test_png(files, tmp_path):
     data = out.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
     assert data == plot_png(build_board(load_entries(files)))
+
+
+def test_unknown_group_or_metric_suggests_the_name(files):
+    entries = load_entries(files)
+    with pytest.raises(ConfigError, match=r"unknown --group 'chain' \(did you mean 'chain_overall'\?"):
+        build_board(entries, group="chain")
+    with pytest.raises(ConfigError, match=r"did you mean 'overall_3'\?"):
+        build_board(entries, group="overall_03")
+    with pytest.raises(ConfigError, match=r"did you mean 'node_micro_f1'\?"):
+        build_board(entries, rank_by="node_micro_f")
+    with pytest.raises(ConfigError, match=r"did you mean 'compat'\?"):
+        load_entries(files, source="compta")
+
+
+def test_predictions_or_gold_file_is_named_for_what_it_is(tmp_path):
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text('{"id": "1", "result": {"task_nodes": []}}\n{"id": "2", "result": null}\n')
+    with pytest.raises(InputError) as info:
+        load_entries([preds])
+    assert str(info.value).startswith(f"{preds}: not a metrics file: this is a predictions file")
+    assert "taskbench evaluate --data DATASET -p FILE" in str(info.value)
+    gold = tmp_path / "data.json"
+    gold.write_text('{"id": "1", "user_request": "x", "task_nodes": []}\n{"id": "2"}\n')
+    with pytest.raises(InputError, match="this is a gold data file"):
+        load_entries([gold])
+    single = tmp_path / "one.json"
+    single.write_text('{"id": "1", "result": {}}')  # one line: valid JSON, but no metrics
+    with pytest.raises(InputError, match="no metrics found .*this is a predictions file"):
+        load_entries([single])
+
+
+def test_mixed_modes_different_n_and_recorded_warnings_are_reported(tmp_path):
+    docs = {"a": strict_doc(0.5, 0.4), "b": compat_doc(0.3), "c": strict_doc(0.6, 0.3)}
+    docs["c"]["groups"]["overall_overall"]["n_samples"] = 4
+    docs["c"]["warnings"] = ["1 of 5 gold samples have no prediction"]
+    paths = []
+    for name, doc in docs.items():
+        paths.append(tmp_path / f"{name}.json")
+        paths[-1].write_text(json.dumps(doc))
+    board = build_board(load_entries(paths))
+    assert board.warnings[0].startswith("mixed scoring modes: a, c strict, b compat")
+    assert board.warnings[1] == ("different sample counts in overall_overall: a n=5, b n=3, c n=4; the models "
+                                 "were not scored on the same samples")
+    assert board.warnings[2] == "c: 1 of 5 gold samples have no prediction"
+    same = build_board(load_entries(paths[:1]))
+    assert same.warnings == []
+
+
+def test_cells_show_the_ci_unambiguously(tmp_path):
+    doc = strict_doc(0.5, 0.4)
+    doc["groups"]["overall_overall"]["ci"] = {"node_micro_f1": [0.41, 0.6], "edit_distance": [-0.02, 0.05]}
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(doc))
+    board = build_board(load_entries([path]))
+    assert board.rows[0]["ci"] == {"node_micro_f1": [0.41, 0.6], "edit_distance": [-0.02, 0.05]}
+    md = to_markdown(board)
+    assert "| 1 | m | 5 | 50.00 [41.0, 60.0] | 40.00 [-2.0, 5.0] |" in md and "[95% CI]" in md
+    page = to_html(board, plots=False)
+    assert "<td>50.00<br><small>[41.0, 60.0]</small></td>" in page
+
+
+def test_plot_shows_no_data_apart_from_zero(files, tmp_path):
+    """A structure without samples is drawn as a labelled stub, a 0 as a bar with its n: the pictures differ."""
+    zero = json.loads(files[0].read_text())
+    zero["groups"]["dag_overall"]["metrics"]["node_micro_f1"] = 0.0
+    none = json.loads(files[0].read_text())
+    none["groups"]["dag_overall"] = {**none["groups"]["dag_overall"], "n_samples": 0, "metrics": {}}
+    pngs = []
+    for name, doc in (("zero", zero), ("none", none)):
+        (tmp_path / name).mkdir()
+        path = tmp_path / name / "weak.json"
+        path.write_text(json.dumps(doc))
+        pngs.append(plot_png(build_board(load_entries([path]))))
+    assert pngs[0] != pngs[1]
+    from taskbench.report import leaderboard as lb
+
+    fig = lb._board_figure(build_board(load_entries([tmp_path / "none" / "weak.json"])), None)
+    try:
+        texts = [t.get_text() for ax in fig.axes for t in ax.texts]
+        ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    finally:
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+    assert "no data" in texts and "n=5" in texts
+    assert ticks == ["single\nn=5", "chain\nn=5", "dag\nn=0"]

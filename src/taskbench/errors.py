@@ -23,7 +23,9 @@ and exit code 2 (user errors, a refused sandbox) or 1 (model failures); a broken
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "TaskbenchError",
@@ -35,6 +37,9 @@ __all__ = [
     "ModelRefusedError",
     "SandboxError",
     "SandboxUnavailableError",
+    "did_you_mean",
+    "suggest",
+    "validation_message",
 ]
 
 
@@ -136,3 +141,57 @@ class SandboxUnavailableError(SandboxError):
             f"no sandbox for agent code here: {self.reason}; refusing to run it unconfined "
             "(pass --unsafe-local / unsafe_local=True to run it anyway, without confinement)"
         )
+
+
+# --------------------------------------------------------------------------------------------- helpers
+
+
+def suggest(name: object, choices: Iterable[object], *, n: int = 1) -> list[str]:
+    """The ``choices`` closest to ``name`` (case-insensitive, difflib's ratio >= 0.6), best first."""
+    import difflib
+
+    options = [str(c) for c in choices]
+    if not isinstance(name, str) or not options:
+        return []
+    by_lower: dict[str, str] = {}
+    for c in options:
+        by_lower.setdefault(c.lower(), c)
+    exact = by_lower.get(name.lower())
+    if exact is not None and exact != name:
+        return [exact]
+    close = difflib.get_close_matches(name.lower(), list(by_lower), n=n, cutoff=0.6)
+    if not close:  # a prefix or a part of a name ("chain" -> "chain_overall")
+        close = [c for c in by_lower if c.startswith(name.lower()) or (len(name) >= 3 and name.lower() in c)][:n]
+    return [by_lower[c] for c in close]
+
+
+def did_you_mean(name: object, choices: Iterable[object], *, listing: int = 12) -> str:
+    """A hint for an unknown ``name``: ``"did you mean 'x'?"`` when one choice is close, followed by the
+    choices (the first ``listing`` of them) - e.g. ``"did you mean 'resource'? (one of: resource, temporal)"``."""
+    options = list(dict.fromkeys(str(c) for c in choices))
+    close = suggest(name, options)
+    shown = ", ".join(options[:listing]) + (f", ... ({len(options)} in all)" if len(options) > listing else "")
+    if close:
+        return f"did you mean {close[0]!r}? one of: {shown}" if options else f"did you mean {close[0]!r}?"
+    return f"one of: {shown}" if options else "no names to choose from"
+
+
+def validation_message(exc: Any, *, max_parts: int = 6) -> str:
+    """The first error of a pydantic ``ValidationError`` as ``loc: message`` on one line; a location deeper
+    than ``max_parts`` (hostile nesting) is shortened in the middle, a long message is cut."""
+    try:
+        errors = exc.errors()
+    except Exception:  # anything that is not a ValidationError
+        return " ".join(str(exc).split())[:300]
+    if not errors:
+        return " ".join(str(exc).split())[:300]
+    err = errors[0]
+    parts = [str(p) for p in err.get("loc", ())]
+    if len(parts) > max_parts:
+        parts = parts[:3] + [f"...({len(parts) - 5} levels)..."] + parts[-2:]
+    loc = ".".join(parts)
+    msg = " ".join(str(err.get("msg", "")).split())
+    msg = msg.removeprefix("Value error, ")
+    if len(msg) > 300:
+        msg = msg[:300] + "..."
+    return f"{loc}: {msg}" if loc else msg

@@ -11,7 +11,7 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from ..errors import ConfigError, InputError
+from ..errors import ConfigError, InputError, did_you_mean, suggest
 
 __all__ = ["NAMES", "is_bundled", "names", "path", "resolve", "resolve_dir"]
 
@@ -35,7 +35,7 @@ def path(name: str) -> Path:
     Raises :class:`~taskbench.errors.ConfigError` for an unknown name.
     """
     if name not in NAMES:
-        raise ConfigError(f"unknown bundled dataset {name!r}; choose one of: {', '.join(NAMES)}")
+        raise ConfigError(f"unknown bundled dataset {name!r} ({did_you_mean(name, NAMES)})")
     root = resources.files(__name__) / name
     # Regular (unzipped) installs give a real directory; a zipped install cannot serve a directory.
     directory = Path(str(root))
@@ -54,10 +54,12 @@ def resolve(spec: str | Path) -> Path:
         return given
     if str(spec) in NAMES:
         return path(str(spec))
+    close = suggest(str(spec), NAMES)
     raise InputError(
         "no such file or directory, and no bundled dataset of that name",
         path=spec,
-        hint=f"pass a path, or one of the bundled datasets: {', '.join(NAMES)}",
+        hint=(f"did you mean {close[0]!r}? " if close else "")
+        + f"pass a path, or one of the bundled datasets: {', '.join(NAMES)}",
     )
 
 

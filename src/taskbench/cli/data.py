@@ -66,7 +66,10 @@ def list_command() -> None:
             str(kinds.get("dag", 0)),
             f"{min(sizes)}-{max(sizes)}",
         )
-    _console().print(table)
+    from ..report.tables import fit_width
+
+    console = _console()
+    console.print(fit_width(table, console.width))
 
 
 @data_app.command("check")
@@ -78,7 +81,9 @@ def check_command(
     dependency: str | None = typer.Option(
         None, "--dependency", "-d", help="Override the library's dependency kind: resource or temporal."
     ),
-    strict: bool = typer.Option(False, "--strict", help="Exit with code 1 when any sample has an issue."),
+    strict: bool = typer.Option(
+        False, "--strict", help="Exit with code 1 when any sample has an issue or any record is unusable."
+    ),
     show: int = typer.Option(20, "--show", help="How many individual issues to print (0: only the summary)."),
     no_sampled: bool = typer.Option(
         False, "--no-sampled", help="Skip the check against each sample's sampled_nodes/sampled_links."
@@ -88,7 +93,9 @@ def check_command(
 
     Checks: tools exist and are used once, one step per node, n_tools, type vs shape (single/chain/dag),
     `<node-j>` references and types (resource), parameter names (temporal), links vs the tool graph, and
-    nodes/links vs the sampled subgraph.
+    nodes/links vs the sampled subgraph. Records that cannot be read as samples at all (broken JSON, no
+    usable id, a field of the wrong type, a repeated id) are listed with file:line as `unusable`; the rest
+    are still checked.
 
     Example:
 
@@ -108,29 +115,38 @@ def check_command(
     counts = issue_counts(results)
     flagged = sum(1 for issues in results.values() if issues)
     console = _console()
+    unusable = f", {len(ds.problems)} unusable" if ds.problems else ""
     console.print(
         f"{ds.root}: {len(ds.samples)} samples, {len(ds.library)} tools ({dependency or ds.library.dependency}); "
-        f"{len(ds.samples) - flagged} clean, {flagged} with issues"
+        f"{len(ds.samples) - flagged} clean, {flagged} with issues{unusable}", markup=False,
     )
+    if ds.problems:
+        counts = {**counts, "unusable": len(ds.problems)}
     if counts:
         table = Table(title="Issues by code (samples affected)")
         table.add_column("code")
         table.add_column("samples", justify="right")
-        table.add_column("meaning")
+        table.add_column("meaning", overflow="fold")
+        meaning = {**ISSUE_CODES, "unusable": "a record that cannot be read as a sample (listed with file:line)"}
         for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
-            table.add_row(code, str(n), ISSUE_CODES.get(code, ""))
+            table.add_row(code, str(n), meaning.get(code, ""))
         console.print(table)
         shown = 0
+        for err in ds.problems:
+            if shown >= show:
+                break
+            console.print(f"  unusable: {err}", markup=False)
+            shown += 1
         for sample_id, issues in results.items():
             for issue in issues:
                 if shown >= show:
                     break
-                console.print(f"  {sample_id}  {issue.code}: {issue.message}")
+                console.print(f"  {sample_id}  {issue.code}: {issue.message}", markup=False)
                 shown += 1
-        total = sum(len(v) for v in results.values())
+        total = sum(len(v) for v in results.values()) + len(ds.problems)
         if show > 0 and total > shown:  # --show 0 asks for the summary alone
             console.print(f"  ... {total - shown} more (use --show N)")
-    if strict and flagged:
+    if strict and (flagged or ds.problems):
         raise typer.Exit(1)
 
 
@@ -157,10 +173,11 @@ def fetch_command(
         taskbench data fetch taskbench --domain multimedia --cache-dir ~/.cache/taskbench
     """
     from ..dataset.hub import fetch_taskbench, resolve_domains
-    from ..errors import ConfigError
+    from ..errors import ConfigError, suggest
 
     if name.lower() != "taskbench":
-        raise ConfigError(f"unknown dataset {name!r} to fetch; only 'taskbench' is known")
+        hint = "did you mean 'taskbench'? " if suggest(name, ["taskbench"]) else ""
+        raise ConfigError(f"unknown dataset {name!r} to fetch ({hint}only 'taskbench' is known)")
     dirs = fetch_taskbench(resolve_domains(domain), cache_dir=cache_dir, revision=revision)
     for dom, path in dirs.items():
         typer.echo(f"{dom}\t{path}")

@@ -31,7 +31,6 @@ def _load(data: Path, dependency: str | None, alignment: str | None):  # noqa: A
     """(library, gold file, alignment ids or None) of a dataset directory: reads the tool library and, when
     asked for, alignment_ids.json (scoring reads the gold file itself, see :func:`_records`)."""
     from ..bundled import resolve_dir
-    from ..dataset.jsonio import read_json
     from ..dataset.layout import ALIGNMENT_FILE, GRAPH_FILE, TOOL_FILE, Dataset, find_data_file
     from ..errors import InputError
     from ..graph.loaders import load_tool_library
@@ -46,29 +45,49 @@ def _load(data: Path, dependency: str | None, alignment: str | None):  # noqa: A
         raise InputError("no gold data (data.json) in the dataset directory", path=data)
     ids = None
     if alignment:
-        doc = read_json(data / ALIGNMENT_FILE) if (data / ALIGNMENT_FILE).is_file() else None
-        ids = Dataset(root=data, library=library, alignment_ids=doc).aligned_ids(alignment)
+        path = data / ALIGNMENT_FILE if (data / ALIGNMENT_FILE).is_file() else None
+        ids = Dataset(root=data, library=library, alignment_path=path).aligned_ids(alignment)
     return library, data_path, ids
 
 
-def _records(path: Path, *, stream: bool):  # noqa: ANN202
-    """The JSON objects of a JSON Lines (or parquet) file: a list, or with ``stream`` a one-pass iterator (the
-    strict scorer normalises each record as it comes, so the parsed file is never held in memory at once)."""
-    from ..dataset.layout import read_raw_records
+def _records(path: Path, *, stream: bool, problems: list | None = None):  # noqa: ANN202
+    """The JSON objects of a JSON Lines (or parquet, or JSON array) file: a list, or with ``stream`` a one-pass
+    iterator (the strict scorer normalises each record as it comes, so the parsed file is never held in memory
+    at once). With a ``problems`` list, unreadable lines are collected there instead of stopping the command."""
+    from ..dataset.layout import iter_raw_records, read_raw_records
 
     if not stream or str(path).endswith(".parquet"):
-        return read_raw_records(path)
-    return _stream(path)
+        return read_raw_records(path, problems=problems) if not _is_array(path) else list(
+            iter_raw_records(path, problems=problems))
+    return iter_raw_records(path, problems=problems)
 
 
-def _stream(path: Path):  # noqa: ANN202
-    from ..dataset.jsonio import iter_jsonl
-    from ..errors import InputError
+def _is_array(path: Path) -> bool:
+    try:
+        with path.open("rb") as fh:
+            return fh.read(64).lstrip().startswith(b"[")
+    except OSError:
+        return False
 
-    for line, record in iter_jsonl(path):
-        if not isinstance(record, dict):
-            raise InputError("expected a JSON object per line", path=path, line=line)
-        yield record
+
+def _ids(value: str | None) -> list[str] | None:
+    """``--ids``: a comma list, or ``@file`` (ids separated by newlines or commas)."""
+    if value is None:
+        return None
+    if value.startswith("@"):
+        from ..errors import InputError
+
+        path = Path(value[1:])
+        try:
+            value = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"cannot read the ids file ({getattr(exc, 'strerror', None) or exc})", path=path) from None
+    ids = [i.strip() for part in value.splitlines() for i in part.split(",") if i.strip()]
+    if not ids:
+        from ..errors import ConfigError
+
+        raise ConfigError("--ids names no ids; give a comma list or @file")
+    return ids
 
 
 def _one_blas_thread() -> None:
@@ -113,6 +132,16 @@ def evaluate_command(
     bertscore_model: str | None = typer.Option(
         None, "--bertscore-model", help="BERTScore model name or local path (default roberta-large)."
     ),
+    ids: str | None = typer.Option(
+        None, "--ids", help="Score only these gold ids: a comma list, or @FILE with one id per line."
+    ),
+    limit: int | None = typer.Option(
+        None, "--limit", help="Score only the first N gold samples (in file order, after --alignment/--ids)."
+    ),
+    unusable: str = typer.Option(
+        "skip", "--unusable", help="A gold record that cannot be scored (broken JSON, no usable id, a field of "
+        "the wrong type): 'skip' leaves it out and warns (default), 'error' stops with its file:line (exit 2)."
+    ),
     output: Path | None = typer.Option(None, "--output", "-o", help="Write the metrics JSON here."),
     errors: bool = typer.Option(False, "--errors", help="Also print the error taxonomy table."),
     execute: bool = typer.Option(False, "--execute", help=EXECUTE_HELP),
@@ -123,13 +152,19 @@ def evaluate_command(
     invented tools are false positives; CIs by seeded bootstrap. --compat: exactly the reference TaskBench
     evaluator's numbers, and `-o` writes a file in its exact layout. --both: {"strict": ..., "compat": ...}.
 
+    Coverage problems are printed as warnings on stderr (exit code 0): gold ids without a prediction,
+    prediction ids not in the gold data (another dataset's predictions?), unreadable lines, gold records that
+    cannot be scored. Use --ids / --limit to score a subset on purpose.
+
     Example:
 
         taskbench evaluate --data data/multimedia --predictions preds/gpt-4.jsonl --both -o metrics/gpt-4.json
         taskbench evaluate --data multimedia --predictions preds/qwen.jsonl --execute   # + execution success
+
+        taskbench evaluate --data multimedia -p preds/first100.jsonl --limit 100
     """
     _one_blas_thread()
-    from ..errors import ConfigError
+    from ..errors import ConfigError, did_you_mean
     from ..eval.api import evaluate, write_metrics
     from ..eval.runtime import gc_paused
 
@@ -139,26 +174,37 @@ def evaluate_command(
         raise ConfigError("--execute adds to the strict metrics; use it without --compat, or with --both")
     run_mode = "compat" if compat else "both" if both else "strict"
     if mode not in ("add", "mul"):
-        raise ConfigError(f"--mode must be add or mul, not {mode!r}")
+        raise ConfigError(f"--mode must be add or mul, not {mode!r} ({did_you_mean(mode, ('add', 'mul'))})")
     if bootstrap < 0:
         raise ConfigError("--bootstrap must be >= 0")
+    if limit is not None and limit < 1:
+        raise ConfigError(f"--limit must be a positive number of samples, not {limit}")
+    if unusable not in ("skip", "error"):
+        raise ConfigError(f"--unusable must be skip or error, not {unusable!r} ({did_you_mean(unusable, ('skip', 'error'))})")
     split_list, n_list, metric_list = _choices(splits, n_tools, metrics)
+    wanted = _ids(ids)
     with gc_paused():  # the parsed JSON is millions of objects no collection needs to walk
-        library, data_path, ids = _load(data, dependency, alignment)
+        library, data_path, aligned = _load(data, dependency, alignment)
         stream = run_mode == "strict"  # compat reads the gold records as they are: it keeps them
-        gold = _records(data_path, stream=stream)
-        preds = _records(predictions, stream=stream)
+        gold_problems: list | None = [] if unusable == "skip" else None
+        pred_problems: list = []
+        gold = _records(data_path, stream=stream, problems=gold_problems)
+        preds = _records(predictions, stream=stream, problems=pred_problems)
         result = evaluate(
             gold, preds, library, mode=run_mode, gold_records=None if stream else gold, gold_path=data_path,
             dependency=dependency, splits=split_list, n_tools=n_list, group_mode=mode, metrics=metric_list,
-            alignment_ids=ids, bootstrap=bootstrap, seed=seed, bertscore_model=bertscore_model,
+            alignment_ids=aligned, ids=wanted, limit=limit, bootstrap=bootstrap, seed=seed,
+            bertscore_model=bertscore_model, unusable=unusable, gold_problems=gold_problems,
+            prediction_problems=pred_problems,
         )
         if execute:
-            result.execution = _execute(data_path, predictions, library, split_list, n_list, mode, ids, bootstrap, seed)
+            result.execution = _execute(data_path, predictions, library, split_list, n_list, mode, aligned, bootstrap,
+                                        seed)
         _print_result(result, predictions.name, errors)
         if output is not None:
             write_metrics(result, output)
-            _console().print(f"wrote {output}")
+            _console().print(f"wrote {output}", markup=False, highlight=False)
+        _warn(result.warnings)
 
 
 def _execute(data_path, predictions, library, splits, n_tools, mode, ids, bootstrap, seed):  # noqa: ANN001, ANN202
@@ -176,19 +222,42 @@ def _console():  # noqa: ANN202
     return make_console()
 
 
+def _warn(lines: list[str]) -> None:
+    """Coverage warnings, one line each on stderr (after the tables, so they are the last thing read)."""
+    console = make_console(stderr=True, soft_wrap=True, highlight=False)
+    for line in lines:
+        console.print(f"taskbench: warning: {line}", markup=False)
+
+
 def _print_result(result, name: str, errors: bool) -> None:  # noqa: ANN001
-    from ..report.tables import accuracy_table, compat_table, strict_table, taxonomy_table
+    from ..report.tables import (
+        STRICT_DROP_FIRST,
+        accuracy_table,
+        compat_table,
+        fit_width,
+        strict_table,
+        taxonomy_table,
+    )
 
     console = _console()
+    width = console.width
     if result.strict is not None:
-        console.print(strict_table(result.strict.groups, title=f"Strict metrics (%) - {name}"))
-        console.print(accuracy_table(result.strict.groups))
+        table = strict_table(result.strict.groups, title=f"Strict metrics (%; 95% CI below) - {name}")
+        console.print(fit_width(table, width, drop_first=STRICT_DROP_FIRST))
+        console.print(fit_width(accuracy_table(result.strict.groups), width))
         if result.strict.chain_edit_distance is not None:
             console.print(f"NED on chains: {100 * result.strict.chain_edit_distance:.2f}")
         if errors:
-            console.print(taxonomy_table(result.strict.taxonomy))
+            console.print(fit_width(taxonomy_table(result.strict.taxonomy), width))
     if result.compat is not None:
-        console.print(compat_table(result.compat, title=f"Compat metrics (%) - {name}"))
+        table = compat_table(result.compat, title=f"Compat metrics (%) - {name}")
+        console.print(fit_width(table, width, keep=3, drop_first=("BERT-F1", "n-F1 macro", "R-2", "R-1")))
+        if result.compat_dropped:
+            shown = ", ".join(f"{d['id']} ({d['error']})" for d in result.compat_dropped[:10])
+            more = f", ... ({len(result.compat_dropped) - 10} more; all in the compat log)" \
+                if len(result.compat_dropped) > 10 else ""
+            console.print(f"Compat dropped {len(result.compat_dropped)} sample(s) as the reference does "
+                          f"(Parsing Error): {shown}{more}", markup=False, highlight=False)
     if result.execution is not None:
         from ..eval.execution import EXECUTION_COLUMNS
 
@@ -223,13 +292,13 @@ def compare_command(
 
     _one_blas_thread()
     from ..dataset.jsonio import write_json
-    from ..errors import ConfigError
+    from ..errors import ConfigError, did_you_mean
     from ..eval.api import compare_predictions
     from ..eval.runtime import gc_paused
-    from ..report.tables import comparison_table
+    from ..report.tables import comparison_table, fit_width
 
     if mode not in ("add", "mul"):
-        raise ConfigError(f"--mode must be add or mul, not {mode!r}")
+        raise ConfigError(f"--mode must be add or mul, not {mode!r} ({did_you_mean(mode, ('add', 'mul'))})")
     if n_boot < 0 or n_perm < 0:
         raise ConfigError("--bootstrap and --permutations must be >= 0")
     split_list, n_list, metric_list = _choices(splits, n_tools, metrics)
@@ -242,7 +311,8 @@ def compare_command(
             alignment_ids=ids, n_boot=n_boot, n_perm=n_perm, seed=seed, gold_path=data_path,
         )
     console = make_console()
-    console.print(comparison_table(result))
+    console.print(fit_width(comparison_table(result), console.width, keep=4))
+    _warn(result.warnings)
     if output is not None:
         write_json(output, result.model_dump(mode="json"))
         console.print(f"wrote {output}")

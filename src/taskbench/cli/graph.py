@@ -26,30 +26,44 @@ graph_app = typer.Typer(
 )
 
 
-def _graph(path: Path, fmt: str, dependency: str | None):  # noqa: ANN202
+MAX_LINKS_HELP = (
+    "Refuse to build a graph with more links than this in memory (default 1,000,000; 0: no limit; about 1.5 kB "
+    "per link)."
+)
+
+
+def _graph(path: Path, fmt: str, dependency: str | None, max_links: int | None = None):  # noqa: ANN202
     from ..bundled import resolve
-    from ..graph.build import graph_from_path
+    from ..graph.build import MAX_LINKS, graph_from_path
     from ..graph.loaders import check_format
 
     check_format(fmt)
-    return graph_from_path(resolve(path), format=fmt, dependency=dependency)
+    limit = MAX_LINKS if max_links is None else max_links
+    return graph_from_path(resolve(path), format=fmt, dependency=dependency, max_links=limit)
 
 
 @graph_app.command("build")
 def build_command(
     tool_desc: Path = typer.Argument(..., help="Tool library: TaskBench tool_desc.json, OpenAI tools, MCP tools/list "
-                                     "or OpenAPI 3 JSON.", show_default=False),
+                                     "or OpenAPI 3 JSON, a dataset directory or a bundled dataset name.",
+                                     show_default=False),
     output: Path | None = typer.Option(None, "--output", "-o", help="Write graph_desc.json here (default: stdout)."),
     dependency: str | None = typer.Option(None, "--dependency", "-d", help=DEP_HELP),
     fmt: str = typer.Option("auto", "--format", "-f", help=FORMAT_HELP),
     openapi_ids: str = typer.Option(
         "operationId", "--openapi-ids", help="OpenAPI tool names: operationId (else 'METHOD /path') or path."
     ),
+    max_links: int | None = typer.Option(
+        None, "--max-links", min=0, show_default=False,
+        help="Refuse a graph with more links than this (default 1,000,000; 0: no limit). The file is streamed in "
+        "constant memory; a dense graph of n tools has about n*n links (1,000 tools: 90 MB).",
+    ),
 ) -> None:
     """Build the tool graph of a tool library and write it as a TaskBench graph_desc.json.
 
     Built from a released TaskBench tool_desc.json, the links equal the released graph_desc.json exactly.
-    A top-level "dependency" key is added only when the rule differs from what the tools imply.
+    A top-level "dependency" key is added only when the rule differs from what the tools imply. The links
+    are counted first: a graph larger than --max-links is refused with its size before anything is written.
 
     Example:
 
@@ -57,24 +71,26 @@ def build_command(
 
         taskbench graph build spotify_oas.json --format openapi -o spotify_graph.json
     """
-    import json
+    import sys
 
-    from ..dataset.jsonio import write_json
-    from ..graph.build import build_graph
+    from ..bundled import resolve
+    from ..dataset.jsonio import atomic_writer
+    from ..graph.build import MAX_LINKS, check_size, write_graph
     from ..graph.loaders import check_format, infer_dependency, load_tools
 
     check_format(fmt)
-    library = load_tools(tool_desc, fmt, dependency, openapi_ids=openapi_ids)
-    graph = build_graph(library)
-    doc = graph.to_taskbench()
-    if graph.dependency != infer_dependency(list(graph.nodes)):
-        doc["dependency"] = graph.dependency
+    library = load_tools(resolve(tool_desc), fmt, dependency, openapi_ids=openapi_ids)
+    check_size(library, max_links=MAX_LINKS if max_links is None else max_links, streamed=True)
+    extra = {"dependency": library.dependency} if library.dependency != infer_dependency(library.tools) else None
     if output is None:
-        typer.echo(json.dumps(doc, ensure_ascii=False, indent=2))
+        stdout = sys.stdout.buffer
+        write_graph(library, stdout, extra=extra)
+        stdout.flush()
         return
-    write_json(output, doc)
+    with atomic_writer(output) as fh:
+        count = write_graph(library, fh, extra=extra)
     make_console(stderr=True).print(
-        f"wrote {output}: {len(graph.nodes)} tools, {len(graph.links)} links ({graph.dependency})", highlight=False
+        f"wrote {output}: {len(library)} tools, {count:,} links ({library.dependency})", highlight=False, markup=False
     )
 
 
@@ -84,6 +100,7 @@ def stats_command(
     dependency: str | None = typer.Option(None, "--dependency", "-d", help=DEP_HELP),
     fmt: str = typer.Option("auto", "--format", "-f", help=FORMAT_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the statistics as JSON instead of a table."),
+    max_links: int | None = typer.Option(None, "--max-links", min=0, help=MAX_LINKS_HELP, show_default=False),
 ) -> None:
     """Print a tool graph's size, density, degree summary, types and connected components.
 
@@ -97,7 +114,7 @@ def stats_command(
 
     from ..graph.stats import graph_stats
 
-    graph = _graph(graph_path, fmt, dependency)
+    graph = _graph(graph_path, fmt, dependency, max_links)
     st = graph_stats(graph)
     if as_json:
         typer.echo(st.model_dump_json(indent=2))
@@ -157,11 +174,11 @@ def show_command(
         taskbench graph show data/multimedia/graph_desc.json -o multimedia.html
     """
 
-    from ..errors import ConfigError
+    from ..errors import ConfigError, did_you_mean
     from ..graph.render import render
 
     if layout not in ("auto", "circular", "kamada_kawai", "spring"):
-        raise ConfigError(f"unknown layout {layout!r} (use auto, circular, kamada_kawai or spring)")
+        raise ConfigError(f"unknown layout {layout!r} ({did_you_mean(layout, ('auto', 'circular', 'kamada_kawai', 'spring'))})")
     if output.suffix.lower() not in (".png", ".svg", ".pdf", ".html", ".htm"):
         raise ConfigError(f"cannot tell the picture format of {output.name!r} (use a .png or .html file name)")
     graph = _graph(graph_path, fmt, dependency)

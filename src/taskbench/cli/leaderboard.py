@@ -18,18 +18,27 @@ def leaderboard_command(
         None, "--against", help="Another ranking ({model: score}, [best, ..., worst] or a board .json): report "
         "Kendall's tau and Spearman's rho between it and each metric's ranking.",
     ),
-    group: str = typer.Option("overall_overall", "--group", help="Split group of the table, e.g. chain_overall."),
+    group: str = typer.Option(
+        "overall_overall", "--group", help="Split group of the table: overall_overall, single_overall, "
+        "chain_overall, dag_overall or overall_N (N tools)."
+    ),
     rank_by: str = typer.Option("node_micro_f1", "--rank-by", help="Metric to sort by (e.g. step_rougeL, link_f1)."),
     source: str = typer.Option(
         "auto", "--source", help="In files holding both: use 'strict' (auto) or 'compat' numbers."
     ),
 ) -> None:
     """Rank models by their metrics files and render the board; plots show the ranking metric per
-    structure (single/chain/dag) and per tool count.
+    structure (single/chain/dag) and per tool count, with the samples behind each bar.
+
+    Each cell shows the value and, for strict files, its bootstrap 95% CI as [low, high]. Warnings on stderr
+    say when rows are not comparable: files scored in different modes (strict vs compat), on different
+    sample counts, or whose evaluation reported coverage problems.
 
     Example:
 
         taskbench leaderboard metrics/*.json -o board.md --against human_ranking.json
+
+        taskbench leaderboard metrics/*.json --group chain_overall --rank-by link_f1
     """
     from rich.table import Table
 
@@ -38,6 +47,7 @@ def leaderboard_command(
     from ..eval.strict import to_jsonable
     from ..report.leaderboard import (
         build_board,
+        cell_text,
         header,
         load_entries,
         plot_board,
@@ -46,9 +56,8 @@ def leaderboard_command(
         to_html,
         to_markdown,
     )
+    from ..report.tables import fit_width
 
-    if source not in ("auto", "strict", "compat"):
-        raise ConfigError(f"--source must be auto, strict or compat, not {source!r}")
     suffix = output.suffix.lower() if output is not None else ""
     if output is not None and suffix not in (".md", ".html", ".htm", ".png", ".json"):
         raise ConfigError(f"unsupported output {output.name!r}; use .md, .html, .png or .json")
@@ -56,14 +65,18 @@ def leaderboard_command(
     correlations = rank_correlations(board, read_ranking(against, group=group)) if against else None
 
     console = make_console()
-    table = Table(title=f"Leaderboard ({board.group}, ranked by {board.rank_by}; %)")
+    with_ci = any(r.get("ci") for r in board.rows)
+    table = Table(title=f"Leaderboard ({board.group}, ranked by {board.rank_by}; %" + ("; [95% CI]" if with_ci else "")
+                  + ")", show_lines=with_ci)
     table.add_column("#", justify="right")
-    table.add_column("model", style="bold")
+    table.add_column("model", style="bold", overflow="fold")
+    table.add_column("n", justify="right")
     for m in board.metrics:
         table.add_column(header(m), justify="right")
     for i, row in enumerate(board.rows, 1):
-        table.add_row(str(i), row["model"], *["-" if row[m] is None else f"{100 * row[m]:.2f}" for m in board.metrics])
-    console.print(table)
+        n = "-" if row.get("n") is None else str(row["n"])
+        table.add_row(str(i), row["model"], n, *[cell_text(row, m, sep="\n") for m in board.metrics])
+    console.print(fit_width(table, console.width, keep=3))
     if correlations:
         ct = Table(title=f"Rank correlation with {against.name}")
         for col in ("metric", "models", "Kendall's tau", "Spearman's rho"):
@@ -72,6 +85,7 @@ def leaderboard_command(
             fmt = lambda v: "-" if v is None or v != v else f"{v:.3f}"  # noqa: E731
             ct.add_row(c["metric"], str(c["n"]), fmt(c["kendall_tau"]), fmt(c["spearman_rho"]))
         console.print(ct)
+    _warn(board.warnings)
     if output is None:
         return
     if suffix == ".md":
@@ -85,7 +99,13 @@ def leaderboard_command(
         if correlations is not None:
             doc["correlations"] = correlations
         write_json(output, to_jsonable(doc))
-    console.print(f"wrote {output}")
+    console.print(f"wrote {output}", markup=False, highlight=False)
+
+
+def _warn(lines: list[str]) -> None:
+    console = make_console(stderr=True, soft_wrap=True, highlight=False)
+    for line in lines:
+        console.print(f"taskbench: warning: {line}", markup=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -40,8 +40,20 @@ COMMAND_MODULES = [
 ]
 
 
+def _version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        typer.echo(f"taskbench {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the taskbench version and exit."
+    ),
+) -> None:
     """taskbench: tool graphs -> benchmark samples -> model predictions -> scores.
 
     Start with `taskbench run` (the embedded model on the bundled demo datasets).
@@ -91,9 +103,22 @@ def _logging() -> None:
     logger.propagate = False
 
 
+def _tolerant_streams() -> None:
+    """Text that UTF-8 cannot encode (a lone surrogate from a ``"\\ud800"`` escape in the input) is printed as
+    a backslash escape instead of ending the command in a UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and getattr(stream, "errors", None) == "strict":
+            try:
+                reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):  # pragma: no cover - a stream that cannot change now
+                pass
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
     _logging()
+    _tolerant_streams()
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _terminate)
     try:

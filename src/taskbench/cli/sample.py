@@ -29,6 +29,11 @@ def sample_command(
     dependency: str | None = typer.Option(None, "--dependency", "-d", help="Override: resource or temporal."),
     fmt: str = typer.Option("auto", "--format", "-f", help="Tool library format: auto, taskbench, openai, mcp, "
                             "openapi."),
+    max_links: int | None = typer.Option(
+        None, "--max-links", min=0, show_default=False,
+        help="Refuse to build a graph with more links than this in memory (default 1,000,000; 0: no limit; about "
+        "1.5 kB per link).",
+    ),
 ) -> None:
     """Plan N tool subgraphs, one JSON line each: index, seed, mode, size, nodes (topological order), links.
 
@@ -47,7 +52,7 @@ def sample_command(
 
     from ..dataset.jsonio import dumps_line, write_jsonl
     from ..errors import ConfigError
-    from ..graph.build import graph_from_path
+    from ..graph.build import MAX_LINKS, graph_from_path
     from ..graph.loaders import check_format
     from ..graph.sampling import MODES, iter_plan, parse_weights
 
@@ -62,7 +67,8 @@ def sample_command(
             raise ConfigError(f"size weights need integer sizes, got {size_weights!r}") from None
     from ..bundled import resolve
 
-    graph = graph_from_path(resolve(graph_path), format=fmt, dependency=dependency)
+    limit = MAX_LINKS if max_links is None else max_links
+    graph = graph_from_path(resolve(graph_path), format=fmt, dependency=dependency, max_links=limit)
     entries = iter_plan(graph, seed, n, start=start, mode_weights=modes, size_weights=sizes)
     if output is None:
         for entry in entries:

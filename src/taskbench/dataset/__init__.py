@@ -9,19 +9,32 @@ from .jsonio import (
     write_json,
     write_jsonl,
 )
-from .layout import Dataset, load_dataset, parse_sample, read_raw_records, read_samples, save_dataset
+from .layout import (
+    Dataset,
+    iter_raw_records,
+    load_dataset,
+    parse_sample,
+    read_alignment_ids,
+    read_raw_records,
+    read_requests,
+    read_samples,
+    save_dataset,
+)
 from .trajectories import TrajectoryWriter, read_trajectory
 
 __all__ = [
     "Dataset",
     "JsonlAppender",
     "iter_jsonl",
+    "iter_raw_records",
     "load_dataset",
     "parse_sample",
+    "read_alignment_ids",
     "read_json",
     "read_json_or_jsonl",
     "read_jsonl",
     "read_raw_records",
+    "read_requests",
     "read_samples",
     "read_trajectory",
     "TrajectoryWriter",

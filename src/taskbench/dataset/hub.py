@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, cast
 
-from ..errors import ConfigError, InputError, MissingDependencyError
+from ..errors import ConfigError, InputError, MissingDependencyError, did_you_mean
 
 __all__ = [
     "DOMAINS",
@@ -51,7 +51,7 @@ def resolve_domains(domain: str | Iterable[str] = "all") -> list[str]:
         return list(DOMAINS)
     for name in wanted:
         if name not in DOMAINS:
-            raise ConfigError(f"unknown TaskBench domain {name!r}; choose one of: {', '.join(DOMAINS)}, all")
+            raise ConfigError(f"unknown TaskBench domain {name!r} ({did_you_mean(name, [*DOMAINS, 'all'])})")
     return list(dict.fromkeys(wanted))
 
 

@@ -1,30 +1,59 @@
 """JSON and JSON Lines reading/writing with errors that name file:line.
 
 Writers are crash-safe: :func:`write_json` writes a temporary file and renames it; :class:`JsonlAppender`
-appends whole lines with one unbuffered write each (fsynced at most once a second and on close), and :func:`read_jsonl` tolerates a torn last line (a line
-without its newline) when asked, so an interrupted append never corrupts what was already written.
+appends whole lines with one unbuffered write each (fsynced at most once a second and on close), and
+:func:`read_jsonl` tolerates a torn last line (a line without its newline) when asked, so an interrupted append
+never corrupts what was already written. New files get the permissions any new file of the user gets (mode 0666 minus the umask).
+
+Readers never end in a traceback on hostile text: a syntax error, nesting deeper than Python can parse, an
+integer literal longer than Python converts (4,300 digits) and bytes that are not UTF-8 all become one
+:class:`InputError` naming the file and line. Writers never fail on a lone surrogate (a ``"\\ud800"`` escape
+in the input decodes to one): it is written back as the same JSON escape.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import tempfile
+import re
+import secrets
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from ..errors import InputError
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
-def _json_error(path: Path, exc: json.JSONDecodeError, line_offset: int = 0) -> InputError:
-    return InputError(
-        f"invalid JSON: {exc.msg} (column {exc.colno})",
-        path=path,
-        line=exc.lineno + line_offset,
-        hint="fix or remove this line",
-    )
+
+def loads(text: str | bytes, *, path: str | Path | None = None, line: int | None = None,
+          hint: str = "fix or remove this line") -> Any:
+    """``json.loads`` whose every failure is one :class:`InputError` at ``path:line`` (the line of a syntax
+    error is counted from ``line``, or from 1 when it is None)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        at = exc.lineno if line is None else line + exc.lineno - 1
+        raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", path=path, line=at, hint=hint) from None
+    except RecursionError:
+        raise InputError("JSON nested too deeply to read", path=path, line=line,
+                         hint="arrays and objects nested about a thousand levels deep; flatten this value") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text ({exc.reason})", path=path, line=line) from None
+    except ValueError as exc:  # an integer literal longer than Python converts (sys.get_int_max_str_digits)
+        what = "an integer with more than 4300 digits" if "integer string conversion" in str(exc) else str(exc)
+        raise InputError(f"invalid JSON: {what}", path=path, line=line, hint=hint) from None
+
+
+def encode_text(text: str) -> bytes:
+    """``text`` as UTF-8; a lone surrogate (which UTF-8 cannot hold) becomes its JSON escape ``\\udXXX``, so
+    JSON text keeps meaning the same string."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
 
 
 def read_json(path: str | Path) -> Any:
@@ -38,17 +67,22 @@ def read_json(path: str | Path) -> Any:
         raise InputError("expected a file, found a directory", path=path) from None
     except UnicodeDecodeError as exc:
         raise InputError(f"not UTF-8 text ({exc.reason})", path=path) from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise _json_error(path, exc) from None
+    except OSError as exc:
+        raise InputError(f"cannot read the file ({exc.strerror or exc})", path=path) from None
+    if not text.strip():
+        raise InputError("the file is empty", path=path, hint="expected a JSON document")
+    return loads(text, path=path)
 
 
-def iter_jsonl(path: str | Path, *, allow_torn_tail: bool = False) -> Iterator[tuple[int, Any]]:
+def iter_jsonl(
+    path: str | Path, *, allow_torn_tail: bool = False, errors: list[InputError] | None = None
+) -> Iterator[tuple[int, Any]]:
     """Yield ``(line_number, value)`` for each non-blank line of a JSON Lines file.
 
     With ``allow_torn_tail`` a last line that has no trailing newline and does not parse is skipped (it is
-    what an interrupted append leaves behind); otherwise every bad line raises :class:`InputError`.
+    what an interrupted append leaves behind). A line that cannot be read (bad JSON, not UTF-8, nested too
+    deeply, a giant integer) raises :class:`InputError`, or, when an ``errors`` list is given, is appended
+    to it and skipped, so one bad line does not stop a whole file.
     """
     path = Path(path)
     try:
@@ -57,6 +91,8 @@ def iter_jsonl(path: str | Path, *, allow_torn_tail: bool = False) -> Iterator[t
         raise InputError("file not found", path=path) from None
     except IsADirectoryError:
         raise InputError("expected a file, found a directory", path=path) from None
+    except OSError as exc:
+        raise InputError(f"cannot read the file ({exc.strerror or exc})", path=path) from None
     with fh:
         data = fh.read()
     lines = data.split(b"\n")
@@ -65,21 +101,32 @@ def iter_jsonl(path: str | Path, *, allow_torn_tail: bool = False) -> Iterator[t
         if not raw.strip():
             continue
         try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InputError(f"not UTF-8 text ({exc.reason})", path=path, line=i + 1) from None
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError as exc:
+            value = json.loads(raw.decode("utf-8"))  # (json.loads of bytes detects the encoding: slower)
+        except ValueError:  # JSONDecodeError, UnicodeDecodeError, a giant integer
             if allow_torn_tail and i == last:
                 return
-            raise InputError(
-                f"invalid JSON: {exc.msg} (column {exc.colno})",
-                path=path,
-                line=i + 1,
-                hint="each line must be one complete JSON object",
-            ) from None
-        yield i + 1, value
+            err = _line_error(raw, path, i + 1)
+        except RecursionError:
+            err = _line_error(raw, path, i + 1)
+        else:
+            yield i + 1, value
+            continue
+        if errors is None:
+            raise err
+        errors.append(err)
+
+
+def _line_error(raw: bytes, path: Path, line: int) -> InputError:
+    """The :class:`InputError` of one JSON Lines line that did not parse."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return InputError(f"not UTF-8 text ({exc.reason})", path=path, line=line)
+    try:
+        loads(text, path=path, line=line, hint="each line must be one complete JSON object")
+    except InputError as err:
+        return err
+    return InputError("cannot read this line", path=path, line=line)  # pragma: no cover - it parsed the 2nd time
 
 
 def read_jsonl(path: str | Path, *, allow_torn_tail: bool = False) -> list[Any]:
@@ -91,9 +138,12 @@ def read_json_or_jsonl(path: str | Path) -> list[Any]:
     """A list of records from a file that is either a JSON array or JSON Lines."""
     path = Path(path)
     try:
-        head = path.open("rb").read(1 << 12).lstrip()
+        with path.open("rb") as fh:
+            head = fh.read(1 << 12).lstrip()
     except FileNotFoundError:
         raise InputError("file not found", path=path) from None
+    except IsADirectoryError:
+        raise InputError("expected a file, found a directory", path=path) from None
     if head.startswith(b"["):
         value = read_json(path)
         if not isinstance(value, list):
@@ -117,12 +167,25 @@ def write_jsonl(path: str | Path, values: list[Any]) -> None:
     _atomic_write(Path(path), "".join(dumps_line(v) + "\n" for v in values))
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def _atomic_write(path: Path, text: str | bytes) -> None:
+    """Write ``text`` to ``path`` atomically (see :func:`atomic_writer`)."""
+    with atomic_writer(path) as fh:
+        fh.write(text if isinstance(text, bytes) else encode_text(text))
+
+
+@contextmanager
+def atomic_writer(path: str | Path) -> Iterator[IO[bytes]]:
+    """A binary file to write ``path`` through: a temporary file in the same directory, fsynced and renamed over
+    ``path`` when the block ends (removed if it raises), so readers never see half a file.
+
+    The file is created with mode 0666 minus the umask, as ``open(path, "w")`` would create it (a colleague on
+    a shared machine can read what a run wrote if the user's umask allows it)."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    fd, tmp = _create_temporary(path)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            yield fh
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -132,6 +195,18 @@ def _atomic_write(path: Path, text: str) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+def _create_temporary(path: Path) -> tuple[int, str]:
+    """Create a new, empty ``.<name>.<random>.tmp`` next to ``path``; mode 0666 is narrowed by the umask."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    for _ in range(100):
+        tmp = str(path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp")
+        try:
+            return os.open(tmp, flags, 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"could not create a temporary file next to {path}")  # pragma: no cover
 
 
 class JsonlAppender:
@@ -183,7 +258,7 @@ class JsonlAppender:
 
     def write(self, value: Any) -> None:
         """Append one record as one line."""
-        self._fh.write((dumps_line(value) + "\n").encode("utf-8"))
+        self._fh.write(encode_text(dumps_line(value) + "\n"))
         self._dirty = True
         if self._interval is not None and time.monotonic() - self._synced >= self._interval:
             self.sync()

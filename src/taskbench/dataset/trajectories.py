@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from ..errors import InputError
+from ..errors import InputError, validation_message
 from ..schema.trajectory import Trajectory, TrajectoryEvent
 from .jsonio import JsonlAppender, iter_jsonl
 
@@ -106,10 +106,7 @@ def read_trajectory(path: str | Path) -> Trajectory:
                 raise InputError(f"unexpected {kind or 'record'!s} line in a trajectory file", path=path, line=line,
                                  hint="a trajectory file is a header line, event lines, then an end line")
         except ValidationError as exc:
-            errors = exc.errors()
-            where = ".".join(str(p) for p in errors[0]["loc"]) if errors else ""
-            msg = errors[0]["msg"] if errors else str(exc)
-            raise InputError(f"bad trajectory event: {where}: {msg}", path=path, line=line) from None
+            raise InputError(f"bad trajectory event: {validation_message(exc)}", path=path, line=line) from None
     if header is None:
         raise InputError("not a trajectory file (no header line)", path=path)
     traj = Trajectory.model_validate({**header, **(end or {"status": "interrupted"})})

@@ -26,7 +26,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..schema import NODE_REF, Sample, TaskArgument, TaskLink, ToolGraph, ToolLibrary, ToolLink
+from ..errors import suggest
+from ..schema import NODE_REF, Sample, TaskArgument, TaskLink, ToolGraph, ToolLibrary, ToolLink, node_index
 
 __all__ = [
     "ISSUE_CODES",
@@ -223,12 +224,14 @@ def _check_resource_node(
             )
         if not isinstance(text, str):
             continue
-        refs = [int(m) for m in NODE_REF.findall(text)]
-        for j in refs:
+        refs = NODE_REF.findall(text)
+        for digits in refs:
+            j = node_index(digits)
             if j >= len(names):
+                shown = digits if len(digits) <= 12 else digits[:12] + "..."
                 issues.append(
                     Issue(code="ref_out_of_range", node=i,
-                          message=f"node {i} ({node.task}): <node-{j}> but there are {len(names)} nodes")
+                          message=f"node {i} ({node.task}): <node-{shown}> but there are {len(names)} nodes")
                 )
             elif j == i:
                 issues.append(Issue(code="ref_self", node=i, message=f"node {i} ({node.task}) refers to itself"))
@@ -272,9 +275,11 @@ def _check_temporal_node(i: int, sample: Sample, library: ToolLibrary, issues: l
             continue
         given.append(arg.name)
         if params is not None and arg.name not in params:
+            close = suggest(arg.name, params)
+            hint = f"did you mean {close[0]!r}? " if close else ""
             issues.append(
                 Issue(code="unknown_param", node=i,
-                      message=f"node {i} ({node.task}): no parameter {arg.name!r} (has {sorted(params)})")
+                      message=f"node {i} ({node.task}): no parameter {arg.name!r} ({hint}has {sorted(params)})")
             )
     for name, count in Counter(given).items():
         if count > 1:
@@ -304,7 +309,9 @@ def check_sample(
     issues = check_structure(sample, dep)
     for i, node in enumerate(sample.task_nodes):
         if node.task not in library:
-            issues.append(Issue(code="unknown_tool", node=i, message=f"node {i}: unknown tool {node.task!r}"))
+            close = suggest(node.task, library.names)
+            hint = f" - did you mean {close[0]!r}?" if close else ""
+            issues.append(Issue(code="unknown_tool", node=i, message=f"node {i}: unknown tool {node.task!r}{hint}"))
     for i in range(len(sample.task_nodes)):
         if dep == "resource":
             _check_resource_node(i, sample, library, issues)

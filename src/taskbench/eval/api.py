@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -19,9 +19,11 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..errors import ConfigError
-from ..schema import Sample, ToolLibrary
+from ..errors import ConfigError, InputError, did_you_mean
+from ..schema import Sample, ToolLibrary, record_id
 from . import stats
+from .coverage import Coverage, IdTally, coverage_warnings
+from .groups import Group, group_mask
 from .runtime import gc_paused
 from .strict import (
     N_TOOLS,
@@ -29,7 +31,6 @@ from .strict import (
     SampleScore,
     compare_counts,
     compare_graphs,
-    group_mask,
     identical_counts,
     metrics_from_sums,
     name_counts,
@@ -73,7 +74,9 @@ def parse_metric_list(value: str | Sequence[str] | None) -> list[str]:
         return list(METRIC_NAMES)
     bad = [i for i in items if i not in METRIC_NAMES]
     if bad or not items:
-        raise ConfigError(f"unknown metric {bad[0] if bad else ''!r}; use 'all' or some of {','.join(METRIC_NAMES)}")
+        name = bad[0] if bad else ""
+        raise ConfigError(f"unknown metric {name!r}; use 'all' or some of {','.join(METRIC_NAMES)}"
+                          + (f" ({did_you_mean(name, METRIC_NAMES)})" if name else ""))
     return [m for m in METRIC_NAMES if m in items]
 
 
@@ -85,7 +88,9 @@ def parse_choice_list(value: str | Sequence[str], allowed: Sequence[str], what: 
         return list(allowed)
     bad = [i for i in items if i not in allowed]
     if bad or not items:
-        raise ConfigError(f"unknown {what} {bad[0] if bad else ''!r}; use 'all' or some of {','.join(allowed)}")
+        name = bad[0] if bad else ""
+        hint = did_you_mean(name, ["all", *allowed]) if name else f"one of: all, {', '.join(allowed)}"
+        raise ConfigError(f"unknown {what} {name!r} ({hint})")
     return list(dict.fromkeys(items))
 
 
@@ -105,6 +110,10 @@ class ScoredSet:
     unmatched_ids: list[str]
     duplicate_ids: list[str]
     tool_names: list[str]
+    missing_ids: list[str]
+    """Gold ids (of those scored) with no prediction record."""
+    gold_ids: set[str]
+    """Every usable gold id read, selected or not."""
 
 
 def _index_predictions(
@@ -118,11 +127,13 @@ def _index_predictions(
     seen: set[str] = set()
     unmatched: set[str] = set()
     for rec in records:
-        if "id" not in rec:
+        if not isinstance(rec, Mapping):
             continue
-        key = rec["id"]
+        key = rec.get("id")
         if type(key) is not str:
-            key = str(key)
+            key = record_id(key)
+            if key is None:
+                continue  # no usable id: nothing to match (coverage_warnings counts these)
         if key in seen:
             dups.append(key)
         seen.add(key)
@@ -143,19 +154,26 @@ def score_strict(
     alignment_ids: set[str] | None = None,
     bertscorer: Any = None,
     gold_path: str | Path | None = None,
+    ids: Collection[str] | None = None,
+    limit: int | None = None,
+    gold_problems: list[InputError] | None = None,
 ) -> ScoredSet:
     """Parse and score each gold sample once.
 
     ``samples``: :class:`Sample` objects or the raw ``data.json`` records (read as :func:`prepare_gold` says;
-    ``gold_path`` names the file in errors). Both ``samples`` and the prediction ``records`` may be one-pass
-    iterators (each record is normalised as it comes and not kept). ``bertscorer`` (a
-    :class:`~taskbench.eval.bertscore.BertScorer`) is needed when ``metrics`` holds ``bertscore``."""
+    ``gold_path`` names the file in errors; ``alignment_ids``, ``ids`` and ``limit`` select them). A gold record
+    that cannot be scored raises :class:`InputError`, or with a ``gold_problems`` list is appended there and
+    left out. Both ``samples`` and the prediction ``records`` may be one-pass iterators (each record is
+    normalised as it comes and not kept). ``bertscorer`` (a :class:`~taskbench.eval.bertscore.BertScorer`) is
+    needed when ``metrics`` holds ``bertscore``."""
     dep = dependency or library.dependency
     in_library = {name: i for i, name in enumerate(library.names)}
     out_types = output_types(library)
     literals: dict[str, Any] = {}
+    gold_ids: set[str] = set()
     with gc_paused():
-        gold = prepare_gold(samples, library, dep, alignment_ids=alignment_ids, path=gold_path)
+        gold = prepare_gold(samples, library, dep, alignment_ids=alignment_ids, ids=ids, limit=limit,
+                            path=gold_path, problems=gold_problems, seen=gold_ids)
         by_id, dups, unmatched = _index_predictions(
             records, {item.id: None for item in gold},
             lambda rec: parse_normal(rec, library, dep, out_types, literals),
@@ -202,6 +220,8 @@ def score_strict(
             unmatched_ids=sorted(unmatched),
             duplicate_ids=sorted(set(dups)),
             tool_names=library.names,
+            missing_ids=[item.id for item in gold if item.id not in by_id],
+            gold_ids=gold_ids,
         )
 
 
@@ -235,6 +255,15 @@ class StrictResult(BaseModel):
     unmatched_prediction_ids: list[str] = Field(default_factory=list, description="Prediction ids not in gold.")
     duplicate_prediction_ids: list[str] = Field(
         default_factory=list, description="Ids predicted more than once (the last record was used)."
+    )
+    missing_prediction_ids: list[str] = Field(
+        default_factory=list, description="Gold ids scored without a prediction (as empty graphs)."
+    )
+    unusable_gold: list[str] = Field(
+        default_factory=list, description="Gold records left out because they cannot be scored (file:line: why)."
+    )
+    warnings: list[str] = Field(
+        default_factory=list, description="Coverage problems: missing and unmatched ids, another dataset, ..."
     )
     groups: dict[str, GroupResult] = Field(description="'{split}_{n_tools}' -> group metrics.")
     chain_edit_distance: float | None = Field(
@@ -275,7 +304,7 @@ def aggregate_strict(
     all groups, seeded; see :func:`taskbench.eval.stats.bootstrap_groups`)."""
     keep = _selected(metrics)
     pairs = split_groups(splits, n_tools, mode)
-    masks = {f"{split}_{n}": group_mask(scored.splits, scored.n_tools, split, n) for split, n in pairs}
+    masks = {f"{split}_{n}": group_mask(Group(split, n), scored.splits, scored.n_tools) for split, n in pairs}
     cis: dict[str, dict[str, tuple[float, float] | None]] = {}
     if bootstrap > 0:
         columns = scored.columns
@@ -306,6 +335,7 @@ def aggregate_strict(
         n_gold=len(scored.ids),
         unmatched_prediction_ids=scored.unmatched_ids,
         duplicate_prediction_ids=scored.duplicate_ids,
+        missing_prediction_ids=scored.missing_ids,
         groups=groups,
         chain_edit_distance=ned_chain,
         taxonomy=summarize(scored.errors),
@@ -326,6 +356,15 @@ class EvaluationResult(BaseModel):
     compat_log: list[str] = Field(default_factory=list, description="The compat run's log lines.")
     execution: Any = Field(
         default=None, description="Execution success (an eval.execution.ExecutionResult), with --execute."
+    )
+    compat_dropped: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Samples compat mode dropped as the reference does ('Parsing Error'): {id, error}.",
+    )
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="Coverage problems, one line each (missing/unmatched ids, another dataset's predictions, "
+        "unreadable lines, gold records that cannot be scored); see taskbench.eval.coverage.",
     )
 
     def to_json(self) -> dict[str, Any]:
@@ -351,6 +390,10 @@ def _strict_json(result: StrictResult) -> dict[str, Any]:
     return doc
 
 
+UNUSABLE_CHOICES = ("skip", "error")
+"""What :func:`evaluate` does with a gold record it cannot score: leave it out and say so, or raise."""
+
+
 def evaluate(
     samples: Iterable[Sample] | Iterable[Mapping[str, Any]],
     predictions: Iterable[Mapping[str, Any]],
@@ -364,24 +407,42 @@ def evaluate(
     group_mode: str = "add",
     metrics: Sequence[str] = DEFAULT_METRICS,
     alignment_ids: set[str] | None = None,
+    ids: Sequence[str] | None = None,
+    limit: int | None = None,
     bootstrap: int = DEFAULT_BOOTSTRAP,
     seed: int = 0,
     bertscore_model: str | None = None,
     gold_path: str | Path | None = None,
+    unusable: str = "skip",
+    gold_problems: list[InputError] | None = None,
+    prediction_problems: Sequence[InputError] = (),
 ) -> EvaluationResult:
     """Score ``predictions`` (reference-format records ``{"id", "result"}``) against gold.
 
     ``samples``: the gold :class:`Sample` objects, or the raw ``data.json`` records (then they also serve as
     ``gold_records``; ``gold_path`` names their file in error messages). In strict mode ``samples`` and
-    ``predictions`` may be one-pass iterators (records are normalised as they are read and not kept). ``mode``: ``strict`` (default),
-    ``compat`` (the reference evaluator's numbers; needs ``gold_records``, the raw gold lines, because the
-    reference reads them as they are) or ``both``. ``dependency`` overrides the library's kind.
-    ``bertscore_model``: model name or local path for BERTScore (default roberta-large).
+    ``predictions`` may be one-pass iterators (records are normalised as they are read and not kept).
+    ``mode``: ``strict`` (default), ``compat`` (the reference evaluator's numbers; needs ``gold_records``, the
+    raw gold lines, because the reference reads them as they are) or ``both``. ``dependency`` overrides the
+    library's kind. ``bertscore_model``: model name or local path for BERTScore (default roberta-large).
+
+    Which gold samples: those in ``alignment_ids`` and ``ids`` (None = all), the first ``limit`` of them.
+    ``unusable``: a gold record that cannot be scored is left out and reported (``"skip"``, the default) or
+    raises its :class:`InputError` (``"error"``). ``gold_problems``: the list a tolerant gold reader appends
+    unreadable lines to (``read_raw_records(..., problems=...)``); it is reported with the rest.
+    ``prediction_problems``: prediction lines that could not be read. The result's ``warnings`` list every
+    coverage problem (see :mod:`taskbench.eval.coverage`).
     """
     if mode not in ("strict", "compat", "both"):
-        raise ConfigError(f"mode must be strict, compat or both, not {mode!r}")
+        raise ConfigError(f"mode must be strict, compat or both, not {mode!r} ({did_you_mean(mode, ('strict', 'compat', 'both'))})")
     if group_mode not in ("add", "mul"):
         raise ConfigError(f"--mode must be 'add' or 'mul', not {group_mode!r}")
+    if unusable not in UNUSABLE_CHOICES:
+        raise ConfigError(f"--unusable must be skip or error, not {unusable!r} ({did_you_mean(unusable, UNUSABLE_CHOICES)})")
+    if limit is not None and limit < 1:
+        raise ConfigError(f"--limit must be a positive number of samples, not {limit}")
+    problems = (gold_problems if gold_problems is not None else []) if unusable == "skip" else None
+    wanted = None if ids is None else set(ids)
     dep = dependency or library.dependency
     if dep != library.dependency:
         library = library.model_copy(update={"dependency": dep})
@@ -394,28 +455,85 @@ def evaluate(
     if mode == "both":  # both modes read the inputs: a one-pass iterator is read once
         samples = samples if isinstance(samples, Sequence) else list(samples)
         predictions = predictions if isinstance(predictions, Sequence) else list(predictions)
+    tally = IdTally(predictions)
+    if mode == "compat":
+        tally.count()
+    cov: dict[str, Any] = {}
     with gc_paused():
         if mode in ("strict", "both"):
             scored = score_strict(
-                samples, predictions, library, dependency=dep, metrics=metrics, alignment_ids=alignment_ids,
-                bertscorer=scorer, gold_path=gold_path,
+                samples, tally if mode == "strict" else predictions, library, dependency=dep, metrics=metrics,
+                alignment_ids=alignment_ids, bertscorer=scorer, gold_path=gold_path, ids=wanted, limit=limit,
+                gold_problems=problems,
             )
+            if mode == "both":
+                tally.count()
+            _require_gold(scored, gold_path, problems or [])
             out.strict = aggregate_strict(
                 scored, dependency=dep, splits=splits, n_tools=n_tools, mode=group_mode, metrics=metrics,
                 bootstrap=bootstrap, seed=seed,
             )
+            cov = {"selected": scored.ids, "gold_ids": scored.gold_ids,
+                   "predicted_nodes": sum(s.node[0] + s.node[1] for s in scored.scores),
+                   "foreign_nodes": sum(len(s.hallucinated) for s in scored.scores)}
         if mode in ("compat", "both"):
             from .compat import evaluate_compat
 
             if gold_records is None:
                 gold_records = [s.to_record() if isinstance(s, Sample) else s for s in samples]
+            compat_alignment = alignment_ids
+            if wanted is not None or limit is not None:
+                gold_records = _select_records(gold_records, alignment_ids, wanted, limit)
+                compat_alignment = None
             res = evaluate_compat(
                 gold_records, predictions, library, splits=list(splits), n_tools=list(n_tools),
-                mode=group_mode, metrics=list(metrics), alignment_ids=alignment_ids,
+                mode=group_mode, metrics=list(metrics), alignment_ids=compat_alignment,
                 bertscore=scorer.score if scorer is not None else None, dependency=dep,
+                problems=problems if mode == "compat" else [],
             )
             out.compat = res.metrics
             out.compat_log = list(res.log)
+            out.compat_dropped = [{"id": s.id, "error": s.error} for s in res.samples if s.error is not None]
+            if not cov:
+                gold_ids = [rid for r in gold_records if isinstance(r, Mapping) and (rid := record_id(r.get("id")))]
+                selected = gold_ids if alignment_ids is None or compat_alignment is None else \
+                    [i for i in gold_ids if i in alignment_ids]
+                cov = {"selected": selected, "gold_ids": set(gold_ids)}
+                _require_gold((selected, set(gold_ids)), gold_path, problems or [])
+    if prediction_problems and not tally.ids and not tally.no_id:
+        first = prediction_problems[0]
+        raise InputError(
+            f"no prediction could be read ({len(prediction_problems)} bad line(s)); first: {first.message}",
+            path=first.path, line=first.line,
+            hint='a predictions file is JSON Lines: one {"id": ..., "result": {...}} object per line',
+        )
+    coverage = Coverage(
+        predicted=tally.ids, duplicates=list(tally.duplicates), no_id=tally.no_id,
+        unreadable=list(prediction_problems), unusable_gold=list(problems or []),
+        requested=list(dict.fromkeys(ids)) if ids is not None else None, **cov,
+    )
+    out.warnings = coverage_warnings(coverage, strict=mode != "compat")
+    if out.strict is not None:
+        out.strict.unusable_gold = [str(err) for err in problems or []]
+        out.strict.warnings = list(out.warnings)
+    return out
+
+
+def _select_records(records: Iterable[Any], alignment_ids: Collection[str] | None, ids: Collection[str] | None,
+                    limit: int | None) -> list[Any]:
+    """The gold records in ``alignment_ids`` and ``ids`` (None = all), the first ``limit`` of them."""
+    out = []
+    kept = 0
+    for rec in records:
+        rid = record_id(rec.get("id")) if isinstance(rec, Mapping) else None
+        if rid is None:
+            out.append(rec)  # not selectable: scoring reports it
+            continue
+        if (alignment_ids is None or rid in alignment_ids) and (ids is None or rid in ids):
+            if limit is not None and kept >= limit:
+                break
+            out.append(rec)
+            kept += 1
     return out
 
 
@@ -474,6 +592,7 @@ class Comparison(BaseModel):
     n_perm: int = Field(description="Randomization replicates for the p-values.")
     seed: int = Field(description="Seed.")
     groups: dict[str, GroupComparison] = Field(description="'{split}_{n_tools}' -> comparison.")
+    warnings: list[str] = Field(default_factory=list, description="Coverage problems of either prediction set.")
 
 
 def compare_predictions(
@@ -499,21 +618,50 @@ def compare_predictions(
     if "bertscore" in metrics:
         raise ConfigError("compare does not support bertscore; leave it out of --metrics")
     dep = dependency or library.dependency
-    kw: dict[str, Any] = {"dependency": dep, "metrics": metrics, "alignment_ids": alignment_ids, "gold_path": gold_path}
-    sa = score_strict(samples, predictions_a, library, **kw)
-    sb = score_strict(samples, predictions_b, library, **kw)
+    kw: dict[str, Any] = {"dependency": dep, "metrics": metrics, "alignment_ids": alignment_ids, "gold_path": gold_path,
+                          "gold_problems": []}
+    ta, tb = IdTally(predictions_a), IdTally(predictions_b)
+    sa = score_strict(samples, ta, library, **kw)
+    sb = score_strict(samples, tb, library, **{**kw, "gold_problems": []})
+    _require_gold(sa, gold_path, kw["gold_problems"])
+    warnings = []
+    for name, scored, tally in ((names[0], sa, ta), (names[1], sb, tb)):
+        cov = Coverage(selected=scored.ids, gold_ids=scored.gold_ids, predicted=tally.ids,
+                       duplicates=list(tally.duplicates), no_id=tally.no_id,
+                       predicted_nodes=sum(s.node[0] + s.node[1] for s in scored.scores),
+                       foreign_nodes=sum(len(s.hallucinated) for s in scored.scores))
+        warnings += [f"{name}: {w}" for w in coverage_warnings(cov)]
+    warnings[:0] = coverage_warnings(Coverage(selected=sa.ids, gold_ids=sa.gold_ids, predicted=set(sa.ids),
+                                              unusable_gold=kw["gold_problems"]))
     statistic = _statistic(_selected(metrics))
     groups = {}
     for split, n in split_groups(splits, n_tools, group_mode):
         key = f"{split}_{n}"
-        mask = group_mask(sa.splits, sa.n_tools, split, n)
+        mask = group_mask(Group(split, n), sa.splits, sa.n_tools)
         results = []
         if mask.any():
             ca = {k: v[mask] for k, v in sa.columns.items()}
             cb = {k: v[mask] for k, v in sb.columns.items()}
             results = stats.paired_compare(ca, cb, statistic, n_boot=n_boot, n_perm=n_perm, seed=seed, key=key)
         groups[key] = GroupComparison(split=split, n_tools=n, n_samples=int(mask.sum()), results=results)
-    return Comparison(a=names[0], b=names[1], n_boot=n_boot, n_perm=n_perm, seed=seed, groups=groups)
+    return Comparison(a=names[0], b=names[1], n_boot=n_boot, n_perm=n_perm, seed=seed, groups=groups,
+                      warnings=warnings)
+
+
+def _require_gold(scored: ScoredSet | tuple[Sequence[str], set[str]], gold_path: str | Path | None,
+                  problems: Sequence[InputError]) -> None:
+    """Scoring against no gold sample at all is a mistake, not a score: raise :class:`InputError`.
+    ``scored``: a :class:`ScoredSet`, or (selected ids, every gold id)."""
+    selected, gold_ids = (scored.ids, scored.gold_ids) if isinstance(scored, ScoredSet) else scored
+    if selected:
+        return
+    if problems:
+        first = problems[0]
+        raise InputError(f"none of the gold records can be scored ({len(problems)} unusable); first: {first.message}",
+                         path=first.path, line=first.line)
+    if gold_ids:
+        raise InputError("the selection (--alignment/--ids) keeps none of the gold samples", path=gold_path)
+    raise InputError("no gold samples to score", path=gold_path, hint="the gold data file holds no records")
 
 
 __all__ = [
@@ -526,6 +674,7 @@ __all__ = [
     "METRIC_NAMES",
     "ScoredSet",
     "StrictResult",
+    "UNUSABLE_CHOICES",
     "aggregate_strict",
     "compare_predictions",
     "dumps_metrics",

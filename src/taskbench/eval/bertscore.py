@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import MissingDependencyError
+from ..errors import ConfigError, MissingDependencyError
 
 DEFAULT_MODEL = "roberta-large"
 
@@ -64,8 +64,15 @@ class BertScorer:
         torch, transformers = _require()
         self.model_name = model
         self._torch = torch
-        self.tokenizer = transformers.AutoTokenizer.from_pretrained(model)
-        self.model = transformers.AutoModel.from_pretrained(model)
+        try:
+            self.tokenizer = transformers.AutoTokenizer.from_pretrained(model)
+            self.model = transformers.AutoModel.from_pretrained(model)
+        except (OSError, ValueError, KeyError) as exc:  # not downloadable, not cached, not a model directory
+            why = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+            raise ConfigError(
+                f"the BERTScore model {model!r} cannot be loaded ({why[:200]}); download it once where the hub is "
+                "reachable (it is then cached), or pass --bertscore-model /path/to/a/local/model"
+            ) from None
         self.model.eval()
         self.device = device or "cpu"
         self.model.to(self.device)

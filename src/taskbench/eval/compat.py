@@ -96,6 +96,15 @@ class _Dropped(Exception):
     """A sample the reference would drop; ``str()`` is the reference's exception text."""
 
 
+def _hashable(value: Any) -> bool:
+    """True for an id that can key a dict (the reference keys its predictions by id)."""
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
 @dataclass(slots=True)
 class CompatSampleScore:
     """Everything the reference's aggregates need from one sample, computed once.
@@ -198,11 +207,12 @@ def _resource_arguments(
                 last = (get_content_type(argument) if "." in argument else "text", argument)
             elif (
                 type(argument) is str
+                and len(argument) < 40
                 and argument.startswith(_NODE_REF)
                 and argument.find(">") == len(argument) - 1
                 and argument[6:-1].isascii()
                 and argument[6:-1].isdigit()
-            ):  # exactly "<node-N>": the general rule below gives N too
+            ):  # exactly "<node-N>" (N short enough for int()): the general rule below gives N too
                 ref = int(argument[6:-1])
                 if ref == inx:
                     continue
@@ -349,11 +359,15 @@ def score_samples_compat(
     metrics: Iterable[str] = ("all",),
     alignment_ids: set[Any] | None = None,
     dependency: str | None = None,
+    problems: list[InputError] | None = None,
 ) -> list[CompatSampleScore]:
     """Score every gold record that has a prediction, once, as the reference would.
 
     Gold records outside ``alignment_ids`` (when given) or without a prediction are left out. Predictions
-    with the same id: the last one counts. ``dependency`` defaults to the library's kind.
+    with the same id: the last one counts. ``dependency`` defaults to the library's kind. Inputs the reference
+    would crash on instead of scoring: a gold record without an ``id`` or a ``task_nodes`` list raises
+    :class:`InputError` (with a ``problems`` list: is appended there and left out); an id that is a list or an
+    object matches nothing (such a prediction is ignored, such a gold record is left out).
     """
     chosen = expand_compat_metrics(metrics)
     want_steps = "rouge" in chosen or "bertscore" in chosen
@@ -364,30 +378,39 @@ def score_samples_compat(
     output_types = {tool.id: tool.first_output_type() for tool in library.tools} if resource else {}
 
     preds: dict[Any, Mapping[str, Any]] = {}
-    for k, p in enumerate(pred_records):
-        if not isinstance(p, Mapping) or "id" not in p:
-            raise InputError(
-                f"prediction #{k + 1} has no 'id'", hint='each line is {"id": ..., "result": {...}}'
-            )
+    for p in pred_records:
+        if not isinstance(p, Mapping) or "id" not in p or not _hashable(p["id"]):
+            continue  # no id the reference could match (coverage warnings count these)
         preds[p["id"]] = p
 
     out: list[CompatSampleScore] = []
     for index, label in enumerate(gold_records):
         try:
             sid = label["id"]
+            if not isinstance(label["task_nodes"], list):
+                raise TypeError("task_nodes")
             n_nodes = len(label["task_nodes"])
+            if not _hashable(sid):
+                raise TypeError("id")
         except (KeyError, TypeError) as exc:
-            raise InputError(
-                f"gold record #{index + 1} has no {exc} (or it is not a list)",
-                hint="gold records need 'id', 'type' and a 'task_nodes' list",
-            ) from None
+            what = str(exc).strip("'")
+            err = InputError(
+                f"gold record #{index + 1} has no usable {what!r}" if what else f"gold record #{index + 1} is not an object",
+                hint="gold records need an 'id' (a string) and a 'task_nodes' list",
+            )
+            if problems is None:
+                raise err from None
+            problems.append(err)
+            continue
         if alignment_ids is not None and sid not in alignment_ids:
             continue
         pred = preds.get(sid)
         if pred is None:
             continue
         # a record without 'type' only belongs to the 'overall' groups (the reference only reads it there)
-        rec = CompatSampleScore(index=index, id=sid, split=label.get("type"), n_tools=n_nodes)
+        # (a 'type' that is not text equals no split name, as in the reference's comparison: overall groups only)
+        split = label.get("type")
+        rec = CompatSampleScore(index=index, id=sid, split=split if isinstance(split, str) else None, n_tools=n_nodes)
         try:
             _score_one(
                 rec,
@@ -453,12 +476,14 @@ def evaluate_compat(
     alignment_ids: set[Any] | None = None,
     bertscore: BertScoreFn | None = None,
     dependency: str | None = None,
+    problems: list[InputError] | None = None,
 ) -> CompatResult:
     """The reference evaluator's metrics for raw gold records (``data.json`` lines) and raw predictions
     (``{"id", "result": {...}}``), scored once per sample and aggregated per group.
 
     ``bertscore``: a per-sample scorer, called once with all step texts; without it BERTScore keys are
-    left out (a log line says so). ``dependency`` overrides the library's dependency kind.
+    left out (a log line says so). ``dependency`` overrides the library's dependency kind. ``problems``: see
+    :func:`score_samples_compat`.
     """
     chosen = expand_compat_metrics(metrics)
     groups: list[Group] = make_groups(splits, n_tools, mode)
@@ -469,6 +494,7 @@ def evaluate_compat(
         metrics=chosen,
         alignment_ids=alignment_ids,
         dependency=dependency,
+        problems=problems,
     )
     table = _Table(samples, len(library.tools))
     log: list[str] = []

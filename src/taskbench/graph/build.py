@@ -8,15 +8,24 @@ Rules (the TaskBench paper, section 2.2):
 - ``temporal``: a link a -> b for every ordered pair a != b, of type ``"complete"``.
 
 Links are listed source-major in library order, as the reference ``graph_desc.json`` files are.
+
+Size: a library whose tools share one type, or any temporal library, gives a dense graph (n tools, about n**2
+links). :func:`count_links` counts the links of a library without building them; :func:`build_graph` refuses
+a graph of more than ``max_links`` links (default :data:`MAX_LINKS`) with one clear error, because its
+in-memory form costs about 1.5 kB per link; :func:`write_graph` streams any graph to a file in constant
+memory (``taskbench graph build`` uses it).
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 from pydantic import ValidationError
 
-from ..errors import InputError
+from ..errors import ConfigError, InputError, suggest
 from ..schema import ToolGraph, ToolLibrary, ToolLink
 from .loaders import (
     JsonSource,
@@ -32,28 +41,136 @@ from .loaders import (
 TEMPORAL_LINK_TYPE = "complete"
 """The ``type`` of every link in a temporal graph (as in the reference files)."""
 
+MAX_LINKS = 1_000_000
+"""The largest graph :func:`build_graph` builds in memory unless told otherwise (about 1.5 GB and tens of
+seconds at this size; ``taskbench graph build`` streams larger graphs with ``--max-links 0``)."""
 
-def build_graph(library: ToolLibrary, dependency: str | None = None) -> ToolGraph:
-    """The tool graph of a library under its dependency kind (or ``dependency``, which overrides it)."""
+
+def _consumers(library: ToolLibrary) -> dict[str, list[int]]:
+    """Resource type -> indices (ascending) of the tools that take it."""
+    out: dict[str, list[int]] = {}
+    for j, tool in enumerate(library.tools):
+        for kind in dict.fromkeys(tool.input_types or ()):
+            out.setdefault(kind, []).append(j)
+    return out
+
+
+def iter_links(library: ToolLibrary, dependency: str | None = None) -> Iterator[tuple[str, str, str]]:
+    """``(source, target, type)`` of every link of the library's graph, source-major in library order (the
+    rules in the module docstring; ``dependency`` overrides the library's kind). Nothing is kept: any size
+    streams."""
     dep = check_dependency(dependency) or library.dependency
     tools = library.tools
-    links: list[ToolLink] = []
-    if dep == "resource":
-        inputs = [set(t.input_types or ()) for t in tools]
-        for i, a in enumerate(tools):
-            outs = list(dict.fromkeys(a.output_types or ()))
-            for j, b in enumerate(tools):
-                if i == j:
-                    continue
-                shared = next((t for t in outs if t in inputs[j]), None)
-                if shared is not None:
-                    links.append(ToolLink(source=a.id, target=b.id, type=shared))
-    else:
-        for i, a in enumerate(tools):
-            for j, b in enumerate(tools):
-                if i != j:
-                    links.append(ToolLink(source=a.id, target=b.id, type=TEMPORAL_LINK_TYPE))
-    return ToolGraph(nodes=list(tools), links=links, dependency=dep)  # type: ignore[arg-type]
+    if dep != "resource":
+        ids = [t.id for t in tools]
+        for a in ids:
+            for b in ids:
+                if a != b:
+                    yield a, b, TEMPORAL_LINK_TYPE
+        return
+    consumers = _consumers(library)
+    inputs = [set(t.input_types or ()) for t in tools]
+    for i, a in enumerate(tools):
+        outs = [t for t in dict.fromkeys(a.output_types or ()) if t in consumers]
+        if not outs:
+            continue
+        if len(outs) == 1:
+            targets = consumers[outs[0]]
+        else:
+            targets = sorted({j for t in outs for j in consumers[t]})
+        for j in targets:
+            if j != i:
+                shared = outs[0] if len(outs) == 1 else next(t for t in outs if t in inputs[j])
+                yield a.id, tools[j].id, shared
+
+
+def count_links(library: ToolLibrary, dependency: str | None = None, *, stop_above: int | None = None) -> int:
+    """How many links :func:`iter_links` gives, without making them (with ``stop_above``: the count stops
+    early once it is larger, and is then only known to exceed it)."""
+    dep = check_dependency(dependency) or library.dependency
+    n = len(library.tools)
+    if dep != "resource":
+        return n * (n - 1)
+    consumers = _consumers(library)
+    total = 0
+    for i, a in enumerate(library.tools):
+        outs = [t for t in dict.fromkeys(a.output_types or ()) if t in consumers]
+        if len(outs) == 1:
+            targets = consumers[outs[0]]
+            total += len(targets) - (1 if _contains(targets, i) else 0)
+        elif outs:
+            union = {j for t in outs for j in consumers[t]}
+            total += len(union) - (1 if i in union else 0)
+        if stop_above is not None and total > stop_above:
+            return total
+    return total
+
+
+def _contains(sorted_ints: list[int], x: int) -> bool:
+    import bisect
+
+    k = bisect.bisect_left(sorted_ints, x)
+    return k < len(sorted_ints) and sorted_ints[k] == x
+
+
+def check_size(
+    library: ToolLibrary, dependency: str | None = None, *, max_links: int | None = MAX_LINKS, streamed: bool = False
+) -> None:
+    """Raise :class:`ConfigError` when the library's graph has more than ``max_links`` links (0 or None: any).
+    ``streamed``: the graph is written to a file, not held in memory (the message gives the file size)."""
+    if not max_links or count_links(library, dependency, stop_above=max_links) <= max_links:
+        return
+    count = count_links(library, dependency)
+    dep = check_dependency(dependency) or library.dependency
+    why = "every ordered pair is a temporal link" if dep != "resource" else "many tools share a type"
+    cost = (f"the graph_desc.json would be about {90 * count / 1e6:,.0f} MB" if streamed
+            else f"held in memory it needs about {1.5 * count / 1e6:,.1f} GB")
+    raise ConfigError(
+        f"the tool graph of these {len(library):,} tools has {count:,} links ({why}), more than the limit of "
+        f"{max_links:,}: {cost}. Pass --max-links {count} (or 0: no limit) to go ahead, or give the tools more "
+        "specific types"
+    )
+
+
+def build_graph(
+    library: ToolLibrary, dependency: str | None = None, *, max_links: int | None = MAX_LINKS
+) -> ToolGraph:
+    """The tool graph of a library under its dependency kind (or ``dependency``, which overrides it).
+
+    A graph of more than ``max_links`` links (0 or None: no limit) is refused with a :class:`ConfigError`
+    before anything is built (see the module docstring)."""
+    dep = check_dependency(dependency) or library.dependency
+    check_size(library, dep, max_links=max_links)
+    links = [ToolLink(source=a, target=b, type=t) for a, b, t in iter_links(library, dep)]
+    return ToolGraph(nodes=list(library.tools), links=links, dependency=dep)  # type: ignore[arg-type]
+
+
+def write_graph(
+    library: ToolLibrary, out: IO[bytes], dependency: str | None = None, *, extra: dict[str, object] | None = None
+) -> int:
+    """Stream the library's graph as a ``graph_desc.json`` document to a binary file, in constant memory; the
+    bytes equal ``json.dumps(build_graph(...).to_taskbench() | extra, ensure_ascii=False, indent=2)`` plus a
+    newline (lone surrogates as JSON escapes). ``extra``: top-level keys after ``links`` (e.g. the
+    dependency). Returns the number of links written."""
+    from ..dataset.jsonio import encode_text
+
+    nodes = json.dumps([t.to_taskbench() for t in library.tools], ensure_ascii=False, indent=2)
+    out.write(encode_text('{\n  "nodes": ' + nodes.replace("\n", "\n  ") + ',\n  "links": ['))
+    count = 0
+    dumps = json.JSONEncoder(ensure_ascii=False).encode
+    buf: list[str] = []
+    for a, b, t in iter_links(library, dependency):
+        buf.append(('\n' if count == 0 else ',\n') + '    {\n      "source": ' + dumps(a) + ',\n      "target": '
+                   + dumps(b) + ',\n      "type": ' + dumps(t) + "\n    }")
+        count += 1
+        if len(buf) >= 4096:
+            out.write(encode_text("".join(buf)))
+            buf.clear()
+    out.write(encode_text("".join(buf) + ("\n  ]" if count else "]")))
+    for key, value in (extra or {}).items():
+        out.write(encode_text(f",\n  {dumps(key)}: " + json.dumps(value, ensure_ascii=False, indent=2).replace("\n", "\n  ")))
+    out.write(b"\n}\n")
+    return count
 
 
 def graph_problem(graph: ToolGraph) -> tuple[int | None, str, str] | None:
@@ -72,7 +189,9 @@ def graph_problem(graph: ToolGraph) -> tuple[int | None, str, str] | None:
         for end in ("source", "target"):
             name = getattr(link, end)
             if name not in tools:
-                return i, f"link #{i} {end} {name!r} is not a tool of the graph", "add the tool to \"nodes\" or fix the name"
+                close = suggest(name, tools)
+                hint = f"did you mean {close[0]!r}?" if close else "add the tool to \"nodes\" or fix the name"
+                return i, f"link #{i} {end} {name!r} is not a tool of the graph", hint
         if link.source == link.target:
             return i, f"link #{i} links {link.source!r} to itself", "remove the self link"
         key = (link.source, link.target)
@@ -153,9 +272,12 @@ def _graph_from_source(src: JsonSource, dependency: str | None) -> ToolGraph:
     return graph
 
 
-def graph_from_path(path: str | Path, *, format: str = "auto", dependency: str | None = None) -> ToolGraph:
-    """A tool graph from a ``graph_desc.json``, a tool library file (any format; the graph is built) or a
-    dataset directory (its ``graph_desc.json`` when present, else built from its ``tool_desc.json``)."""
+def graph_from_path(
+    path: str | Path, *, format: str = "auto", dependency: str | None = None, max_links: int | None = MAX_LINKS
+) -> ToolGraph:
+    """A tool graph from a ``graph_desc.json``, a tool library file (any format; the graph is built, up to
+    ``max_links`` links) or a dataset directory (its ``graph_desc.json`` when present, else built from its
+    ``tool_desc.json``)."""
     path = Path(path)
     check_dependency(dependency, path=path)
     if path.is_dir():
@@ -163,11 +285,11 @@ def graph_from_path(path: str | Path, *, format: str = "auto", dependency: str |
             graph = load_graph(path / "graph_desc.json", dependency)
             return graph
         if (path / "tool_desc.json").is_file():
-            return build_graph(load_tools(path / "tool_desc.json", format, dependency), dependency)
+            return build_graph(load_tools(path / "tool_desc.json", format, dependency), dependency, max_links=max_links)
         raise InputError("no graph_desc.json or tool_desc.json in this directory", path=path)
     if format in ("auto", "taskbench"):
         src = JsonSource.read(path)
         if is_graph_document(src.doc):
             return _graph_from_source(src, dependency)
-        return build_graph(library_from_source(src, format, dependency), dependency)
-    return build_graph(load_tools(path, format, dependency), dependency)
+        return build_graph(library_from_source(src, format, dependency), dependency, max_links=max_links)
+    return build_graph(load_tools(path, format, dependency), dependency, max_links=max_links)

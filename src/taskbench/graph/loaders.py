@@ -28,8 +28,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..errors import InputError
-from ..schema import DEPENDENCY_KINDS, Tool, ToolLibrary, ToolParameter
+from ..errors import InputError, did_you_mean, suggest, validation_message
+from ..schema import DEPENDENCY_KINDS, Tool, ToolLibrary, ToolParameter, infer_dependency
 from ..schema.chat import HttpOperation, HttpParameter, ParameterLocation
 
 FORMATS: tuple[str, ...] = ("auto", "taskbench", "openai", "mcp", "openapi")
@@ -156,19 +156,16 @@ def _locate(text: str, keys: Sequence[Key]) -> int | None:
 # --------------------------------------------------------------------------------------------- helpers
 
 
-def infer_dependency(tools: list[Tool]) -> str:
-    """'resource' when the tools declare input/output types, else 'temporal'."""
-    return "resource" if tools and all(t.is_typed for t in tools) else "temporal"
-
-
 def check_dependency(dependency: str | None, *, path: str | Path | None = None, line: int | None = None) -> str | None:
     """Validate a user-given dependency kind (None passes through)."""
     if dependency is not None and dependency not in DEPENDENCY_KINDS:
+        close = suggest(dependency, DEPENDENCY_KINDS)
         raise InputError(
             f"unknown dependency kind {dependency!r}",
             path=path,
             line=line,
-            hint="use 'resource' (typed inputs/outputs) or 'temporal' (any order)",
+            hint=(f"did you mean {close[0]!r}? " if close else "")
+            + "use 'resource' (typed inputs/outputs) or 'temporal' (any order)",
         )
     return dependency
 
@@ -176,14 +173,12 @@ def check_dependency(dependency: str | None, *, path: str | Path | None = None, 
 def check_format(fmt: str) -> str:
     """Validate a ``format`` name."""
     if fmt not in FORMATS:
-        raise InputError(f"unknown tool library format {fmt!r}", hint=f"use one of: {', '.join(FORMATS)}")
+        raise InputError(f"unknown tool library format {fmt!r}", hint=did_you_mean(fmt, FORMATS))
     return fmt
 
 
 def _first_error(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    loc = ".".join(str(p) for p in err.get("loc", ()))
-    return f"{loc}: {err.get('msg')}" if loc else str(err.get("msg"))
+    return validation_message(exc)
 
 
 def _label(node: dict[str, Any], i: int) -> str:
@@ -253,7 +248,7 @@ def _file_dependency(src: JsonSource) -> str | None:
                 f"unknown dependency kind {dep!r}",
                 path=src.path,
                 line=src.line("dependency"),
-                hint="use 'resource' or 'temporal'",
+                hint=did_you_mean(dep, DEPENDENCY_KINDS),
             )
         return dep
     return None
@@ -768,7 +763,7 @@ def library_from_source(
         tools = tools_from_mcp(src)
     else:
         if openapi_ids not in ("operationId", "path"):
-            raise InputError(f"unknown openapi_ids {openapi_ids!r}", hint="use 'operationId' or 'path'")
+            raise InputError(f"unknown openapi_ids {openapi_ids!r}", hint=did_you_mean(openapi_ids, ("operationId", "path")))
         tools = tools_from_openapi(src, ids=openapi_ids)
     if name is None and fmt != "taskbench" and src.path is not None:
         name = src.path.stem

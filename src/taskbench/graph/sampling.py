@@ -29,7 +29,7 @@ import random
 from collections.abc import Iterator, Mapping
 from itertools import accumulate
 
-from ..errors import ConfigError, InputError
+from ..errors import ConfigError, InputError, did_you_mean
 from ..schema import SampledSubgraph, ToolGraph, ToolLink
 
 MODE_WEIGHTS: dict[str, float] = {"single": 3, "chain": 7, "dag": 8}
@@ -90,7 +90,7 @@ class SubgraphSampler:
         _check_weights(size_weights, "size")
         bad = [m for m in mode_weights if m not in MODES]
         if bad:
-            raise ConfigError(f"unknown sampling mode {bad[0]!r} (use single, chain, dag)")
+            raise ConfigError(f"unknown sampling mode {bad[0]!r} ({did_you_mean(bad[0], ('single', 'chain', 'dag'))})")
         for k in size_weights:
             if not isinstance(k, int) or isinstance(k, bool) or k < 1:
                 raise ConfigError(f"size weights need integer sizes >= 1, got {k!r}")

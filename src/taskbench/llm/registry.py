@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
-from ..errors import ConfigError, MissingDependencyError
+from ..errors import ConfigError, MissingDependencyError, did_you_mean
 from .base import Provider
 
 
@@ -67,7 +67,7 @@ def provider_class(name: str) -> type[Provider]:
     """Import and return the provider class registered as ``name``."""
     spec = _PROVIDERS.get(name)
     if spec is None:
-        raise ConfigError(f"unknown model provider {name!r}; known providers: {', '.join(known_providers())}")
+        raise ConfigError(f"unknown model provider {name!r} ({did_you_mean(name, known_providers())})")
     module_name, _, attr = spec.target.partition(":")
     try:
         module = importlib.import_module(module_name)

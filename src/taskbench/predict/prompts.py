@@ -54,7 +54,8 @@ def _compile(source: str) -> Any:
 def template_text(name: str) -> str:
     """The text of a bundled template (e.g. ``"resource.j2"``)."""
     try:
-        return resources.files("taskbench.predict").joinpath("templates", name).read_text(encoding="utf-8")
+        # one joinpath step per part: Traversable.joinpath takes several parts only from Python 3.11 on
+        return resources.files("taskbench.predict").joinpath("templates").joinpath(name).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"no prompt template {name!r} in taskbench/predict/templates") from None
 

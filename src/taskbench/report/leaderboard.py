@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from ..errors import InputError
+from ..errors import ConfigError, InputError, did_you_mean
 
 BOARD_METRICS: tuple[tuple[str, str], ...] = (
     ("step_rougeL", "R-L"),
@@ -57,10 +57,27 @@ class BoardEntry(BaseModel):
     source: Literal["strict", "compat"] = Field(description="Which layout the numbers came from.")
     path: str = Field(description="The metrics file.")
     groups: dict[str, dict[str, float | None]] = Field(description="'{split}_{n}' -> metric -> value.")
+    n: dict[str, int | None] = Field(
+        default_factory=dict,
+        description="'{split}_{n}' -> samples scored (strict: gold samples; compat: gold samples with a prediction).",
+    )
+    ci: dict[str, dict[str, tuple[float, float] | None]] = Field(
+        default_factory=dict, description="'{split}_{n}' -> metric -> bootstrap 95% CI (strict files only)."
+    )
+    warnings: list[str] = Field(default_factory=list, description="Coverage warnings the evaluation recorded.")
 
     def value(self, metric: str, group: str = "overall_overall") -> float | None:
         """One metric of one group (None when absent or undefined)."""
         return self.groups.get(group, {}).get(metric)
+
+    def interval(self, metric: str, group: str = "overall_overall") -> tuple[float, float] | None:
+        """The 95% CI of one metric of one group (None when not computed)."""
+        ci = self.ci.get(group, {}).get(metric)
+        return (float(ci[0]), float(ci[1])) if ci and ci[0] is not None and ci[1] is not None else None
+
+    def samples(self, group: str = "overall_overall") -> int | None:
+        """How many samples one group was scored on (None when unknown)."""
+        return self.n.get(group)
 
 
 def entry_from_json(doc: Any, *, model: str, path: str = "", source: str = "auto") -> BoardEntry:
@@ -72,26 +89,102 @@ def entry_from_json(doc: Any, *, model: str, path: str = "", source: str = "auto
     if doc.get("mode") == "strict" and isinstance(doc.get("groups"), dict):
         if source == "compat":
             raise InputError("this file has no compat metrics", path=path or None, hint="use --source strict")
-        groups = {k: dict(g.get("metrics") or {}) for k, g in doc["groups"].items() if isinstance(g, dict)}
-        return BoardEntry(model=model, source="strict", path=path, groups=groups)
+        blocks = {k: g for k, g in doc["groups"].items() if isinstance(g, dict)}
+        groups = {k: _numbers(g.get("metrics")) for k, g in blocks.items()}
+        n = {k: g["n_samples"] if isinstance(g.get("n_samples"), int) else None for k, g in blocks.items()}
+        ci = {k: _intervals(g.get("ci")) for k, g in blocks.items()}
+        warnings = [w for w in doc.get("warnings") or [] if isinstance(w, str)]
+        return BoardEntry(model=model, source="strict", path=path, groups=groups, n=n, ci=ci, warnings=warnings)
     groups = {}
+    n = {}
     for key, block in doc.items():
         if isinstance(block, dict) and "all_samples" in block:
-            groups[key] = {new: block[old] for old, new in _COMPAT_NAMES.items() if old in block}
+            groups[key] = _numbers({new: block[old] for old, new in _COMPAT_NAMES.items() if old in block})
+            n[key] = block["all_samples"] if isinstance(block["all_samples"], int) else None
     if not groups:
         raise InputError(
             "no metrics found (expected a taskbench evaluate output or a reference metrics JSON)",
-            path=path or None,
+            path=path or None, hint=_what_it_is(doc),
         )
     if source == "strict":
         raise InputError("this file has no strict metrics", path=path or None, hint="use --source compat")
-    return BoardEntry(model=model, source="compat", path=path, groups=groups)
+    return BoardEntry(model=model, source="compat", path=path, groups=groups, n=n)
+
+
+def _numbers(block: Any) -> dict[str, float | None]:
+    """The numeric metrics of a block (anything else, e.g. a per-type table, is left out)."""
+    if not isinstance(block, dict):
+        return {}
+    return {k: (float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None)
+            for k, v in block.items() if v is None or isinstance(v, (int, float))}
+
+
+def _intervals(block: Any) -> dict[str, tuple[float, float] | None]:
+    if not isinstance(block, dict):
+        return {}
+    out: dict[str, tuple[float, float] | None] = {}
+    for k, v in block.items():
+        ok = isinstance(v, (list, tuple)) and len(v) == 2 and all(isinstance(x, (int, float)) for x in v)
+        out[k] = (float(v[0]), float(v[1])) if ok else None
+    return out
+
+
+def _what_it_is(doc: Any) -> str:
+    """A hint naming what a JSON document that holds no metrics looks like."""
+    if isinstance(doc, dict) and isinstance(doc.get("rows"), list) and "rank_by" in doc:
+        return "this is a leaderboard (taskbench leaderboard -o board.json); pass the metrics files it was made from"
+    if isinstance(doc, dict) and {"a", "b", "groups"} <= set(doc):
+        return "this is a comparison (taskbench compare -o); pass metrics files from taskbench evaluate -o"
+    if isinstance(doc, dict) and "id" in doc and ("result" in doc or "task_nodes" in doc):
+        return _FILE_KINDS["prediction" if "result" in doc else "gold"]
+    return "pass the JSON that taskbench evaluate -o (or the reference evaluator) wrote"
+
+
+_FILE_KINDS = {
+    "prediction": "this is a predictions file (JSON Lines of {\"id\", \"result\"}), not metrics; score it first: "
+    "taskbench evaluate --data DATASET -p FILE -o metrics/MODEL.json",
+    "gold": "this is a gold data file (JSON Lines of samples), not metrics; leaderboards read the metrics JSON "
+    "that taskbench evaluate -o writes",
+}
+
+
+def _read_metrics(path: Path) -> Any:
+    """The metrics document of ``path``; a JSON Lines predictions or gold file is named for what it is."""
+    from ..dataset.jsonio import read_json
+
+    try:
+        return read_json(path)
+    except InputError:
+        kind = _jsonl_kind(path)
+        if kind is None:
+            raise
+        raise InputError(f"not a metrics file: {_FILE_KINDS[kind]}", path=path) from None
+
+
+def _jsonl_kind(path: Path) -> str | None:
+    """'prediction' or 'gold' when the first line of ``path`` is such a record, else None."""
+    import json
+
+    try:
+        with path.open("rb") as fh:
+            first = fh.readline(1 << 20)
+        rec = json.loads(first)
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(rec, dict) or "id" not in rec:
+        return None
+    if "result" in rec:
+        return "prediction"
+    if any(k in rec for k in ("task_nodes", "tool_nodes", "user_request", "instruction")):
+        return "gold"
+    return None
 
 
 def load_entries(paths: Sequence[str | Path], *, source: str = "auto") -> list[BoardEntry]:
     """Board entries from metrics files; two files with the same stem are an error."""
-    from ..dataset.jsonio import read_json
-
+    if source not in ("auto", "strict", "compat"):
+        raise ConfigError(f"--source must be auto, strict or compat, not {source!r} "
+                          f"({did_you_mean(source, ('auto', 'strict', 'compat'))})")
     out: list[BoardEntry] = []
     seen: dict[str, str] = {}
     for p in paths:
@@ -101,7 +194,7 @@ def load_entries(paths: Sequence[str | Path], *, source: str = "auto") -> list[B
             raise InputError(f"two metrics files for model {model!r} ({seen[model]})", path=p,
                              hint="rename one of them; the file name is the model name")
         seen[model] = str(p)
-        out.append(entry_from_json(read_json(p), model=model, path=str(p), source=source))
+        out.append(entry_from_json(_read_metrics(p), model=model, path=str(p), source=source))
     if not out:
         raise InputError("no metrics files given")
     return out
@@ -113,17 +206,29 @@ class Leaderboard(BaseModel):
     group: str = Field(description="The split group the table shows (e.g. overall_overall).")
     rank_by: str = Field(description="Metric the rows are sorted by.")
     metrics: list[str] = Field(description="Metric keys shown (columns).")
-    rows: list[dict[str, Any]] = Field(description="{'model', metric: value, ...} best first.")
+    rows: list[dict[str, Any]] = Field(
+        description="{'model', 'n' (samples scored), metric: value, ..., 'ci': {metric: [low, high]}} best first."
+    )
     entries: list[BoardEntry] = Field(description="All entries (for per-structure/per-count plots).")
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="Why the rows may not be comparable: mixed scoring modes, different sample counts, coverage "
+        "warnings recorded by the evaluations.",
+    )
 
 
 def build_board(
     entries: Sequence[BoardEntry], *, group: str = "overall_overall", rank_by: str = "node_micro_f1"
 ) -> Leaderboard:
-    """Rank the entries by ``rank_by`` in ``group`` (missing values last)."""
+    """Rank the entries by ``rank_by`` in ``group`` (missing values last). A group no entry has is a
+    :class:`ConfigError` with a suggestion; so is an unknown ranking metric."""
+    known_groups = list(dict.fromkeys(k for e in entries for k in e.groups))
+    if group not in known_groups:
+        raise ConfigError(f"unknown --group {group!r} ({did_you_mean(group, known_groups)})")
     metrics = [k for k, _ in BOARD_METRICS if any(e.value(k, group) is not None for e in entries)]
-    if rank_by not in {k for k, _ in BOARD_METRICS} and not any(e.value(rank_by, group) is not None for e in entries):
-        raise InputError(f"unknown --rank-by metric {rank_by!r}", hint="one of " + ", ".join(k for k, _ in BOARD_METRICS))
+    known_metrics = list(dict.fromkeys([k for k, _ in BOARD_METRICS] + [m for e in entries for m in e.groups.get(group, {})]))
+    if rank_by not in known_metrics:
+        raise ConfigError(f"unknown --rank-by metric {rank_by!r} ({did_you_mean(rank_by, known_metrics)})")
     sign = 1.0 if rank_by in LOWER_IS_BETTER else -1.0
 
     def key(e: BoardEntry) -> tuple[int, float, str]:
@@ -132,8 +237,34 @@ def build_board(
 
     rows = []
     for e in sorted(entries, key=key):
-        rows.append({"model": e.model, **{m: e.value(m, group) for m in metrics}})
-    return Leaderboard(group=group, rank_by=rank_by, metrics=metrics, rows=rows, entries=list(entries))
+        ci = {m: list(iv) for m in metrics if (iv := e.interval(m, group)) is not None}
+        rows.append({"model": e.model, "n": e.samples(group), **{m: e.value(m, group) for m in metrics}, "ci": ci})
+    return Leaderboard(group=group, rank_by=rank_by, metrics=metrics, rows=rows, entries=list(entries),
+                       warnings=board_warnings(entries, group))
+
+
+def board_warnings(entries: Sequence[BoardEntry], group: str = "overall_overall") -> list[str]:
+    """Why the entries may not be comparable in ``group`` (one line each; empty when they are)."""
+    out: list[str] = []
+    modes = {s: [e.model for e in entries if e.source == s] for s in ("strict", "compat")}
+    if modes["strict"] and modes["compat"]:
+        out.append(
+            f"mixed scoring modes: {_names(modes['strict'])} strict, {_names(modes['compat'])} compat "
+            "(the reference's rules drop what strict counts): their numbers are not comparable; score every "
+            "file the same way, or pick one with --source"
+        )
+    counts = {e.model: e.samples(group) for e in entries if e.samples(group) is not None}
+    if len(set(counts.values())) > 1:
+        shown = ", ".join(f"{m} n={k}" for m, k in counts.items())
+        out.append(f"different sample counts in {group}: {shown}; the models were not scored on the same samples")
+    for e in entries:
+        for w in e.warnings:
+            out.append(f"{e.model}: {w}")
+    return out
+
+
+def _names(models: Sequence[str], n: int = 4) -> str:
+    return ", ".join(models[:n]) + (f" and {len(models) - n} more" if len(models) > n else "")
 
 
 def header(metric: str) -> str:
@@ -145,17 +276,35 @@ def _cell(v: float | None) -> str:
     return "-" if v is None else f"{100 * v:.2f}"
 
 
+def cell_text(row: Mapping[str, Any], metric: str, *, sep: str = " ") -> str:
+    """A board cell: the value in percent and, when computed, its 95% CI as ``[low, high]`` after ``sep``."""
+    from .tables import fmt_interval
+
+    text = _cell(row.get(metric))
+    ci = (row.get("ci") or {}).get(metric)
+    if ci is not None and row.get(metric) is not None:
+        text += sep + fmt_interval(ci)
+    return text
+
+
+def _n(row: Mapping[str, Any]) -> str:
+    return "-" if row.get("n") is None else str(row["n"])
+
+
 def to_markdown(board: Leaderboard, correlations: Sequence[Mapping[str, Any]] | None = None) -> str:
     """A GitHub-flavoured markdown table (percent), with the rank correlation table when given."""
-    heads = ["#", "model"] + [header(m) for m in board.metrics]
+    heads = ["#", "model", "n"] + [header(m) for m in board.metrics]
+    with_ci = any(r.get("ci") for r in board.rows)
     lines = [
-        f"Leaderboard ({board.group}, ranked by {header(board.rank_by)}; values in %)",
+        f"Leaderboard ({board.group}, ranked by {header(board.rank_by)}; values in %"
+        + ("; [95% CI]" if with_ci else "") + ")",
         "",
         "| " + " | ".join(heads) + " |",
-        "|" + "|".join(["---:", ":---"] + ["---:"] * len(board.metrics)) + "|",
+        "|" + "|".join(["---:", ":---", "---:"] + ["---:"] * len(board.metrics)) + "|",
     ]
     for i, row in enumerate(board.rows, 1):
-        lines.append("| " + " | ".join([str(i), row["model"]] + [_cell(row[m]) for m in board.metrics]) + " |")
+        cells = [str(i), row["model"], _n(row)] + [cell_text(row, m) for m in board.metrics]
+        lines.append("| " + " | ".join(cells) + " |")
     if correlations:
         lines += ["", "| metric | models | Kendall's tau | Spearman's rho |", "|:---|---:|---:|---:|"]
         for c in correlations:
@@ -178,10 +327,10 @@ def to_html(
     the ranking metric) as an inline PNG data URI (no network needed), and the rank correlations when given.
     ``plots=False`` leaves the figure out."""
     e = html.escape
-    head = "".join(f"<th>{e(h)}</th>" for h in ["#", "model"] + [header(m) for m in board.metrics])
+    head = "".join(f"<th>{e(h)}</th>" for h in ["#", "model", "n"] + [header(m) for m in board.metrics])
     body = "".join(
-        "<tr>" + f"<td>{i}</td><td>{e(row['model'])}</td>"
-        + "".join(f"<td>{_cell(row[m])}</td>" for m in board.metrics) + "</tr>\n"
+        "<tr>" + f"<td>{i}</td><td>{e(row['model'])}</td><td>{_n(row)}</td>"
+        + "".join(f"<td>{html_cell(row, m)}</td>" for m in board.metrics) + "</tr>\n"
         for i, row in enumerate(board.rows, 1)
     )
     figure = ""
@@ -207,8 +356,20 @@ def to_html(
             f"</head><body><h1>{title}</h1><table><tr>{head}</tr>\n{body}</table>{figure}{corr}</body></html>\n")
 
 
+def html_cell(row: Mapping[str, Any], metric: str) -> str:
+    """A board cell as HTML: the value, and its CI on a second, smaller line."""
+    value = _cell(row.get(metric))
+    ci = cell_text(row, metric, sep="\n").partition("\n")[2]
+    return value + (f"<br><small>{html.escape(ci)}</small>" if ci else "")
+
+
 def _board_figure(board: Leaderboard, metric: str | None) -> Any:
-    """The two-panel matplotlib figure of :func:`plot_board` (the caller closes it)."""
+    """The two-panel matplotlib figure of :func:`plot_board` (the caller closes it).
+
+    Left: one bar per model and structure, its sample count above it; a structure a model has no samples of
+    gets a hatched stub labelled "no data" (a 0 is a bar of height 0 with its n). Right: one line per model
+    over the tool count; counts without samples are gaps, marked "no data" under the axis when no model has
+    any. Tick labels give the samples per group when every model has the same count."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -218,31 +379,51 @@ def _board_figure(board: Leaderboard, metric: str | None) -> Any:
     metric = metric or board.rank_by
     models = [r["model"] for r in board.rows]
     entries = {e.model: e for e in board.entries}
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.8))
     width = 0.8 / max(len(models), 1)
     x = np.arange(len(STRUCTURES))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for i, m in enumerate(models):
-        vals = [entries[m].value(metric, f"{s}_overall") for s in STRUCTURES]
-        ax1.bar(x + i * width - 0.4 + width / 2, [100 * v if v is not None else np.nan for v in vals],
-                width, label=m)
-    ax1.set_xticks(x, STRUCTURES)
+        color = colors[i % len(colors)]
+        pos = x + i * width - 0.4 + width / 2
+        for xp, s in zip(pos, STRUCTURES, strict=True):
+            v, n = entries[m].value(metric, f"{s}_overall"), entries[m].samples(f"{s}_overall")
+            if v is None:
+                ax1.bar(xp, 6, width, color="none", edgecolor=color, hatch="//", linewidth=0.8)
+                ax1.text(xp, 7, "no data", ha="center", va="bottom", fontsize=7, rotation=90, color="#555")
+                continue
+            ax1.bar(xp, 100 * v, width, color=color, label=m if s == STRUCTURES[0] else None)
+            if n is not None:
+                ax1.text(xp, 100 * v + 1, f"n={n}", ha="center", va="bottom", fontsize=7)
+    ax1.set_xticks(x, [_tick(s, [entries[m].samples(f"{s}_overall") for m in models]) for s in STRUCTURES])
     ax1.set_ylabel(f"{header(metric)} (%)")
-    ax1.set_title(f"{header(metric)} per structure")
+    ax1.set_title(f"{header(metric)} per structure (n = samples)")
     counts = [str(n) for n in range(1, 11)]
-    for m in models:
+    for i, m in enumerate(models):
         vals = [entries[m].value(metric, f"overall_{n}") for n in counts]
-        ax2.plot(range(1, 11), [100 * v if v is not None else np.nan for v in vals], marker="o", label=m)
-    ax2.set_xticks(range(1, 11))
+        ax2.plot(range(1, 11), [100 * v if v is not None else np.nan for v in vals], marker="o", label=m,
+                 color=colors[i % len(colors)])
+    for k, n in enumerate(counts, 1):
+        if all(entries[m].value(metric, f"overall_{n}") is None for m in models):
+            ax2.text(k, 2, "no data", ha="center", va="bottom", fontsize=7, rotation=90, color="#555")
+    ax2.set_xticks(range(1, 11), [_tick(n, [entries[m].samples(f"overall_{n}") for m in models]) for n in counts],
+                   fontsize=8)
     ax2.set_xlabel("number of tools")
     ax2.set_ylabel(f"{header(metric)} (%)")
-    ax2.set_title(f"{header(metric)} per tool count")
+    ax2.set_title(f"{header(metric)} per tool count (gaps: no data)")
     for ax in (ax1, ax2):
-        ax.set_ylim(0, 105)
+        ax.set_ylim(0, 110)
         ax.grid(axis="y", alpha=0.3)
     handles, labels = ax2.get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=min(len(models), 6), fontsize="small", frameon=False)
     fig.tight_layout(rect=(0, 0.08, 1, 1))
     return fig
+
+
+def _tick(label: str, ns: Sequence[int | None]) -> str:
+    """A tick label with the group's sample count when every model has the same one."""
+    known = {n for n in ns if n is not None}
+    return f"{label}\nn={known.pop()}" if len(known) == 1 and None not in ns else label
 
 
 def _save_figure(board: Leaderboard, target: Any, metric: str | None) -> None:
@@ -311,9 +492,12 @@ __all__ = [
     "BOARD_METRICS",
     "BoardEntry",
     "Leaderboard",
+    "board_warnings",
     "build_board",
+    "cell_text",
     "entry_from_json",
     "header",
+    "html_cell",
     "load_entries",
     "plot_board",
     "plot_png",

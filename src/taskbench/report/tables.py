@@ -8,6 +8,10 @@ from typing import Any
 from rich.table import Table
 
 # column header -> metric key, for strict results (shown when present)
+STRICT_DROP_FIRST = ("BERT-F1", "graph acc", "NED", "parse fail", "R-L")
+"""Columns of the strict table left out first when a terminal is too narrow (graph accuracy is also in the
+exact-match table)."""
+
 STRICT_COLUMNS: tuple[tuple[str, str], ...] = (
     ("R-L", "step_rougeL"),
     ("BERT-F1", "step_bertscore_f1"),
@@ -43,13 +47,20 @@ COMPAT_COLUMNS: tuple[tuple[str, str], ...] = (
 )
 
 
+def fmt_interval(ci: Sequence[float], *, signed: bool = False) -> str:
+    """A confidence interval in percent, written so that negative bounds stay unambiguous: ``[65.1, 72.4]``,
+    ``[-3.0, 1.2]`` (``signed``: ``[-3.00, +1.20]``, for differences)."""
+    lo, hi = 100 * float(ci[0]), 100 * float(ci[1])
+    return f"[{lo:+.2f}, {hi:+.2f}]" if signed else f"[{lo:.1f}, {hi:.1f}]"
+
+
 def fmt(value: Any, ci: Sequence[float] | None = None) -> str:
-    """A metric in percent with two decimals (its CI below as ``lo-hi``); '-' when undefined."""
+    """A metric in percent with two decimals (its 95% CI below as ``[low, high]``); '-' when undefined."""
     if value is None:
         return "-"
     text = f"{100 * float(value):.2f}"
     if ci:
-        text += f"\n{100 * ci[0]:.3g}-{100 * ci[1]:.3g}"
+        text += "\n" + fmt_interval(ci)
     return text
 
 
@@ -83,7 +94,7 @@ def accuracy_table(groups: Mapping[str, Any], *, title: str = "Exact-match accur
 
 
 def compat_table(metrics: Mapping[str, Mapping[str, Any]], *, title: str = "Compat metrics (%)") -> Table:
-    """Groups x the reference's headline keys, with its supports."""
+    """Groups x the reference's headline keys, with its supports (groups without samples are left out)."""
     shown = [(h, k) for h, k in COMPAT_COLUMNS if any(k in g for g in metrics.values())]
     table = Table(title=title)
     table.add_column("group", style="bold", no_wrap=True)
@@ -92,6 +103,8 @@ def compat_table(metrics: Mapping[str, Mapping[str, Any]], *, title: str = "Comp
     for head, _ in shown:
         table.add_column(head, justify="right")
     for key, g in metrics.items():
+        if not g.get("all_samples"):
+            continue  # a group without samples has nothing to show
         row = [key, str(g.get("all_samples", "-")), str(g.get("node_supports", "-"))]
         row += [fmt(g.get(k)) for _, k in shown]
         table.add_row(*row)
@@ -117,11 +130,78 @@ def comparison_table(comparison: Any) -> Table:
         table.add_column(col, justify="left" if col in ("group", "metric") else "right")
     for key, g in comparison.groups.items():
         for r in g.results:
-            ci = f"[{100 * r.ci_low:+.2f}, {100 * r.ci_high:+.2f}]" if r.ci_low is not None else "-"
+            ci = fmt_interval((r.ci_low, r.ci_high), signed=True) if r.ci_low is not None else "-"
             diff = f"{100 * r.diff:+.2f}" if r.diff is not None else "-"
             p = f"{r.p_value:.3f}" if r.p_value is not None else "-"
             table.add_row(key, r.metric, fmt(r.a), fmt(r.b), diff, ci, p)
     return table
 
 
-__all__ = ["accuracy_table", "comparison_table", "compat_table", "fmt", "strict_table", "taxonomy_table"]
+def fit_width(table: Table, width: int | None, *, keep: int = 2, drop_first: Sequence[str] = ()) -> Table:
+    """Make ``table`` readable at ``width`` columns without truncating a number.
+
+    Every column gets at least the width of its longest word (numbers and intervals never get cut; text
+    wraps at spaces). When even that does not fit, whole columns are left out: first those whose header is in
+    ``drop_first`` (in that order), then from the right, never the first ``keep``; the caption names them.
+    ``width`` None: the table is returned as it is."""
+    if width is None:
+        return table
+
+    def words(cell: Any) -> int:
+        return max((len(w) for w in str(cell).split()), default=0)
+
+    def lines(cell: Any) -> int:
+        return max((len(line) for line in str(cell).splitlines()), default=0)
+
+    padding = tuple(table.padding) if isinstance(table.padding, tuple) else (0, 1, 0, 1)
+    pad = padding[1] + padding[3] if len(padding) == 4 else 2
+
+    def need(columns: Sequence[Any]) -> int:
+        borders = len(columns) + 1 if table.box is not None and table.show_edge else max(len(columns) - 1, 0)
+        return sum(c.min_width or 0 for c in columns) + pad * len(columns) + borders
+
+    natural = {id(c): max([lines(c.header), *(lines(x) for x in c.cells)]) for c in table.columns}
+    for column in table.columns:
+        column.min_width = max([words(column.header), *(words(c) for c in column.cells)])
+        if column.no_wrap:
+            column.min_width = natural[id(column)]
+    if need(table.columns) - sum(c.min_width or 0 for c in table.columns) + sum(natural.values()) <= width:
+        return table  # fits as it is
+    dropped: list[str] = []
+    order = [h for h in drop_first] + [str(c.header) for c in reversed(table.columns[keep:])]
+    for header in order:
+        if need(table.columns) <= width:
+            break
+        index = next((i for i, c in enumerate(table.columns) if str(c.header) == header and i >= keep), None)
+        if index is not None:
+            dropped.append(header)
+            del table.columns[index]
+    # fixed widths: each column its minimum, the room left shared out to the columns that want more
+    slack = width - need(table.columns)
+    for column in table.columns:
+        column.width = column.min_width
+    growing = [c for c in table.columns if natural[id(c)] > (c.width or 0)]
+    while slack > 0 and growing:  # one character at a time, round robin: similar columns stay alike
+        for column in list(growing):
+            if slack <= 0:
+                break
+            column.width = (column.width or 0) + 1
+            slack -= 1
+            if column.width >= natural[id(column)]:
+                growing.remove(column)
+    if dropped:
+        note = f"left out at {width} columns: {', '.join(dropped)} (a wider terminal, or the JSON file, has them)"
+        table.caption = f"{table.caption}\n{note}" if table.caption else note
+    return table
+
+
+__all__ = [
+    "accuracy_table",
+    "comparison_table",
+    "compat_table",
+    "fit_width",
+    "fmt",
+    "fmt_interval",
+    "strict_table",
+    "taxonomy_table",
+]

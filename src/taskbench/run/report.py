@@ -170,7 +170,7 @@ def _facts_md(log: RunLog) -> list[str]:
 
 def render_html(log: RunLog, plots: dict[str, Path] | None = None) -> str:
     """report.html: the same content as report.md in one self-contained page (plots inlined)."""
-    from ..report.leaderboard import header
+    from ..report.leaderboard import cell_text, header
 
     e = html.escape
     plots = plots or {}
@@ -187,8 +187,9 @@ def render_html(log: RunLog, plots: dict[str, Path] | None = None) -> str:
     for ds, boards in _boards(log).items():
         parts.append(f"<h2>{e(ds)}</h2>")
         for source, board in boards.items():
-            heads = ["#", "model"] + [header(m) for m in board.metrics]
-            rows = [[str(i), r["model"]] + [_pct(r[m]) for m in board.metrics] for i, r in enumerate(board.rows, 1)]
+            heads = ["#", "model", "n"] + [header(m) for m in board.metrics]
+            rows = [[str(i), r["model"], "-" if r.get("n") is None else str(r["n"])]
+                    + [cell_text(r, m) for m in board.metrics] for i, r in enumerate(board.rows, 1)]
             parts.append(f"<h3>{e(source)} (ranked by {e(header(board.rank_by))})</h3>")
             parts.append(_table(heads, rows))
         if ds in plots and plots[ds].is_file():

@@ -21,9 +21,20 @@ from .chat import (
 from .graph import ToolGraph, ToolLink
 from .plan import SampledSubgraph
 from .run import RUN_LOG_SCHEMA_VERSION, RunConfig, RunEntry, RunEnvironment, RunLog
-from .sample import FIELD_ALIASES, CriticVerdict, Prediction, Sample, StructureType, Usage
-from .task import NODE_REF, Argument, TaskArgument, TaskGraph, TaskLink, TaskNode, graph_from_result
-from .tools import DEPENDENCY_KINDS, DependencyKind, Tool, ToolLibrary, ToolParameter
+from .sample import FIELD_ALIASES, CriticVerdict, Prediction, Sample, StructureType, Usage, record_id
+from .task import (
+    NODE_REF,
+    Argument,
+    TaskArgument,
+    TaskGraph,
+    TaskLink,
+    TaskNode,
+    graph_from_result,
+    link_endpoint,
+    node_index,
+    resolve_link_indices,
+)
+from .tools import DEPENDENCY_KINDS, DependencyKind, Tool, ToolLibrary, ToolParameter, infer_dependency
 from .trajectory import (
     AgentTask,
     CheckResult,
@@ -53,6 +64,11 @@ __all__ = [
     "FIELD_ALIASES",
     "FinalAnswerEvent",
     "graph_from_result",
+    "infer_dependency",
+    "link_endpoint",
+    "node_index",
+    "record_id",
+    "resolve_link_indices",
     "HttpOperation",
     "HttpParameter",
     "ModelCallEvent",

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .tools import DependencyKind, Tool, ToolLibrary
+from .tools import DependencyKind, Tool, ToolLibrary, infer_dependency
 
 if TYPE_CHECKING:  # pragma: no cover
     import networkx as nx
@@ -42,10 +42,11 @@ class ToolGraph(BaseModel):
 
     @property
     def dependency_kind(self) -> DependencyKind:
-        """The recorded dependency, else inferred ('resource' when any tool is typed)."""
+        """The recorded dependency, else inferred (:func:`~taskbench.schema.tools.infer_dependency`: 'resource'
+        when every tool is typed)."""
         if self.dependency is not None:
             return self.dependency
-        return "resource" if any(t.is_typed for t in self.nodes) else "temporal"
+        return infer_dependency(self.nodes)
 
     @property
     def library(self) -> ToolLibrary:

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
-from .task import TaskGraph, TaskLink, TaskNode
+from .task import TaskGraph, TaskLink, TaskNode, resolve_link_indices
 
 StructureType = Literal["single", "chain", "dag"]
 """Shape of a sample's tool graph: one node, a path, or a general DAG."""
@@ -22,13 +22,28 @@ FIELD_ALIASES: dict[str, str] = {
 }
 
 
+def record_id(value: Any) -> str | None:
+    """A record's ``id`` as the string it is compared by: a string as it is, an integer (not a bool) as its
+    decimal text; None for anything else (null, a float, a list, an object), which is no usable id."""
+    if type(value) is str:
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
 def _maybe_json(value: Any) -> Any:
     """v1 stores ``sampled_nodes``/``sampled_links`` as JSON strings inside the record."""
     if isinstance(value, str):
         text = value.strip()
         if not text:
             return []
-        return json.loads(text)
+        try:
+            return json.loads(text)
+        except RecursionError:
+            raise ValueError("the JSON text is nested too deeply to read") from None
+        except ValueError as exc:  # JSONDecodeError, or an integer of more than 4300 digits
+            raise ValueError(f"not valid JSON text ({exc})") from None
     return value
 
 
@@ -76,7 +91,7 @@ class Sample(TaskGraph):
 
     model_config = ConfigDict(extra="ignore")
 
-    id: str = Field(description="Sample id, unique within a dataset (stored as a string).")
+    id: str = Field(description="Sample id, unique within a dataset: a string, or an integer stored as its text.")
     user_request: str = Field(default="", description="The request a user would type (v1: 'instruction').")
     type: StructureType = Field(default="single", description="single | chain | dag.")
     n_tools: int = Field(default=0, description="Number of tools in the sampled subgraph.")
@@ -112,9 +127,12 @@ class Sample(TaskGraph):
         for key in ("sampled_nodes", "sampled_links", "task_nodes", "task_links", "task_steps"):
             if key in data and isinstance(data[key], str) and key != "task_steps":
                 data[key] = _maybe_json(data[key])
-        if "id" in data and not isinstance(data["id"], str):
-            data["id"] = str(data["id"])
-        if "n_tools" not in data and isinstance(data.get("task_nodes"), list):
+        if "id" in data and type(data["id"]) is not str and record_id(data["id"]) is not None:
+            data["id"] = record_id(data["id"])
+        for links, nodes in (("task_links", "task_nodes"), ("sampled_links", "sampled_nodes")):
+            if type(data.get(links)) is list:
+                data[links] = resolve_link_indices(data[links], data.get(nodes), field=links)
+        if data.get("n_tools") is None and isinstance(data.get("task_nodes"), list):
             data["n_tools"] = len(data["task_nodes"])
         return data
 
@@ -189,9 +207,9 @@ class Prediction(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _id(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "id" in data and not isinstance(data["id"], str):
+        if isinstance(data, dict) and "id" in data and type(data["id"]) is not str and record_id(data["id"]):
             data = dict(data)
-            data["id"] = str(data["id"])
+            data["id"] = record_id(data["id"])
         return data
 
     def graph(self) -> TaskGraph | None:
@@ -224,4 +242,4 @@ class Prediction(BaseModel):
         return out
 
 
-__all__ = ["FIELD_ALIASES", "CriticVerdict", "Prediction", "Sample", "StructureType", "TaskNode", "Usage"]
+__all__ = ["FIELD_ALIASES", "CriticVerdict", "Prediction", "Sample", "StructureType", "TaskNode", "Usage", "record_id"]

@@ -9,12 +9,68 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
 NODE_REF = re.compile(r"<node-(\d+)>")
 """Matches a ``<node-j>`` reference inside an argument."""
+
+_NODE_NAME = re.compile(r"\s*<node-(\d+)>\s*")
+
+
+def node_index(digits: str) -> int:
+    """The index of a ``<node-j>`` reference from its digits; an absurdly long number (which ``int`` would
+    refuse past 4,300 digits) is out of range of any graph and becomes ``sys.maxsize``."""
+    return int(digits) if len(digits) <= 18 else sys.maxsize
+
+
+def link_endpoint(value: Any, names: list[Any]) -> Any:
+    """A link endpoint as a tool name: an integer ``j`` (not a bool) or the string ``"<node-j>"`` stands for
+    the j-th node's tool, as some records of the first TaskBench release give them. Anything else is returned
+    as it is; an index past the last node raises ``ValueError``."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        j = value
+    elif isinstance(value, str) and value.startswith(("<", " ", "\t")) and (m := _NODE_NAME.fullmatch(value)):
+        j = node_index(m.group(1))
+    else:
+        return value
+    if 0 <= j < len(names) and isinstance(names[j], str):
+        return names[j]
+    if 0 <= j < len(names):
+        return value  # that node has no tool name: the node's own error is the one to report
+    shown = value if not isinstance(value, str) or len(value) <= 24 else value[:24] + "..."
+    if isinstance(shown, int) and j > 10**12:
+        shown = "a huge integer"
+    raise ValueError(f"node index {shown!r} is out of range ({len(names)} nodes)")
+
+
+def resolve_link_indices(links: Any, nodes: Any, key: str = "task", *, field: str = "task_links") -> Any:
+    """``links`` (a raw list of link objects) with node-index endpoints replaced by the tools they name (see
+    :func:`link_endpoint`; ``nodes`` is the raw node list, ``key`` the field holding a node's tool). Returns
+    ``links`` itself when nothing is an index, so the common case copies nothing."""
+    if type(links) is not list or not links:
+        return links
+    if all(type(lk) is not dict or (type(lk.get("source")) is str and type(lk.get("target")) is str
+                                    and not lk["source"].startswith("<") and not lk["target"].startswith("<"))
+           for lk in links):
+        return links
+    names = [n.get(key, n.get("id")) if isinstance(n, dict) else None for n in nodes] if isinstance(nodes, list) else []
+    out = []
+    for k, lk in enumerate(links):
+        if type(lk) is dict and ("source" in lk or "target" in lk):
+            lk = dict(lk)
+            for end in ("source", "target"):
+                if end in lk:
+                    try:
+                        lk[end] = link_endpoint(lk[end], names)
+                    except ValueError as exc:
+                        raise ValueError(f"{field}.{k}.{end}: {exc}") from None
+        out.append(lk)
+    return out
 
 
 class TaskArgument(BaseModel):
@@ -58,7 +114,7 @@ class TaskNode(BaseModel):
         for arg in self.arguments:
             text = arg.value if isinstance(arg, TaskArgument) else arg
             if isinstance(text, str):
-                out.extend(int(m) for m in NODE_REF.findall(text))
+                out.extend(node_index(m) for m in NODE_REF.findall(text))
         return out
 
     def named_arguments(self) -> dict[str, Any]:
@@ -67,7 +123,8 @@ class TaskNode(BaseModel):
 
 
 class TaskLink(BaseModel):
-    """A dependency between two task nodes, by tool name."""
+    """A dependency between two task nodes, by tool name (a task graph reads a node index ``0`` or
+    ``"<node-0>"`` as that node's tool)."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
@@ -87,8 +144,19 @@ class TaskGraph(BaseModel):
     task_steps: list[str] = Field(default_factory=list, description="Natural-language steps, one per node.")
     task_nodes: list[TaskNode] = Field(default_factory=list, description="Tool invocations in order.")
     task_links: list[TaskLink] = Field(
-        default_factory=list, description="Explicit links (temporal domains; derived in resource domains)."
+        default_factory=list,
+        description="Explicit links (temporal domains; derived in resource domains). Endpoints given as node "
+        "indices (0, or \"<node-0>\") are read as that node's tool.",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _index_links(cls, data: Any) -> Any:
+        if isinstance(data, dict) and type(data.get("task_links")) is list:
+            links = resolve_link_indices(data["task_links"], data.get("task_nodes"))
+            if links is not data["task_links"]:
+                data = {**data, "task_links": links}
+        return data
 
     @field_validator("task_steps", mode="before")
     @classmethod

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
@@ -16,6 +17,14 @@ Hugging Face and Multimedia domains). ``temporal``: any tool can follow any othe
 (tools with named parameters, e.g. the Daily Life APIs domain)."""
 
 DEPENDENCY_KINDS: tuple[str, ...] = ("resource", "temporal")
+
+
+def infer_dependency(tools: Sequence[Tool]) -> DependencyKind:
+    """The one rule for a dependency kind nobody stated: ``resource`` when every tool declares input or output
+    types (the resource rule can link them all), else ``temporal`` (a library that mixes typed tools with
+    tools that have only named parameters, or has no tools, is temporal). Loaders, tool graphs and
+    ``graph build`` all use it."""
+    return "resource" if tools and all(t.is_typed for t in tools) else "temporal"
 
 
 class ToolParameter(BaseModel):
