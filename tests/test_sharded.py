@@ -137,3 +137,23 @@ def test_job_is_plain_data_and_executor_names(server, tmp_path):
         get_executor("dask")
     with pytest.raises(ConfigError, match="--ray-address needs --executor ray"):
         get_executor("local", address="auto")
+
+
+@pytest.mark.parametrize(("domain", "dependency"), [("huggingface", "resource"), ("dailylifeapis", "temporal")])
+def test_sharded_evaluate_gives_the_local_numbers(parity_dir, domain, dependency):
+    """Map-reduce scoring of the reference's messy perturbed predictions equals local scoring exactly (every
+    metric, CI, per-tool row, taxonomy entry, unmatched and duplicate id), and compat runs as locally."""
+    from taskbench.dataset.layout import read_raw_records
+    from taskbench.eval.api import dumps_metrics, evaluate
+    from taskbench.executors.evaluate import aevaluate_sharded
+    from taskbench.graph.loaders import load_tool_library
+
+    root = parity_dir / domain
+    preds = root / "predictions" / "perturbed_1.json"
+    library = load_tool_library(root / "tool_desc.json", dependency, name=root.name)
+    gold = read_raw_records(root / "data.json")
+    local = evaluate(gold, read_raw_records(preds), library, mode="both", gold_records=gold, bootstrap=200, seed=3)
+    sharded = asyncio.run(aevaluate_sharded(root, preds, executor=LocalExecutor(3), shards=4, mode="both",
+                                            dependency=dependency, bootstrap=200, seed=3))
+    assert dumps_metrics(sharded.to_json()) == dumps_metrics(local.to_json())
+    assert sharded.strict.n_gold == len(gold) and sharded.strict.groups["overall_overall"].ci

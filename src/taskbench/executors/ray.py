@@ -54,6 +54,7 @@ class RayExecutor:
             raise ConfigError(f"num_cpus per task must be > 0, not {num_cpus}")
         self.address = address or None
         self._workers = workers
+        self.requested_workers = workers
         self.num_cpus = num_cpus
         self.max_retries = max_retries
         self.runtime_env = runtime_env

@@ -285,6 +285,8 @@ class LocalExecutor:
         if workers < 1:
             raise ConfigError(f"workers must be >= 1, not {workers}")
         self.workers = workers
+        self.requested_workers = workers
+        self.address = None
         self.poll_interval = poll_interval
 
     async def amap(

@@ -36,6 +36,27 @@ class ModelConfig(BaseModel):
             raise ValueError(f"model options must be plain data (JSON-able): {exc}") from None
         return value
 
+    @classmethod
+    def build(
+        cls,
+        spec: str,
+        *,
+        concurrency: int = 1,
+        cache: bool | str = True,
+        base_url: str | list[str] | None = None,
+        api_key_env: str | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> ModelConfig:
+        """The config :func:`taskbench.predict.runner.open_model` would open with the same arguments."""
+        config: dict[str, Any] = dict(options or {})
+        config["cache"] = cache
+        config.setdefault("concurrency", concurrency)
+        if base_url:
+            config["base_url"] = base_url
+        if api_key_env is not None:
+            config["api_key_env"] = api_key_env
+        return cls(spec=spec, options=config)
+
     @property
     def name(self) -> str:
         """'provider/model' as :attr:`taskbench.llm.Model.name` says it."""
