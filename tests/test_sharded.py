@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -45,6 +46,22 @@ def _local(server, out: Path, cache) -> bytes:
 def _sharded(server, out: Path, cache, workers: int = 3, shards: int | None = None):
     return asyncio.run(apredict_sharded(DATA, _config(server, cache), out, OPTS, executor=LocalExecutor(workers),
                                         shards=shards, dataset_name="multimedia"))
+
+
+def test_merge_waits_for_a_worker_then_refuses(tmp_path):
+    from taskbench.executors import merge_shards
+
+    out = tmp_path / "out.jsonl"
+    sdir = shard_dir(out)
+    sdir.mkdir()
+    (sdir / "shard-0000.jsonl").write_text('{"id": "a"}\n')
+    start = time.monotonic()
+    with exclusive(sdir / "shard-0000.jsonl"):
+        with pytest.raises(ConfigError, match="a worker is still writing this shard"):
+            merge_shards(out, ["a"], wait=0.5)
+    assert time.monotonic() - start >= 0.5
+    assert merge_shards(out, ["a"]).records == 1 and out.read_text() == '{"id": "a"}\n'
+
 
 
 def test_split_keeps_order_and_balance():
@@ -112,6 +129,13 @@ def test_failures_are_written_in_place_and_retried(server, tmp_path):
     assert out.read_bytes() == _local(server, tmp_path / "local.jsonl", cache) and server.count == 33
 
 
+def _sharded_short_wait(server, out: Path):
+    from taskbench.executors import arun_job
+
+    job = PredictJob(output=str(out), data=str(DATA), model=_config(server, False), options=OPTS)
+    return asyncio.run(arun_job(job, LocalExecutor(1), lock_wait=0.3))
+
+
 def test_refuses_a_shard_a_worker_still_writes_and_another_models_file(server, tmp_path):
     out = tmp_path / "out.jsonl"
     sdir = shard_dir(out)
@@ -119,7 +143,7 @@ def test_refuses_a_shard_a_worker_still_writes_and_another_models_file(server, t
     (sdir / "shard-0000.jsonl").write_text("")
     with exclusive(sdir / "shard-0000.jsonl"):
         with pytest.raises(ConfigError, match="a worker is still writing this shard"):
-            _sharded(server, out, False)
+            _sharded_short_wait(server, out)
     other = tmp_path / "other.jsonl"
     other.write_text(json.dumps({"id": "x", "model": "openai-compatible/another"}) + "\n")
     with pytest.raises(ConfigError, match="holds predictions of 'openai-compatible/another'"):

@@ -175,11 +175,28 @@ class MergeResult(BaseModel):
     errors: list[str] = Field(default_factory=list)
 
 
+def _lock_shard(stack: contextlib.ExitStack, path: Path, wait: float) -> None:
+    """Take a shard file's lock, waiting up to ``wait`` seconds for a worker that still holds it (the worker of
+    a driver that was killed, which its cluster is about to stop)."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            stack.enter_context(exclusive(path))
+            return
+        except ConfigError:
+            if time.monotonic() >= deadline:
+                raise ConfigError(f"{path}: a worker is still writing this shard (its driver was stopped?); wait "
+                                  "for it to end, then rerun") from None
+            time.sleep(0.2)
+
+
 def merge_shards(
-    output: Path, keys: Sequence[str], check: Callable[[Path, int, Record], None] | None = None
+    output: Path, keys: Sequence[str], check: Callable[[Path, int, Record], None] | None = None, *,
+    wait: float = 30.0,
 ) -> MergeResult:
     """Merge every shard file of ``output`` into it (input order of ``keys``, one record per id; a shard's
-    record replaces the output's) and remove the shard files. The caller holds the output's lock."""
+    record replaces the output's) and remove the shard files. The caller holds the output's lock. A shard file
+    a worker still writes is waited for (``wait`` seconds), then refused."""
     sdir = shard_dir(output)
     files = sorted(sdir.glob("shard-*.jsonl")) if sdir.is_dir() else []
     result = MergeResult()
@@ -187,12 +204,8 @@ def merge_shards(
         _remove_dir(sdir)
         return result
     with contextlib.ExitStack() as stack:
-        for f in files:  # a worker of a dead driver still writing: refuse rather than race it
-            try:
-                stack.enter_context(exclusive(f))
-            except ConfigError:
-                raise ConfigError(f"{f}: a worker is still writing this shard (its driver was stopped?); wait for "
-                                  "it to end, then rerun") from None
+        for f in files:  # a worker of a dead driver still writing: wait for it, never race it
+            _lock_shard(stack, f, wait)
         latest, order, _ = read_records(output, check)
         for f in files:
             shard_latest, shard_order, _ = read_records(f, check)
@@ -322,6 +335,7 @@ async def arun_job(
     shards: int | None = None,
     display: RecordDisplay | None = None,
     clock: Callable[[], float] = time.perf_counter,
+    lock_wait: float = 30.0,
 ) -> Any:
     """Run ``job`` sharded on ``executor`` into ``job.output`` (see the module docstring); returns
     ``job.summarize(run, parts)`` (a :class:`ShardedRun` unless the job says otherwise). ``shards`` defaults to
@@ -336,7 +350,7 @@ async def arun_job(
     run = ShardedRun(output=str(output), selected=len(keys))
     parts: list[dict[str, Any]] = []
     with exclusive(output):
-        recovered = merge_shards(output, keys, job.check)  # what a killed pass left behind
+        recovered = merge_shards(output, keys, job.check, wait=lock_wait)  # what a killed pass left behind
         run.recovered = recovered.records
         latest, _, _ = read_records(output, job.check)
         todo = [k for k in keys if k not in latest or is_failed(latest[k])]
