@@ -181,3 +181,24 @@ def test_sharded_evaluate_gives_the_local_numbers(parity_dir, domain, dependency
                                             dependency=dependency, bootstrap=200, seed=3))
     assert dumps_metrics(sharded.to_json()) == dumps_metrics(local.to_json())
     assert sharded.strict.n_gold == len(gold) and sharded.strict.groups["overall_overall"].ci
+
+
+def test_run_with_an_executor_equals_the_in_process_run(tmp_path, monkeypatch):
+    """`taskbench run`'s job with a sharded executor: the same predictions (but for latencies: the mock model
+    is not cached), the same metrics files, and the executor in the run log."""
+    from taskbench.run import run_benchmark
+
+    monkeypatch.setenv("TASKBENCH_CACHE", str(tmp_path / "cache"))
+    kwargs = dict(models=["mock/echo"], datasets=["huggingface", "dailylifeapis"],
+                  options=PredictOptions(limit=6, max_tokens=256, concurrency=2), bootstrap=50)
+    plain = run_benchmark(tmp_path / "plain", **kwargs)
+    sharded = run_benchmark(tmp_path / "sharded", executor=LocalExecutor(3), **kwargs)
+    assert plain.status == sharded.status == "complete"
+    assert sharded.config.workers == 3 and plain.config.workers is None
+    for a, b in zip(plain.entries, sharded.entries, strict=True):
+        ra = [json.loads(x) for x in (tmp_path / "plain" / a.predictions_path).read_text().splitlines()]
+        rb = [json.loads(x) for x in (tmp_path / "sharded" / b.predictions_path).read_text().splitlines()]
+        for r in ra + rb:
+            r["usage"].pop("seconds")
+        assert ra == rb and len(ra) == 6
+        assert (tmp_path / "plain" / a.metrics_path).read_bytes() == (tmp_path / "sharded" / b.metrics_path).read_bytes()

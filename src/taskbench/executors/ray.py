@@ -17,11 +17,14 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import ConfigError, MissingDependencyError, TaskbenchError
+
+logger = logging.getLogger("taskbench.executors")
 
 
 def _ray() -> Any:
@@ -86,7 +89,29 @@ class RayExecutor:
             raise ConfigError(f"cannot reach the Ray cluster at {self.address!r} ({exc}); start it with "
                               "`ray start --head` or give --ray-address HOST:PORT") from exc
         self._started = True
+        self._warn_about_the_cache(ray)
         return ray
+
+    @staticmethod
+    def _warn_about_the_cache(ray: Any) -> None:
+        """Several nodes and the default SQLite cache: each node would keep its own file (and SQLite's WAL is not
+        safe on a network file system)."""
+        from ..llm.cache import CACHE_URL_ENV
+
+        try:
+            nodes = [n for n in ray.nodes() if n.get("Alive")]
+        except Exception:  # pragma: no cover - a cluster that cannot list its nodes
+            return
+        if len(nodes) > 1 and not os.environ.get(CACHE_URL_ENV):
+            logger.warning(
+                "%d Ray nodes and no %s: each node's workers use their own SQLite response cache (not safe on a "
+                "network file system); set %s=redis://HOST:6379/0 or dir:///shared/path to share one",
+                len(nodes), CACHE_URL_ENV, CACHE_URL_ENV)
+
+    def start(self) -> RayExecutor:
+        """Start (or join) the cluster now rather than at the first job."""
+        self._init()
+        return self
 
     @property
     def workers(self) -> int:
