@@ -76,8 +76,10 @@ class RayExecutor:
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
         options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
         if self.address is None:
-            # a private cluster on this machine, on loopback, as many CPUs as workers asked for
+            # a private cluster on this machine, bound to loopback (nothing listens on other interfaces), as many
+            # CPUs as workers asked for
             options["num_cpus"] = int(max(1, (self._workers or os.cpu_count() or 1) * self.num_cpus))
+            options["_node_ip_address"] = "127.0.0.1"
         else:
             options["address"] = self.address
         if self.runtime_env:

@@ -275,8 +275,9 @@ class ShardTail:
 class Executor(Protocol):
     """Runs plain functions of plain data on workers (this process's threads, a Ray cluster, ...)."""
 
-    workers: int
-    """How many calls run at once (the default number of shards)."""
+    @property
+    def workers(self) -> int:
+        """How many calls run at once (the default number of shards)."""
 
     async def amap(
         self, fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], *, poll: Callable[[], None] | None = None

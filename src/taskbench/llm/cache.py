@@ -77,8 +77,9 @@ CACHE_URL_ENV = "TASKBENCH_CACHE_URL"
 class CacheBackend(Protocol):
     """What the :class:`~taskbench.llm.Model` wrapper needs of a response cache."""
 
-    url: str
-    """Where the answers live (``sqlite:///...``, ``dir:///...``, ``redis://...``; never a password)."""
+    @property
+    def url(self) -> str:
+        """Where the answers live (``sqlite:///...``, ``dir:///...``, ``redis://...``; never a password)."""
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The value stored under ``key``, or None."""
