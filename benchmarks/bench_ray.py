@@ -165,6 +165,7 @@ def main() -> None:
     ap.add_argument("--endpoints", type=int, default=4, help="servers of the 'several endpoints' rows")
     ap.add_argument("--workers", default="1,2,4")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--only-local", action="store_true", help="the local rows only (no Ray)")
     ap.add_argument("--serve-only", action="store_true")
     args = ap.parse_args()
     if args.serve_only:
@@ -184,31 +185,36 @@ def main() -> None:
             all_urls = [u for _, u in servers]
             shapes = [(1, all_urls[:1]), (len(all_urls), all_urls)]
 
-            def row(kind: str, workers: int, urls: list[str], wall: float) -> None:
-                b = bound(args.n, workers * args.concurrency, len(urls), args.slots, args.delay)
-                rows.append({"run": kind, "workers": workers, "endpoints": len(urls), "in_flight":
-                             workers * args.concurrency, "wall_s": round(wall, 3), "bound_s": round(b, 3),
-                             "ratio": round(b / wall, 3)})
+            def row(kind: str, workers: int, urls: list[str], wall: float, in_flight: int | None = None) -> None:
+                in_flight = in_flight or workers * args.concurrency
+                b = bound(args.n, in_flight, len(urls), args.slots, args.delay)
+                rows.append({"run": kind, "workers": workers, "endpoints": len(urls), "in_flight": in_flight,
+                             "wall_s": round(wall, 3), "bound_s": round(b, 3), "ratio": round(b / wall, 3)})
                 print(f"{kind:>6} workers={workers} endpoints={len(urls)} wall={wall:6.2f}s bound={b:5.2f}s "
                       f"ratio={b / wall:.3f}", flush=True)
 
             for e, urls in shapes:
                 wall = asyncio.run(run_local(data, root / f"local-{e}.jsonl", urls, args.concurrency))
                 row("local", 1, urls, wall)
-            from taskbench.executors.ray import RayExecutor
+            # one process with as many requests in flight as the widest Ray row, over every endpoint
+            wide = max(int(w) for w in args.workers.split(",")) * args.concurrency
+            wall = asyncio.run(run_local(data, root / "local-wide.jsonl", all_urls, wide))
+            row("local", 1, all_urls, wall, in_flight=wide)
+            if not args.only_local:
+                from taskbench.executors.ray import RayExecutor
 
-            t0 = time.perf_counter()
-            executor = RayExecutor(workers=max(int(w) for w in args.workers.split(","))).start()
-            start = time.perf_counter() - t0
-            print(f"ray cluster start: {start:.1f} s (not counted)", flush=True)
-            try:
-                for w in (int(x) for x in args.workers.split(",")):
-                    for e, urls in shapes:
-                        wall = asyncio.run(run_ray(executor, data, root / f"ray-{w}-{e}.jsonl", urls,
-                                                   args.concurrency, w))
-                        row("ray", w, urls, wall)
-            finally:
-                executor.close()
+                t0 = time.perf_counter()
+                executor = RayExecutor(workers=max(int(w) for w in args.workers.split(","))).start()
+                start = time.perf_counter() - t0
+                print(f"ray cluster start: {start:.1f} s (not counted)", flush=True)
+                try:
+                    for w in (int(x) for x in args.workers.split(",")):
+                        for e, urls in shapes:
+                            wall = asyncio.run(run_ray(executor, data, root / f"ray-{w}-{e}.jsonl", urls,
+                                                       args.concurrency, w))
+                            row("ray", w, urls, wall)
+                finally:
+                    executor.close()
         finally:
             for p in procs:
                 p.terminate()

@@ -88,7 +88,7 @@ def test_directory_cache_unreadable_file_is_a_miss(tmp_path, caplog):
 def _dir_writer(root: str, worker: int, n: int) -> None:
     cache = DirectoryCache(root)
     for i in range(n):
-        key = cache_key({"w": i % 7}, [], {}, None)  # the 4 processes write the same 7 keys over and over
+        key = cache_key({"w": i % 7}, [], {}, None)  # the 3 processes write the same 7 keys over and over
         cache.put(key, {"text": f"answer {i % 7}", "pad": "x" * 5000, "by": worker})
         got = cache.get(key)
         assert got is not None and got["text"] == f"answer {i % 7}", got
@@ -96,12 +96,12 @@ def _dir_writer(root: str, worker: int, n: int) -> None:
 
 def test_directory_cache_many_processes_same_keys(tmp_path):
     ctx = mp.get_context("spawn")
-    procs = [ctx.Process(target=_dir_writer, args=(str(tmp_path), w, 60)) for w in range(4)]
+    procs = [ctx.Process(target=_dir_writer, args=(str(tmp_path), w, 40)) for w in range(3)]
     for p in procs:
         p.start()
     for p in procs:
         p.join(60)
-    assert [p.exitcode for p in procs] == [0, 0, 0, 0]
+    assert [p.exitcode for p in procs] == [0, 0, 0]
     cache = DirectoryCache(tmp_path)
     assert len(cache) == 7
     assert not [p for p in tmp_path.rglob("*.tmp")]
