@@ -21,7 +21,7 @@ $(BIN)/python:
 	$(PIP) install --quiet --upgrade pip
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(PIP) install --quiet -e ".[llamacpp,serve,review,hub,restbench,mcp,dev]"
+	$(PIP) install --quiet -e ".[llamacpp,serve,review,hub,restbench,mcp,ray,dev]"
 	touch $(STAMP)
 
 $(MODELS): | $(BIN)/python

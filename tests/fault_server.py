@@ -13,7 +13,9 @@ under test has its loop to itself. Each request consumes the next scripted behav
 - ``("message", message, finish)``  200 with this assistant message dict (tool calls, say) and finish reason
 
 When the script is used up, every further request gets ``("ok",)``. ``count`` and ``requests`` record what
-arrived (chat completion requests only), so tests count requests at the server.
+arrived (chat completion requests only), so tests count requests at the server. ``delay`` makes every ``ok``
+answer wait that long (``max_in_flight`` then shows how many requests were at the server at once); ``port``
+binds a given port (to restart a stopped server where its clients expect it).
 """
 
 from __future__ import annotations
@@ -33,14 +35,18 @@ def default_reply(body: dict[str, Any]) -> str:
 
 
 class FaultServer:
-    def __init__(self, script: list[tuple[Any, ...]] | None = None, reply: Callable[[dict], str] = default_reply):
+    def __init__(self, script: list[tuple[Any, ...]] | None = None, reply: Callable[[dict], str] = default_reply,
+                 *, port: int = 0, delay: float = 0.0):
         self.script: list[tuple[Any, ...]] = list(script or [])
         self.reply = reply
+        self.delay = delay
+        self.in_flight = 0
+        self.max_in_flight = 0
         self.count = 0
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.paths: list[str] = []
-        self.port = 0
+        self.port = port
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._run, name="fault-server", daemon=True)
@@ -76,7 +82,7 @@ class FaultServer:
         asyncio.set_event_loop(self._loop)
 
         async def _start() -> None:
-            self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+            self._server = await asyncio.start_server(self._handle, "127.0.0.1", self.port)
             self.port = self._server.sockets[0].getsockname()[1]
 
         self._loop.run_until_complete(_start())
@@ -121,6 +127,13 @@ class FaultServer:
     async def _act(self, action: tuple[Any, ...], payload: dict[str, Any], writer: asyncio.StreamWriter) -> bool:
         kind = action[0]
         if kind == "ok":
+            if self.delay:
+                self.in_flight += 1
+                self.max_in_flight = max(self.max_in_flight, self.in_flight)
+                try:
+                    await asyncio.sleep(self.delay)
+                finally:
+                    self.in_flight -= 1
             text = self.reply(payload)
             self._send(writer, 200, _completion(payload, text))
             await writer.drain()

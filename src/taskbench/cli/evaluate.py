@@ -145,6 +145,11 @@ def evaluate_command(
     output: Path | None = typer.Option(None, "--output", "-o", help="Write the metrics JSON here."),
     errors: bool = typer.Option(False, "--errors", help="Also print the error taxonomy table."),
     execute: bool = typer.Option(False, "--execute", help=EXECUTE_HELP),
+    executor: str = typer.Option(
+        "local", "--executor", help="'ray': shard the strict per-sample scoring over Ray workers (same numbers)."
+    ),
+    ray_address: str | None = typer.Option(None, "--ray-address", help="Ray cluster to join (auto, HEAD:6379)."),
+    workers: int | None = typer.Option(None, "--workers", min=1, help="With --executor ray: shards (default: CPUs)."),
 ) -> None:
     """Score predictions against a dataset's gold graphs; print a table and write the metrics JSON.
 
@@ -183,6 +188,31 @@ def evaluate_command(
         raise ConfigError(f"--unusable must be skip or error, not {unusable!r} ({did_you_mean(unusable, ('skip', 'error'))})")
     split_list, n_list, metric_list = _choices(splits, n_tools, metrics)
     wanted = _ids(ids)
+    from .predict import make_executor
+
+    runner = make_executor(executor, ray_address, workers)
+    if runner is not None and (ids or limit or execute or unusable != "skip"):
+        runner.close()
+        raise ConfigError("--executor ray shards strict scoring of the whole set; --ids, --limit, --execute and "
+                          "--unusable run locally (drop --executor ray)")
+    if runner is not None:  # sharded strict scoring (a map-reduce); see taskbench.executors.evaluate
+        from ..executors.evaluate import aevaluate_sharded
+        from ..runner import run_sync
+
+        library, data_path, aligned = _load(data, dependency, alignment)
+        try:
+            result = run_sync(aevaluate_sharded(
+                data_path.parent, predictions, executor=runner, mode=run_mode, dependency=dependency,
+                splits=split_list, n_tools=n_list, group_mode=mode, metrics=metric_list, alignment_ids=aligned,
+                bootstrap=bootstrap, seed=seed, bertscore_model=bertscore_model,
+            ))
+        finally:
+            runner.close()
+        _print_result(result, predictions.name, errors)
+        if output is not None:
+            write_metrics(result, output)
+            _console().print(f"wrote {output}")
+        return
     with gc_paused():  # the parsed JSON is millions of objects no collection needs to walk
         library, data_path, aligned = _load(data, dependency, alignment)
         stream = run_mode == "strict"  # compat reads the gold records as they are: it keeps them

@@ -15,6 +15,36 @@ MODEL_HELP = "Model as provider/model, e.g. llamacpp/qwen2.5-coder-0.5b, openai/
 OPTION_HELP = "Provider option KEY=VALUE (VALUE parsed as JSON when it can be), repeatable, e.g. -O n_ctx=4096."
 TIMEOUT_HELP = "Seconds one attempt may take before it is retried (default: 120; 900 for embedded models)."
 RETRIES_HELP = "Retries of a failed call (429, 5xx, timeouts, resets) before it fails for good (default: 5; 0 embedded)."
+BASE_URL_HELP = (
+    "Server URL for openai-compatible models, e.g. http://127.0.0.1:8000/v1. Repeat it (or give @FILE, one URL "
+    "a line) for replicas of one model: requests are load-balanced, a failing replica is taken out and put back."
+)
+ENDPOINT_HELP = "With several --base-url: requests in flight per replica at most (default: --concurrency)."
+EXECUTOR_HELP = (
+    "Where predictions run: 'local' (this process) or 'ray' (sharded over Ray workers, merged in input order; "
+    "extra [ray]). Same output, same resume semantics."
+)
+RAY_ADDRESS_HELP = "Ray cluster to join (auto, or HEAD:6379); default: start a private one on this machine."
+WORKERS_HELP = "With --executor ray: shards run at once (default: the cluster's CPUs). --concurrency is per worker."
+
+
+def base_urls(values: list[str] | None) -> str | list[str] | None:
+    """``--base-url`` as given: None, one URL, or a list of replicas."""
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else list(values)
+
+
+def make_executor(executor: str, ray_address: str | None, workers: int | None):  # noqa: ANN201
+    """The executor of ``--executor/--ray-address/--workers``, or None for an in-process run."""
+    from ..errors import ConfigError
+    from ..executors import get_executor
+
+    if executor == "local":
+        if ray_address or workers:
+            raise ConfigError("--ray-address and --workers need --executor ray")
+        return None
+    return get_executor(executor, address=ray_address, workers=workers)
 
 
 def call_options(option: list[str] | None, timeout: float | None, max_retries: int | None) -> dict[str, Any]:
@@ -66,7 +96,8 @@ def predict_command(
         None, "--max-tokens", min=16, help="Most tokens per answer (default 1024; 320 for embedded models)."
     ),
     seed: int = typer.Option(0, "--seed", help="Sampling seed sent to the backend."),
-    base_url: str | None = typer.Option(None, "--base-url", help="Server URL for openai-compatible models."),
+    base_url: list[str] | None = typer.Option(None, "--base-url", help=BASE_URL_HELP),
+    endpoint_concurrency: int | None = typer.Option(None, "--endpoint-concurrency", min=1, help=ENDPOINT_HELP),
     api_key_env: str | None = typer.Option(
         None, "--api-key-env", help="Name of the environment variable holding the API key."
     ),
@@ -76,6 +107,9 @@ def predict_command(
     template: Path | None = typer.Option(None, "--template", help="Custom Jinja2 prompt template file."),
     option: list[str] | None = typer.Option(None, "--option", "-O", help=OPTION_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+    executor: str = typer.Option("local", "--executor", help=EXECUTOR_HELP),
+    ray_address: str | None = typer.Option(None, "--ray-address", help=RAY_ADDRESS_HELP),
+    workers: int | None = typer.Option(None, "--workers", min=1, help=WORKERS_HELP),
 ) -> None:
     """Predict task graphs for a dataset's requests with one model; resumable and crash-safe.
 
@@ -90,6 +124,8 @@ def predict_command(
     Example:
 
         taskbench predict --data multimedia --model llamacpp/qwen2.5-coder-0.5b -o preds/qwen.jsonl --shots 1 --limit 10
+
+        taskbench predict --data data/dailylifeapis -m openai-compatible/Qwen/Qwen2.5-7B-Instruct --base-url @replicas.txt --executor ray --ray-address auto -c 16 -o preds/q7b.jsonl
     """
 
     from ..errors import ConfigError
@@ -106,17 +142,34 @@ def predict_command(
         template=str(template) if template else None,
     )
     path = resolve_data(data)
-    m = open_model(
-        model, concurrency=concurrency, cache=not no_cache, base_url=base_url, api_key_env=api_key_env,
-        options=call_options(option, timeout, max_retries),
-    )
+    model_options = call_options(option, timeout, max_retries)
+    if endpoint_concurrency is not None:
+        model_options["endpoint_concurrency"] = endpoint_concurrency
+    runner = make_executor(executor, ray_address, workers)
     console = make_console(stderr=True, quiet=quiet)
     display = RichPredictDisplay(console)
-    try:
-        with display:
-            summary = predict_file(path, m, output, options, display=display, close_model=True)
-    finally:
-        m.close()  # no-op when predict_file closed it; releases it when loading the dataset failed
+    if runner is not None:
+        from ..executors.predict import apredict_sharded
+        from ..llm.config import ModelConfig
+        from ..runner import run_sync
+
+        config = ModelConfig.build(model, concurrency=concurrency, cache=not no_cache, base_url=base_urls(base_url),
+                                   api_key_env=api_key_env, options=model_options)
+        try:
+            with display:
+                summary = run_sync(apredict_sharded(path, config, output, options, executor=runner, display=display))
+        finally:
+            runner.close()
+    else:
+        m = open_model(
+            model, concurrency=concurrency, cache=not no_cache, base_url=base_urls(base_url),
+            api_key_env=api_key_env, options=model_options,
+        )
+        try:
+            with display:
+                summary = predict_file(path, m, output, options, display=display, close_model=True)
+        finally:
+            m.close()  # no-op when predict_file closed it; releases it when loading the dataset failed
     out = make_console()
     out.print(summary_table([summary]))
     for err in summary.errors:

@@ -8,7 +8,19 @@ from pathlib import Path
 import typer
 
 from .console import make_console
-from .predict import OPTION_HELP, RETRIES_HELP, TIMEOUT_HELP, call_options
+from .predict import (
+    BASE_URL_HELP,
+    ENDPOINT_HELP,
+    EXECUTOR_HELP,
+    OPTION_HELP,
+    RAY_ADDRESS_HELP,
+    RETRIES_HELP,
+    TIMEOUT_HELP,
+    WORKERS_HELP,
+    base_urls,
+    call_options,
+    make_executor,
+)
 
 CLI_COLUMNS = ("dataset", "model", "samples", "n-F1", "e-F1", "v-F1", "NED", "parse fail", "compat n-F1",
                "compat v-F1", "predict s")
@@ -45,9 +57,8 @@ def run_command(
     seed: int = typer.Option(0, "--seed", help="Sampling seed (and bootstrap seed)."),
     bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap replicates for strict CIs (0 = none)."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the response cache."),
-    base_url: str | None = typer.Option(
-        None, "--base-url", help="Server URL for the openai-compatible models of this run, e.g. http://127.0.0.1:8000/v1."
-    ),
+    base_url: list[str] | None = typer.Option(None, "--base-url", help=BASE_URL_HELP),
+    endpoint_concurrency: int | None = typer.Option(None, "--endpoint-concurrency", min=1, help=ENDPOINT_HELP),
     api_key_env: str | None = typer.Option(
         None, "--api-key-env", help="Name of the environment variable holding the API key (openai and "
         "openai-compatible models); the key itself is never written anywhere.",
@@ -56,6 +67,9 @@ def run_command(
     max_retries: int | None = typer.Option(None, "--max-retries", min=0, help=RETRIES_HELP),
     option: list[str] | None = typer.Option(None, "--option", "-O", help=OPTION_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+    executor: str = typer.Option("local", "--executor", help=EXECUTOR_HELP),
+    ray_address: str | None = typer.Option(None, "--ray-address", help=RAY_ADDRESS_HELP),
+    workers: int | None = typer.Option(None, "--workers", min=1, help=WORKERS_HELP),
 ) -> None:
     """Predict and evaluate models on datasets; print the leaderboard and write a run directory.
 
@@ -75,6 +89,8 @@ def run_command(
         taskbench run --model llamacpp/qwen2.5-coder-0.5b --data multimedia --limit 0 --shots 1 -o runs/mm
 
         taskbench run -m openai/gpt-4o-mini -m openai-compatible/qwen --base-url http://127.0.0.1:8000/v1 -d dailylifeapis -o runs/cmp
+
+        taskbench run -m openai-compatible/qwen --base-url http://n1:8000/v1 --base-url http://n2:8000/v1 --executor ray --ray-address auto -o runs/big
     """
 
     from ..errors import ConfigError
@@ -96,15 +112,22 @@ def run_command(
         shots=shots, structured=structured, reformat=reformat, limit=limit or None, concurrency=concurrency,
         temperature=temperature, max_tokens=max_tokens, seed=seed,
     )
+    model_options = call_options(option, timeout, max_retries)
+    if endpoint_concurrency is not None:
+        model_options["endpoint_concurrency"] = endpoint_concurrency
+    runner = make_executor(executor, ray_address, workers)
     err = make_console(stderr=True, quiet=quiet)
     display = RichPredictDisplay(err)
-    with display:
-        log = run_benchmark(
-            output, models=models, datasets=list(data or BUNDLED_DEMO_DATASETS), options=options,
-            cache=not no_cache, model_options=call_options(option, timeout, max_retries), bootstrap=bootstrap,
-            seed=seed,
-            display=display, base_url=base_url, api_key_env=api_key_env,
-        )
+    try:
+        with display:
+            log = run_benchmark(
+                output, models=models, datasets=list(data or BUNDLED_DEMO_DATASETS), options=options,
+                cache=not no_cache, model_options=model_options, bootstrap=bootstrap, seed=seed,
+                display=display, base_url=base_urls(base_url), api_key_env=api_key_env, executor=runner,
+            )
+    finally:
+        if runner is not None:
+            runner.close()
     from rich.table import Table
 
     out = make_console()

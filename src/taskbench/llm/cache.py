@@ -1,4 +1,16 @@
-"""The response cache: SQLite in WAL mode, shared safely by threads and processes.
+"""The response cache: a small get/put protocol with three backends.
+
+- :class:`ResponseCache` (the default): one SQLite file in WAL mode, shared safely by threads and processes
+  **on one host** (WAL needs shared memory, so it is not safe on a network file system).
+- :class:`DirectoryCache` (``dir:///shared/cache``): content-addressed JSON files in a directory, each written
+  to a temporary file and renamed into place, so readers never see half a value; works across nodes on any
+  shared file system (NFS, Lustre, GPFS) where rename is atomic.
+- :class:`RedisCache` (``redis://host:6379/0``): one Redis server shared by every node (``pip install
+  "taskbench[ray]"`` brings the client).
+
+:func:`open_cache` picks one from a spec: ``True`` (the default: ``$TASKBENCH_CACHE_URL`` when set, else the
+SQLite file), a path (SQLite), ``sqlite:///path``, ``dir:///path`` or ``redis://...``. Every backend stores the
+same JSON value under the same key, so moving from one to another changes nothing but where the answers live.
 
 A key is the SHA-256 of a canonical JSON document holding the backend identity (provider, base URL, model and
 options that change outputs), the messages, the sampling parameters and the JSON Schema. Only successful
@@ -8,13 +20,21 @@ failure). Secrets are never part of a key or a value: provider identities exclud
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import logging
+import os
 import sqlite3
+import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
+
+from ..errors import ConfigError, MissingDependencyError
+
+logger = logging.getLogger("taskbench.llm.cache")
 
 CACHE_VERSION = 1
 """Bumped when the key or value layout changes; old entries then simply miss."""
@@ -48,6 +68,29 @@ def cache_key(
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+CACHE_URL_ENV = "TASKBENCH_CACHE_URL"
+"""Environment variable naming the response cache of every Model built with the default ``cache=True``
+(``dir:///shared/taskbench-cache``, ``redis://10.0.0.5:6379/0``, ``sqlite:///path/cache.sqlite``)."""
+
+
+@runtime_checkable
+class CacheBackend(Protocol):
+    """What the :class:`~taskbench.llm.Model` wrapper needs of a response cache."""
+
+    @property
+    def url(self) -> str:
+        """Where the answers live (``sqlite:///...``, ``dir:///...``, ``redis://...``; never a password)."""
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The value stored under ``key``, or None."""
+
+    def put(self, key: str, value: dict[str, Any], *, model: str | None = None) -> None:
+        """Store a JSON-able ``value`` under ``key`` (last writer wins)."""
+
+    def close(self) -> None:
+        """Release connections."""
+
+
 class ResponseCache:
     """A key -> JSON value store in one SQLite file (WAL journal, busy timeout, one connection per thread)."""
 
@@ -62,6 +105,11 @@ class ResponseCache:
 
     def __repr__(self) -> str:
         return f"ResponseCache({str(self.path)!r})"
+
+    @property
+    def url(self) -> str:
+        """``sqlite:///<path>``."""
+        return f"sqlite://{self.path}" if self.path.is_absolute() else f"sqlite:///{self.path}"
 
     def _connect(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
@@ -121,4 +169,191 @@ class ResponseCache:
         self._local = threading.local()
 
 
-__all__ = ["CACHE_VERSION", "ResponseCache", "cache_key", "default_cache_path"]
+def _dump(value: dict[str, Any]) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+class DirectoryCache:
+    """Content-addressed JSON files under one directory: ``<root>/<key[:2]>/<key>.json``.
+
+    Safe for many writers on many nodes: a value is written to a temporary file in the same directory and
+    renamed into place (atomic on POSIX file systems, NFS included), so a reader sees a whole value or none.
+    Two writers of one key write the same answer (keys hash everything that determines it); the last rename
+    wins. A file that does not parse (a non-atomic file system, a disk that filled up) is a miss.
+    """
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root).expanduser()
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"response cache directory {self.root}: {exc.strerror or exc}") from exc
+
+    def __repr__(self) -> str:
+        return f"DirectoryCache({str(self.root)!r})"
+
+    @property
+    def url(self) -> str:
+        """``dir:///<root>``."""
+        return f"dir://{self.root.resolve()}"
+
+    def _file(self, key: str) -> Path:
+        if len(key) < 3 or not all(c in "0123456789abcdef" for c in key):
+            raise ValueError(f"cache keys are lowercase hex digests, not {key[:20]!r}")
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The stored value for ``key``, or None (also for an unreadable file)."""
+        try:
+            text = self._file(key).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            logger.warning("response cache: %s does not parse; treated as a miss", self._file(key))
+            return None
+        return value.get("value") if isinstance(value, dict) else None
+
+    def put(self, key: str, value: dict[str, Any], *, model: str | None = None) -> None:
+        """Write ``value`` atomically (temporary file + rename)."""
+        path = self._file(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        doc = _dump({"value": value, "model": model, "created": time.time()})
+        fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(doc)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self.root.glob("??/*.json"))
+
+    def clear(self) -> None:
+        """Delete every entry."""
+        for path in self.root.glob("??/*.json"):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+class RedisCache:
+    """One Redis server (or cluster endpoint) shared by every worker on every node.
+
+    Values are ``SET`` under ``<prefix><key>``. The server is pinged when the cache opens (a wrong URL is a
+    :class:`~taskbench.errors.ConfigError` at once); later connection errors are logged and count as a miss
+    (``get``) or a skipped store (``put``): a cache outage slows a run down, it never stops it.
+    """
+
+    def __init__(self, url: str, *, prefix: str = "taskbench:llm:", timeout: float = 10.0) -> None:
+        try:
+            import redis
+        except ModuleNotFoundError as exc:
+            raise MissingDependencyError("redis", "ray", "the Redis response cache") from exc
+        self._redis = redis
+        self.prefix = prefix
+        self._client = redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
+        self.url = _without_password(url)
+        try:
+            self._client.ping()
+        except redis.RedisError as exc:
+            self._client.close()
+            raise ConfigError(f"response cache {self.url}: cannot reach the Redis server ({exc})") from exc
+
+    def __repr__(self) -> str:
+        return f"RedisCache({self.url!r})"
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The stored value for ``key``, or None (also when the server is unreachable)."""
+        try:
+            raw = self._client.get(self.prefix + key)
+        except self._redis.RedisError as exc:
+            logger.warning("response cache %s: get failed (%s); treated as a miss", self.url, exc)
+            return None
+        if raw is None:
+            return None
+        try:
+            value = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return None
+        return value if isinstance(value, dict) else None
+
+    def put(self, key: str, value: dict[str, Any], *, model: str | None = None) -> None:
+        """``SET`` the value (last writer wins)."""
+        try:
+            self._client.set(self.prefix + key, _dump(value))
+        except self._redis.RedisError as exc:
+            logger.warning("response cache %s: put failed (%s); answer not cached", self.url, exc)
+
+    def _keys(self) -> list[Any]:
+        return list(self._client.scan_iter(match=self.prefix + "*", count=1000))
+
+    def __len__(self) -> int:
+        return len(self._keys())
+
+    def clear(self) -> None:
+        """Delete every entry under this cache's prefix."""
+        keys = self._keys()
+        for i in range(0, len(keys), 1000):
+            self._client.delete(*keys[i : i + 1000])
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._client.close()
+
+
+def _without_password(url: str) -> str:
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username + ':' if parts.username else ''}***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def open_cache(spec: bool | str | Path | CacheBackend | None = True) -> CacheBackend | None:
+    """The response cache a spec names: ``False``/``None`` none; ``True`` the default
+    (``$TASKBENCH_CACHE_URL``, else the SQLite file :func:`default_cache_path`); a backend object as it is;
+    ``redis://``/``rediss://``/``unix://`` URLs a :class:`RedisCache`; ``dir:///path`` a :class:`DirectoryCache`;
+    ``sqlite:///path`` or a plain path a :class:`ResponseCache`."""
+    if spec is None or spec is False:
+        return None
+    if spec is True:
+        spec = os.environ.get(CACHE_URL_ENV) or default_cache_path()
+    if not isinstance(spec, (str, Path)):
+        if isinstance(spec, CacheBackend):
+            return spec
+        raise ConfigError(f"cache must be True, False, a path or a URL, not {type(spec).__name__}")
+    text = str(spec)
+    scheme, sep, rest = text.partition("://")
+    if not sep:
+        return ResponseCache(text)
+    scheme = scheme.lower()
+    if scheme in ("redis", "rediss", "unix"):
+        return RedisCache(text)
+    if scheme == "dir":
+        return DirectoryCache(rest)
+    if scheme == "sqlite":
+        return ResponseCache(rest)
+    raise ConfigError(f"unknown response cache {text!r}: use a path, sqlite:///path, dir:///path or redis://host:port/db")
+
+
+__all__ = [
+    "CACHE_URL_ENV",
+    "CACHE_VERSION",
+    "CacheBackend",
+    "DirectoryCache",
+    "RedisCache",
+    "ResponseCache",
+    "cache_key",
+    "default_cache_path",
+    "open_cache",
+]

@@ -31,7 +31,7 @@ from ..errors import ConfigError, ModelError, ModelRefusedError, TaskbenchError
 from ..schema import AssistantMessage, ToolCall, Usage
 from ..schema.chat import to_openai_messages
 from .base import GenerationConfig, Provider, ProviderRequest, ProviderResponse, TransientProviderError
-from .cache import ResponseCache, cache_key, default_cache_path
+from .cache import CacheBackend, cache_key, open_cache
 from .registry import parse_model_string, provider_class
 from .retry import RetryOutcome, RetryPolicy, call_with_retries
 from .schemas import JSONExtractionError, extract_json, resolve_schema
@@ -149,7 +149,7 @@ class Model:
         retry_base_delay: float = 0.5,
         retry_max_delay: float = 30.0,
         concurrency: int | None = None,
-        cache: bool | str | Path | ResponseCache | None = None,
+        cache: bool | str | Path | CacheBackend | None = None,
     ) -> None:
         self.provider = provider
         self.name = f"{provider.name}/{provider.model}"
@@ -163,15 +163,8 @@ class Model:
             raise ConfigError(f"concurrency must be >= 1, not {self.concurrency}")
         if cache is None:
             cache = getattr(provider, "default_cache", True)
-        if cache is True:
-            cache = default_cache_path()
-        self.cache: ResponseCache | None
-        if cache is False:
-            self.cache = None
-        elif isinstance(cache, ResponseCache):
-            self.cache = cache
-        else:
-            self.cache = ResponseCache(cache)
+        # True: $TASKBENCH_CACHE_URL or the SQLite file; a path, a URL (dir://, redis://) or a backend object
+        self.cache: CacheBackend | None = open_cache(cache)
         self._identity = provider.identity()
         self._sem: asyncio.Semaphore | None = None
         self._sem_loop: asyncio.AbstractEventLoop | None = None
@@ -194,7 +187,7 @@ class Model:
     def __repr__(self) -> str:
         base_url = self._identity.get("base_url")
         where = f", base_url={base_url!r}" if base_url else ""
-        cache = f"{str(self.cache.path)!r}" if self.cache else "False"
+        cache = f"{self.cache.url!r}" if self.cache else "False"
         return f"Model({self.name!r}{where}, concurrency={self.concurrency}, cache={cache})"
 
     @property

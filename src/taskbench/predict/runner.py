@@ -15,7 +15,7 @@ the cache (``--no-cache``) the latency is measured afresh and records can differ
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -213,12 +213,15 @@ async def predict_dataset(
     dataset_name: str | None = None,
     display: RecordDisplay | None = None,
     clock: Any = time.perf_counter,
+    ids: Collection[str] | None = None,
 ) -> PredictSummary:
     """Predict ``samples`` with ``model`` into the JSON Lines file ``output``, resuming what is there.
 
     ``model`` is a :class:`taskbench.llm.Model` (anything with ``name`` and ``async generate(messages,
     schema=, config=)`` returning a ``ModelOutput``). ``requests`` overrides user requests by id (a dataset's
     ``user_requests.json``). Demos are drawn from all ``samples`` before ``options.limit`` is applied.
+    ``ids``: predict only these ids of the selection (one shard of a sharded run, see
+    :mod:`taskbench.executors`); demos still come from all ``samples``.
     """
     options = options or PredictOptions()
     requests = requests or {}
@@ -229,6 +232,9 @@ async def predict_dataset(
         schema = task_graph_schema(library)
     candidates = demo_candidates(samples, library, name=dataset_name) if options.shots else []
     selected = select_samples(samples, options.limit)
+    if ids is not None:
+        wanted = set(ids)
+        selected = [s for s in selected if s.id in wanted]
     summary = PredictSummary(model=model.name, output=str(output), selected=len(selected),
                              dataset=dataset_name or library.name)
 

@@ -178,21 +178,34 @@ async def _run_model(
     display: PredictDisplay,
     bootstrap: int,
     seed: int,
-    base_url: str | None = None,
+    base_url: str | list[str] | None = None,
     api_key_env: str | None = None,
+    executor: Any = None,
 ) -> None:
     endpoint = endpoint_options(spec, base_url=base_url, api_key_env=api_key_env)
-    model = open_model(spec, concurrency=options.concurrency, cache=cache, options=model_options, **endpoint)
+    if executor is not None:  # sharded: each worker rebuilds the model from its config
+        from ..executors.predict import apredict_sharded
+        from ..llm.config import ModelConfig
+
+        config = ModelConfig.build(spec, concurrency=options.concurrency, cache=cache, options=model_options,
+                                   **endpoint)
+        model: Any = None
+    else:
+        model = open_model(spec, concurrency=options.concurrency, cache=cache, options=model_options, **endpoint)
     try:
         for name, ds in datasets:
             entry = log.entry(spec, name)
             assert entry is not None
             out = run_dir / entry.predictions_path
             try:
-                summary = await predict_dataset(
-                    model, ds.library, ds.samples, out, options, requests=ds.requests, dataset_name=name,
-                    display=display,
-                )
+                if executor is not None:
+                    summary = await apredict_sharded(ds.root, config, out, options, executor=executor,
+                                                     dataset_name=name, display=display)
+                else:
+                    summary = await predict_dataset(
+                        model, ds.library, ds.samples, out, options, requests=ds.requests, dataset_name=name,
+                        display=display,
+                    )
             except Exception as exc:
                 entry.status, entry.error = "failed", f"{type(exc).__name__}: {exc}"
                 _write_log(log, run_dir)
@@ -214,10 +227,11 @@ async def _run_model(
                 entry.status = "incomplete"
             _write_log(log, run_dir)
     finally:
-        await model.aclose()
+        if model is not None:
+            await model.aclose()
 
 
-def endpoint_options(spec: str, *, base_url: str | None, api_key_env: str | None) -> dict[str, Any]:
+def endpoint_options(spec: str, *, base_url: str | list[str] | None, api_key_env: str | None) -> dict[str, Any]:
     """The endpoint options of a run (``base_url``, ``api_key_env``) that the model's provider takes: a run
     may mix an embedded model with served ones, and only the served ones have an endpoint."""
     cls = provider_class(parse_model_string(spec)[0])
@@ -242,10 +256,14 @@ async def arun_benchmark(
     display: PredictDisplay | None = None,
     command: Sequence[str] | None = None,
     plots: bool = True,
-    base_url: str | None = None,
+    base_url: str | list[str] | None = None,
     api_key_env: str | None = None,
+    executor: Any = None,
 ) -> RunLog:
     """Predict and score every model on every dataset into ``run_dir``; write the run log and reports.
+
+    ``executor`` (:mod:`taskbench.executors`, e.g. a ``RayExecutor``): predictions run sharded on its workers
+    (models rebuilt in each worker from their config); scoring stays here. None: in this process.
 
     Resumes from whatever ``run_dir`` already holds. Returns the final :class:`RunLog`, whose status is
     ``"complete"``, or ``"incomplete"`` when some model calls failed for good (their records are failure
@@ -270,6 +288,8 @@ async def arun_benchmark(
         top_p=options.top_p, max_tokens=options.max_tokens, concurrency=options.concurrency, cache=cache,
         bootstrap=bootstrap, model_options=dict(model_options or {}), seed=options.seed, template=options.template,
         base_url=base_url, api_key_env=api_key_env,
+        executor=getattr(executor, "name", "local") if executor is not None else "local",
+        ray_address=getattr(executor, "address", None), workers=getattr(executor, "requested_workers", None),
         timeout=(model_options or {}).get("timeout"), max_retries=(model_options or {}).get("max_retries"),
         command=list(command if command is not None else sys.argv),
     )
@@ -300,7 +320,7 @@ async def arun_benchmark(
         for spec in models:
             await _run_model(spec, loaded, log, run_dir, options, cache=cache, model_options=model_options or {},
                              display=display, bootstrap=bootstrap, seed=seed, base_url=base_url,
-                             api_key_env=api_key_env)
+                             api_key_env=api_key_env, executor=executor)
     except BaseException as exc:
         log.status = "interrupted" if isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError)) else "failed"
         _finish(log, run_dir, start)

@@ -52,13 +52,18 @@ class RunConfig(BaseModel):
     model_options: dict[str, Any] = Field(default_factory=dict, description="Provider options (no secrets).")
     seed: int | None = Field(default=0, description="Sampling seed sent to the backend.")
     template: str | None = Field(default=None, description="Custom prompt template file, if one was used.")
-    base_url: str | None = Field(default=None, description="Server URL of the openai-compatible models, if any.")
+    base_url: str | list[str] | None = Field(
+        default=None, description="Server URL of the openai-compatible models, if any (a list: replicas of one model)."
+    )
     api_key_env: str | None = Field(
         default=None, description="*Name* of the environment variable holding the API key (never the key)."
     )
     timeout: float | None = Field(default=None, description="Seconds per attempt, when set (else the backend's).")
     max_retries: int | None = Field(default=None, description="Retries per call, when set (else the backend's).")
     command: list[str] = Field(default_factory=list, description="The command line that started the run.")
+    executor: str = Field(default="local", description="Where predictions ran: 'local' or 'ray' (sharded).")
+    ray_address: str | None = Field(default=None, description="The Ray cluster joined, if any (None: a local one).")
+    workers: int | None = Field(default=None, description="Shards run at once with a sharded executor.")
 
 
 class RunEnvironment(BaseModel):

@@ -108,6 +108,16 @@ class NativeClient:
         except (json.JSONDecodeError, RecursionError) as exc:
             raise TransientProviderError(f"invalid response body ({type(exc).__name__}: {exc})") from None
 
+    async def probe(self, timeout: float) -> bool:
+        """``GET <base>/models``: True when the server answers below 500 (a health check)."""
+        aiohttp = self._aiohttp
+        url = self.url[: -len("/chat/completions")] + "/models" if self.url.endswith("/chat/completions") else self.url
+        try:
+            async with self._session.get(url, timeout=aiohttp.ClientTimeout(total=timeout)) as resp:
+                return bool(resp.status < 500)
+        except (aiohttp.ClientError, TimeoutError, asyncio.TimeoutError):
+            return False
+
     async def close(self) -> None:
         await self._session.close()
 

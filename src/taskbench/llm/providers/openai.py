@@ -23,6 +23,13 @@ connection limit of ``concurrency``; ``auto`` picks it for ``openai``) or over `
 ``pool_shards`` clients; the fallback without aiohttp). It does not change answers, so it is not part of the
 cache identity.
 
+**Replicas.** ``base_url`` may name several servers of one model (a list, a comma-separated string, or
+``@FILE`` with one URL per line): requests are spread over them by :class:`~taskbench.llm.providers.pool.
+EndpointPool` (least loaded first, ``endpoint_concurrency`` requests at most on each), a request whose endpoint
+fails is sent to another at once, and a failing endpoint is taken out until a health probe (``GET /models``)
+answers. Which replica answered never matters to the response cache: a pool's identity names the provider,
+the model and its options, not the URLs (a single ``base_url`` keeps it in the identity, as before).
+
 The SDK's own retries are off (``max_retries=0``): the Model wrapper owns retries. SDK exceptions are mapped to
 :class:`TransientProviderError` (429 with Retry-After, 408/409/5xx, timeouts, connection errors, truncated or
 invalid bodies) or :class:`~taskbench.errors.ModelError` (everything else: bad request, auth, not found).
@@ -34,11 +41,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from ...errors import ConfigError, MissingDependencyError, ModelError
 from ..base import Provider, ProviderRequest, ProviderResponse, TransientProviderError
 from ..schemas import schema_instruction
+from .pool import Endpoint, EndpointPool, NoEndpointLeft, parse_urls
 
 GUIDED_MODES = ("response_format", "vllm", "sglang", "json_object", "none")
 TRANSPORTS = ("auto", "native", "aiohttp", "httpx")
@@ -77,10 +86,12 @@ class OpenAIProvider(Provider):
         self,
         model: str,
         *,
-        base_url: str | None = None,
+        base_url: str | Sequence[str] | None = None,
         api_key_env: str | None = None,
         timeout: float | None = 120.0,
         concurrency: int = 64,
+        endpoint_concurrency: int | None = None,
+        health_cooldown: float = 0.5,
         guided_decoding: str | None = None,
         strict: bool | None = None,
         extra_body: dict[str, Any] | None = None,
@@ -102,8 +113,11 @@ class OpenAIProvider(Provider):
         guided = guided_decoding or self.default_guided
         if guided not in GUIDED_MODES:
             raise ConfigError(f"guided_decoding must be one of {', '.join(GUIDED_MODES)}, not {guided!r}")
-        super().__init__(model, base_url=base_url, concurrency=concurrency, timeout=timeout)
-        self.base_url = base_url
+        urls = parse_urls(base_url)
+        super().__init__(model, base_url=urls[0] if len(urls) == 1 else None, concurrency=concurrency,
+                         timeout=timeout)
+        self.base_urls = urls
+        self.base_url = urls[0] if urls else None
         self.api_key_env = api_key_env or self.default_api_key_env
         self.guided_decoding = guided
         self.strict = (self.name == "openai") if strict is None else bool(strict)
@@ -125,13 +139,22 @@ class OpenAIProvider(Provider):
         # aiohttp's connector keeps idle connections per host in O(1) structures: one client suffices.
         shards = 1 if transport in ("aiohttp", "native") else max(1, self.max_concurrency // 8)
         self.pool_shards = max(1, int(pool_shards or shards))
-        self._clients: list[Any] = []
+        if endpoint_concurrency is not None and endpoint_concurrency < 1:
+            raise ConfigError(f"endpoint_concurrency must be >= 1, not {endpoint_concurrency}")
+        self.endpoint_concurrency = int(endpoint_concurrency or self.max_concurrency)
+        # None = the SDK's default URL (the OpenAI API); one Endpoint per replica otherwise
+        self.pool = EndpointPool(self.base_urls or [None], limit=self.endpoint_concurrency,  # type: ignore[list-item]
+                                 cooldown=health_cooldown, probe=self._probe)
         self._client_loop: asyncio.AbstractEventLoop | None = None
-        self._turn = 0
-        self._url = "/chat/completions"
+
+    @property
+    def _url(self) -> str:
+        """The chat completions URL of the first endpoint (as the SDK client was built for it)."""
+        return str(self.pool.endpoints[0].state.get("url", "/chat/completions"))
 
     def __repr__(self) -> str:
-        where = f", base_url={self.base_url!r}" if self.base_url else ""
+        where = f", base_url={self.base_url!r}" if len(self.base_urls) <= 1 else f", base_url={self.base_urls!r}"
+        where = where if self.base_url else ""
         return f"{type(self).__name__}({self.model!r}{where}, api_key_env={self.api_key_env!r})"
 
     def secrets(self) -> list[str]:
@@ -145,30 +168,43 @@ class OpenAIProvider(Provider):
             ident["strict"] = True
         if self.extra_body:
             ident["extra_body"] = self.extra_body
+        if len(self.base_urls) > 1:
+            # replicas of one model: the answer does not depend on which one gave it
+            ident["base_url"] = None
+            ident["replicas"] = True
         return ident
 
-    def _get_client(self) -> Any:
-        """The next SDK client (round-robin); one set per event loop (connection pools belong to a loop)."""
+    def _get_client(self, endpoint: Endpoint | None = None) -> Any:
+        """The next SDK client (round-robin) of ``endpoint`` (default the first); one set per endpoint and event
+        loop (connection pools belong to a loop)."""
         loop = asyncio.get_running_loop()
-        if not self._clients or self._client_loop is not loop:
-            self._clients = [self._new_client() for _ in range(self.pool_shards)]
+        if self._client_loop is not loop:
+            for ep in self.pool.endpoints:
+                ep.state.pop("clients", None)
             self._client_loop = loop
-        self._turn = (self._turn + 1) % self.pool_shards
-        return self._clients[self._turn]
+        ep = endpoint or self.pool.endpoints[0]
+        clients = ep.state.get("clients")
+        if not clients:
+            limit = min(self.max_concurrency, ep.limit)
+            clients = ep.state["clients"] = [self._new_client(ep, limit) for _ in range(self.pool_shards)]
+            ep.state["turn"] = 0
+        ep.state["turn"] = (ep.state["turn"] + 1) % len(clients)
+        return clients[ep.state["turn"]]
 
-    def _new_client(self) -> Any:
+    def _new_client(self, endpoint: Endpoint, limit: int) -> Any:
         if self.transport == "native":
             from .native_http import NativeClient, chat_url
 
             key = os.environ.get(self.api_key_env)
             headers = {"Authorization": f"Bearer {key}"} if key else {}
-            return NativeClient(chat_url(self.base_url or "https://api.openai.com/v1"), headers,
-                                limit=-(-self.max_concurrency // self.pool_shards), timeout=self.timeout,
-                                provider=self.name)
+            base = endpoint.url or "https://api.openai.com/v1"
+            endpoint.state["url"] = chat_url(base)
+            return NativeClient(endpoint.state["url"], headers, limit=-(-max(limit, 1) // self.pool_shards),
+                                timeout=self.timeout, provider=self.name)
         import httpx2
         import openai
 
-        pool = -(-max(self.max_concurrency, 1) // self.pool_shards)
+        pool = -(-max(limit, 1) // self.pool_shards)
         client_cls = openai.DefaultAioHttpClient if self.transport == "aiohttp" else httpx2.AsyncClient
         http_client = client_cls(
             limits=httpx2.Limits(max_connections=pool, max_keepalive_connections=pool),
@@ -179,7 +215,7 @@ class OpenAIProvider(Provider):
         # left in base_url the SDK would splice the path in after it
         from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
-        base_url, query = self.base_url, None
+        base_url, query = endpoint.url, None
         if base_url:
             parts = urlsplit(base_url)
             if parts.query:
@@ -198,7 +234,7 @@ class OpenAIProvider(Provider):
             drop = {k: openai.omit for k in client.default_headers if k.lower().startswith("x-stainless-")}
             client = client.with_options(default_headers=drop)  # type: ignore[arg-type]  # omit is the SDK's way
         # An absolute URL spares the SDK merging a relative path into base_url on every request (~20 us).
-        self._url = str(client.base_url).rstrip("/") + "/chat/completions"
+        endpoint.state["url"] = str(client.base_url).rstrip("/") + "/chat/completions"
         return client
 
     def build_body(self, request: ProviderRequest) -> dict[str, Any]:
@@ -235,19 +271,63 @@ class OpenAIProvider(Provider):
         return body
 
     async def complete(self, request: ProviderRequest) -> ProviderResponse:
-        client = self._get_client()
+        """One attempt: on a pool of replicas, a failing endpoint is taken out and the request goes to the next
+        one at once (a timeout is not re-sent within the attempt: its time is spent); the last error is raised
+        when every endpoint failed."""
         body = self.build_body(request)
+        tried: set[int] = set()
+        while True:
+            try:
+                endpoint = await self.pool.acquire(tried)
+            except NoEndpointLeft:  # pragma: no cover - the loop raises before every endpoint is tried
+                raise TransientProviderError("every endpoint of the pool failed") from None
+            try:
+                resp = await self._post(endpoint, request, body)
+            except TransientProviderError as exc:
+                # a 429 means busy, not broken: out for its Retry-After, no probe needed
+                busy = exc.status == 429
+                self.pool.release(endpoint, error=str(exc), probe=not busy, wait=exc.retry_after)
+                tried.add(endpoint.index)
+                if "(timeout)" in str(exc) or len(tried) >= len(self.pool):
+                    raise
+                continue
+            except BaseException:
+                self.pool.release(endpoint)  # a bad request (or a cancelled call) is not the endpoint's fault
+                raise
+            self.pool.release(endpoint)
+            return resp
+
+    async def _probe(self, endpoint: Endpoint) -> bool:
+        """Health check of a replica that was taken out: ``GET <base_url>/models``; any HTTP answer below 500
+        means the server is up."""
+        client = self._get_client(endpoint)
+        if self.transport == "native":
+            return bool(await client.probe(min(5.0, self.timeout or 5.0)))
+        import openai
+
+        try:
+            await client.get("/models", cast_to=object, options={"timeout": min(5.0, self.timeout or 5.0)})
+        except openai.APIStatusError as exc:
+            return int(exc.status_code) < 500
+        except (openai.APIConnectionError, openai.APIResponseValidationError, json.JSONDecodeError) as exc:
+            endpoint.last_error = f"probe: {type(exc).__name__}"
+            return False
+        return True
+
+    async def _post(self, endpoint: Endpoint, request: ProviderRequest, body: dict[str, Any]) -> ProviderResponse:
+        client = self._get_client(endpoint)
         if self.transport == "native":
             return _to_response(await client.post(body, request.timeout))
         import openai
 
+        url = endpoint.state["url"]
         options: dict[str, Any] = {} if request.timeout is None else {"timeout": request.timeout}
         try:
             # The SDK's generic POST (its documented way to call any endpoint): same auth, base URL, timeouts
             # and error classes as chat.completions.create, but without re-walking the body against the typed
             # params or building pydantic response models -- which cost ~1 ms CPU per request (see
             # benchmarks/bench_harness.py and docs/models.md).
-            data = await client.post(self._url, cast_to=object, body=body, options=options)
+            data = await client.post(url, cast_to=object, body=body, options=options)
         except openai.APIStatusError as exc:
             raise _map_status_error(exc, self.name) from None
         except openai.APIConnectionError as exc:  # includes APITimeoutError
@@ -257,8 +337,9 @@ class OpenAIProvider(Provider):
         return _to_response(data)
 
     async def aclose(self) -> None:
-        clients, self._clients = self._clients, []
+        clients = [c for ep in self.pool.endpoints for c in ep.state.pop("clients", None) or []]
         if self._client_loop is asyncio.get_running_loop():
+            await self.pool.aclose()
             for client in clients:
                 await client.close()
         self._client_loop = None
@@ -273,7 +354,7 @@ class OpenAICompatibleProvider(OpenAIProvider):
     platform_headers: ClassVar[bool] = False
     native_by_default: ClassVar[bool] = True
 
-    def __init__(self, model: str, *, base_url: str | None = None, **options: Any) -> None:
+    def __init__(self, model: str, *, base_url: str | Sequence[str] | None = None, **options: Any) -> None:
         if not base_url:
             raise ConfigError(
                 "the 'openai-compatible' provider needs base_url, e.g. base_url='http://127.0.0.1:8000/v1'"
