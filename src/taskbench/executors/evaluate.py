@@ -73,6 +73,8 @@ def concat_scored(parts: Sequence[ScoredSet]) -> ScoredSet:
         unmatched_ids=sorted(unmatched),
         duplicate_ids=first.duplicate_ids,  # every shard reads the whole predictions file
         tool_names=first.tool_names,
+        missing_ids=[i for p in parts for i in p.missing_ids],
+        gold_ids=set().union(*(p.gold_ids for p in parts)),
     )
 
 
@@ -118,8 +120,19 @@ async def aevaluate_sharded(
         chunks = split(ids, shards or executor.workers) or [[]]
         calls = [(data, predictions, dependency, list(metrics), chunk, bertscore_model) for chunk in chunks]
         parts = await executor.amap(score_shard, calls)
-        out.strict = aggregate_strict(concat_scored(parts), dependency=dep, splits=splits, n_tools=n_tools,
+        scored = concat_scored(parts)
+        out.strict = aggregate_strict(scored, dependency=dep, splits=splits, n_tools=n_tools,
                                       mode=group_mode, metrics=metrics, bootstrap=bootstrap, seed=seed)
+        # coverage warnings as a local run gives them (the prediction ids are tallied here, once)
+        from ..dataset.jsonio import iter_jsonl
+        from ..eval.coverage import Coverage, IdTally, coverage_warnings
+
+        tally = IdTally(rec for _, rec in iter_jsonl(predictions)).count()
+        out.warnings = coverage_warnings(Coverage(
+            selected=scored.ids, gold_ids=scored.gold_ids, predicted=tally.ids, duplicates=list(tally.duplicates),
+            no_id=tally.no_id, predicted_nodes=sum(sc.node[0] + sc.node[1] for sc in scored.scores),
+            foreign_nodes=sum(len(sc.hallucinated) for sc in scored.scores)), strict=True)
+        out.strict.warnings = list(out.warnings)
     if mode in ("compat", "both"):
         from ..dataset.layout import read_raw_records
         from ..eval.api import evaluate
