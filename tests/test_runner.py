@@ -214,3 +214,19 @@ def test_retries_are_shown_and_counted(tmp_path):
         assert cells[columns.index("retries")] == "2"  # the summary counts them
     finally:
         server.stop()
+
+
+def test_predict_says_which_records_it_left_out(tmp_path):
+    import shutil
+
+    from taskbench.bundled import path as bundled_path
+
+    data = tmp_path / "ds"
+    shutil.copytree(bundled_path("huggingface"), data)
+    with (data / "data.json").open("a") as fh:
+        fh.write('{"id": null, "user_request": "no id"}\n{"id": "x1", "task_nodes": 7}\n')
+    cmd = [sys.executable, "-m", "taskbench", "predict", "--data", str(data), "-m", "mock/echo", "--limit", "2",
+           "-o", str(tmp_path / "p.jsonl"), "-q"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "2 unusable record(s) left out" in proc.stderr and "data.json:31" in proc.stderr

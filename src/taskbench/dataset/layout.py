@@ -319,6 +319,21 @@ def _read_graph(path: Path, library: ToolLibrary) -> ToolGraph:
         raise InputError(f"bad tool graph: {type(exc).__name__}", path=path) from None
 
 
+def log_problems(ds: Dataset, *, shown: int = 5) -> None:
+    """Log (logger ``taskbench.dataset``, shown on stderr by the CLI) the records a dataset load left out, so a
+    run that uses only the usable samples says so: a count, then the first ``shown`` as ``file:line: why``."""
+    if not ds.problems:
+        return
+    import logging
+
+    log = logging.getLogger("taskbench.dataset")
+    log.warning("%s: %d unusable record(s) left out; the rest is used", ds.root, len(ds.problems))
+    for err in ds.problems[:shown]:
+        log.warning("  %s", err)
+    if len(ds.problems) > shown:
+        log.warning("  ... and %d more (taskbench data check %s lists them all)", len(ds.problems) - shown, ds.root)
+
+
 def read_requests(path: str | Path, *, problems: list[InputError] | None = None) -> dict[str, str]:
     """``{id: user_request}`` of a ``user_requests.json`` (JSON Lines of ``{"id", "user_request"}``). A line
     without a usable id or a string request raises :class:`InputError`, or with a ``problems`` list is

@@ -349,12 +349,13 @@ async def apredict_file(
     """Load a dataset directory and predict it into ``output``. ``model`` is a ``Model`` or a
     ``provider/model`` string (then it is opened with defaults and closed at the end). ``close_model`` closes
     a given ``Model`` too, inside this event loop, where its HTTP clients were made."""
-    from ..dataset.layout import load_dataset
+    from ..dataset.layout import load_dataset, log_problems
 
     options = options or PredictOptions()
     ds = load_dataset(data)
     if not ds.samples:
         raise InputError("no samples (data.json) in the dataset directory", path=data)
+    log_problems(ds)
     owned = isinstance(model, str)
     m = open_model(model, concurrency=options.concurrency) if owned else model
     try:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..dataset import jsonio
-from ..dataset.layout import Dataset, load_dataset
+from ..dataset.layout import Dataset, load_dataset, log_problems
 from ..errors import InputError
 from ..llm.registry import parse_model_string, provider_class
 from ..predict.demos import demo_candidates
@@ -123,6 +123,7 @@ def _load(spec: str) -> tuple[str, Dataset]:
     ds = load_dataset(path)
     if not ds.samples:
         raise InputError("no samples (data.json) in the dataset directory", path=path)
+    log_problems(ds)
     return _dataset_name(spec, ds), ds
 
 
