@@ -344,10 +344,10 @@ def test_version(capsys) -> None:
     [
         (["graph", "stats", "multimedai"], "did you mean 'multimedia'?"),
         (["graph", "build", "huggingface", "--format", "opnai"], "did you mean 'openai'?"),
-        (["graph", "stats", "huggingface", "-d", "resorce"], "did you mean 'resource'?"),
+        (["graph", "stats", "huggingface", "-D", "resorce"], "did you mean 'resource'?"),
         (["data", "fetch", "taskbnch"], "did you mean 'taskbench'?"),
         (["data", "fetch", "taskbench", "--domain", "multimedai"], "did you mean 'multimedia'?"),
-        (["evaluate", "--data", "huggingface", "-p", "x.jsonl", "-m", "rogue"], "did you mean 'rouge'?"),
+        (["evaluate", "--data", "huggingface", "-p", "x.jsonl", "-M", "rogue"], "did you mean 'rouge'?"),
         (["evaluate", "--data", "huggingface", "-p", "x.jsonl", "--splits", "chian"], "did you mean 'chain'?"),
         (["evaluate", "--data", "huggingface", "-p", "x.jsonl", "--mode", "ad"], "did you mean 'add'?"),
         (["sample", "huggingface", "--n", "1", "--mode-weights", "chian=1"], "did you mean 'chain'?"),
@@ -445,3 +445,25 @@ def test_a_gold_type_that_is_not_text_counts_in_the_overall_groups_only() -> Non
                                  for g in gold], library)
     assert res.metrics["overall_overall"]["all_samples"] == 3
     assert sum(res.metrics[f"{s}_overall"]["all_samples"] for s in ("single", "chain", "dag")) == 1
+
+
+def test_short_flags_mean_one_thing_across_commands():
+    """-m is --model and -d is --data wherever they exist (issue: -m was --metrics in evaluate, -d --dependency
+    in graph and sample)."""
+    import click
+    import typer.main
+
+    from taskbench.cli.main import app
+
+    seen: dict[str, set[str]] = {}
+
+    def walk(cmd: click.Command) -> None:
+        for p in getattr(cmd, "params", []):
+            for opt in p.opts + p.secondary_opts:
+                if opt.startswith("-") and not opt.startswith("--"):
+                    seen.setdefault(opt, set()).add(p.opts[0] if p.opts[0].startswith("--") else p.opts[-1])
+        for sub in getattr(cmd, "commands", {}).values():
+            walk(sub)
+
+    walk(typer.main.get_command(app))
+    assert seen["-m"] == {"--model"} and seen["-d"] == {"--data"}

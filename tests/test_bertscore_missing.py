@@ -38,7 +38,7 @@ def test_a_model_that_cannot_be_loaded_is_one_line(tmp_path, capsys, monkeypatch
     empty.mkdir()
     for model in (str(empty), "roberta-large-not-cached-here"):
         with pytest.raises(SystemExit) as exc:
-            main(["evaluate", "--data", "huggingface", "-p", str(preds), "-m", "all", "--bertscore-model", model])
+            main(["evaluate", "--data", "huggingface", "-p", str(preds), "-M", "all", "--bertscore-model", model])
         err = capsys.readouterr().err
         assert exc.value.code == 2, err
         assert err.count("\n") == 1 and "Traceback" not in err

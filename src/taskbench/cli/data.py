@@ -79,7 +79,7 @@ def check_command(
         show_default=False,
     ),
     dependency: str | None = typer.Option(
-        None, "--dependency", "-d", help="Override the library's dependency kind: resource or temporal."
+        None, "--dependency", "-D", help="Override the library's dependency kind: resource or temporal."
     ),
     strict: bool = typer.Option(
         False, "--strict", help="Exit with code 1 when any sample has an issue or any record is unusable."

@@ -112,7 +112,7 @@ def _choices(splits: str, n_tools: str, metrics: str | None):  # noqa: ANN202
 
 
 def evaluate_command(
-    data: str = typer.Option(..., "--data", help="Dataset directory (tool_desc.json + data.json) or a bundled dataset name."),
+    data: str = typer.Option(..., "--data", "-d", help="Dataset directory (tool_desc.json + data.json) or a bundled dataset name."),
     predictions: Path = typer.Option(
         ..., "--predictions", "-p", help="Predictions, JSON Lines of {\"id\", \"result\": {...}}."
     ),
@@ -123,7 +123,7 @@ def evaluate_command(
     n_tools: str = typer.Option("all", "--n-tools", help=N_TOOLS_HELP),
     mode: str = typer.Option("add", "--mode", help=MODE_HELP),
     alignment: str | None = typer.Option(None, "--alignment", help=ALIGN_HELP),
-    metrics: str | None = typer.Option(None, "--metrics", "-m", help=METRICS_HELP),
+    metrics: str | None = typer.Option(None, "--metrics", "-M", help=METRICS_HELP),
     dependency: str | None = typer.Option(None, "--dependency", help=DEP_HELP),
     bootstrap: int = typer.Option(
         1000, "--bootstrap", help="Bootstrap replicates for the 95% CIs of every group (0 = no CIs)."
@@ -298,12 +298,12 @@ def _print_result(result, name: str, errors: bool) -> None:  # noqa: ANN001
 def compare_command(
     a: Path = typer.Argument(..., help="Predictions A (JSON Lines)."),
     b: Path = typer.Argument(..., help="Predictions B (JSON Lines)."),
-    data: str = typer.Option(..., "--data", help="Dataset directory (or bundled name) both were made for."),
+    data: str = typer.Option(..., "--data", "-d", help="Dataset directory (or bundled name) both were made for."),
     splits: str = typer.Option("overall", "--splits", help=SPLITS_HELP),
     n_tools: str = typer.Option("overall", "--n-tools", help=N_TOOLS_HELP),
     mode: str = typer.Option("add", "--mode", help=MODE_HELP),
     metrics: str | None = typer.Option(
-        None, "--metrics", "-m", help="Metric families (no bertscore): comma list of f1,ed,link,argument,rouge."
+        None, "--metrics", "-M", help="Metric families (no bertscore): comma list of f1,ed,link,argument,rouge."
     ),
     alignment: str | None = typer.Option(None, "--alignment", help=ALIGN_HELP),
     dependency: str | None = typer.Option(None, "--dependency", help=DEP_HELP),

@@ -48,7 +48,7 @@ def build_command(
                                      "or OpenAPI 3 JSON, a dataset directory or a bundled dataset name.",
                                      show_default=False),
     output: Path | None = typer.Option(None, "--output", "-o", help="Write graph_desc.json here (default: stdout)."),
-    dependency: str | None = typer.Option(None, "--dependency", "-d", help=DEP_HELP),
+    dependency: str | None = typer.Option(None, "--dependency", "-D", help=DEP_HELP),
     fmt: str = typer.Option("auto", "--format", "-f", help=FORMAT_HELP),
     openapi_ids: str = typer.Option(
         "operationId", "--openapi-ids", help="OpenAPI tool names: operationId (else 'METHOD /path') or path."
@@ -97,7 +97,7 @@ def build_command(
 @graph_app.command("stats")
 def stats_command(
     graph_path: Path = typer.Argument(..., metavar="GRAPH", help=GRAPH_HELP, show_default=False),
-    dependency: str | None = typer.Option(None, "--dependency", "-d", help=DEP_HELP),
+    dependency: str | None = typer.Option(None, "--dependency", "-D", help=DEP_HELP),
     fmt: str = typer.Option("auto", "--format", "-f", help=FORMAT_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the statistics as JSON instead of a table."),
     max_links: int | None = typer.Option(None, "--max-links", min=0, help=MAX_LINKS_HELP, show_default=False),
@@ -157,7 +157,7 @@ def show_command(
     graph_path: Path = typer.Argument(..., metavar="GRAPH", help=GRAPH_HELP, show_default=False),
     output: Path = typer.Option(..., "--output", "-o", help="out.png (static picture; also .svg/.pdf) or out.html "
                                 "(interactive, self-contained)."),
-    dependency: str | None = typer.Option(None, "--dependency", "-d", help=DEP_HELP),
+    dependency: str | None = typer.Option(None, "--dependency", "-D", help=DEP_HELP),
     fmt: str = typer.Option("auto", "--format", "-f", help=FORMAT_HELP),
     layout: str = typer.Option("auto", "--layout", help="auto (circle for dense graphs, else Kamada-Kawai), "
                                "circular, kamada_kawai or spring."),

@@ -74,7 +74,7 @@ def review(
                                      help="Require this token on every request (header, cookie or ?token=)."),
     include_rejected: bool = typer.Option(False, "--include-rejected",
                                           help="Also offer the samples the critics rejected (data_error.json)."),
-    dependency: str | None = typer.Option(None, "--dependency", "-d",
+    dependency: str | None = typer.Option(None, "--dependency", "-D",
                                           help="Override the library's dependency kind: resource or temporal."),
     export: bool = typer.Option(False, "--export", help="Write the verified dataset instead of serving the page."),
     out: Path | None = typer.Option(None, "--out", "-o", help="With --export: where (default DIR/verified)."),

@@ -26,7 +26,7 @@ def sample_command(
     ),
     start: int = typer.Option(0, "--start", help="First entry index (entries start..n-1; for resuming).", min=0),
     output: Path | None = typer.Option(None, "--output", "-o", help="Write the plan as JSON Lines here."),
-    dependency: str | None = typer.Option(None, "--dependency", "-d", help="Override: resource or temporal."),
+    dependency: str | None = typer.Option(None, "--dependency", "-D", help="Override: resource or temporal."),
     fmt: str = typer.Option("auto", "--format", "-f", help="Tool library format: auto, taskbench, openai, mcp, "
                             "openapi."),
     max_links: int | None = typer.Option(

@@ -29,7 +29,7 @@ def run_command(
     ),
     timeout: float = typer.Option(30.0, "--timeout", "-t", help="Wall-clock limit, seconds (tool calls included)."),
     cpu: float = typer.Option(10.0, "--cpu", help="CPU-time limit, seconds."),
-    memory: int = typer.Option(512, "--memory", "-m", help="Memory (address-space) limit, MB."),
+    memory: int = typer.Option(512, "--memory", help="Memory (address-space) limit, MB."),
     processes: int = typer.Option(32, "--processes", help="Processes + threads the code may have at once."),
     open_files: int = typer.Option(64, "--files", help="Open file descriptors per process."),
     output: int = typer.Option(1_000_000, "--output", help="Bytes of stdout + stderr kept; past it the run stops."),

@@ -127,7 +127,7 @@ class OpenAIProvider(Provider):
         if self.requires_key and not os.environ.get(self.api_key_env):
             raise ConfigError(
                 f"the '{self.name}' provider needs an API key in the environment variable {self.api_key_env} "
-                f"(set it, or pass api_key_env='NAME_OF_YOUR_VARIABLE')"
+                f"(set it, or name your variable with --api-key-env NAME; api_key_env='NAME' in Python)"
             )
         if transport == "auto":
             transport = "aiohttp" if aiohttp_available() else "httpx"
@@ -357,7 +357,8 @@ class OpenAICompatibleProvider(OpenAIProvider):
     def __init__(self, model: str, *, base_url: str | Sequence[str] | None = None, **options: Any) -> None:
         if not base_url:
             raise ConfigError(
-                "the 'openai-compatible' provider needs base_url, e.g. base_url='http://127.0.0.1:8000/v1'"
+                "the 'openai-compatible' provider needs a server URL: --base-url http://127.0.0.1:8000/v1 "
+                "(base_url=... in Python)"
             )
         super().__init__(model, base_url=base_url, **options)
 
