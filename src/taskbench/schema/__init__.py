@@ -18,7 +18,7 @@ from .chat import (
     parse_messages,
     to_openai_messages,
 )
-from .graph import ToolGraph, ToolLink
+from .graph import LINK_RULES, LinkReason, ToolGraph, ToolLink
 from .plan import SampledSubgraph
 from .run import RUN_LOG_SCHEMA_VERSION, RunConfig, RunEntry, RunEnvironment, RunLog
 from .sample import FIELD_ALIASES, Prediction, Sample, StructureType, Usage
@@ -54,6 +54,8 @@ __all__ = [
     "graph_from_result",
     "HttpOperation",
     "HttpParameter",
+    "LINK_RULES",
+    "LinkReason",
     "ModelCallEvent",
     "NODE_REF",
     "parse_messages",

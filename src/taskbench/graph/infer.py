@@ -1,0 +1,799 @@
+"""Tool dependencies inferred from the tools themselves: ``taskbench graph build --infer schema``.
+
+A link a -> b says "what a returns can be what b takes". It is found by giving every identifier that a tool
+returns and every parameter a tool takes a *meaning*, ``(entity, kind)`` such as ``(person, id)`` or
+``(track, uri)``, and linking the two when the meanings agree. Nothing here knows any particular API: the
+vocabulary of entities is read from the library itself.
+
+Words. Names are split into lower-case tokens (``movie_id``, ``movieId``, ``GET /search/person``) and plural
+tokens are lemmatised against the words the library uses (``movies`` -> ``movie`` because ``movie`` appears
+elsewhere, ``companies`` -> ``company``). A token is an identifier *kind* when it is one of ``id uri url key
+code number slug handle`` (and their plurals).
+
+Entities (the vocabulary). Things the library can address: the qualifier of an identifier parameter
+(``person_id`` -> person, ``season_number`` -> season), the path segment before a path parameter
+(``/tracks/{id}`` -> track), and the object types named by ``type`` fields with an ``enum``/``const``
+(``"type": {"enum": ["album"]}``).
+
+What a parameter takes (its meaning):
+
+1. identifier parameters (the last token is a kind, or the name is an entity and the description says "IDs"
+   or "URIs"): the entity is the qualifier when it is a known entity (``person_id``, ``seed_artists``);
+   for a bare ``id``/``ids``/``uri`` the entity is the path segment before it (``/albums/{id}``), else the
+   values of a sibling selector parameter (a ``type``/``kind`` enum of entities), else the entities its
+   description names (possessives such as "the user's" do not count), else the last path segment that is an
+   entity (``PUT /me/albums?ids=``); a qualifier that is not an entity (``context_uri``) reads the
+   description the same way, and otherwise stays its own entity (``snapshot_id``, ``device_id``).
+2. other parameters have no entity; they can only be fed by a returned field of the same name, and only when
+   they are required and not a choice among fixed values (paging, filters and enums have defaults).
+
+What a tool returns (OpenAPI response schema, else its example; MCP ``outputSchema``). Every object in the
+result gets an entity from, in order: its own ``type`` field (enum, const or a quoted value in its
+description); the nearest enclosing key that names an entity (``networks[]``, ``production_companies[]``,
+``tracks.items[]``); for objects at the top of the result, a selector parameter of the call (``media_type``
+in ``{movie, tv, person}``); its schema ``title``; its shape (fields weighted by how rare they are among the
+objects that the library's getters ``GET /x/{x_id}`` return, so ``cast[]`` with ``profile_path`` and
+``known_for_department`` is a person); and, at the top of the result, the call's own subject (the last path
+segment that is an entity, else the entity of the last path parameter). A returned field is an identifier of
+that object (``id``, ``uri``) or, when its name has a qualifier, of the qualifier (``credit_id``,
+``season_number``).
+
+Tools without an output schema (OpenAI tools, most MCP tools, TaskBench APIs) produce the entities their name
+or path is about (``search_flights`` produces flight ids), unless they take that entity's identifier
+themselves.
+
+State (OpenAPI only). A write (POST, PUT, PATCH, DELETE) changes the resource it acts on: the path up to its
+last parameter (``/playlists/{playlist_id}``), else its parent when that has two or more segments
+(``/me/player`` for ``PUT /me/player/pause``), else the path itself (``/me/albums``). Every other operation
+on that resource (its path equal to it or below it) may follow the write.
+
+Each link keeps its reasons (:class:`~taskbench.schema.LinkReason`): the returned field and the parameter it
+feeds, and how their meaning was told.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..schema import LinkReason, Tool, ToolGraph, ToolLibrary, ToolLink
+
+DATA = "data"
+"""Link type of a link along which a value flows."""
+STATE = "state"
+"""Link type of a link where a write changes what the target reads."""
+
+KIND_WORDS: dict[str, str] = {
+    "id": "id", "ids": "id", "uri": "uri", "uris": "uri", "url": "url", "urls": "url", "key": "key",
+    "keys": "key", "code": "code", "codes": "code", "number": "number", "numbers": "number", "slug": "slug",
+    "slugs": "slug", "handle": "handle", "handles": "handle",
+}
+"""Tokens that make a name an identifier, and the kind each stands for."""
+
+SELECTOR_WORDS = frozenset({"type", "types", "kind", "kinds"})
+"""Last tokens of a parameter that picks what kind of object a call works on (with an enum of entities)."""
+
+TYPE_FIELDS = frozenset({"type", "object", "kind", "media_type", "object_type", "entity_type", "item_type"})
+"""Names of the field by which an object says what it is."""
+
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+MAX_REASONS = 4
+"""Reasons kept per link (distinct parameters first)."""
+
+_IRREGULAR = {"people": "person", "children": "child", "men": "man", "women": "woman", "data": "data",
+              "media": "media", "series": "series", "news": "news", "status": "status"}
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_SPLIT = re.compile(r"[^A-Za-z0-9]+")
+_QUOTED = re.compile(r"[\"'`]([A-Za-z_][A-Za-z0-9_ -]{0,40})[\"'`]")
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:'s\b|’s\b)?")
+_ID_TEXT = re.compile(r"\b(ids?|uris?|urls?|keys?|identifiers?)\b|\bid's\b", re.IGNORECASE)
+
+
+def tokens(name: str) -> list[str]:
+    """Lower-case word tokens of an identifier or a path: ``movieId`` -> [movie, id]."""
+    return [t.lower() for t in _SPLIT.split(_CAMEL.sub(" ", name)) if t]
+
+
+# ------------------------------------------------------------------------------------------------ words
+
+
+class Lexicon:
+    """Lemmatises plural tokens against the words a library uses, and holds its entity vocabulary."""
+
+    def __init__(self, words: Iterable[str]) -> None:
+        self.seen = set(words)
+        self.entities: set[str] = set()
+        self.things: set[str] = set()
+        self._cache: dict[str, str] = {}
+
+    def lemma(self, word: str) -> str:
+        """The singular of ``word``, preferring a form the library uses elsewhere."""
+        hit = self._cache.get(word)
+        if hit is not None:
+            return hit
+        out = word
+        if word in _IRREGULAR:
+            out = _IRREGULAR[word]
+        elif len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+            cands = []
+            if word.endswith("ies"):
+                cands += [word[:-3] + "y", word[:-1]]
+            elif word.endswith(("sses", "xes", "ches", "shes", "zes")):
+                cands += [word[:-2], word[:-1]]
+            else:
+                cands += [word[:-1], word[:-2]] if word.endswith("es") else [word[:-1]]
+            out = next((c for c in cands if c in self.seen), cands[0])
+        self._cache[word] = out
+        return out
+
+    def lemmas(self, name: str) -> list[str]:
+        return [self.lemma(t) for t in tokens(name)]
+
+    def entities_in(self, name: str) -> list[str]:
+        """Entities named by the tokens of ``name`` (in order, no duplicates)."""
+        return list(dict.fromkeys(t for t in self.lemmas(name) if t in self.entities))
+
+    def things_in(self, name: str) -> list[str]:
+        """Entities, and other things the library's results identify (``genre`` of ``genre_ids``), that the
+        tokens of ``name`` name."""
+        return list(dict.fromkeys(t for t in self.lemmas(name) if t in self.entities or t in self.things))
+
+    def entities_in_text(self, text: str) -> list[str]:
+        """Entities a description names, possessives ("the user's device") excluded."""
+        out = []
+        for m in _WORD.finditer(text or ""):
+            word = m.group(0)
+            if word.endswith(("'s", "’s")):
+                continue
+            for t in tokens(word):
+                lem = self.lemma(t)
+                if lem in self.entities:
+                    out.append(lem)
+        return list(dict.fromkeys(out))
+
+
+def split_kind(lex: Lexicon, name: str) -> tuple[str | None, list[str]]:
+    """(kind, qualifier lemmas) of a name: ``season_number`` -> ("number", ["season"])."""
+    toks = tokens(name)
+    if toks and toks[-1] in KIND_WORDS:
+        return KIND_WORDS[toks[-1]], [lex.lemma(t) for t in toks[:-1]]
+    return None, [lex.lemma(t) for t in toks]
+
+
+def _enum_values(schema: Any) -> list[str]:
+    if not isinstance(schema, dict):
+        return []
+    values: list[Any] = []
+    if isinstance(schema.get("enum"), list):
+        values += schema["enum"]
+    if "const" in schema:
+        values.append(schema["const"])
+    if isinstance(schema.get("items"), dict):
+        values += _enum_values(schema["items"])
+    for key in ("anyOf", "oneOf"):
+        if isinstance(schema.get(key), list):
+            for sub in schema[key]:
+                values += _enum_values(sub)
+    return [v for v in values if isinstance(v, str)]
+
+
+def _schema_type(schema: Any) -> str:
+    if not isinstance(schema, dict):
+        return "any"
+    t = schema.get("type")
+    if isinstance(t, list):
+        t = next((x for x in t if x != "null"), None)
+    if t == "array":
+        return _schema_type(schema.get("items"))
+    if isinstance(t, str):
+        return t
+    for key in ("anyOf", "oneOf"):
+        if isinstance(schema.get(key), list) and schema[key]:
+            return _schema_type(schema[key][0])
+    return "any"
+
+
+def _compatible(param_type: str, field_type: str) -> bool:
+    """Can a returned value of ``field_type`` be passed as a parameter of ``param_type``?"""
+    if "any" in (param_type, field_type) or param_type in (field_type, "string", "object"):
+        return True
+    numeric = {"integer", "number"}
+    return param_type in numeric and field_type in numeric
+
+
+# ------------------------------------------------------------------------------------------------ meanings
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """What one parameter of a tool takes."""
+
+    name: str
+    kind: str | None
+    entities: frozenset[str]
+    type: str
+    required: bool
+    how: str
+    desc: str = ""
+    qualified: bool = False
+
+
+@dataclass(frozen=True)
+class Produced:
+    """One value a tool returns."""
+
+    path: str
+    name: str
+    kind: str | None
+    entities: frozenset[str]
+    type: str
+    how: str
+
+
+@dataclass
+class _Obj:
+    path: str
+    props: dict[str, Any]
+    example: Any
+    keys: tuple[str, ...]  # enclosing keys, nearest last, since the nearest object that has an identity
+    top: bool  # reached from the root through no entity-named key and no object with an identity
+    title: str | None
+
+
+@dataclass
+class ToolFacts:
+    """Everything the rules read from one tool."""
+
+    tool: Tool
+    wanted: list[Wanted] = field(default_factory=list)
+    produced: list[Produced] = field(default_factory=list)
+    has_output: bool = False
+    subject: list[str] = field(default_factory=list)
+
+
+def _params(tool: Tool) -> list[tuple[str, str, dict[str, Any], bool, str]]:
+    """(name, location, JSON Schema, required, description) of each parameter, one per name."""
+    out: dict[str, tuple[str, str, dict[str, Any], bool, str]] = {}
+    if tool.http is not None:
+        for p in tool.http.parameters:
+            if p.name not in out:
+                out[p.name] = (p.name, p.location, dict(p.json_schema), p.required, p.description)
+    props = tool.input_schema.get("properties") if isinstance(tool.input_schema, dict) else None
+    required = tool.input_schema.get("required") if isinstance(tool.input_schema, dict) else None
+    req = set(required) if isinstance(required, list) else set()
+    if isinstance(props, dict):
+        for name, sub in props.items():
+            if name not in out:
+                sub = sub if isinstance(sub, dict) else {}
+                desc = sub.get("description") if isinstance(sub.get("description"), str) else ""
+                out[name] = (name, "body", sub, name in req, desc)
+    for p in tool.parameters or ():
+        if p.name not in out:
+            out[p.name] = (p.name, "query", {"type": p.type}, p.required, p.desc)
+    return list(out.values())
+
+
+def _path_segments(tool: Tool) -> list[str]:
+    if tool.http is not None:
+        return [s for s in tool.http.path.split("/") if s]
+    return []
+
+
+def _segment_param(seg: str) -> str | None:
+    return seg[1:-1] if seg.startswith("{") and seg.endswith("}") else None
+
+
+def _walk_objects(schema: Any, example: Any, lex: Lexicon, out: list[_Obj], *, path: str = "",
+                  keys: tuple[str, ...] = (), top: bool = True, depth: int = 0) -> None:
+    """Every object in a result schema (allOf merged, each anyOf/oneOf branch on its own, arrays entered)."""
+    if not isinstance(schema, dict) or depth > 12:
+        return
+    if isinstance(schema.get("allOf"), list):
+        merged: dict[str, Any] = {k: v for k, v in schema.items() if k != "allOf"}
+        props = dict(merged.get("properties") or {})
+        for part in schema["allOf"]:
+            part = _merged(part)
+            if isinstance(part, dict):
+                props.update(part.get("properties") or {})
+                for k in ("type", "title", "items"):
+                    merged.setdefault(k, part.get(k))
+        merged["properties"] = props
+        schema = {k: v for k, v in merged.items() if v is not None}
+        if not props:
+            schema.pop("properties")
+    for key in ("anyOf", "oneOf"):
+        if isinstance(schema.get(key), list):
+            for branch in schema[key]:
+                _walk_objects(branch, example, lex, out, path=path, keys=keys, top=top, depth=depth + 1)
+    if schema.get("type") == "array" or isinstance(schema.get("items"), dict):
+        item_ex = example[0] if isinstance(example, list) and example else None
+        _walk_objects(schema.get("items"), item_ex, lex, out, path=path + "[]", keys=keys, top=top, depth=depth + 1)
+        return
+    props = schema.get("properties")
+    if not isinstance(props, dict) or not props:
+        return
+    title = schema.get("title") if isinstance(schema.get("title"), str) else None
+    ex = example if isinstance(example, dict) else None
+    out.append(_Obj(path, props, ex, keys, top, title))
+    identified = any(split_kind(lex, name)[0] is not None for name in props)
+    for name, sub in props.items():
+        if not isinstance(sub, dict):
+            continue
+        named = bool(lex.things_in(name))
+        child_keys = (name,) if identified else (*keys, name)
+        child_path = _join(path, name)
+        _walk_objects(sub, ex.get(name) if ex else None, lex, out, path=child_path, keys=child_keys,
+                      top=top and not identified and not named, depth=depth + 1)
+
+
+def _join(path: str, name: str) -> str:
+    """``results[]`` + ``id`` -> ``results[].id`` (an empty key, seen in real specs, is written ``''``)."""
+    name = name or "''"
+    return f"{path}.{name}" if path else name
+
+
+def _merged(schema: Any) -> Any:
+    if isinstance(schema, dict) and isinstance(schema.get("allOf"), list):
+        props: dict[str, Any] = dict(schema.get("properties") or {})
+        for part in schema["allOf"]:
+            part = _merged(part)
+            if isinstance(part, dict):
+                props.update(part.get("properties") or {})
+        return {**{k: v for k, v in schema.items() if k != "allOf"}, "properties": props}
+    return schema
+
+
+def _properties(schema: Any, depth: int = 0) -> Iterator[tuple[str, Any]]:
+    """Every (property name, schema) in a JSON Schema, at any depth."""
+    if not isinstance(schema, dict) or depth > 16:
+        return
+    props = schema.get("properties")
+    if isinstance(props, dict):
+        for name, sub in props.items():
+            yield name, sub
+            yield from _properties(sub, depth + 1)
+    for key in ("items", "additionalProperties"):
+        yield from _properties(schema.get(key), depth + 1)
+    for key in ("allOf", "anyOf", "oneOf"):
+        if isinstance(schema.get(key), list):
+            for sub in schema[key]:
+                yield from _properties(sub, depth + 1)
+
+
+def schema_from_example(value: Any, depth: int = 0) -> dict[str, Any]:
+    """A JSON Schema describing an example value (for results that have an example but no schema)."""
+    if depth > 12:
+        return {}
+    if isinstance(value, dict):
+        return {"type": "object", "properties": {k: schema_from_example(v, depth + 1) for k, v in value.items()}}
+    if isinstance(value, list):
+        return {"type": "array", "items": schema_from_example(value[0], depth + 1) if value else {}}
+    if isinstance(value, bool):
+        return {"type": "boolean"}
+    if isinstance(value, int):
+        return {"type": "integer"}
+    if isinstance(value, float):
+        return {"type": "number"}
+    if isinstance(value, str):
+        return {"type": "string"}
+    return {}
+
+
+def _result_schema(tool: Tool) -> tuple[Any, Any]:
+    """(schema, example) of what a tool returns; the schema is made from the example when there is none."""
+    schema = tool.output_schema
+    example = tool.http.response_example if tool.http is not None else None
+    if not (isinstance(schema, dict) and schema) and example is not None:
+        schema = schema_from_example(example)
+    return schema, example
+
+
+# ------------------------------------------------------------------------------------------------ inference
+
+
+class SchemaInference:
+    """The rules of the module docstring over one library (see :func:`infer_links`)."""
+
+    def __init__(self, library: ToolLibrary) -> None:
+        self.library = library
+        tools = library.tools
+        words: list[str] = []
+        for t in tools:
+            words += tokens(t.id)
+            words += [w for name, *_ in _params(t) for w in tokens(name)]
+        results = {t.id: _result_schema(t) for t in tools}
+        for schema, _ in results.values():
+            words += [w for key, _ in _properties(schema) for w in tokens(key)]
+        self.lex = Lexicon(words)
+        self.lex.entities = self._vocabulary()
+        # things the results identify without the library addressing them: genre_ids, cast_id, and the
+        # object types declared by type fields ("type": {"enum": ["audiobook"]})
+        for schema, _ in results.values():
+            for key, sub in _properties(schema):
+                kind, qual = split_kind(self.lex, key)
+                if kind is not None and qual:
+                    self.lex.things.add("_".join(qual))
+                if key.lower() in TYPE_FIELDS:
+                    self.lex.things.update(self.lex.lemma(v.lower()) for v in _enum_values(sub) if v.strip())
+        self.objects: dict[str, list[_Obj]] = {}
+        for t in tools:
+            schema, example = results[t.id]
+            found: list[_Obj] = []
+            _walk_objects(schema, example, self.lex, found)
+            self.objects[t.id] = found
+        self.canon = self._canonical_shapes()
+        self.facts = {t.id: self._facts(t) for t in tools}
+        self._refine()
+
+    # -- vocabulary --------------------------------------------------------------------------------------
+
+    def _vocabulary(self) -> set[str]:
+        lex = self.lex
+        out: set[str] = set()
+        for t in self.library.tools:
+            segs = _path_segments(t)
+            for i, seg in enumerate(segs):
+                pname = _segment_param(seg)
+                if pname is None:
+                    continue
+                kind, qual = split_kind(lex, pname)
+                if kind is None:
+                    continue
+                if qual:
+                    out.add("_".join(qual))
+                elif i > 0 and _segment_param(segs[i - 1]) is None:
+                    out.add(lex.lemma(segs[i - 1].lower()))
+            for name, *_ in _params(t):
+                kind, qual = split_kind(lex, name)
+                if kind is not None and qual:
+                    out.add("_".join(qual))
+        return {e for e in out if e}
+
+    def _type_field(self, obj: _Obj) -> list[str]:
+        """What an object's own type field says it is: its ``enum``/``const`` values as declared, else the
+        entities its example value or the quoted words of its description name."""
+        for name, sub in obj.props.items():
+            if name.lower() not in TYPE_FIELDS or not isinstance(sub, dict):
+                continue
+            declared = [self.lex.lemma(v.lower()) for v in _enum_values(sub) if v.strip()]
+            if declared:
+                return list(dict.fromkeys(declared))
+            loose = _QUOTED.findall(sub["description"]) if isinstance(sub.get("description"), str) else []
+            if obj.example and isinstance(obj.example.get(name), str):
+                loose.append(obj.example[name])
+            known = [e for e in (self.lex.lemma(v.lower()) for v in loose) if e in self.lex.entities]
+            if known:
+                return list(dict.fromkeys(known))
+        return []
+
+    def _canonical_shapes(self) -> dict[str, dict[str, float]]:
+        """entity -> {field: weight} of the object its getter (``GET /x/{x_id}``) returns."""
+        shapes: dict[str, set[str]] = {}
+        for t in self.library.tools:
+            if t.http is None or t.http.method != "GET":
+                continue
+            segs = _path_segments(t)
+            if not segs or _segment_param(segs[-1]) is None:
+                continue
+            ent = self._param_segment_entity(segs, len(segs) - 1)
+            root = next((o for o in self.objects[t.id] if o.path == ""), None)
+            if ent and root is not None and ent not in shapes:
+                shapes[ent] = set(root.props)
+        n = len(shapes)
+        df: dict[str, int] = {}
+        for fields in shapes.values():
+            for f in fields:
+                df[f] = df.get(f, 0) + 1
+        self._idf = {f: math.log((1 + n) / (1 + c)) for f, c in df.items()}
+        return {e: {f: self._idf[f] for f in fields} for e, fields in shapes.items()}
+
+    def _param_segment_entity(self, segs: list[str], i: int) -> str | None:
+        pname = _segment_param(segs[i])
+        if pname is None:
+            return None
+        kind, qual = split_kind(self.lex, pname)
+        if kind is None:
+            return None
+        if qual:
+            return "_".join(qual)
+        if i > 0 and _segment_param(segs[i - 1]) is None:
+            lem = self.lex.lemma(segs[i - 1].lower())
+            return lem if lem in self.lex.entities else None
+        return None
+
+    # -- what tools take ---------------------------------------------------------------------------------
+
+    def _selector(self, tool: Tool) -> tuple[str, list[str]] | None:
+        """(parameter, entities) of a parameter that picks the kind of object a call works on."""
+        for name, _loc, schema, _req, _desc in _params(tool):
+            toks = tokens(name)
+            if not toks or toks[-1] not in SELECTOR_WORDS:
+                continue
+            values = _enum_values(schema)
+            ents = list(dict.fromkeys(self.lex.lemma(v.lower()) for v in values))
+            ents = [e for e in ents if e in self.lex.entities]
+            if ents:
+                return name, ents
+        return None
+
+    def _wanted(self, tool: Tool) -> list[Wanted]:
+        lex = self.lex
+        segs = _path_segments(tool)
+        out = []
+        selector = self._selector(tool)
+        for name, location, schema, required, desc in _params(tool):
+            kind, qual = split_kind(lex, name)
+            typ = _schema_type(schema)
+            if kind is None:
+                named = lex.entities_in(name)
+                if named and _ID_TEXT.search(desc or ""):  # 'tracks': "Spotify URIs of the tracks"
+                    m = _ID_TEXT.search(desc or "")
+                    word = m.group(0).lower().rstrip("s").replace("'", "") if m else "id"
+                    kind = KIND_WORDS.get(word, "id") if word != "identifier" else "id"
+                    out.append(Wanted(name, kind, frozenset(named), typ, required, f"'{name}' names {', '.join(named)}"))
+                    continue
+                if selector is not None and name == selector[0]:
+                    continue  # a choice among fixed values, not data
+                if _enum_values(schema):
+                    continue
+                out.append(Wanted(name, None, frozenset(), typ, required, "its name"))
+                continue
+            ents: list[str] = []
+            how = ""
+            qual_ents = [q for q in qual if q in lex.entities]
+            if qual_ents:
+                out.append(Wanted(name, kind, frozenset(qual_ents), typ, required,
+                                  f"'{name}' names {', '.join(qual_ents)}", desc, True))
+                continue
+            elif not qual and location == "path" and f"{{{name}}}" in segs:
+                ent = self._param_segment_entity(segs, segs.index(f"{{{name}}}"))
+                if ent:
+                    ents, how = [ent], f"the path segment before {{{name}}}"
+            if not ents and not qual and selector is not None:
+                ents, how = selector[1], f"its selector '{selector[0]}'"
+            if not ents:
+                mentioned = [e for e in lex.entities_in_text(desc) if e not in qual]
+                if mentioned:
+                    ents, how = mentioned, "its description"
+            if not ents and not qual:
+                for seg in reversed(segs):
+                    if _segment_param(seg) is None and lex.lemma(seg.lower()) in lex.entities:
+                        ents, how = [lex.lemma(seg.lower())], f"the path segment '{seg}'"
+                        break
+            if not ents and qual:
+                ents, how = ["_".join(qual)], f"'{name}'"
+            if ents:
+                out.append(Wanted(name, kind, frozenset(ents), typ, required, how, desc))
+        return out
+
+    def _refine(self) -> None:
+        """A qualified parameter whose entity no tool returns (``context_uri``: no tool returns a "context")
+        takes the entities its description names instead ("Valid contexts are albums, artists & playlists")."""
+        made = {(e, p.kind) for f in self.facts.values() for p in f.produced if p.kind for e in p.entities}
+        made |= {(e, w.kind) for f in self.facts.values() if not f.has_output for e in f.subject
+                 for w in f.wanted if w.kind}
+        for facts in self.facts.values():
+            for i, w in enumerate(facts.wanted):
+                if not w.qualified or any((e, w.kind) in made for e in w.entities):
+                    continue
+                mentioned = [e for e in self.lex.entities_in_text(w.desc) if e not in w.entities]
+                if any((e, w.kind) in made for e in mentioned):
+                    facts.wanted[i] = Wanted(w.name, w.kind, frozenset(mentioned), w.type, w.required,
+                                             f"its description (no tool returns {'/'.join(sorted(w.entities))} "
+                                             f"{w.kind}s)", w.desc)
+
+    # -- what tools return -------------------------------------------------------------------------------
+
+    def _subject(self, tool: Tool) -> list[str]:
+        """The entity a call is about: its last entity path segment, else its last entity parameter; for
+        tools without a path, the last entity its name names."""
+        segs = _path_segments(tool)
+        if segs:
+            for i in range(len(segs) - 1, -1, -1):
+                if _segment_param(segs[i]) is None:
+                    lem = self.lex.lemma(segs[i].lower())
+                    if lem in self.lex.entities:
+                        return [lem]
+                else:
+                    ent = self._param_segment_entity(segs, i)
+                    if ent:
+                        return [ent]
+            return []
+        named = self.lex.entities_in(tool.id)
+        return named[-1:]
+
+    def _shape(self, obj: _Obj) -> tuple[str, float] | None:
+        """The getter shape an object matches: the idf-weighted share of its fields known to any getter shape
+        that this one has (fields no getter returns, such as a credit's ``character``, do not count)."""
+        known = [f for f in obj.props if f in self._idf]
+        total = sum(self._idf[f] for f in known)
+        if total <= 0:
+            return None
+        scored = []
+        for ent, shape in self.canon.items():
+            shared = [f for f in known if f in shape and self._idf[f] > 0]
+            scored.append((sum(self._idf[f] for f in shared) / total, len(shared), ent))
+        scored.sort(reverse=True)
+        if not scored:
+            return None
+        best, count, ent = scored[0]
+        second = scored[1][0] if len(scored) > 1 else 0.0
+        if best >= 0.6 and count >= 2 and best - second >= 0.15:
+            return ent, best
+        return None
+
+    def _object_entities(self, tool: Tool, obj: _Obj, subject: list[str],
+                         selector: tuple[str, list[str]] | None) -> tuple[list[str], str]:
+        own = self._type_field(obj)
+        if own:
+            return own, "its type field"
+        for key in reversed(obj.keys):
+            named = self.lex.entities_in(key)
+            if named:
+                return named[-1:], f"the key '{key}'"
+        if obj.top and selector is not None:
+            return selector[1], f"the selector '{selector[0]}'"
+        if obj.title:
+            named = self.lex.entities_in(obj.title)
+            if named:
+                return named[:1], f"its title '{obj.title}'"
+        shape = self._shape(obj)
+        if shape is not None:
+            return [shape[0]], f"its fields match {shape[0]} objects"
+        for key in reversed(obj.keys):
+            named = self.lex.things_in(key)
+            if named:
+                return named[-1:], f"the key '{key}'"
+        if obj.top and subject:
+            return subject, "the call's subject"
+        return [], ""
+
+    def _produced(self, tool: Tool, subject: list[str], wanted: list[Wanted]) -> list[Produced]:
+        selector = self._selector(tool)
+        takes = {(e, w.kind) for w in wanted if w.kind is not None for e in w.entities}
+        out = []
+        for obj in self.objects[tool.id]:
+            found: tuple[list[str], str] | None = None
+            for name, sub in obj.props.items():
+                kind, qual = split_kind(self.lex, name)
+                path = _join(obj.path, name)
+                typ = _schema_type(sub)
+                if kind is None:
+                    if not isinstance(sub, dict) or sub.get("type") not in ("object", "array") and "properties" not in sub:
+                        out.append(Produced(path, name, None, frozenset(), typ, "its name"))
+                    continue
+                if qual:
+                    qents = [q for q in qual if q in self.lex.entities] or ["_".join(qual)]
+                    out.append(Produced(path, name, kind, frozenset(qents), typ, f"'{name}'"))
+                    continue
+                if found is None:
+                    found = self._object_entities(tool, obj, subject, selector)
+                ents, how = found
+                if obj.path == "":  # the call's own identifier echoed back is nothing new
+                    ents = [e for e in ents if (e, kind) not in takes]
+                if ents:
+                    out.append(Produced(path, name, kind, frozenset(ents), typ, how))
+        return out
+
+    def _facts(self, tool: Tool) -> ToolFacts:
+        subject = self._subject(tool)
+        facts = ToolFacts(tool=tool, wanted=self._wanted(tool), subject=subject)
+        facts.has_output = bool(self.objects[tool.id])
+        if facts.has_output:
+            facts.produced = self._produced(tool, subject, facts.wanted)
+        return facts
+
+    # -- links -------------------------------------------------------------------------------------------
+
+    def reasons(self, a: ToolFacts, b: ToolFacts) -> list[LinkReason]:
+        """Why ``b`` can follow ``a`` (empty: it cannot)."""
+        found: list[tuple[tuple[int, int, int], LinkReason]] = []
+        for w in b.wanted:
+            if w.kind is None:
+                if not w.required:
+                    continue
+                for p in a.produced:
+                    if p.kind is None and p.name == w.name and _compatible(w.type, p.type):
+                        found.append(((1, 1, p.path.count(".")), LinkReason(
+                            rule="name", output=p.path, parameter=w.name, note="same name")))
+                continue
+            if a.has_output:
+                for p in a.produced:
+                    if p.kind != w.kind or not (p.entities & w.entities) or not _compatible(w.type, p.type):
+                        continue
+                    ent = sorted(p.entities & w.entities)[0]
+                    note = f"{_article(ent)} {ent.replace('_', ' ')} {w.kind}"
+                    found.append(((0 if w.required else 1, 0, p.path.count(".") + p.path.count("[]")),
+                                  LinkReason(rule="schema", output=p.path, parameter=w.name, note=note)))
+            else:
+                made = [e for e in a.subject if e in w.entities]
+                takes = {e for x in a.wanted if x.kind is not None for e in x.entities}
+                if made and made[0] not in takes:
+                    ent = made[0]
+                    found.append(((0 if w.required else 1, 2, 0), LinkReason(
+                        rule="description", parameter=w.name,
+                        note=f"{a.tool.id!r} is about {ent.replace('_', ' ')}s and gives no output schema")))
+        found.sort(key=lambda x: x[0])
+        out: list[LinkReason] = []
+        params: set[str | None] = set()
+        for _, r in found:  # distinct parameters first, then more fields of the same parameter
+            if r.parameter not in params:
+                out.append(r)
+                params.add(r.parameter)
+        for _, r in found:
+            if len(out) >= MAX_REASONS:
+                break
+            if r not in out:
+                out.append(r)
+        return out[:MAX_REASONS]
+
+    def state_reason(self, a: Tool, b: Tool) -> LinkReason | None:
+        """OpenAPI operations on the same resource: a write ``a`` changes what ``b`` works on, or a read ``a``
+        reads exactly the resource that the write ``b`` changes."""
+        if a.http is None or b.http is None:
+            return None
+        ma, mb = a.http.method.upper(), b.http.method.upper()
+        if ma in WRITE_METHODS:
+            resource = _resource(a.http.path)
+            path = b.http.path.rstrip("/")
+            if path == resource or path.startswith(resource + "/"):
+                return LinkReason(rule="state", note=f"{ma} {a.http.path} changes {resource}, which "
+                                  f"{mb} {b.http.path} works on")
+        elif mb in WRITE_METHODS and a.http.path.rstrip("/") == _resource(b.http.path):
+            return LinkReason(rule="state", note=f"{ma} {a.http.path} reads what {mb} {b.http.path} changes")
+        return None
+
+    def links(self) -> Iterator[ToolLink]:
+        tools = self.library.tools
+        for a in tools:
+            fa = self.facts[a.id]
+            for b in tools:
+                if a.id == b.id:
+                    continue
+                reasons = self.reasons(fa, self.facts[b.id])
+                if reasons:
+                    yield ToolLink(source=a.id, target=b.id, type=DATA, reasons=tuple(reasons))
+                    continue
+                state = self.state_reason(a, b)
+                if state is not None:
+                    yield ToolLink(source=a.id, target=b.id, type=STATE, reasons=(state,))
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1] in "aeiou" else "a"
+
+
+def _resource(path: str) -> str:
+    segs = [s for s in path.split("/") if s]
+    last_param = max((i for i, s in enumerate(segs) if _segment_param(s) is not None), default=None)
+    if last_param is not None:
+        keep = segs[: last_param + 1]
+    elif len(segs) - 1 >= 2:
+        keep = segs[:-1]
+    else:
+        keep = segs
+    return "/" + "/".join(keep)
+
+
+def infer_links(library: ToolLibrary) -> list[ToolLink]:
+    """Links inferred from the tools' schemas, names and descriptions (rules: the module docstring),
+    source-major in library order, each with its reasons."""
+    return list(SchemaInference(library).links())
+
+
+def infer_graph(library: ToolLibrary) -> ToolGraph:
+    """The tool graph of a library with links inferred from the tools themselves (``--infer schema``).
+
+    Typed TaskBench libraries keep the resource rule (their types already say what flows). Every other
+    library gets a ``temporal`` graph (any order is allowed between linked tools) whose links are only the
+    inferred ones, with ``type`` ``data`` or ``state`` and their reasons.
+    """
+    from .build import build_graph
+
+    if library.dependency == "resource":
+        return build_graph(library)
+    return ToolGraph(nodes=list(library.tools), links=infer_links(library), dependency="temporal", inferred="schema")
