@@ -110,9 +110,15 @@ def test_stats_of_reference_graphs(reference_dir: Path) -> None:
     assert daily.link_types == {"complete": 1560} and daily.unproduced_input_types == []
 
 
-def test_openapi_library_builds_a_temporal_graph(shared: Path) -> None:
-    graph = graph_from_path(shared / "reference" / "restbench" / "tmdb_oas.json")
-    assert graph.dependency == "temporal" and len(graph.links) == 54 * 53
+def test_openapi_library_gets_inferred_links_unless_the_rules_are_asked_for(shared: Path) -> None:
+    spec = shared / "reference" / "restbench" / "tmdb_oas.json"
+    complete = graph_from_path(spec, infer="rules")
+    assert complete.dependency == "temporal" and len(complete.links) == 54 * 53
+    assert len(graph_from_path(spec, dependency="temporal").links) == 54 * 53  # an explicit rule wins
+    inferred = graph_from_path(spec)  # auto: OpenAPI operations get links inferred from their schemas
+    assert inferred.dependency == "temporal" and inferred.inferred == "schema"
+    assert 0 < len(inferred.links) < 0.3 * 54 * 53
+    assert {lk.type for lk in inferred.links} <= {"data", "state"} and all(lk.reasons for lk in inferred.links)
 
 
 # ------------------------------------------------------------------------------------------ CLI

@@ -8,6 +8,11 @@ Rules (the TaskBench paper, section 2.2):
 - ``temporal``: a link a -> b for every ordered pair a != b, of type ``"complete"``.
 
 Links are listed source-major in library order, as the reference ``graph_desc.json`` files are.
+
+:func:`make_graph` chooses between these rules and links inferred from the tools themselves
+(:mod:`taskbench.graph.infer`): ``infer="auto"`` keeps the rules for TaskBench libraries (and whenever a
+dependency kind is given) and infers the links of OpenAI, MCP and OpenAPI tools, which the temporal rule
+would link all to all.
 """
 
 from __future__ import annotations
@@ -32,6 +37,10 @@ from .loaders import (
 TEMPORAL_LINK_TYPE = "complete"
 """The ``type`` of every link in a temporal graph (as in the reference files)."""
 
+INFER_METHODS: tuple[str, ...] = ("auto", "rules", "schema", "llm")
+"""How ``graph build --infer`` makes links: ``rules`` (resource/temporal), ``schema`` (inferred from the tools),
+``llm`` (proposed by a model, rule-checked), ``auto`` (rules for TaskBench libraries, else schema)."""
+
 
 def build_graph(library: ToolLibrary, dependency: str | None = None) -> ToolGraph:
     """The tool graph of a library under its dependency kind (or ``dependency``, which overrides it)."""
@@ -54,6 +63,35 @@ def build_graph(library: ToolLibrary, dependency: str | None = None) -> ToolGrap
                 if i != j:
                     links.append(ToolLink(source=a.id, target=b.id, type=TEMPORAL_LINK_TYPE))
     return ToolGraph(nodes=list(tools), links=links, dependency=dep)  # type: ignore[arg-type]
+
+
+def resolve_infer(library: ToolLibrary, infer: str = "auto", dependency: str | None = None) -> str:
+    """The method ``infer`` stands for: ``auto`` is ``rules`` for TaskBench libraries or when a dependency
+    kind is given, else ``schema``."""
+    if infer not in INFER_METHODS:
+        raise InputError(f"unknown inference method {infer!r}", hint=f"use one of: {', '.join(INFER_METHODS)}")
+    if infer != "auto":
+        return infer
+    if dependency is not None or all((t.source or "taskbench") == "taskbench" for t in library.tools):
+        return "rules"
+    return "schema"
+
+
+def make_graph(library: ToolLibrary, infer: str = "auto", dependency: str | None = None) -> ToolGraph:
+    """The tool graph of a library: built with the resource/temporal rules (``infer="rules"``), or with links
+    inferred from the tools' schemas, names and descriptions (``"schema"``; typed resource libraries keep the
+    resource rule), or as ``"auto"`` chooses (:func:`resolve_infer`). ``"llm"`` needs a model: use
+    :func:`taskbench.graph.infer_llm.infer_graph_llm`."""
+    method = resolve_infer(library, infer, dependency)
+    if method == "rules":
+        return build_graph(library, dependency)
+    if method == "llm":
+        raise InputError("inferring links with a model needs a model", hint="use --infer llm --model PROVIDER/MODEL")
+    from .infer import infer_graph
+
+    if dependency == "resource":
+        return build_graph(library, "resource")
+    return infer_graph(library)
 
 
 def graph_problem(graph: ToolGraph) -> tuple[int | None, str, str] | None:
@@ -145,7 +183,9 @@ def _graph_from_source(src: JsonSource, dependency: str | None) -> ToolGraph:
         except ValidationError as exc:
             raise src.error(f"link #{i}: {_first_error(exc)}", "links", i) from None
     dep = dependency or _file_dependency(src) or infer_dependency(tools)
-    graph = ToolGraph(nodes=tools, links=links, dependency=dep)
+    inferred = doc.get("inferred") if isinstance(doc.get("inferred"), str) else None
+    edits = [e for e in doc.get("edits") or [] if isinstance(e, dict)] if isinstance(doc.get("edits"), list) else []
+    graph = ToolGraph(nodes=tools, links=links, dependency=dep, inferred=inferred, edits=edits)
     problem = graph_problem(graph)
     if problem is not None:
         index, message, hint = problem
@@ -153,9 +193,12 @@ def _graph_from_source(src: JsonSource, dependency: str | None) -> ToolGraph:
     return graph
 
 
-def graph_from_path(path: str | Path, *, format: str = "auto", dependency: str | None = None) -> ToolGraph:
-    """A tool graph from a ``graph_desc.json``, a tool library file (any format; the graph is built) or a
-    dataset directory (its ``graph_desc.json`` when present, else built from its ``tool_desc.json``)."""
+def graph_from_path(
+    path: str | Path, *, format: str = "auto", dependency: str | None = None, infer: str = "auto"
+) -> ToolGraph:
+    """A tool graph from a ``graph_desc.json``, a tool library file (any format; the graph is made with
+    :func:`make_graph` and ``infer``) or a dataset directory (its ``graph_desc.json`` when present, else built
+    from its ``tool_desc.json``)."""
     path = Path(path)
     check_dependency(dependency, path=path)
     if path.is_dir():
@@ -163,11 +206,11 @@ def graph_from_path(path: str | Path, *, format: str = "auto", dependency: str |
             graph = load_graph(path / "graph_desc.json", dependency)
             return graph
         if (path / "tool_desc.json").is_file():
-            return build_graph(load_tools(path / "tool_desc.json", format, dependency), dependency)
+            return make_graph(load_tools(path / "tool_desc.json", format, dependency), infer, dependency)
         raise InputError("no graph_desc.json or tool_desc.json in this directory", path=path)
     if format in ("auto", "taskbench"):
         src = JsonSource.read(path)
         if is_graph_document(src.doc):
             return _graph_from_source(src, dependency)
-        return build_graph(library_from_source(src, format, dependency), dependency)
-    return build_graph(load_tools(path, format, dependency), dependency)
+        return make_graph(library_from_source(src, format, dependency), infer, dependency)
+    return make_graph(load_tools(path, format, dependency), infer, dependency)

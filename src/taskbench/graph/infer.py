@@ -253,6 +253,8 @@ class ToolFacts:
     produced: list[Produced] = field(default_factory=list)
     has_output: bool = False
     subject: list[str] = field(default_factory=list)
+    fields: list[str] = field(default_factory=list)
+    """Every field path of the result (``results[].id``), identifiers or not."""
 
 
 def _params(tool: Tool) -> list[tuple[str, str, dict[str, Any], bool, str]]:
@@ -473,6 +475,7 @@ class SchemaInference:
     def _canonical_shapes(self) -> dict[str, dict[str, float]]:
         """entity -> {field: weight} of the object its getter (``GET /x/{x_id}``) returns."""
         shapes: dict[str, set[str]] = {}
+        self.getters: dict[str, str] = {}
         for t in self.library.tools:
             if t.http is None or t.http.method != "GET":
                 continue
@@ -483,6 +486,7 @@ class SchemaInference:
             root = next((o for o in self.objects[t.id] if o.path == ""), None)
             if ent and root is not None and ent not in shapes:
                 shapes[ent] = set(root.props)
+                self.getters[ent] = t.id
         n = len(shapes)
         df: dict[str, int] = {}
         for fields in shapes.values():
@@ -630,26 +634,26 @@ class SchemaInference:
                          selector: tuple[str, list[str]] | None) -> tuple[list[str], str]:
         own = self._type_field(obj)
         if own:
-            return own, "its type field"
+            return own, "the object's type field"
         for key in reversed(obj.keys):
             named = self.lex.entities_in(key)
             if named:
                 return named[-1:], f"the key '{key}'"
         if obj.top and selector is not None:
-            return selector[1], f"the selector '{selector[0]}'"
+            return selector[1], f"the call's selector parameter '{selector[0]}'"
         if obj.title:
             named = self.lex.entities_in(obj.title)
             if named:
-                return named[:1], f"its title '{obj.title}'"
+                return named[:1], f"the schema title '{obj.title}'"
         shape = self._shape(obj)
         if shape is not None:
-            return [shape[0]], f"its fields match {shape[0]} objects"
+            return [shape[0]], f"the object's fields, like those of {self.getters[shape[0]]}"
         for key in reversed(obj.keys):
             named = self.lex.things_in(key)
             if named:
                 return named[-1:], f"the key '{key}'"
         if obj.top and subject:
-            return subject, "the call's subject"
+            return subject, "the operation's path" if tool.http is not None else "the tool's name"
         return [], ""
 
     def _produced(self, tool: Tool, subject: list[str], wanted: list[Wanted]) -> list[Produced]:
@@ -683,6 +687,7 @@ class SchemaInference:
         subject = self._subject(tool)
         facts = ToolFacts(tool=tool, wanted=self._wanted(tool), subject=subject)
         facts.has_output = bool(self.objects[tool.id])
+        facts.fields = list(dict.fromkeys(_join(o.path, name) for o in self.objects[tool.id] for name in o.props))
         if facts.has_output:
             facts.produced = self._produced(tool, subject, facts.wanted)
         return facts
@@ -707,6 +712,8 @@ class SchemaInference:
                         continue
                     ent = sorted(p.entities & w.entities)[0]
                     note = f"{_article(ent)} {ent.replace('_', ' ')} {w.kind}"
+                    if p.how and not p.how.startswith("'"):
+                        note += f", known from {p.how}"
                     found.append(((0 if w.required else 1, 0, p.path.count(".") + p.path.count("[]")),
                                   LinkReason(rule="schema", output=p.path, parameter=w.name, note=note)))
             else:
@@ -764,7 +771,7 @@ class SchemaInference:
 
 
 def _article(word: str) -> str:
-    return "an" if word[:1] in "aeiou" else "a"
+    return "an" if word[:1] in "aeio" else "a"  # "a user", "an album"
 
 
 def _resource(path: str) -> str:
