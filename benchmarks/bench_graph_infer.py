@@ -70,7 +70,6 @@ def measure(name: str, infer: str, model: str | None, concurrency: int | None) -
         extra: dict = {}
     else:
         from taskbench.graph.infer_llm import infer_graph_llm
-
         from taskbench.llm import get_model
 
         llm = get_model(model or "llamacpp/qwen2.5-coder-0.5b", **({"concurrency": concurrency} if concurrency else {}))

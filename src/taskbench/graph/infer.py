@@ -81,6 +81,14 @@ TYPE_FIELDS = frozenset({"type", "object", "kind", "media_type", "object_type", 
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
+ENVELOPE_KEYS = frozenset({
+    "result", "results", "item", "items", "data", "list", "entries", "records", "hits", "values", "objects",
+    "elements", "content", "contents", "docs", "documents", "rows", "nodes", "response", "payload", "body",
+    "page", "matches",
+})
+"""Keys that only wrap what a call returns (``results[]``, ``items[]``, ``data``). Any other key names what it
+holds (``genres[]`` holds genres), so the objects under it are not the call's own subject."""
+
 MAX_REASONS = 4
 """Reasons kept per link (distinct parameters first)."""
 
@@ -255,6 +263,8 @@ class ToolFacts:
     subject: list[str] = field(default_factory=list)
     fields: list[str] = field(default_factory=list)
     """Every field path of the result (``results[].id``), identifiers or not."""
+    described: dict[tuple[str, str | None], str] = field(default_factory=dict)
+    """Tools without an output schema: (entity, kind or None for any kind) -> how that was told."""
 
 
 def _params(tool: Tool) -> list[tuple[str, str, dict[str, Any], bool, str]]:
@@ -266,7 +276,7 @@ def _params(tool: Tool) -> list[tuple[str, str, dict[str, Any], bool, str]]:
                 out[p.name] = (p.name, p.location, dict(p.json_schema), p.required, p.description)
     props = tool.input_schema.get("properties") if isinstance(tool.input_schema, dict) else None
     required = tool.input_schema.get("required") if isinstance(tool.input_schema, dict) else None
-    req = set(required) if isinstance(required, list) else set()
+    req = {r for r in required if isinstance(r, str)} if isinstance(required, list) else set()
     if isinstance(props, dict):
         for name, sub in props.items():
             if name not in out:
@@ -296,11 +306,11 @@ def _walk_objects(schema: Any, example: Any, lex: Lexicon, out: list[_Obj], *, p
         return
     if isinstance(schema.get("allOf"), list):
         merged: dict[str, Any] = {k: v for k, v in schema.items() if k != "allOf"}
-        props = dict(merged.get("properties") or {})
+        props = dict(_dict(merged.get("properties")))
         for part in schema["allOf"]:
             part = _merged(part)
             if isinstance(part, dict):
-                props.update(part.get("properties") or {})
+                props.update(_dict(part.get("properties")))
                 for k in ("type", "title", "items"):
                     merged.setdefault(k, part.get(k))
         merged["properties"] = props
@@ -325,7 +335,7 @@ def _walk_objects(schema: Any, example: Any, lex: Lexicon, out: list[_Obj], *, p
     for name, sub in props.items():
         if not isinstance(sub, dict):
             continue
-        named = bool(lex.things_in(name))
+        named = bool(lex.things_in(name)) or (bool(name) and name.lower() not in ENVELOPE_KEYS)
         child_keys = (name,) if identified else (*keys, name)
         child_path = _join(path, name)
         _walk_objects(sub, ex.get(name) if ex else None, lex, out, path=child_path, keys=child_keys,
@@ -338,13 +348,17 @@ def _join(path: str, name: str) -> str:
     return f"{path}.{name}" if path else name
 
 
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def _merged(schema: Any) -> Any:
     if isinstance(schema, dict) and isinstance(schema.get("allOf"), list):
-        props: dict[str, Any] = dict(schema.get("properties") or {})
+        props: dict[str, Any] = dict(_dict(schema.get("properties")))
         for part in schema["allOf"]:
             part = _merged(part)
             if isinstance(part, dict):
-                props.update(part.get("properties") or {})
+                props.update(_dict(part.get("properties")))
         return {**{k: v for k, v in schema.items() if k != "allOf"}, "properties": props}
     return schema
 
@@ -578,14 +592,17 @@ class SchemaInference:
         """A qualified parameter whose entity no tool returns (``context_uri``: no tool returns a "context")
         takes the entities its description names instead ("Valid contexts are albums, artists & playlists")."""
         made = {(e, p.kind) for f in self.facts.values() for p in f.produced if p.kind for e in p.entities}
-        made |= {(e, w.kind) for f in self.facts.values() if not f.has_output for e in f.subject
-                 for w in f.wanted if w.kind}
+        made |= {key for f in self.facts.values() for key in f.described}
+
+        def is_made(ent: str, kind: str | None) -> bool:
+            return (ent, kind) in made or (ent, None) in made
+
         for facts in self.facts.values():
             for i, w in enumerate(facts.wanted):
-                if not w.qualified or any((e, w.kind) in made for e in w.entities):
+                if not w.qualified or any(is_made(e, w.kind) for e in w.entities):
                     continue
                 mentioned = [e for e in self.lex.entities_in_text(w.desc) if e not in w.entities]
-                if any((e, w.kind) in made for e in mentioned):
+                if any(is_made(e, w.kind) for e in mentioned):
                     facts.wanted[i] = Wanted(w.name, w.kind, frozenset(mentioned), w.type, w.required,
                                              f"its description (no tool returns {'/'.join(sorted(w.entities))} "
                                              f"{w.kind}s)", w.desc)
@@ -652,6 +669,8 @@ class SchemaInference:
             named = self.lex.things_in(key)
             if named:
                 return named[-1:], f"the key '{key}'"
+            if key.lower() not in ENVELOPE_KEYS and key:
+                return ["_".join(self.lex.lemmas(key))], f"the key '{key}'"
         if obj.top and subject:
             return subject, "the operation's path" if tool.http is not None else "the tool's name"
         return [], ""
@@ -690,7 +709,26 @@ class SchemaInference:
         facts.fields = list(dict.fromkeys(_join(o.path, name) for o in self.objects[tool.id] for name in o.props))
         if facts.has_output:
             facts.produced = self._produced(tool, subject, facts.wanted)
+        else:
+            facts.described = self._described(tool, subject, facts.wanted)
         return facts
+
+    def _described(self, tool: Tool, subject: list[str], wanted: list[Wanted]) -> dict[tuple[str, str | None], str]:
+        """What a tool without an output schema gives, by its name and description: the entity it is about
+        (``search_flights``: flights), and every "<entity> <kind>" its description names ("returns the
+        booking id"), except identifiers it takes itself."""
+        takes = {e for w in wanted if w.kind is not None for e in w.entities}
+        out: dict[tuple[str, str | None], str] = {}
+        for ent in subject:
+            if ent not in takes:
+                where = "its path" if tool.http is not None else "its name"
+                out[(ent, None)] = f"{where} says it is about {ent.replace('_', ' ')}s"
+        toks = tokens(tool.desc or "")
+        for a, b in zip(toks, toks[1:], strict=False):
+            ent = self.lex.lemma(a)
+            if b in KIND_WORDS and ent in self.lex.entities and ent not in takes:
+                out.setdefault((ent, KIND_WORDS[b]), f"its description names the {ent.replace('_', ' ')} {KIND_WORDS[b]}")
+        return out
 
     # -- links -------------------------------------------------------------------------------------------
 
@@ -717,13 +755,12 @@ class SchemaInference:
                     found.append(((0 if w.required else 1, 0, p.path.count(".") + p.path.count("[]")),
                                   LinkReason(rule="schema", output=p.path, parameter=w.name, note=note)))
             else:
-                made = [e for e in a.subject if e in w.entities]
-                takes = {e for x in a.wanted if x.kind is not None for e in x.entities}
-                if made and made[0] not in takes:
-                    ent = made[0]
-                    found.append(((0 if w.required else 1, 2, 0), LinkReason(
-                        rule="description", parameter=w.name,
-                        note=f"{a.tool.id!r} is about {ent.replace('_', ' ')}s and gives no output schema")))
+                for (ent, kind), how in a.described.items():
+                    if ent in w.entities and kind in (None, w.kind):
+                        found.append(((0 if w.required else 1, 2, 0), LinkReason(
+                            rule="description", parameter=w.name,
+                            note=f"{_article(ent)} {ent.replace('_', ' ')} {w.kind}: {how} (no output schema)")))
+                        break
         found.sort(key=lambda x: x[0])
         out: list[LinkReason] = []
         params: set[str | None] = set()
