@@ -158,9 +158,13 @@ def test_cli_build_other_formats(tmp_path: Path, capsys: pytest.CaptureFixture[s
     tools = [{"type": "function", "function": {"name": n, "parameters": {"type": "object"}}} for n in "xyz"]
     path = tmp_path / "tools.json"
     path.write_text(json.dumps(tools))
-    code, out, _ = run(["graph", "build", str(path), "--format", "openai"], capsys)
+    code, out, _ = run(["graph", "build", str(path), "--format", "openai", "--infer", "rules"], capsys)
     doc = json.loads(out)
     assert code == 0 and [n["id"] for n in doc["nodes"]] == ["x", "y", "z"] and len(doc["links"]) == 6
+    # by default their links are inferred: tools that take and return nothing feed nothing
+    code, out, _ = run(["graph", "build", str(path), "--format", "openai"], capsys)
+    doc = json.loads(out)
+    assert code == 0 and len(doc["nodes"]) == 3 and doc["links"] == [] and doc["inferred"] == "schema"
 
 
 def test_cli_stats_table_and_json(reference_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -174,7 +178,7 @@ def test_cli_stats_table_and_json(reference_dir: Path, capsys: pytest.CaptureFix
 
 
 def test_cli_help_has_examples(capsys: pytest.CaptureFixture[str]) -> None:
-    for argv in (["graph", "build", "--help"], ["graph", "stats", "--help"], ["graph", "show", "--help"],
-                 ["sample", "--help"]):
+    for argv in (["graph", "build", "--help"], ["graph", "edit", "--help"], ["graph", "stats", "--help"],
+                 ["graph", "show", "--help"], ["sample", "--help"]):
         code, out, _ = run(argv, capsys)
         assert code == 0 and "Example" in out and "taskbench " + " ".join(argv[:-1]) in out

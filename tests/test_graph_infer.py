@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from taskbench.cli.main import main
 from taskbench.graph import build_graph, infer_graph, load_graph, load_tools, make_graph, validate_graph
-from taskbench.graph.infer import Lexicon, infer_links, tokens
+from taskbench.graph.infer import infer_links
+from taskbench.graph.shapes import Lexicon, tokens
 from taskbench.schema import Tool, ToolLibrary
 
 # ------------------------------------------------------------------------------------------ helpers

@@ -54,164 +54,44 @@ feeds, and how their meaning was told.
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 from ..schema import LinkReason, Tool, ToolGraph, ToolLibrary, ToolLink
+from .shapes import (
+    ENVELOPE_KEYS,
+    ID_TEXT,
+    KIND_WORDS,
+    QUOTED,
+    TYPE_FIELDS,
+    Lexicon,
+    ResultObject,
+    compatible,
+    enum_values,
+    join_path,
+    params_of,
+    path_segments,
+    properties,
+    result_schema,
+    schema_type,
+    segment_param,
+    split_kind,
+    tokens,
+    walk_objects,
+)
 
 DATA = "data"
 """Link type of a link along which a value flows."""
 STATE = "state"
 """Link type of a link where a write changes what the target reads."""
 
-KIND_WORDS: dict[str, str] = {
-    "id": "id", "ids": "id", "uri": "uri", "uris": "uri", "url": "url", "urls": "url", "key": "key",
-    "keys": "key", "code": "code", "codes": "code", "number": "number", "numbers": "number", "slug": "slug",
-    "slugs": "slug", "handle": "handle", "handles": "handle",
-}
-"""Tokens that make a name an identifier, and the kind each stands for."""
-
 SELECTOR_WORDS = frozenset({"type", "types", "kind", "kinds"})
 """Last tokens of a parameter that picks what kind of object a call works on (with an enum of entities)."""
 
-TYPE_FIELDS = frozenset({"type", "object", "kind", "media_type", "object_type", "entity_type", "item_type"})
-"""Names of the field by which an object says what it is."""
-
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-
-ENVELOPE_KEYS = frozenset({
-    "result", "results", "item", "items", "data", "list", "entries", "records", "hits", "values", "objects",
-    "elements", "content", "contents", "docs", "documents", "rows", "nodes", "response", "payload", "body",
-    "page", "matches",
-})
-"""Keys that only wrap what a call returns (``results[]``, ``items[]``, ``data``). Any other key names what it
-holds (``genres[]`` holds genres), so the objects under it are not the call's own subject."""
 
 MAX_REASONS = 4
 """Reasons kept per link (distinct parameters first)."""
-
-_IRREGULAR = {"people": "person", "children": "child", "men": "man", "women": "woman", "data": "data",
-              "media": "media", "series": "series", "news": "news", "status": "status"}
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
-_SPLIT = re.compile(r"[^A-Za-z0-9]+")
-_QUOTED = re.compile(r"[\"'`]([A-Za-z_][A-Za-z0-9_ -]{0,40})[\"'`]")
-_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:'s\b|’s\b)?")
-_ID_TEXT = re.compile(r"\b(ids?|uris?|urls?|keys?|identifiers?)\b|\bid's\b", re.IGNORECASE)
-
-
-def tokens(name: str) -> list[str]:
-    """Lower-case word tokens of an identifier or a path: ``movieId`` -> [movie, id]."""
-    return [t.lower() for t in _SPLIT.split(_CAMEL.sub(" ", name)) if t]
-
-
-# ------------------------------------------------------------------------------------------------ words
-
-
-class Lexicon:
-    """Lemmatises plural tokens against the words a library uses, and holds its entity vocabulary."""
-
-    def __init__(self, words: Iterable[str]) -> None:
-        self.seen = set(words)
-        self.entities: set[str] = set()
-        self.things: set[str] = set()
-        self._cache: dict[str, str] = {}
-
-    def lemma(self, word: str) -> str:
-        """The singular of ``word``, preferring a form the library uses elsewhere."""
-        hit = self._cache.get(word)
-        if hit is not None:
-            return hit
-        out = word
-        if word in _IRREGULAR:
-            out = _IRREGULAR[word]
-        elif len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
-            cands = []
-            if word.endswith("ies"):
-                cands += [word[:-3] + "y", word[:-1]]
-            elif word.endswith(("sses", "xes", "ches", "shes", "zes")):
-                cands += [word[:-2], word[:-1]]
-            else:
-                cands += [word[:-1], word[:-2]] if word.endswith("es") else [word[:-1]]
-            out = next((c for c in cands if c in self.seen), cands[0])
-        self._cache[word] = out
-        return out
-
-    def lemmas(self, name: str) -> list[str]:
-        return [self.lemma(t) for t in tokens(name)]
-
-    def entities_in(self, name: str) -> list[str]:
-        """Entities named by the tokens of ``name`` (in order, no duplicates)."""
-        return list(dict.fromkeys(t for t in self.lemmas(name) if t in self.entities))
-
-    def things_in(self, name: str) -> list[str]:
-        """Entities, and other things the library's results identify (``genre`` of ``genre_ids``), that the
-        tokens of ``name`` name."""
-        return list(dict.fromkeys(t for t in self.lemmas(name) if t in self.entities or t in self.things))
-
-    def entities_in_text(self, text: str) -> list[str]:
-        """Entities a description names, possessives ("the user's device") excluded."""
-        out = []
-        for m in _WORD.finditer(text or ""):
-            word = m.group(0)
-            if word.endswith(("'s", "’s")):
-                continue
-            for t in tokens(word):
-                lem = self.lemma(t)
-                if lem in self.entities:
-                    out.append(lem)
-        return list(dict.fromkeys(out))
-
-
-def split_kind(lex: Lexicon, name: str) -> tuple[str | None, list[str]]:
-    """(kind, qualifier lemmas) of a name: ``season_number`` -> ("number", ["season"])."""
-    toks = tokens(name)
-    if toks and toks[-1] in KIND_WORDS:
-        return KIND_WORDS[toks[-1]], [lex.lemma(t) for t in toks[:-1]]
-    return None, [lex.lemma(t) for t in toks]
-
-
-def _enum_values(schema: Any) -> list[str]:
-    if not isinstance(schema, dict):
-        return []
-    values: list[Any] = []
-    if isinstance(schema.get("enum"), list):
-        values += schema["enum"]
-    if "const" in schema:
-        values.append(schema["const"])
-    if isinstance(schema.get("items"), dict):
-        values += _enum_values(schema["items"])
-    for key in ("anyOf", "oneOf"):
-        if isinstance(schema.get(key), list):
-            for sub in schema[key]:
-                values += _enum_values(sub)
-    return [v for v in values if isinstance(v, str)]
-
-
-def _schema_type(schema: Any) -> str:
-    if not isinstance(schema, dict):
-        return "any"
-    t = schema.get("type")
-    if isinstance(t, list):
-        t = next((x for x in t if x != "null"), None)
-    if t == "array":
-        return _schema_type(schema.get("items"))
-    if isinstance(t, str):
-        return t
-    for key in ("anyOf", "oneOf"):
-        if isinstance(schema.get(key), list) and schema[key]:
-            return _schema_type(schema[key][0])
-    return "any"
-
-
-def _compatible(param_type: str, field_type: str) -> bool:
-    """Can a returned value of ``field_type`` be passed as a parameter of ``param_type``?"""
-    if "any" in (param_type, field_type) or param_type in (field_type, "string", "object"):
-        return True
-    numeric = {"integer", "number"}
-    return param_type in numeric and field_type in numeric
-
 
 # ------------------------------------------------------------------------------------------------ meanings
 
@@ -243,16 +123,6 @@ class Produced:
 
 
 @dataclass
-class _Obj:
-    path: str
-    props: dict[str, Any]
-    example: Any
-    keys: tuple[str, ...]  # enclosing keys, nearest last, since the nearest object that has an identity
-    top: bool  # reached from the root through no entity-named key and no object with an identity
-    title: str | None
-
-
-@dataclass
 class ToolFacts:
     """Everything the rules read from one tool."""
 
@@ -267,147 +137,6 @@ class ToolFacts:
     """Tools without an output schema: (entity, kind or None for any kind) -> how that was told."""
 
 
-def _params(tool: Tool) -> list[tuple[str, str, dict[str, Any], bool, str]]:
-    """(name, location, JSON Schema, required, description) of each parameter, one per name."""
-    out: dict[str, tuple[str, str, dict[str, Any], bool, str]] = {}
-    if tool.http is not None:
-        for p in tool.http.parameters:
-            if p.name not in out:
-                out[p.name] = (p.name, p.location, dict(p.json_schema), p.required, p.description)
-    props = tool.input_schema.get("properties") if isinstance(tool.input_schema, dict) else None
-    required = tool.input_schema.get("required") if isinstance(tool.input_schema, dict) else None
-    req = {r for r in required if isinstance(r, str)} if isinstance(required, list) else set()
-    if isinstance(props, dict):
-        for name, sub in props.items():
-            if name not in out:
-                sub = sub if isinstance(sub, dict) else {}
-                desc = sub.get("description") if isinstance(sub.get("description"), str) else ""
-                out[name] = (name, "body", sub, name in req, desc)
-    for p in tool.parameters or ():
-        if p.name not in out:
-            out[p.name] = (p.name, "query", {"type": p.type}, p.required, p.desc)
-    return list(out.values())
-
-
-def _path_segments(tool: Tool) -> list[str]:
-    if tool.http is not None:
-        return [s for s in tool.http.path.split("/") if s]
-    return []
-
-
-def _segment_param(seg: str) -> str | None:
-    return seg[1:-1] if seg.startswith("{") and seg.endswith("}") else None
-
-
-def _walk_objects(schema: Any, example: Any, lex: Lexicon, out: list[_Obj], *, path: str = "",
-                  keys: tuple[str, ...] = (), top: bool = True, depth: int = 0) -> None:
-    """Every object in a result schema (allOf merged, each anyOf/oneOf branch on its own, arrays entered)."""
-    if not isinstance(schema, dict) or depth > 12:
-        return
-    if isinstance(schema.get("allOf"), list):
-        merged: dict[str, Any] = {k: v for k, v in schema.items() if k != "allOf"}
-        props = dict(_dict(merged.get("properties")))
-        for part in schema["allOf"]:
-            part = _merged(part)
-            if isinstance(part, dict):
-                props.update(_dict(part.get("properties")))
-                for k in ("type", "title", "items"):
-                    merged.setdefault(k, part.get(k))
-        merged["properties"] = props
-        schema = {k: v for k, v in merged.items() if v is not None}
-        if not props:
-            schema.pop("properties")
-    for key in ("anyOf", "oneOf"):
-        if isinstance(schema.get(key), list):
-            for branch in schema[key]:
-                _walk_objects(branch, example, lex, out, path=path, keys=keys, top=top, depth=depth + 1)
-    if schema.get("type") == "array" or isinstance(schema.get("items"), dict):
-        item_ex = example[0] if isinstance(example, list) and example else None
-        _walk_objects(schema.get("items"), item_ex, lex, out, path=path + "[]", keys=keys, top=top, depth=depth + 1)
-        return
-    props = schema.get("properties")
-    if not isinstance(props, dict) or not props:
-        return
-    title = schema.get("title") if isinstance(schema.get("title"), str) else None
-    ex = example if isinstance(example, dict) else None
-    out.append(_Obj(path, props, ex, keys, top, title))
-    identified = any(split_kind(lex, name)[0] is not None for name in props)
-    for name, sub in props.items():
-        if not isinstance(sub, dict):
-            continue
-        named = bool(lex.things_in(name)) or (bool(name) and name.lower() not in ENVELOPE_KEYS)
-        child_keys = (name,) if identified else (*keys, name)
-        child_path = _join(path, name)
-        _walk_objects(sub, ex.get(name) if ex else None, lex, out, path=child_path, keys=child_keys,
-                      top=top and not identified and not named, depth=depth + 1)
-
-
-def _join(path: str, name: str) -> str:
-    """``results[]`` + ``id`` -> ``results[].id`` (an empty key, seen in real specs, is written ``''``)."""
-    name = name or "''"
-    return f"{path}.{name}" if path else name
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _merged(schema: Any) -> Any:
-    if isinstance(schema, dict) and isinstance(schema.get("allOf"), list):
-        props: dict[str, Any] = dict(_dict(schema.get("properties")))
-        for part in schema["allOf"]:
-            part = _merged(part)
-            if isinstance(part, dict):
-                props.update(_dict(part.get("properties")))
-        return {**{k: v for k, v in schema.items() if k != "allOf"}, "properties": props}
-    return schema
-
-
-def _properties(schema: Any, depth: int = 0) -> Iterator[tuple[str, Any]]:
-    """Every (property name, schema) in a JSON Schema, at any depth."""
-    if not isinstance(schema, dict) or depth > 16:
-        return
-    props = schema.get("properties")
-    if isinstance(props, dict):
-        for name, sub in props.items():
-            yield name, sub
-            yield from _properties(sub, depth + 1)
-    for key in ("items", "additionalProperties"):
-        yield from _properties(schema.get(key), depth + 1)
-    for key in ("allOf", "anyOf", "oneOf"):
-        if isinstance(schema.get(key), list):
-            for sub in schema[key]:
-                yield from _properties(sub, depth + 1)
-
-
-def schema_from_example(value: Any, depth: int = 0) -> dict[str, Any]:
-    """A JSON Schema describing an example value (for results that have an example but no schema)."""
-    if depth > 12:
-        return {}
-    if isinstance(value, dict):
-        return {"type": "object", "properties": {k: schema_from_example(v, depth + 1) for k, v in value.items()}}
-    if isinstance(value, list):
-        return {"type": "array", "items": schema_from_example(value[0], depth + 1) if value else {}}
-    if isinstance(value, bool):
-        return {"type": "boolean"}
-    if isinstance(value, int):
-        return {"type": "integer"}
-    if isinstance(value, float):
-        return {"type": "number"}
-    if isinstance(value, str):
-        return {"type": "string"}
-    return {}
-
-
-def _result_schema(tool: Tool) -> tuple[Any, Any]:
-    """(schema, example) of what a tool returns; the schema is made from the example when there is none."""
-    schema = tool.output_schema
-    example = tool.http.response_example if tool.http is not None else None
-    if not (isinstance(schema, dict) and schema) and example is not None:
-        schema = schema_from_example(example)
-    return schema, example
-
-
 # ------------------------------------------------------------------------------------------------ inference
 
 
@@ -420,26 +149,26 @@ class SchemaInference:
         words: list[str] = []
         for t in tools:
             words += tokens(t.id)
-            words += [w for name, *_ in _params(t) for w in tokens(name)]
-        results = {t.id: _result_schema(t) for t in tools}
+            words += [w for name, *_ in params_of(t) for w in tokens(name)]
+        results = {t.id: result_schema(t) for t in tools}
         for schema, _ in results.values():
-            words += [w for key, _ in _properties(schema) for w in tokens(key)]
+            words += [w for key, _ in properties(schema) for w in tokens(key)]
         self.lex = Lexicon(words)
         self.lex.entities = self._vocabulary()
         # things the results identify without the library addressing them: genre_ids, cast_id, and the
         # object types declared by type fields ("type": {"enum": ["audiobook"]})
         for schema, _ in results.values():
-            for key, sub in _properties(schema):
+            for key, sub in properties(schema):
                 kind, qual = split_kind(self.lex, key)
                 if kind is not None and qual:
                     self.lex.things.add("_".join(qual))
                 if key.lower() in TYPE_FIELDS:
-                    self.lex.things.update(self.lex.lemma(v.lower()) for v in _enum_values(sub) if v.strip())
-        self.objects: dict[str, list[_Obj]] = {}
+                    self.lex.things.update(self.lex.lemma(v.lower()) for v in enum_values(sub) if v.strip())
+        self.objects: dict[str, list[ResultObject]] = {}
         for t in tools:
             schema, example = results[t.id]
-            found: list[_Obj] = []
-            _walk_objects(schema, example, self.lex, found)
+            found: list[ResultObject] = []
+            walk_objects(schema, example, self.lex, found)
             self.objects[t.id] = found
         self.canon = self._canonical_shapes()
         self.facts = {t.id: self._facts(t) for t in tools}
@@ -451,9 +180,9 @@ class SchemaInference:
         lex = self.lex
         out: set[str] = set()
         for t in self.library.tools:
-            segs = _path_segments(t)
+            segs = path_segments(t)
             for i, seg in enumerate(segs):
-                pname = _segment_param(seg)
+                pname = segment_param(seg)
                 if pname is None:
                     continue
                 kind, qual = split_kind(lex, pname)
@@ -461,24 +190,24 @@ class SchemaInference:
                     continue
                 if qual:
                     out.add("_".join(qual))
-                elif i > 0 and _segment_param(segs[i - 1]) is None:
+                elif i > 0 and segment_param(segs[i - 1]) is None:
                     out.add(lex.lemma(segs[i - 1].lower()))
-            for name, *_ in _params(t):
+            for name, *_ in params_of(t):
                 kind, qual = split_kind(lex, name)
                 if kind is not None and qual:
                     out.add("_".join(qual))
         return {e for e in out if e}
 
-    def _type_field(self, obj: _Obj) -> list[str]:
+    def _type_field(self, obj: ResultObject) -> list[str]:
         """What an object's own type field says it is: its ``enum``/``const`` values as declared, else the
         entities its example value or the quoted words of its description name."""
         for name, sub in obj.props.items():
             if name.lower() not in TYPE_FIELDS or not isinstance(sub, dict):
                 continue
-            declared = [self.lex.lemma(v.lower()) for v in _enum_values(sub) if v.strip()]
+            declared = [self.lex.lemma(v.lower()) for v in enum_values(sub) if v.strip()]
             if declared:
                 return list(dict.fromkeys(declared))
-            loose = _QUOTED.findall(sub["description"]) if isinstance(sub.get("description"), str) else []
+            loose = QUOTED.findall(sub["description"]) if isinstance(sub.get("description"), str) else []
             if obj.example and isinstance(obj.example.get(name), str):
                 loose.append(obj.example[name])
             known = [e for e in (self.lex.lemma(v.lower()) for v in loose) if e in self.lex.entities]
@@ -493,8 +222,8 @@ class SchemaInference:
         for t in self.library.tools:
             if t.http is None or t.http.method != "GET":
                 continue
-            segs = _path_segments(t)
-            if not segs or _segment_param(segs[-1]) is None:
+            segs = path_segments(t)
+            if not segs or segment_param(segs[-1]) is None:
                 continue
             ent = self._param_segment_entity(segs, len(segs) - 1)
             root = next((o for o in self.objects[t.id] if o.path == ""), None)
@@ -510,7 +239,7 @@ class SchemaInference:
         return {e: {f: self._idf[f] for f in fields} for e, fields in shapes.items()}
 
     def _param_segment_entity(self, segs: list[str], i: int) -> str | None:
-        pname = _segment_param(segs[i])
+        pname = segment_param(segs[i])
         if pname is None:
             return None
         kind, qual = split_kind(self.lex, pname)
@@ -518,7 +247,7 @@ class SchemaInference:
             return None
         if qual:
             return "_".join(qual)
-        if i > 0 and _segment_param(segs[i - 1]) is None:
+        if i > 0 and segment_param(segs[i - 1]) is None:
             lem = self.lex.lemma(segs[i - 1].lower())
             return lem if lem in self.lex.entities else None
         return None
@@ -527,11 +256,11 @@ class SchemaInference:
 
     def _selector(self, tool: Tool) -> tuple[str, list[str]] | None:
         """(parameter, entities) of a parameter that picks the kind of object a call works on."""
-        for name, _loc, schema, _req, _desc in _params(tool):
+        for name, _loc, schema, _req, _desc in params_of(tool):
             toks = tokens(name)
             if not toks or toks[-1] not in SELECTOR_WORDS:
                 continue
-            values = _enum_values(schema)
+            values = enum_values(schema)
             ents = list(dict.fromkeys(self.lex.lemma(v.lower()) for v in values))
             ents = [e for e in ents if e in self.lex.entities]
             if ents:
@@ -540,23 +269,23 @@ class SchemaInference:
 
     def _wanted(self, tool: Tool) -> list[Wanted]:
         lex = self.lex
-        segs = _path_segments(tool)
+        segs = path_segments(tool)
         out = []
         selector = self._selector(tool)
-        for name, location, schema, required, desc in _params(tool):
+        for name, location, schema, required, desc in params_of(tool):
             kind, qual = split_kind(lex, name)
-            typ = _schema_type(schema)
+            typ = schema_type(schema)
             if kind is None:
                 named = lex.entities_in(name)
-                if named and _ID_TEXT.search(desc or ""):  # 'tracks': "Spotify URIs of the tracks"
-                    m = _ID_TEXT.search(desc or "")
+                if named and ID_TEXT.search(desc or ""):  # 'tracks': "Spotify URIs of the tracks"
+                    m = ID_TEXT.search(desc or "")
                     word = m.group(0).lower().rstrip("s").replace("'", "") if m else "id"
                     kind = KIND_WORDS.get(word, "id") if word != "identifier" else "id"
                     out.append(Wanted(name, kind, frozenset(named), typ, required, f"'{name}' names {', '.join(named)}"))
                     continue
                 if selector is not None and name == selector[0]:
                     continue  # a choice among fixed values, not data
-                if _enum_values(schema):
+                if enum_values(schema):
                     continue
                 out.append(Wanted(name, None, frozenset(), typ, required, "its name"))
                 continue
@@ -579,7 +308,7 @@ class SchemaInference:
                     ents, how = mentioned, "its description"
             if not ents and not qual:
                 for seg in reversed(segs):
-                    if _segment_param(seg) is None and lex.lemma(seg.lower()) in lex.entities:
+                    if segment_param(seg) is None and lex.lemma(seg.lower()) in lex.entities:
                         ents, how = [lex.lemma(seg.lower())], f"the path segment '{seg}'"
                         break
             if not ents and qual:
@@ -612,10 +341,10 @@ class SchemaInference:
     def _subject(self, tool: Tool) -> list[str]:
         """The entity a call is about: its last entity path segment, else its last entity parameter; for
         tools without a path, the last entity its name names."""
-        segs = _path_segments(tool)
+        segs = path_segments(tool)
         if segs:
             for i in range(len(segs) - 1, -1, -1):
-                if _segment_param(segs[i]) is None:
+                if segment_param(segs[i]) is None:
                     lem = self.lex.lemma(segs[i].lower())
                     if lem in self.lex.entities:
                         return [lem]
@@ -627,7 +356,7 @@ class SchemaInference:
         named = self.lex.entities_in(tool.id)
         return named[-1:]
 
-    def _shape(self, obj: _Obj) -> tuple[str, float] | None:
+    def _shape(self, obj: ResultObject) -> tuple[str, float] | None:
         """The getter shape an object matches: the idf-weighted share of its fields known to any getter shape
         that this one has (fields no getter returns, such as a credit's ``character``, do not count)."""
         known = [f for f in obj.props if f in self._idf]
@@ -647,7 +376,7 @@ class SchemaInference:
             return ent, best
         return None
 
-    def _object_entities(self, tool: Tool, obj: _Obj, subject: list[str],
+    def _object_entities(self, tool: Tool, obj: ResultObject, subject: list[str],
                          selector: tuple[str, list[str]] | None) -> tuple[list[str], str]:
         own = self._type_field(obj)
         if own:
@@ -683,8 +412,8 @@ class SchemaInference:
             found: tuple[list[str], str] | None = None
             for name, sub in obj.props.items():
                 kind, qual = split_kind(self.lex, name)
-                path = _join(obj.path, name)
-                typ = _schema_type(sub)
+                path = join_path(obj.path, name)
+                typ = schema_type(sub)
                 if kind is None:
                     if not isinstance(sub, dict) or sub.get("type") not in ("object", "array") and "properties" not in sub:
                         out.append(Produced(path, name, None, frozenset(), typ, "its name"))
@@ -706,7 +435,7 @@ class SchemaInference:
         subject = self._subject(tool)
         facts = ToolFacts(tool=tool, wanted=self._wanted(tool), subject=subject)
         facts.has_output = bool(self.objects[tool.id])
-        facts.fields = list(dict.fromkeys(_join(o.path, name) for o in self.objects[tool.id] for name in o.props))
+        facts.fields = list(dict.fromkeys(join_path(o.path, name) for o in self.objects[tool.id] for name in o.props))
         if facts.has_output:
             facts.produced = self._produced(tool, subject, facts.wanted)
         else:
@@ -740,13 +469,13 @@ class SchemaInference:
                 if not w.required:
                     continue
                 for p in a.produced:
-                    if p.kind is None and p.name == w.name and _compatible(w.type, p.type):
+                    if p.kind is None and p.name == w.name and compatible(w.type, p.type):
                         found.append(((1, 1, p.path.count(".")), LinkReason(
                             rule="name", output=p.path, parameter=w.name, note="same name")))
                 continue
             if a.has_output:
                 for p in a.produced:
-                    if p.kind != w.kind or not (p.entities & w.entities) or not _compatible(w.type, p.type):
+                    if p.kind != w.kind or not (p.entities & w.entities) or not compatible(w.type, p.type):
                         continue
                     ent = sorted(p.entities & w.entities)[0]
                     note = f"{_article(ent)} {ent.replace('_', ' ')} {w.kind}"
@@ -813,7 +542,7 @@ def _article(word: str) -> str:
 
 def _resource(path: str) -> str:
     segs = [s for s in path.split("/") if s]
-    last_param = max((i for i, s in enumerate(segs) if _segment_param(s) is not None), default=None)
+    last_param = max((i for i, s in enumerate(segs) if segment_param(s) is not None), default=None)
     if last_param is not None:
         keep = segs[: last_param + 1]
     elif len(segs) - 1 >= 2:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import TaskbenchError
 from ..schema import LinkReason, Tool, ToolGraph, ToolLibrary, ToolLink
 from .infer import DATA, SchemaInference
+from .shapes import params_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..llm import Model
@@ -79,10 +80,8 @@ def _describe(tool: Tool, facts: SchemaInference) -> str:
 
 
 def _parameters(tool: Tool) -> list[tuple[str, str, bool, str]]:
-    from .infer import _params
-
     return [(name, str(schema.get("type", "string")), req, " ".join((desc or "").split())[:120])
-            for name, _loc, schema, req, desc in _params(tool)]
+            for name, _loc, schema, req, desc in params_of(tool)]
 
 
 def _schema(names: list[str], params: list[str]) -> dict[str, Any]:
