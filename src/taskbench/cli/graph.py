@@ -63,10 +63,19 @@ def _write_graph(graph, output: Path | None, what: str) -> None:  # noqa: ANN001
     n = len(graph.nodes)
     density = len(graph.links) / (n * (n - 1)) if n > 1 else 0.0
     how = f", {graph.inferred}" if graph.inferred else ""
-    make_console(stderr=True).print(
+    console = make_console(stderr=True)
+    console.print(
         f"wrote {output}: {n} tools, {len(graph.links)} links, density {density:.3f} ({graph.dependency}{how}){what}",
         highlight=False,
     )
+    linked = {lk.source for lk in graph.links} | {lk.target for lk in graph.links}
+    alone = [t.id for t in graph.nodes if t.id not in linked]
+    if alone and n > 1:
+        console.print(
+            f"note: {len(alone)} of {n} tools have no link (e.g. {alone[0]!r}); chains and DAGs are sampled along "
+            "links: check with `taskbench graph show`, add links with `taskbench graph edit`, or try --infer llm",
+            highlight=False,
+        )
 
 
 @graph_app.command("build")

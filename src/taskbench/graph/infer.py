@@ -54,7 +54,6 @@ feeds, and how their meaning was told.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..schema import LinkReason, Tool, ToolGraph, ToolLibrary, ToolLink
@@ -461,48 +460,68 @@ class SchemaInference:
 
     # -- links -------------------------------------------------------------------------------------------
 
-    def reasons(self, a: ToolFacts, b: ToolFacts) -> list[LinkReason]:
-        """Why ``b`` can follow ``a`` (empty: it cannot)."""
-        found: list[tuple[tuple[int, int, int], LinkReason]] = []
+    def _index(self) -> None:
+        """Who returns what: (entity, kind) and field names -> [(tool id, value)], in library order."""
+        self._by_meaning: dict[tuple[str, str], list[tuple[str, Produced]]] = {}
+        self._by_name: dict[str, list[tuple[str, Produced]]] = {}
+        self._by_description: dict[tuple[str, str | None], list[tuple[str, str]]] = {}
+        for t in self.library.tools:
+            facts = self.facts[t.id]
+            for p in facts.produced:
+                if p.kind is None:
+                    self._by_name.setdefault(p.name, []).append((t.id, p))
+                else:
+                    for e in sorted(p.entities):
+                        self._by_meaning.setdefault((e, p.kind), []).append((t.id, p))
+            for key, how in facts.described.items():
+                self._by_description.setdefault(key, []).append((t.id, how))
+
+    def reasons_into(self, b: ToolFacts) -> dict[str, list[LinkReason]]:
+        """source tool id -> why ``b`` can follow it (its best reasons, distinct parameters first)."""
+        found: dict[str, list[tuple[tuple[int, int, int], LinkReason]]] = {}
+
+        def add(src: str, rank: tuple[int, int, int], reason: LinkReason) -> None:
+            if src != b.tool.id:
+                found.setdefault(src, []).append((rank, reason))
+
         for w in b.wanted:
             if w.kind is None:
-                if not w.required:
-                    continue
-                for p in a.produced:
-                    if p.kind is None and p.name == w.name and compatible(w.type, p.type):
-                        found.append(((1, 1, p.path.count(".")), LinkReason(
-                            rule="name", output=p.path, parameter=w.name, note="same name")))
+                if w.required:
+                    for src, p in self._by_name.get(w.name, ()):
+                        if compatible(w.type, p.type):
+                            add(src, (1, 1, p.path.count(".")),
+                                LinkReason(rule="name", output=p.path, parameter=w.name, note="same name"))
                 continue
-            if a.has_output:
-                for p in a.produced:
-                    if p.kind != w.kind or not (p.entities & w.entities) or not compatible(w.type, p.type):
+            for ent in sorted(w.entities):
+                for src, p in self._by_meaning.get((ent, w.kind), ()):
+                    if not compatible(w.type, p.type):
                         continue
-                    ent = sorted(p.entities & w.entities)[0]
                     note = f"{_article(ent)} {ent.replace('_', ' ')} {w.kind}"
                     if p.how and not p.how.startswith("'"):
                         note += f", known from {p.how}"
-                    found.append(((0 if w.required else 1, 0, p.path.count(".") + p.path.count("[]")),
-                                  LinkReason(rule="schema", output=p.path, parameter=w.name, note=note)))
-            else:
-                for (ent, kind), how in a.described.items():
-                    if ent in w.entities and kind in (None, w.kind):
-                        found.append(((0 if w.required else 1, 2, 0), LinkReason(
+                    add(src, (0 if w.required else 1, 0, p.path.count(".") + p.path.count("[]")),
+                        LinkReason(rule="schema", output=p.path, parameter=w.name, note=note))
+                for kind in (w.kind, None):
+                    for src, how in self._by_description.get((ent, kind), ()):
+                        add(src, (0 if w.required else 1, 2, 0), LinkReason(
                             rule="description", parameter=w.name,
-                            note=f"{_article(ent)} {ent.replace('_', ' ')} {w.kind}: {how} (no output schema)")))
-                        break
-        found.sort(key=lambda x: x[0])
-        out: list[LinkReason] = []
-        params: set[str | None] = set()
-        for _, r in found:  # distinct parameters first, then more fields of the same parameter
-            if r.parameter not in params:
-                out.append(r)
-                params.add(r.parameter)
-        for _, r in found:
-            if len(out) >= MAX_REASONS:
-                break
-            if r not in out:
-                out.append(r)
-        return out[:MAX_REASONS]
+                            note=f"{_article(ent)} {ent.replace('_', ' ')} {w.kind}: {how} (no output schema)"))
+        out: dict[str, list[LinkReason]] = {}
+        for src, items in found.items():
+            items.sort(key=lambda x: x[0])
+            chosen: list[LinkReason] = []
+            params: set[str | None] = set()
+            for _, r in items:  # distinct parameters first, then more fields of the same parameter
+                if r.parameter not in params:
+                    chosen.append(r)
+                    params.add(r.parameter)
+            for _, r in items:
+                if len(chosen) >= MAX_REASONS:
+                    break
+                if r not in chosen:
+                    chosen.append(r)
+            out[src] = chosen[:MAX_REASONS]
+        return out
 
     def state_reason(self, a: Tool, b: Tool) -> LinkReason | None:
         """OpenAPI operations on the same resource: a write ``a`` changes what ``b`` works on, or a read ``a``
@@ -520,20 +539,32 @@ class SchemaInference:
             return LinkReason(rule="state", note=f"{ma} {a.http.path} reads what {mb} {b.http.path} changes")
         return None
 
-    def links(self) -> Iterator[ToolLink]:
+    def links(self) -> list[ToolLink]:
+        """Every inferred link, source-major in library order: data links, then state links for the pairs
+        that have no data link."""
         tools = self.library.tools
-        for a in tools:
-            fa = self.facts[a.id]
-            for b in tools:
-                if a.id == b.id:
+        self._index()
+        data: dict[tuple[str, str], list[LinkReason]] = {}
+        for b in tools:
+            for src, reasons in self.reasons_into(self.facts[b.id]).items():
+                data[(src, b.id)] = reasons
+        state: dict[tuple[str, str], LinkReason] = {}
+        http = [t for t in tools if t.http is not None]
+        writes = [t for t in http if t.http.method.upper() in WRITE_METHODS]  # type: ignore[union-attr]
+        for w in writes:
+            for t in http:
+                if t.id == w.id:
                     continue
-                reasons = self.reasons(fa, self.facts[b.id])
-                if reasons:
-                    yield ToolLink(source=a.id, target=b.id, type=DATA, reasons=tuple(reasons))
-                    continue
-                state = self.state_reason(a, b)
-                if state is not None:
-                    yield ToolLink(source=a.id, target=b.id, type=STATE, reasons=(state,))
+                for a, b in ((w, t), (t, w)):
+                    if (a.id, b.id) not in data and (a.id, b.id) not in state:
+                        reason = self.state_reason(a, b)
+                        if reason is not None:
+                            state[(a.id, b.id)] = reason
+        pos = {t.id: i for i, t in enumerate(tools)}
+        out = [ToolLink(source=a, target=b, type=DATA, reasons=tuple(r)) for (a, b), r in data.items()]
+        out += [ToolLink(source=a, target=b, type=STATE, reasons=(r,)) for (a, b), r in state.items()]
+        out.sort(key=lambda lk: (pos[lk.source], pos[lk.target]))
+        return out
 
 
 def _article(word: str) -> str:
@@ -555,7 +586,7 @@ def _resource(path: str) -> str:
 def infer_links(library: ToolLibrary) -> list[ToolLink]:
     """Links inferred from the tools' schemas, names and descriptions (rules: the module docstring),
     source-major in library order, each with its reasons."""
-    return list(SchemaInference(library).links())
+    return SchemaInference(library).links()
 
 
 def infer_graph(library: ToolLibrary) -> ToolGraph:
