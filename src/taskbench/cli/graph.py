@@ -4,10 +4,14 @@ draw it."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from .console import make_console
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..schema import ToolGraph
 
 FORMAT_HELP = "Tool library format: auto (detect), taskbench, openai, mcp or openapi."
 DEP_HELP = (
@@ -38,7 +42,7 @@ graph_app = typer.Typer(
 )
 
 
-def _graph(path: Path, fmt: str, dependency: str | None, infer: str = "auto"):  # noqa: ANN202
+def _graph(path: Path, fmt: str, dependency: str | None, infer: str = "auto") -> ToolGraph:
     from ..bundled import resolve
     from ..graph.build import graph_from_path
     from ..graph.loaders import check_format
@@ -47,7 +51,7 @@ def _graph(path: Path, fmt: str, dependency: str | None, infer: str = "auto"):  
     return graph_from_path(resolve(path), format=fmt, dependency=dependency, infer=infer)
 
 
-def _write_graph(graph, output: Path | None, what: str) -> None:  # noqa: ANN001
+def _write_graph(graph: ToolGraph, output: Path | None, what: str) -> None:
     import json
 
     from ..dataset.jsonio import write_json
@@ -134,7 +138,7 @@ def build_command(
         from ..graph.infer_llm import infer_graph_llm
         from ..llm import get_model
 
-        options: dict = {"base_url": base_url} if base_url else {}
+        options: dict[str, Any] = {"base_url": base_url} if base_url else {}
         if concurrency is not None:
             options["concurrency"] = concurrency
         with get_model(model, **options) as llm:

@@ -319,7 +319,8 @@ class SchemaInference:
     def _refine(self) -> None:
         """A qualified parameter whose entity no tool returns (``context_uri``: no tool returns a "context")
         takes the entities its description names instead ("Valid contexts are albums, artists & playlists")."""
-        made = {(e, p.kind) for f in self.facts.values() for p in f.produced if p.kind for e in p.entities}
+        made: set[tuple[str, str | None]] = {
+            (e, p.kind) for f in self.facts.values() for p in f.produced if p.kind for e in p.entities}
         made |= {key for f in self.facts.values() for key in f.described}
 
         def is_made(ent: str, kind: str | None) -> bool:

@@ -151,8 +151,8 @@ def check_proposals(
             _reject(report, target, {}, "not an object")
             continue
         src_raw, param = item.get("source"), item.get("parameter")
-        output = item.get("output") if isinstance(item.get("output"), str) else ""
-        why = item.get("reason") if isinstance(item.get("reason"), str) else ""
+        output = _text(item.get("output"))
+        why = _text(item.get("reason"))
         source = by_norm.get(_norm(src_raw)) if isinstance(src_raw, str) else None
         if source is None:
             _reject(report, target, item, f"{src_raw!r} is not a tool of the library")
@@ -181,6 +181,10 @@ def check_proposals(
         kept.append((source, LinkReason(rule="llm", output=field_path, parameter=param, note=note)))
         report.kept += 1
     return kept
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
 
 
 def _reject(report: LlmInferenceReport, target: Tool, item: dict[str, Any], why: str) -> None:

@@ -165,21 +165,21 @@ def params_of(tool: Tool) -> list[tuple[str, str, dict[str, Any], bool, str]]:
     """(name, location, JSON Schema, required, description) of each parameter, one per name."""
     out: dict[str, tuple[str, str, dict[str, Any], bool, str]] = {}
     if tool.http is not None:
-        for p in tool.http.parameters:
-            if p.name not in out:
-                out[p.name] = (p.name, p.location, dict(p.json_schema), p.required, p.description)
-    props = tool.input_schema.get("properties") if isinstance(tool.input_schema, dict) else None
-    required = tool.input_schema.get("required") if isinstance(tool.input_schema, dict) else None
+        for hp in tool.http.parameters:
+            if hp.name not in out:
+                out[hp.name] = (hp.name, hp.location, dict(hp.json_schema), hp.required, hp.description)
+    schema = tool.input_schema if isinstance(tool.input_schema, dict) else {}
+    props, required = schema.get("properties"), schema.get("required")
     req = {r for r in required if isinstance(r, str)} if isinstance(required, list) else set()
     if isinstance(props, dict):
         for name, sub in props.items():
             if name not in out:
-                sub = sub if isinstance(sub, dict) else {}
-                desc = sub.get("description") if isinstance(sub.get("description"), str) else ""
-                out[name] = (name, "body", sub, name in req, desc)
-    for p in tool.parameters or ():
-        if p.name not in out:
-            out[p.name] = (p.name, "query", {"type": p.type}, p.required, p.desc)
+                sub_schema: dict[str, Any] = sub if isinstance(sub, dict) else {}
+                desc = sub_schema.get("description")
+                out[name] = (name, "body", sub_schema, name in req, desc if isinstance(desc, str) else "")
+    for tp in tool.parameters or ():
+        if tp.name not in out:
+            out[tp.name] = (tp.name, "query", {"type": tp.type}, tp.required, tp.desc)
     return list(out.values())
 
 

@@ -65,8 +65,8 @@ class ToolLink(BaseModel):
 
     @model_serializer(mode="wrap")
     def _drop_empty_reasons(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data = handler(self)
-        if isinstance(data, dict) and not data.get("reasons"):
+        data: dict[str, Any] = handler(self)
+        if not data.get("reasons"):
             data.pop("reasons", None)
         return data
 
