@@ -185,7 +185,7 @@ def _graph_from_source(src: JsonSource, dependency: str | None) -> ToolGraph:
     dep = dependency or _file_dependency(src) or infer_dependency(tools)
     inferred = doc.get("inferred") if isinstance(doc.get("inferred"), str) else None
     edits = [e for e in doc.get("edits") or [] if isinstance(e, dict)] if isinstance(doc.get("edits"), list) else []
-    graph = ToolGraph(nodes=tools, links=links, dependency=dep, inferred=inferred, edits=edits)
+    graph = ToolGraph(nodes=tools, links=links, dependency=dep, inferred=inferred, edits=edits)  # type: ignore[arg-type]
     problem = graph_problem(graph)
     if problem is not None:
         index, message, hint = problem
