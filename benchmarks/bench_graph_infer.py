@@ -75,7 +75,9 @@ def measure(name: str, infer: str, model: str | None, concurrency: int | None) -
         llm = get_model(model or "llamacpp/qwen2.5-coder-0.5b", **({"concurrency": concurrency} if concurrency else {}))
         graph, report = infer_graph_llm(library, llm)
         extra = {"proposed": report.proposed, "kept": report.kept, "dropped": report.dropped,
-                 "calls": report.calls, "failed_calls": report.failed_calls, "model": llm.name}
+                 "repeated": report.repeated, "calls": report.calls, "failed_calls": report.failed_calls,
+                 "errors": report.errors, "model": llm.name, "usage": llm.usage.model_dump(),
+                 "why_dropped": _count(_why(r["why"]) for r in report.rejected)}
     seconds = time.perf_counter() - start
     names = library.names
     links = {(lk.source, lk.target) for lk in graph.links}
@@ -103,6 +105,14 @@ def measure(name: str, infer: str, model: str | None, concurrency: int | None) -
         "link_types": _count(lk.type or "" for lk in graph.links), "unmapped": sorted(unmapped),
         "misses": misses, **extra,
     }
+
+
+def _why(text: str) -> str:
+    """The kind of a rule-check rejection."""
+    for words in ("is not a tool", "is not a parameter", "does not return", "cannot feed itself", "not an object"):
+        if words in text:
+            return words
+    return text
 
 
 def _count(items) -> dict:  # noqa: ANN001
@@ -136,7 +146,10 @@ def main() -> int:
                   f"{'OK' if r['ok'] else 'BELOW TARGET'}  {r['seconds']:.2f} s  types {r['link_types']}")
             if "proposed" in r:
                 print(f"           {r['model']}: {r['calls']} calls ({r['failed_calls']} failed), "
-                      f"{r['proposed']} links proposed, {r['kept']} kept, {r['dropped']} dropped by the rule check")
+                      f"{r['proposed']} links proposed, {r['kept']} kept, {r['dropped']} dropped by the rule check, "
+                      f"{r['repeated']} repeated; dropped: {r['why_dropped']}")
+                for err in r["errors"]:
+                    print(f"           failed: {err[:160]}")
             if r["unmapped"]:
                 print(f"           unmapped gold steps: {r['unmapped']}")
             if args.misses:
