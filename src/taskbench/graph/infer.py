@@ -3,49 +3,48 @@
 A link a -> b says "what a returns can be what b takes". It is found by giving every identifier that a tool
 returns and every parameter a tool takes a *meaning*, ``(entity, kind)`` such as ``(person, id)`` or
 ``(track, uri)``, and linking the two when the meanings agree. Nothing here knows any particular API: the
-vocabulary of entities is read from the library itself.
+vocabulary of entities is read from the library itself. (Reading names and schemas is :mod:`.shapes`; the
+rules are here; docs/graph.md explains them with examples.)
 
-Words. Names are split into lower-case tokens (``movie_id``, ``movieId``, ``GET /search/person``) and plural
-tokens are lemmatised against the words the library uses (``movies`` -> ``movie`` because ``movie`` appears
-elsewhere, ``companies`` -> ``company``). A token is an identifier *kind* when it is one of ``id uri url key
-code number slug handle`` (and their plurals).
+Entities: the qualifier of any identifier parameter (``person_id`` -> person, ``season_number`` -> season)
+and the path segment before a bare path parameter (``/tracks/{id}`` -> track). *Things*: qualifiers of
+returned identifiers (``genre_ids``) and declared object types (``"type": {"enum": ["audiobook"]}``); no tool
+takes them, they only keep objects from being mistaken for something else.
 
-Entities (the vocabulary). Things the library can address: the qualifier of an identifier parameter
-(``person_id`` -> person, ``season_number`` -> season), the path segment before a path parameter
-(``/tracks/{id}`` -> track), and the object types named by ``type`` fields with an ``enum``/``const``
-(``"type": {"enum": ["album"]}``).
-
-What a parameter takes (its meaning):
+What a parameter takes:
 
 1. identifier parameters (the last token is a kind, or the name is an entity and the description says "IDs"
-   or "URIs"): the entity is the qualifier when it is a known entity (``person_id``, ``seed_artists``);
-   for a bare ``id``/``ids``/``uri`` the entity is the path segment before it (``/albums/{id}``), else the
-   values of a sibling selector parameter (a ``type``/``kind`` enum of entities), else the entities its
-   description names (possessives such as "the user's" do not count), else the last path segment that is an
-   entity (``PUT /me/albums?ids=``); a qualifier that is not an entity (``context_uri``) reads the
-   description the same way, and otherwise stays its own entity (``snapshot_id``, ``device_id``).
+   or "URIs"): the entity is the qualifier when it is an entity (``person_id``, ``seed_artists``); for a bare
+   ``id``/``ids``/``uri``, the path segment before it (``/albums/{id}``), else the values of a sibling
+   selector parameter (a ``type``/``kind`` enum of entities), else the entities its description names
+   (possessives such as "the user's" do not count), else the last path segment that is an entity
+   (``PUT /me/albums?ids=``). A qualified parameter whose entity nothing returns (``context_uri``) takes the
+   entities its description names instead (:meth:`SchemaInference._refine`).
 2. other parameters have no entity; they can only be fed by a returned field of the same name, and only when
    they are required and not a choice among fixed values (paging, filters and enums have defaults).
 
 What a tool returns (OpenAPI response schema, else its example; MCP ``outputSchema``). Every object in the
-result gets an entity from, in order: its own ``type`` field (enum, const or a quoted value in its
-description); the nearest enclosing key that names an entity (``networks[]``, ``production_companies[]``,
-``tracks.items[]``); for objects at the top of the result, a selector parameter of the call (``media_type``
-in ``{movie, tv, person}``); its schema ``title``; its shape (fields weighted by how rare they are among the
-objects that the library's getters ``GET /x/{x_id}`` return, so ``cast[]`` with ``profile_path`` and
-``known_for_department`` is a person); and, at the top of the result, the call's own subject (the last path
-segment that is an entity, else the entity of the last path parameter). A returned field is an identifier of
-that object (``id``, ``uri``) or, when its name has a qualifier, of the qualifier (``credit_id``,
-``season_number``).
+result gets an entity from, in order: its own type field (declared enum/const, else an example value or a
+quoted word of its description that is an entity); the nearest enclosing key that names an entity
+(``networks[]``, ``production_companies[]``, ``tracks.items[]``); for objects at the top of the result (under
+envelope keys such as ``results`` only), a selector parameter of the call (``media_type`` in ``{movie, tv,
+person}``); its schema ``title``; its shape (fields weighted by how rare they are among the objects that the
+library's getters ``GET /x/{x_id}`` return, so ``cast[]`` with ``profile_path`` and ``known_for_department``
+is a person); any other enclosing key (``genres[]`` holds genres); and, at the top of the result, the call's
+own subject (the last path segment that is an entity, else the entity of the last path parameter). A
+returned field is an identifier of that object (``id``, ``uri``) or, when its name has a qualifier, of the
+qualifier (``credit_id``, ``season_number``). The call's own identifier at the top of its result is its input
+echoed back and feeds nothing new.
 
-Tools without an output schema (OpenAI tools, most MCP tools, TaskBench APIs) produce the entities their name
-or path is about (``search_flights`` produces flight ids), unless they take that entity's identifier
-themselves.
+Tools without an output schema (OpenAI tools, most MCP tools, TaskBench APIs) give the entity their name or
+path is about (``search_flights`` gives flight ids) and every "<entity> <kind>" their description names
+("Returns the booking id"), unless they take that entity's identifier themselves.
 
 State (OpenAPI only). A write (POST, PUT, PATCH, DELETE) changes the resource it acts on: the path up to its
 last parameter (``/playlists/{playlist_id}``), else its parent when that has two or more segments
 (``/me/player`` for ``PUT /me/player/pause``), else the path itself (``/me/albums``). Every other operation
-on that resource (its path equal to it or below it) may follow the write.
+on that resource (its path equal to it or below it) may follow the write, and a read of exactly that resource
+may precede it. A data link between the same pair wins.
 
 Each link keeps its reasons (:class:`~taskbench.schema.LinkReason`): the returned field and the parameter it
 feeds, and how their meaning was told.
