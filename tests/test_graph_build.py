@@ -110,9 +110,15 @@ def test_stats_of_reference_graphs(reference_dir: Path) -> None:
     assert daily.link_types == {"complete": 1560} and daily.unproduced_input_types == []
 
 
-def test_openapi_library_builds_a_temporal_graph(shared: Path) -> None:
-    graph = graph_from_path(shared / "reference" / "restbench" / "tmdb_oas.json")
-    assert graph.dependency == "temporal" and len(graph.links) == 54 * 53
+def test_openapi_library_gets_inferred_links_unless_the_rules_are_asked_for(shared: Path) -> None:
+    spec = shared / "reference" / "restbench" / "tmdb_oas.json"
+    complete = graph_from_path(spec, infer="rules")
+    assert complete.dependency == "temporal" and len(complete.links) == 54 * 53
+    assert len(graph_from_path(spec, dependency="temporal").links) == 54 * 53  # an explicit rule wins
+    inferred = graph_from_path(spec)  # auto: OpenAPI operations get links inferred from their schemas
+    assert inferred.dependency == "temporal" and inferred.inferred == "schema"
+    assert 0 < len(inferred.links) < 0.3 * 54 * 53
+    assert {lk.type for lk in inferred.links} <= {"data", "state"} and all(lk.reasons for lk in inferred.links)
 
 
 # ------------------------------------------------------------------------------------------ CLI
@@ -152,9 +158,13 @@ def test_cli_build_other_formats(tmp_path: Path, capsys: pytest.CaptureFixture[s
     tools = [{"type": "function", "function": {"name": n, "parameters": {"type": "object"}}} for n in "xyz"]
     path = tmp_path / "tools.json"
     path.write_text(json.dumps(tools))
-    code, out, _ = run(["graph", "build", str(path), "--format", "openai"], capsys)
+    code, out, _ = run(["graph", "build", str(path), "--format", "openai", "--infer", "rules"], capsys)
     doc = json.loads(out)
     assert code == 0 and [n["id"] for n in doc["nodes"]] == ["x", "y", "z"] and len(doc["links"]) == 6
+    # by default their links are inferred: tools that take and return nothing feed nothing
+    code, out, _ = run(["graph", "build", str(path), "--format", "openai"], capsys)
+    doc = json.loads(out)
+    assert code == 0 and len(doc["nodes"]) == 3 and doc["links"] == [] and doc["inferred"] == "schema"
 
 
 def test_cli_stats_table_and_json(reference_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -168,7 +178,7 @@ def test_cli_stats_table_and_json(reference_dir: Path, capsys: pytest.CaptureFix
 
 
 def test_cli_help_has_examples(capsys: pytest.CaptureFixture[str]) -> None:
-    for argv in (["graph", "build", "--help"], ["graph", "stats", "--help"], ["graph", "show", "--help"],
-                 ["sample", "--help"]):
+    for argv in (["graph", "build", "--help"], ["graph", "edit", "--help"], ["graph", "stats", "--help"],
+                 ["graph", "show", "--help"], ["sample", "--help"]):
         code, out, _ = run(argv, capsys)
         assert code == 0 and "Example" in out and "taskbench " + " ".join(argv[:-1]) in out

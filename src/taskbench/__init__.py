@@ -4,7 +4,7 @@ The public API is what ``__all__`` lists (``from taskbench import load_dataset, 
 everything else is internal and may change. Names are imported on first use, so ``import taskbench`` and the
 command line start fast.
 
-The flow: ``load_tools`` -> ``build_graph`` -> ``sample_plan`` -> Sample (gold TaskGraph) -> ``get_model`` +
+The flow: ``load_tools`` -> ``make_graph`` (rules, or links inferred from the tools) -> ``sample_plan`` -> Sample (gold TaskGraph) -> ``get_model`` +
 ``predict_dataset`` -> Prediction -> ``evaluate`` -> report (``run_benchmark`` does it end to end).
 """
 
@@ -34,6 +34,7 @@ _LAZY: dict[str, str] = {
     "TaskGraph": "schema",
     "TaskLink": "schema",
     "TaskNode": "schema",
+    "LinkReason": "schema",
     "Tool": "schema",
     "ToolGraph": "schema",
     "ToolLibrary": "schema",
@@ -47,8 +48,11 @@ _LAZY: dict[str, str] = {
     "save_dataset": "dataset",
     # tool libraries and graphs
     "build_graph": "graph",
+    "edit_graph": "graph",
     "graph_stats": "graph",
+    "infer_graph": "graph",
     "load_tools": "graph",
+    "make_graph": "graph",
     "render_html": "graph",
     "render_png": "graph",
     "sample_plan": "graph",

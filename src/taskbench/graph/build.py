@@ -14,6 +14,11 @@ links). :func:`count_links` counts the links of a library without building them;
 a graph of more than ``max_links`` links (default :data:`MAX_LINKS`) with one clear error, because its
 in-memory form costs about 1.5 kB per link; :func:`write_graph` streams any graph to a file in constant
 memory (``taskbench graph build`` uses it).
+
+:func:`make_graph` chooses between these rules and links inferred from the tools themselves
+(:mod:`taskbench.graph.infer`): ``infer="auto"`` keeps the rules for TaskBench libraries (and whenever a
+dependency kind is given) and infers the links of OpenAI, MCP and OpenAPI tools, which the temporal rule
+would link all to all.
 """
 
 from __future__ import annotations
@@ -44,6 +49,10 @@ TEMPORAL_LINK_TYPE = "complete"
 MAX_LINKS = 1_000_000
 """The largest graph :func:`build_graph` builds in memory unless told otherwise (about 1.5 GB and tens of
 seconds at this size; ``taskbench graph build`` streams larger graphs with ``--max-links 0``)."""
+INFER_METHODS: tuple[str, ...] = ("auto", "rules", "schema", "llm")
+"""How ``graph build --infer`` makes links: ``rules`` (resource/temporal), ``schema`` (inferred from the tools),
+``llm`` (proposed by a model, rule-checked), ``auto`` (rules for TaskBench libraries, else schema)."""
+
 
 
 def _consumers(library: ToolLibrary) -> dict[str, list[int]]:
@@ -173,6 +182,37 @@ def write_graph(
     return count
 
 
+def resolve_infer(library: ToolLibrary, infer: str = "auto", dependency: str | None = None) -> str:
+    """The method ``infer`` stands for: ``auto`` is ``rules`` for TaskBench libraries or when a dependency
+    kind is given, else ``schema``."""
+    if infer not in INFER_METHODS:
+        raise InputError(f"unknown inference method {infer!r}", hint=f"use one of: {', '.join(INFER_METHODS)}")
+    if infer != "auto":
+        return infer
+    if dependency is not None or all((t.source or "taskbench") == "taskbench" for t in library.tools):
+        return "rules"
+    return "schema"
+
+
+def make_graph(
+    library: ToolLibrary, infer: str = "auto", dependency: str | None = None, *, max_links: int | None = MAX_LINKS
+) -> ToolGraph:
+    """The tool graph of a library: built with the resource/temporal rules (``infer="rules"``), or with links
+    inferred from the tools' schemas, names and descriptions (``"schema"``; typed resource libraries keep the
+    resource rule), or as ``"auto"`` chooses (:func:`resolve_infer`). ``"llm"`` needs a model: use
+    :func:`taskbench.graph.infer_llm.infer_graph_llm`."""
+    method = resolve_infer(library, infer, dependency)
+    if method == "rules":
+        return build_graph(library, dependency, max_links=max_links)
+    if method == "llm":
+        raise InputError("inferring links with a model needs a model", hint="use --infer llm --model PROVIDER/MODEL")
+    from .infer import infer_graph
+
+    if dependency == "resource":
+        return build_graph(library, "resource", max_links=max_links)
+    return infer_graph(library)
+
+
 def graph_problem(graph: ToolGraph) -> tuple[int | None, str, str] | None:
     """The first problem of a graph as ``(link index or None, message, hint)``, or None when it is valid."""
     if not graph.nodes:
@@ -264,7 +304,9 @@ def _graph_from_source(src: JsonSource, dependency: str | None) -> ToolGraph:
         except ValidationError as exc:
             raise src.error(f"link #{i}: {_first_error(exc)}", "links", i) from None
     dep = dependency or _file_dependency(src) or infer_dependency(tools)
-    graph = ToolGraph(nodes=tools, links=links, dependency=dep)
+    inferred = doc.get("inferred") if isinstance(doc.get("inferred"), str) else None
+    edits = [e for e in doc.get("edits") or [] if isinstance(e, dict)] if isinstance(doc.get("edits"), list) else []
+    graph = ToolGraph(nodes=tools, links=links, dependency=dep, inferred=inferred, edits=edits)  # type: ignore[arg-type]
     problem = graph_problem(graph)
     if problem is not None:
         index, message, hint = problem
@@ -273,11 +315,16 @@ def _graph_from_source(src: JsonSource, dependency: str | None) -> ToolGraph:
 
 
 def graph_from_path(
-    path: str | Path, *, format: str = "auto", dependency: str | None = None, max_links: int | None = MAX_LINKS
+    path: str | Path,
+    *,
+    format: str = "auto",
+    dependency: str | None = None,
+    infer: str = "auto",
+    max_links: int | None = MAX_LINKS,
 ) -> ToolGraph:
-    """A tool graph from a ``graph_desc.json``, a tool library file (any format; the graph is built, up to
-    ``max_links`` links) or a dataset directory (its ``graph_desc.json`` when present, else built from its
-    ``tool_desc.json``)."""
+    """A tool graph from a ``graph_desc.json``, a tool library file (any format; the graph is made with
+    :func:`make_graph` and ``infer``, rule-built graphs up to ``max_links`` links) or a dataset directory (its
+    ``graph_desc.json`` when present, else built from its ``tool_desc.json``)."""
     path = Path(path)
     check_dependency(dependency, path=path)
     if path.is_dir():
@@ -285,11 +332,12 @@ def graph_from_path(
             graph = load_graph(path / "graph_desc.json", dependency)
             return graph
         if (path / "tool_desc.json").is_file():
-            return build_graph(load_tools(path / "tool_desc.json", format, dependency), dependency, max_links=max_links)
+            return make_graph(load_tools(path / "tool_desc.json", format, dependency), infer, dependency,
+                              max_links=max_links)
         raise InputError("no graph_desc.json or tool_desc.json in this directory", path=path)
     if format in ("auto", "taskbench"):
         src = JsonSource.read(path)
         if is_graph_document(src.doc):
             return _graph_from_source(src, dependency)
-        return build_graph(library_from_source(src, format, dependency), dependency, max_links=max_links)
-    return build_graph(load_tools(path, format, dependency), dependency, max_links=max_links)
+        return make_graph(library_from_source(src, format, dependency), infer, dependency, max_links=max_links)
+    return make_graph(load_tools(path, format, dependency), infer, dependency, max_links=max_links)

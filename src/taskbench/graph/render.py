@@ -1,12 +1,15 @@
 """Draw tool graphs: a static PNG (matplotlib, Agg) and one self-contained interactive HTML page.
 
-Layout (:func:`layout`): dense graphs (density > 0.25, e.g. a complete temporal graph) go on a circle, with
-tools grouped by their first output type so same-coloured tools sit together; sparser graphs use
-Kamada-Kawai. Colours: a tool is coloured by its first output type (resource graphs), a link by its type.
+Layout (:func:`layout`): dense graphs (density > 0.25, e.g. a complete temporal graph, or more than four
+links per tool on average) go on a circle, with tools grouped by colour so same-coloured tools sit together;
+sparser graphs use Kamada-Kawai. Colours: a tool is coloured by its first output type (resource graphs) or,
+for HTTP operations, the first segment of its path; a link by its type.
 
 The HTML page has no external resources (no CDN, no network): inline SVG plus a small inline script that
 lets a person drag to pan, scroll to zoom, and hover a tool to see its description, types or parameters
-while its neighbours are highlighted. When the script has run it sets ``data-ready="1"`` on ``<body>``.
+while its neighbours are highlighted. Hovering a link shows why it exists (its reasons: the returned field,
+the parameter it feeds, how that was told); clicking a tool opens a side panel listing its links with their
+reasons. When the script has run it sets ``data-ready="1"`` on ``<body>``.
 
 :func:`task_graph_svgs` draws one sample's small tool invocation graph (top to bottom, layered) beside the
 sampled subgraph it came from, on one shared layout, marking what differs (the review page uses it).
@@ -25,6 +28,7 @@ from ..schema import Tool, ToolGraph
 
 PALETTE = [
     "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f",
+    "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd", "#31a354", "#e6550d", "#756bb1", "#636363",
 ]
 """Colours assigned to types in order of frequency (then the default node colour)."""
 
@@ -37,12 +41,15 @@ def _group(tool: Tool) -> str:
         return tool.output_types[0]
     if tool.is_typed:
         return "(no output)"
+    if tool.http is not None:  # HTTP operations: the first segment of the path (/movie/..., /me/player/...)
+        first = next((s for s in tool.http.path.split("/") if s and not s.startswith("{")), "")
+        return f"/{first}"
     return "tool"
 
 
 def _group_label(group: str, typed: bool) -> str:
     if not typed:
-        return group
+        return f"{group}/..." if group.startswith("/") and group != "/" else group
     return "no output" if group == "(no output)" else f"produces {group}"
 
 
@@ -68,9 +75,8 @@ def layout(graph: ToolGraph, kind: str = "auto") -> dict[str, tuple[float, float
         return {}
     if n == 1:
         return {graph.nodes[0].id: (0.0, 0.0)}
-    density = len(graph.links) / (n * (n - 1))
     if kind == "auto":
-        kind = "circular" if density > DENSE else "kamada_kawai"
+        kind = "circular" if _dense(graph) else "kamada_kawai"
     if kind == "circular":
         order = sorted(range(n), key=lambda i: (_group(graph.nodes[i]), i))
         pos = {}
@@ -87,6 +93,12 @@ def layout(graph: ToolGraph, kind: str = "auto") -> dict[str, tuple[float, float
     cx, cy = (max(xs) + min(xs)) / 2, (max(ys) + min(ys)) / 2
     scale = max(max(xs) - min(xs), max(ys) - min(ys), 1e-9) / 2
     return {k: (float((p[0] - cx) / scale), float((p[1] - cy) / scale)) for k, p in raw.items()}
+
+
+def _dense(graph: ToolGraph) -> bool:
+    """Too many links for a force layout to read: density above DENSE or more than four links per tool."""
+    n = len(graph.nodes)
+    return n > 1 and (len(graph.links) / (n * (n - 1)) > DENSE or len(graph.links) > 4 * n)
 
 
 def _packed_layout(g: Any, kind: str) -> dict[str, tuple[float, float]]:
@@ -148,8 +160,7 @@ def render_png(graph: ToolGraph, path: str | Path, *, title: str | None = None, 
     n = len(graph.nodes)
     pos = layout(graph, kind)
     colors = type_colors(graph)
-    density = len(graph.links) / (n * (n - 1)) if n > 1 else 0.0
-    circular = kind == "circular" or (kind == "auto" and density > DENSE)
+    circular = kind == "circular" or (kind == "auto" and _dense(graph))
     side = min(22.0, max(9.0, 2.2 * math.sqrt(max(n, 1))))
     fig, ax = plt.subplots(figsize=(side, side), dpi=dpi)
     try:
@@ -258,6 +269,17 @@ svg.focus .node.me circle{stroke:#111;stroke-width:3}
 #tip b{font-size:13.5px}
 #tip .k{color:#666}
 #tip ul{margin:3px 0 0 0;padding-left:16px}
+.hit{fill:none;stroke:transparent;stroke-width:9;pointer-events:stroke;cursor:help}
+#panel{position:absolute;top:0;right:0;bottom:0;width:min(430px,42vw);overflow:auto;background:#fff;
+ border-left:1px solid #ccc;box-shadow:-2px 0 10px rgba(0,0,0,.1);padding:10px 14px;font-size:12.5px;line-height:1.4}
+#panel[hidden]{display:none}
+#panel h2{font-size:15px;margin:0 26px 6px 0;word-break:break-word}
+#panel h3{font-size:13px;margin:12px 0 4px 0;color:#444}
+#panel ul{margin:0;padding-left:16px}
+#panel li{margin:3px 0;overflow-wrap:anywhere}
+#panel li ul{color:#555}
+#panel .far{font-weight:600;cursor:pointer;color:#1f4e9c}
+#panel-close{position:absolute;top:6px;right:8px;border:none;background:none;font-size:20px;cursor:pointer;color:#666}
 """
 
 _JS = """
@@ -278,6 +300,8 @@ _JS = """
     view.x = p.x - (p.x - view.x) * f; view.y = p.y - (p.y - view.y) * f; view.k = k; apply();
   }, {passive: false});
   svg.addEventListener('pointerdown', function(evt){
+    var g = evt.target.closest ? evt.target.closest('.node') : null;
+    down = {id: g ? g.dataset.id : null, x: evt.clientX, y: evt.clientY};
     drag = {p: toSvg(evt), x: view.x, y: view.y}; svg.classList.add('dragging'); svg.setPointerCapture(evt.pointerId);
   });
   svg.addEventListener('pointermove', function(evt){
@@ -285,10 +309,17 @@ _JS = """
     view.x = drag.x + (p.x - drag.p.x); view.y = drag.y + (p.y - drag.p.y); apply();
   });
   function end(){ drag = null; svg.classList.remove('dragging'); }
-  svg.addEventListener('pointerup', end); svg.addEventListener('pointercancel', end);
+  svg.addEventListener('pointerup', function(evt){
+    end();
+    // a press and release in (nearly) the same place on a tool is a click: open its panel
+    if(down && down.id && Math.abs(evt.clientX - down.x) + Math.abs(evt.clientY - down.y) < 5) openPanel(down.id);
+    down = null;
+  });
+  svg.addEventListener('pointercancel', end);
   svg.addEventListener('dblclick', function(){ view = {x: 0, y: 0, k: 1}; apply(); });
-  var nodes = svg.querySelectorAll('.node'), edges = svg.querySelectorAll('.edge');
+  var nodes = svg.querySelectorAll('.node'), edges = svg.querySelectorAll('.edge'), hits = svg.querySelectorAll('.hit');
   var byId = {}; data.nodes.forEach(function(n){ byId[n.id] = n; });
+  var panel = document.getElementById('panel'), down = null;
   function el(tag, text, cls){ var e = document.createElement(tag); if(text !== undefined) e.textContent = text; if(cls) e.className = cls; return e; }
   function line(label, value){ var d = el('div'); d.appendChild(el('span', label + ': ', 'k')); d.appendChild(document.createTextNode(value)); return d; }
   function show(id, evt){
@@ -306,7 +337,7 @@ _JS = """
         tip.appendChild(ul);
       }
     }
-    tip.appendChild(line('links', n.nin + ' in, ' + n.nout + ' out'));
+    tip.appendChild(line('links', n.nin + ' in, ' + n.nout + ' out (click for the list and the reasons)'));
     tip.style.display = 'block'; move(evt);
     var near = {}; near[id] = true;
     edges.forEach(function(e){
@@ -323,6 +354,49 @@ _JS = """
     tip.style.left = x + 'px'; tip.style.top = y + 'px';
   }
   function hide(){ tip.style.display = 'none'; svg.classList.remove('focus'); }
+  function reasonList(lk){
+    var ul = el('ul');
+    (lk.reasons.length ? lk.reasons : ['(no recorded reason)']).forEach(function(r){ ul.appendChild(el('li', r)); });
+    return ul;
+  }
+  function showEdge(i, evt){
+    var lk = data.links[i]; if(!lk) return;
+    tip.textContent = '';
+    tip.appendChild(el('b', lk.s + ' \u2192 ' + lk.t));
+    tip.appendChild(line('type', lk.type || '(none)'));
+    if(lk.reasons.length){ tip.appendChild(line('why', '')); }
+    tip.appendChild(reasonList(lk));
+    tip.style.display = 'block'; move(evt);
+    edges.forEach(function(e){ e.classList.toggle('hl', e.dataset.i === String(i)); });
+    nodes.forEach(function(g){ var on = g.dataset.id === lk.s || g.dataset.id === lk.t; g.classList.toggle('hl', on); g.classList.remove('me'); });
+    svg.classList.add('focus');
+  }
+  function openPanel(id){
+    var n = byId[id]; if(!n) return;
+    var body = document.getElementById('panel-body'); body.textContent = '';
+    body.appendChild(el('h2', n.id));
+    if(n.desc) body.appendChild(el('div', n.desc));
+    [['feeds', 's', 't'], ['fed by', 't', 's']].forEach(function(side){
+      var mine = data.links.filter(function(lk){ return lk[side[1]] === id; });
+      body.appendChild(el('h3', side[0] + ' (' + mine.length + ')'));
+      var ul = el('ul');
+      mine.forEach(function(lk){
+        var li = el('li'); var far = el('span', lk[side[2]], 'far');
+        far.addEventListener('click', function(){ openPanel(lk[side[2]]); });
+        li.appendChild(far); li.appendChild(document.createTextNode(' (' + (lk.type || 'link') + ')'));
+        li.appendChild(reasonList(lk)); ul.appendChild(li);
+      });
+      if(!mine.length) ul.appendChild(el('li', '(none)'));
+      body.appendChild(ul);
+    });
+    panel.hidden = false; panel.dataset.tool = id;
+  }
+  document.getElementById('panel-close').addEventListener('click', function(){ panel.hidden = true; });
+  hits.forEach(function(h){
+    h.addEventListener('pointerenter', function(evt){ if(!drag) showEdge(Number(h.dataset.i), evt); });
+    h.addEventListener('pointermove', function(evt){ if(!drag) move(evt); });
+    h.addEventListener('pointerleave', hide);
+  });
   nodes.forEach(function(g){
     g.addEventListener('pointerenter', function(evt){ if(!drag) show(g.dataset.id, evt); });
     g.addEventListener('pointermove', function(evt){ if(!drag) move(evt); });
@@ -342,8 +416,7 @@ def render_html(graph: ToolGraph, path: str | Path, *, title: str | None = None,
     pos = layout(graph, kind)
     colors = type_colors(graph)
     size, margin = 1000.0, 200.0
-    density = len(graph.links) / (n * (n - 1)) if n > 1 else 0.0
-    circular = kind == "circular" or (kind == "auto" and density > DENSE)
+    circular = kind == "circular" or (kind == "auto" and _dense(graph))
 
     def xy(name: str) -> tuple[float, float]:
         x, y = pos[name]
@@ -366,7 +439,8 @@ def render_html(graph: ToolGraph, path: str | Path, *, title: str | None = None,
         )
     marker_of = {ty: i for i, ty in enumerate(link_types)}
     parts: list[str] = []
-    for lk in graph.links:
+    hits: list[str] = []
+    for i, lk in enumerate(graph.links):
         (x1, y1), (x2, y2) = xy(lk.source), xy(lk.target)
         dx, dy = x2 - x1, y2 - y1
         dist = math.hypot(dx, dy) or 1.0
@@ -376,12 +450,15 @@ def render_html(graph: ToolGraph, path: str | Path, *, title: str | None = None,
         bend = 0.12 * dist  # a slight bend keeps a->b and b->a apart
         cx, cy = (sx + tx) / 2 - uy * bend, (sy + ty_) / 2 + ux * bend
         key = lk.type or "(none)"
+        curve = f"M{sx:.1f},{sy:.1f} Q{cx:.1f},{cy:.1f} {tx:.1f},{ty_:.1f}"
         parts.append(
-            f'<path class="edge" data-s="{html.escape(lk.source)}" data-t="{html.escape(lk.target)}" '
-            f'd="M{sx:.1f},{sy:.1f} Q{cx:.1f},{cy:.1f} {tx:.1f},{ty_:.1f}" stroke="{colors.get(key, "#888")}" '
+            f'<path class="edge" data-i="{i}" data-s="{html.escape(lk.source)}" data-t="{html.escape(lk.target)}" '
+            f'd="{curve}" stroke="{colors.get(key, "#888")}" '
             f'stroke-width="1.2" marker-end="url(#arrow{marker_of[key]})" style="--m:url(#arrow{marker_of[key]})"><title>{html.escape(lk.source)} &#8594; '
             f"{html.escape(lk.target)} ({html.escape(key)})</title></path>"
         )
+        hits.append(f'<path class="hit" data-i="{i}" d="{curve}"/>')
+    parts += hits  # wide invisible strokes to hover thin links, under the tools
     for t in graph.nodes:
         x, y = xy(t.id)
         if circular:
@@ -409,8 +486,10 @@ def render_html(graph: ToolGraph, path: str | Path, *, title: str | None = None,
         info["nin"], info["nout"] = indeg.get(t.id, 0), outdeg.get(t.id, 0)
         nodes_json.append(info)
     # no '<', '>' or '&' inside the script element, so no text can close it or open a comment
+    links_json = [{"s": lk.source, "t": lk.target, "type": lk.type, "reasons": [r.text() for r in lk.reasons]}
+                  for lk in graph.links]
     data = (
-        json.dumps({"nodes": nodes_json}, ensure_ascii=False)
+        json.dumps({"nodes": nodes_json, "links": links_json}, ensure_ascii=False)
         .replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     )
     typed = any(t.is_typed for t in graph.nodes)
@@ -421,16 +500,20 @@ def render_html(graph: ToolGraph, path: str | Path, *, title: str | None = None,
     for ty in link_types:
         legend.append(f'<div><span class="ln" style="background:{colors.get(ty, "#888")}"></span>link: {html.escape(ty)}</div>')
     dep = graph.dependency_kind
+    how = f", links inferred: {graph.inferred}" if graph.inferred else ""
+    if graph.edits:
+        how += f", {len(graph.edits)} hand edits"
     heading = html.escape(title or "tool graph")
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>{heading}</title><style>{_CSS}</style></head>
 <body data-ready="0">
-<div id="head"><h1>{heading}</h1><p>{n} tools, {m} links ({html.escape(dep)}). Drag to pan, scroll to zoom,
-double-click to reset, hover a tool for details.</p></div>
+<div id="head"><h1>{heading}</h1><p>{n} tools, {m} links ({html.escape(dep)}{html.escape(how)}). Drag to pan, scroll to zoom,
+double-click to reset, hover a tool or a link for details, click a tool for its links.</p></div>
 <svg id="graph" viewBox="0 0 {size:.0f} {size:.0f}" preserveAspectRatio="xMidYMid meet" style="--eo:{edge_opacity:.3f}"
  xmlns="http://www.w3.org/2000/svg"><defs>{''.join(markers)}</defs><g id="viewport">{''.join(parts)}</g></svg>
 <div id="legend">{''.join(legend)}</div>
+<div id="panel" hidden><button id="panel-close" title="close" aria-label="close">&#215;</button><div id="panel-body"></div></div>
 <div id="tip"></div>
 <script id="graph-data" type="application/json">{data}</script>
 <script>{_JS}</script>

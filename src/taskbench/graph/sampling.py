@@ -108,6 +108,7 @@ class SubgraphSampler:
         self._succ: list[list[int]] = [[] for _ in range(n)]
         self._pred: list[list[int]] = [[] for _ in range(n)]
         self._type: dict[tuple[int, int], str | None] = {}
+        self._link: dict[tuple[int, int], ToolLink] = {}
         for link in graph.links:
             a, b = pos.get(link.source), pos.get(link.target)
             if a is None or b is None or a == b or (a, b) in self._type:
@@ -115,6 +116,7 @@ class SubgraphSampler:
             self._succ[a].append(b)
             self._pred[b].append(a)
             self._type[(a, b)] = link.type
+            self._link[(a, b)] = link
         dep = graph.dependency_kind
         self._inputs: list[list[str]] | None = None
         if dep == "resource":
@@ -160,7 +162,7 @@ class SubgraphSampler:
             mode=mode,  # type: ignore[arg-type]
             size=len(nodes),
             nodes=[names[i] for i in _topological(nodes, edges)],
-            links=[ToolLink(source=names[a], target=names[b], type=self._type[(a, b)]) for a, b in edges],
+            links=[self._link[(a, b)] for a, b in edges],  # the graph's links, with their reasons
         )
 
     def iter(self, start: int = 0, stop: int | None = None) -> Iterator[SampledSubgraph]:

@@ -18,7 +18,7 @@ from .chat import (
     parse_messages,
     to_openai_messages,
 )
-from .graph import ToolGraph, ToolLink
+from .graph import LINK_RULES, LinkReason, ToolGraph, ToolLink
 from .plan import SampledSubgraph
 from .run import RUN_LOG_SCHEMA_VERSION, RunConfig, RunEntry, RunEnvironment, RunLog
 from .sample import FIELD_ALIASES, CriticVerdict, Prediction, Sample, StructureType, Usage, record_id
@@ -71,6 +71,8 @@ __all__ = [
     "resolve_link_indices",
     "HttpOperation",
     "HttpParameter",
+    "LINK_RULES",
+    "LinkReason",
     "ModelCallEvent",
     "NODE_REF",
     "parse_messages",

@@ -4,12 +4,45 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from .tools import DependencyKind, Tool, ToolLibrary, infer_dependency
 
 if TYPE_CHECKING:  # pragma: no cover
     import networkx as nx
+
+
+LINK_RULES: tuple[str, ...] = ("schema", "name", "description", "state", "llm", "manual")
+"""Where a link's reason comes from: ``schema`` (a returned field's meaning matches a parameter's), ``name`` (a
+returned field and a required parameter have the same name), ``description`` (a tool without an output schema
+names the thing another tool takes), ``state`` (an HTTP write changes what another operation reads), ``llm``
+(a model proposed it and the rule check kept it), ``manual`` (added by hand with ``taskbench graph edit``)."""
+
+
+class LinkReason(BaseModel):
+    """Why a link exists: which value of the source tool feeds which parameter of the target tool."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    rule: str = Field(description="How it was found: " + ", ".join(LINK_RULES) + ".")
+    output: str | None = Field(
+        default=None,
+        description="The source tool's returned field, as a path into its result (e.g. 'results[].id'); None "
+        "when the reason is not a field (state links, tools without an output schema, hand-made links).",
+    )
+    parameter: str | None = Field(
+        default=None, description="The target tool's parameter that the field feeds (e.g. 'person_id')."
+    )
+    note: str = Field(default="", description="The reason in words (e.g. 'a person id').")
+
+    def text(self) -> str:
+        """One line: ``results[].id -> person_id (a person id)``."""
+        left = self.output or ""
+        right = self.parameter or ""
+        core = f"{left} -> {right}" if left and right else left or (f"-> {right}" if right else "")
+        if self.note:
+            return f"{core} ({self.note})" if core else self.note
+        return core or self.rule
 
 
 class ToolLink(BaseModel):
@@ -21,8 +54,30 @@ class ToolLink(BaseModel):
     target: str = Field(description="Id of the tool that runs after it.")
     type: str | None = Field(
         default=None,
-        description="Shared resource type for resource links (e.g. 'image'); 'complete' for temporal links.",
+        description="Shared resource type for resource links (e.g. 'image'); 'complete' for temporal links; "
+        "'data' or 'state' for inferred links (see LinkReason).",
     )
+    reasons: tuple[LinkReason, ...] = Field(
+        default=(),
+        description="Why the link exists (inferred and hand-made links); empty for rule-built graphs. Written "
+        "to graph_desc.json as an extra key that the reference tools ignore.",
+    )
+
+    @model_serializer(mode="wrap")
+    def _drop_empty_reasons(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if not data.get("reasons"):
+            data.pop("reasons", None)
+        return data
+
+    def to_taskbench(self) -> dict[str, Any]:
+        """The link as a ``graph_desc.json`` entry: ``{source, target, type}`` plus ``reasons`` when known."""
+        out: dict[str, Any] = {"source": self.source, "target": self.target}
+        if self.type is not None:
+            out["type"] = self.type
+        if self.reasons:
+            out["reasons"] = [r.model_dump(exclude_defaults=True) for r in self.reasons]
+        return out
 
 
 class ToolGraph(BaseModel):
@@ -38,6 +93,16 @@ class ToolGraph(BaseModel):
     links: list[ToolLink] = Field(default_factory=list, description="Directed links, no duplicates.")
     dependency: DependencyKind | None = Field(
         default=None, description="The rule the links were built with, when known."
+    )
+    inferred: str | None = Field(
+        default=None,
+        description="How the links were inferred: 'schema' (from the tools' schemas, names and descriptions) or "
+        "'llm:<provider/model>'; None for graphs built with the resource/temporal rules or by hand.",
+    )
+    edits: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Hand edits applied with `taskbench graph edit`, in order: {op: drop|add, source, target, "
+        "reason?}.",
     )
 
     @property
@@ -66,10 +131,12 @@ class ToolGraph(BaseModel):
 
     def to_taskbench(self) -> dict[str, Any]:
         """The graph as a TaskBench ``graph_desc.json`` document."""
-        return {
+        doc: dict[str, Any] = {
             "nodes": [t.to_taskbench() for t in self.nodes],
-            "links": [
-                {"source": lk.source, "target": lk.target, **({"type": lk.type} if lk.type is not None else {})}
-                for lk in self.links
-            ],
+            "links": [lk.to_taskbench() for lk in self.links],
         }
+        if self.inferred is not None:
+            doc["inferred"] = self.inferred
+        if self.edits:
+            doc["edits"] = list(self.edits)
+        return doc

@@ -24,7 +24,9 @@ class SampledSubgraph(BaseModel):
     mode: StructureType = Field(description="single | chain | dag.")
     size: int = Field(description="Number of tools in the subgraph (len(nodes)).")
     nodes: list[str] = Field(description="Tool ids, in a topological order of the links.")
-    links: list[ToolLink] = Field(default_factory=list, description="The sampled links with their graph types.")
+    links: list[ToolLink] = Field(
+        default_factory=list, description="The sampled links with their graph types (and reasons, when the graph has them)."
+    )
 
     def to_record(self) -> dict[str, Any]:
         """One JSON line of a plan file."""
