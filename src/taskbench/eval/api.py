@@ -601,8 +601,8 @@ class Comparison(BaseModel):
 
 def compare_predictions(
     samples: Sequence[Sample] | Sequence[Mapping[str, Any]],
-    predictions_a: Sequence[Mapping[str, Any]],
-    predictions_b: Sequence[Mapping[str, Any]],
+    predictions_a: Iterable[Mapping[str, Any]],
+    predictions_b: Iterable[Mapping[str, Any]],
     library: ToolLibrary,
     *,
     names: tuple[str, str] = ("A", "B"),
@@ -618,7 +618,8 @@ def compare_predictions(
     gold_path: str | Path | None = None,
 ) -> Comparison:
     """Strictly score both prediction sets on the same gold and compare them pairwise per group (``samples``:
-    :class:`Sample` objects or raw gold records, as for :func:`score_strict`)."""
+    :class:`Sample` objects or raw gold records, as for :func:`score_strict`; each prediction set is read once,
+    so it may be a one-pass iterator)."""
     if "bertscore" in metrics:
         raise ConfigError("compare does not support bertscore; leave it out of --metrics")
     dep = dependency or library.dependency
