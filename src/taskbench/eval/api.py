@@ -420,8 +420,9 @@ def evaluate(
     """Score ``predictions`` (reference-format records ``{"id", "result"}``) against gold.
 
     ``samples``: the gold :class:`Sample` objects, or the raw ``data.json`` records (then they also serve as
-    ``gold_records``; ``gold_path`` names their file in error messages). In strict mode ``samples`` and
-    ``predictions`` may be one-pass iterators (records are normalised as they are read and not kept).
+    ``gold_records``; ``gold_path`` names their file in error messages). ``samples`` and ``predictions`` may be
+    one-pass iterators: strict mode normalises each record as it is read and keeps none; compat and both modes
+    read them into lists first.
     ``mode``: ``strict`` (default), ``compat`` (the reference evaluator's numbers; needs ``gold_records``, the
     raw gold lines, because the reference reads them as they are) or ``both``. ``dependency`` overrides the
     library's kind. ``bertscore_model``: model name or local path for BERTScore (default roberta-large).
