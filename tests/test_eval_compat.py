@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from taskbench.eval.api import evaluate
 from taskbench.eval.compat import (
     evaluate_compat,
     expand_compat_metrics,
@@ -69,6 +70,24 @@ def test_only_ids_in_both_count_and_missing_prediction_is_not_penalised() -> Non
     m = res.metrics["overall_overall"]
     assert m["all_samples"] == 1
     assert m["node_micro_f1_no_matching"] == 1.0
+
+
+@pytest.mark.parametrize("mode", ["compat", "both"])
+def test_evaluate_reads_one_pass_iterators_once(mode: str) -> None:
+    """`evaluate` counts the prediction ids before compat scoring reads the predictions: a generator used to
+    be exhausted by the count, and compat then scored nothing (every gold id "missing")."""
+    golds = [
+        gold("a", [{"task": "Speaker", "arguments": ["hi"]}]),
+        gold("b", [{"task": "Image Captioner", "arguments": ["x.png"]}]),
+    ]
+    preds = [pred("a", [{"task": "Speaker", "arguments": ["hi"]}]), pred("b", [{"task": "Speaker"}])]
+    kw: dict[str, Any] = {"mode": mode, "bootstrap": 0, "splits": ["overall"], "n_tools": ["overall"]}
+    listed = evaluate(golds, preds, resource_lib(), **kw)
+    streamed = evaluate((g for g in golds), (p for p in preds), resource_lib(), **kw)
+    assert listed.compat is not None and listed.compat["overall_overall"]["all_samples"] == 2
+    assert streamed.compat == listed.compat
+    assert streamed.warnings == listed.warnings == []
+    assert (streamed.strict is None) == (mode == "compat")
 
 
 def test_missing_result_is_dropped_with_the_reference_text() -> None:

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from .console import make_console
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rich.console import Console
 
 data_app = typer.Typer(
     name="data",
@@ -16,8 +20,7 @@ data_app = typer.Typer(
 )
 
 
-def _console(stderr: bool = False):  # noqa: ANN202
-
+def _console(stderr: bool = False) -> Console:
     return make_console(stderr=stderr, highlight=False, soft_wrap=True)
 
 

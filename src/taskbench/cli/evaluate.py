@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import typer
 
 from .console import make_console
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rich.console import Console
+
+    from ..errors import InputError
+    from ..eval.api import EvaluationResult, Mode
+    from ..eval.execution import ExecutionResult
+    from ..schema import ToolLibrary
 
 SPLITS_HELP = "Task structures to report: 'all' or a comma list of overall,single,chain,dag."
 N_TOOLS_HELP = "Tool counts to report: 'all' or a comma list of overall,1..10."
@@ -27,7 +37,9 @@ EXECUTE_HELP = (
 DEP_HELP = "Override the dataset's dependency kind: resource (links from `<node-j>` arguments) or temporal (task_links)."
 
 
-def _load(data: Path, dependency: str | None, alignment: str | None):  # noqa: ANN202
+def _load(
+    data: str | Path, dependency: str | None, alignment: str | None
+) -> tuple[ToolLibrary, Path, set[str] | None]:
     """(library, gold file, alignment ids or None) of a dataset directory: reads the tool library and, when
     asked for, alignment_ids.json (scoring reads the gold file itself, see :func:`_records`)."""
     from ..bundled import resolve_dir
@@ -50,7 +62,21 @@ def _load(data: Path, dependency: str | None, alignment: str | None):  # noqa: A
     return library, data_path, ids
 
 
-def _records(path: Path, *, stream: bool, problems: list | None = None):  # noqa: ANN202
+@overload
+def _records(
+    path: Path, *, stream: Literal[False], problems: list[InputError] | None = None
+) -> list[dict[str, Any]]: ...
+
+
+@overload
+def _records(
+    path: Path, *, stream: bool, problems: list[InputError] | None = None
+) -> list[dict[str, Any]] | Iterator[dict[str, Any]]: ...
+
+
+def _records(
+    path: Path, *, stream: bool, problems: list[InputError] | None = None
+) -> list[dict[str, Any]] | Iterator[dict[str, Any]]:
     """The JSON objects of a JSON Lines (or parquet, or JSON array) file: a list, or with ``stream`` a one-pass
     iterator (the strict scorer normalises each record as it comes, so the parsed file is never held in memory
     at once). With a ``problems`` list, unreadable lines are collected there instead of stopping the command."""
@@ -100,7 +126,7 @@ def _one_blas_thread() -> None:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
-def _choices(splits: str, n_tools: str, metrics: str | None):  # noqa: ANN202
+def _choices(splits: str, n_tools: str, metrics: str | None) -> tuple[list[str], list[str], list[str]]:
     from ..eval.api import parse_choice_list, parse_metric_list
     from ..eval.strict import N_TOOLS, SPLITS
 
@@ -177,7 +203,7 @@ def evaluate_command(
         raise ConfigError("choose one of --compat, --strict, --both")
     if execute and compat:
         raise ConfigError("--execute adds to the strict metrics; use it without --compat, or with --both")
-    run_mode = "compat" if compat else "both" if both else "strict"
+    run_mode: Mode = "compat" if compat else "both" if both else "strict"
     if mode not in ("add", "mul"):
         raise ConfigError(f"--mode must be add or mul, not {mode!r} ({did_you_mean(mode, ('add', 'mul'))})")
     if bootstrap < 0:
@@ -216,12 +242,13 @@ def evaluate_command(
     with gc_paused():  # the parsed JSON is millions of objects no collection needs to walk
         library, data_path, aligned = _load(data, dependency, alignment)
         stream = run_mode == "strict"  # compat reads the gold records as they are: it keeps them
-        gold_problems: list | None = [] if unusable == "skip" else None
-        pred_problems: list = []
+        gold_problems: list[InputError] | None = [] if unusable == "skip" else None
+        pred_problems: list[InputError] = []
         gold = _records(data_path, stream=stream, problems=gold_problems)
         preds = _records(predictions, stream=stream, problems=pred_problems)
+        gold_records = gold if not stream and isinstance(gold, list) else None  # not streamed: a list
         result = evaluate(
-            gold, preds, library, mode=run_mode, gold_records=None if stream else gold, gold_path=data_path,
+            gold, preds, library, mode=run_mode, gold_records=gold_records, gold_path=data_path,
             dependency=dependency, splits=split_list, n_tools=n_list, group_mode=mode, metrics=metric_list,
             alignment_ids=aligned, ids=wanted, limit=limit, bootstrap=bootstrap, seed=seed,
             bertscore_model=bertscore_model, unusable=unusable, gold_problems=gold_problems,
@@ -237,7 +264,10 @@ def evaluate_command(
         _warn(result.warnings)
 
 
-def _execute(data_path, predictions, library, splits, n_tools, mode, ids, bootstrap, seed):  # noqa: ANN001, ANN202
+def _execute(
+    data_path: Path, predictions: Path, library: ToolLibrary, splits: list[str], n_tools: list[str], mode: str,
+    ids: set[str] | None, bootstrap: int, seed: int,
+) -> ExecutionResult:
     """Execution success of the predictions (gold and predictions read again: strict scoring streamed them)."""
     from ..eval.execution import evaluate_execution
 
@@ -247,8 +277,7 @@ def _execute(data_path, predictions, library, splits, n_tools, mode, ids, bootst
     )
 
 
-def _console():  # noqa: ANN202
-
+def _console() -> Console:
     return make_console()
 
 
@@ -259,7 +288,7 @@ def _warn(lines: list[str]) -> None:
         console.print(f"taskbench: warning: {line}", markup=False)
 
 
-def _print_result(result, name: str, errors: bool) -> None:  # noqa: ANN001
+def _print_result(result: EvaluationResult, name: str, errors: bool) -> None:
     from ..report.tables import (
         STRICT_DROP_FIRST,
         accuracy_table,

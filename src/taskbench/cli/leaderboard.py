@@ -77,13 +77,12 @@ def leaderboard_command(
         n = "-" if row.get("n") is None else str(row["n"])
         table.add_row(str(i), row["model"], n, *[cell_text(row, m, sep="\n") for m in board.metrics])
     console.print(fit_width(table, console.width, keep=3))
-    if correlations:
+    if correlations and against is not None:  # correlations come only with --against
         ct = Table(title=f"Rank correlation with {against.name}")
         for col in ("metric", "models", "Kendall's tau", "Spearman's rho"):
             ct.add_column(col)
         for c in correlations:
-            fmt = lambda v: "-" if v is None or v != v else f"{v:.3f}"  # noqa: E731
-            ct.add_row(c["metric"], str(c["n"]), fmt(c["kendall_tau"]), fmt(c["spearman_rho"]))
+            ct.add_row(c["metric"], str(c["n"]), _coefficient(c["kendall_tau"]), _coefficient(c["spearman_rho"]))
         console.print(ct)
     _warn(board.warnings)
     if output is None:
@@ -100,6 +99,11 @@ def leaderboard_command(
             doc["correlations"] = correlations
         write_json(output, to_jsonable(doc))
     console.print(f"wrote {output}", markup=False, highlight=False)
+
+
+def _coefficient(v: float | None) -> str:
+    """A rank correlation to 3 decimals; ``-`` when undefined (None or NaN)."""
+    return "-" if v is None or v != v else f"{v:.3f}"
 
 
 def _warn(lines: list[str]) -> None:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from .console import make_console
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..executors import Executor
 
 DATA_HELP = "Dataset directory in the reference layout, or a bundled dataset name (huggingface, multimedia, dailylifeapis)."
 MODEL_HELP = "Model as provider/model, e.g. llamacpp/qwen2.5-coder-0.5b, openai/gpt-4o-mini, openai-compatible/NAME."
@@ -35,7 +38,7 @@ def base_urls(values: list[str] | None) -> str | list[str] | None:
     return values[0] if len(values) == 1 else list(values)
 
 
-def make_executor(executor: str, ray_address: str | None, workers: int | None):  # noqa: ANN201
+def make_executor(executor: str, ray_address: str | None, workers: int | None) -> Executor | None:
     """The executor of ``--executor/--ray-address/--workers``, or None for an in-process run."""
     from ..errors import ConfigError
     from ..executors import get_executor
@@ -162,7 +165,9 @@ def predict_command(
             runner.close()
     else:
         m = open_model(
-            model, concurrency=concurrency, cache=not no_cache, base_url=base_urls(base_url),
+            model, concurrency=concurrency, cache=not no_cache,
+            # a list of replicas is fine (the openai providers pool them); open_model's hint says str only
+            base_url=base_urls(base_url),  # type: ignore[arg-type]
             api_key_env=api_key_env, options=model_options,
         )
         try:

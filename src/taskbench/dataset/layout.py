@@ -19,7 +19,7 @@ import gc
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ValidationError
 
@@ -242,7 +242,7 @@ def read_alignment_ids(path: str | Path) -> dict[str, dict[str, list[Any]]]:
             "expected {\"<mode>_alignment_id\": {\"single\": [ids], ...}, ...}", path=path,
             hint="this is not an alignment_ids.json of the reference layout",
         )
-    return doc
+    return cast("dict[str, dict[str, list[Any]]]", doc)  # the shape was checked above
 
 
 def find_data_file(root: Path) -> Path | None:

@@ -145,7 +145,7 @@ def _index_predictions(
 
 
 def score_strict(
-    samples: Iterable[Sample] | Iterable[Mapping[str, Any]],
+    samples: Iterable[Sample | Mapping[str, Any]],
     records: Iterable[Mapping[str, Any]],
     library: ToolLibrary,
     *,
@@ -395,7 +395,7 @@ UNUSABLE_CHOICES = ("skip", "error")
 
 
 def evaluate(
-    samples: Iterable[Sample] | Iterable[Mapping[str, Any]],
+    samples: Iterable[Sample | Mapping[str, Any]],
     predictions: Iterable[Mapping[str, Any]],
     library: ToolLibrary,
     *,
@@ -420,8 +420,9 @@ def evaluate(
     """Score ``predictions`` (reference-format records ``{"id", "result"}``) against gold.
 
     ``samples``: the gold :class:`Sample` objects, or the raw ``data.json`` records (then they also serve as
-    ``gold_records``; ``gold_path`` names their file in error messages). In strict mode ``samples`` and
-    ``predictions`` may be one-pass iterators (records are normalised as they are read and not kept).
+    ``gold_records``; ``gold_path`` names their file in error messages). ``samples`` and ``predictions`` may be
+    one-pass iterators: strict mode normalises each record as it is read and keeps none; compat and both modes
+    read them into lists first.
     ``mode``: ``strict`` (default), ``compat`` (the reference evaluator's numbers; needs ``gold_records``, the
     raw gold lines, because the reference reads them as they are) or ``both``. ``dependency`` overrides the
     library's kind. ``bertscore_model``: model name or local path for BERTScore (default roberta-large).
@@ -452,9 +453,12 @@ def evaluate(
 
         scorer = BertScorer(bertscore_model or DEFAULT_MODEL)
     out = EvaluationResult()
-    if mode == "both":  # both modes read the inputs: a one-pass iterator is read once
+    pred_list: Sequence[Mapping[str, Any]] = ()
+    if mode != "strict":  # compat reads the predictions after they were counted: a one-pass iterator is read once
+        pred_list = predictions if isinstance(predictions, Sequence) else list(predictions)
+        predictions = pred_list
+    if mode == "both":  # both modes read the gold samples
         samples = samples if isinstance(samples, Sequence) else list(samples)
-        predictions = predictions if isinstance(predictions, Sequence) else list(predictions)
     tally = IdTally(predictions)
     if mode == "compat":
         tally.count()
@@ -486,7 +490,7 @@ def evaluate(
                 gold_records = _select_records(gold_records, alignment_ids, wanted, limit)
                 compat_alignment = None
             res = evaluate_compat(
-                gold_records, predictions, library, splits=list(splits), n_tools=list(n_tools),
+                gold_records, pred_list, library, splits=list(splits), n_tools=list(n_tools),
                 mode=group_mode, metrics=list(metrics), alignment_ids=compat_alignment,
                 bertscore=scorer.score if scorer is not None else None, dependency=dep,
                 problems=problems if mode == "compat" else [],
@@ -543,9 +547,10 @@ def dumps_metrics(doc: Mapping[str, Any]) -> str:
     readable and writing it fast). ``json.loads`` gives back ``doc``."""
     import json
 
-    holder = doc.get("strict") if isinstance(doc.get("strict"), dict) else doc
+    strict = doc.get("strict")
+    holder = strict if isinstance(strict, dict) else doc
     errors = holder.get("errors") if isinstance(holder, dict) else None
-    if not isinstance(errors, list) or not errors:
+    if not isinstance(holder, dict) or not isinstance(errors, list) or not errors:
         return json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
     marker = "\u0000errors\u0000"
     trimmed = {**holder, "errors": marker}
@@ -597,8 +602,8 @@ class Comparison(BaseModel):
 
 def compare_predictions(
     samples: Sequence[Sample] | Sequence[Mapping[str, Any]],
-    predictions_a: Sequence[Mapping[str, Any]],
-    predictions_b: Sequence[Mapping[str, Any]],
+    predictions_a: Iterable[Mapping[str, Any]],
+    predictions_b: Iterable[Mapping[str, Any]],
     library: ToolLibrary,
     *,
     names: tuple[str, str] = ("A", "B"),
@@ -614,7 +619,8 @@ def compare_predictions(
     gold_path: str | Path | None = None,
 ) -> Comparison:
     """Strictly score both prediction sets on the same gold and compare them pairwise per group (``samples``:
-    :class:`Sample` objects or raw gold records, as for :func:`score_strict`)."""
+    :class:`Sample` objects or raw gold records, as for :func:`score_strict`; each prediction set is read once,
+    so it may be a one-pass iterator)."""
     if "bertscore" in metrics:
         raise ConfigError("compare does not support bertscore; leave it out of --metrics")
     dep = dependency or library.dependency

@@ -51,7 +51,7 @@ __all__ = [
 COMPAT_METRICS: tuple[str, ...] = ("f1", "ed", "link", "argument", "rouge", "bertscore")
 """Metric families the reference knows; ``all`` selects every one."""
 
-BertScoreFn = Callable[[list[str], list[str]], Mapping[str, Sequence[float]]]
+BertScoreFn = Callable[[list[str], list[str]], Mapping[str, Sequence[float] | NDArray[Any]]]
 """``(predictions, references) -> {"precision": [...], "recall": [...], "f1": [...]}`` per sample."""
 
 _CONTENT_TYPES = (
@@ -291,7 +291,8 @@ def _score_one(
         _resource_arguments(
             pred_nodes, False, pred_names, output_types, pred_links, last, as_gold_names, as_gold_values
         )
-        raw_pred_links = raw_label_links = None
+        raw_pred_links: Any = None
+        raw_label_links: Any = None
     else:
         raw_pred_links = pred["result"]["task_links"]
         raw_label_links = label["task_links"]
@@ -330,9 +331,9 @@ def _score_one(
     sa, sb = set(as_gold_values), set(as_pred_values)
     tp = len(sa & sb)
     rec.arg_value = (tp, len(sb) - tp, len(sa) - tp)
-    sa, sb = set(label_links), set(pred_links)
-    tp = len(sa & sb)
-    rec.link = (tp, len(sb) - tp, len(sa) - tp)
+    la, lb = set(label_links), set(pred_links)
+    tp = len(la & lb)
+    rec.link = (tp, len(lb) - tp, len(la) - tp)
 
     gold_set, pred_set = set(label_names), set(pred_names)
     for name in gold_set | pred_set:

@@ -13,7 +13,7 @@ group is aggregated from the same per-sample scores.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -100,7 +100,7 @@ def make_groups(
 
 
 def group_mask(
-    group: Group, types: Sequence[str] | NDArray, n_tools: Sequence[int] | NDArray
+    group: Group, types: Sequence[str] | NDArray[Any], n_tools: Sequence[int] | NDArray[Any]
 ) -> NDArray[np.bool_]:
     """Boolean mask of the samples in ``group`` given each sample's structure and gold tool count.
 

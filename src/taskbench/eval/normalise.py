@@ -243,20 +243,21 @@ def normalise_record(
             return None  # e.g. "" or {}: the model rejects them
         links: list[tuple[str, str]] = []
     else:
-        links = _plain_links(raw_links)  # validated in both kinds (the model rejects bad links either way)
-        if links is None:
+        plain = _plain_links(raw_links)  # validated in both kinds (the model rejects bad links either way)
+        if plain is None:
             return None
+        links = plain
     raw_steps = result.get("task_steps")
     steps: str | None
     if type(raw_steps) is list:
         try:
             steps = "\n".join(raw_steps)  # the common case: a list of strings
         except TypeError:
-            steps = _steps_text(raw_steps)
+            steps = _steps_text(raw_steps)  # a list: never None
     else:
         steps = _steps_text(raw_steps)
-        if steps is None:
-            return None
+    if steps is None:
+        return None
     names: list[str] = []
     raw_args: list[list[Any]] = []
     for node in nodes:

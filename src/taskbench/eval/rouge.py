@@ -85,6 +85,8 @@ class RougeTokenizer:
 
 
 def _ngram_f(ref: list[str], pred: list[str], n: int) -> float:
+    ref_c: Counter[str | tuple[str, ...]]  # tokens (n = 1) or n-grams
+    pred_c: Counter[str | tuple[str, ...]]
     if n == 1:
         ref_c = Counter(ref)
         pred_c = Counter(pred)
@@ -261,7 +263,7 @@ def _codes(strings: list[str]) -> NDArray[np.int64]:
     return np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32).astype(np.int64)
 
 
-def _f_vec(hits: NDArray, n_pred: NDArray, n_ref: NDArray) -> NDArray[np.float64]:
+def _f_vec(hits: NDArray[np.int64], n_pred: NDArray[np.int64], n_ref: NDArray[np.int64]) -> NDArray[np.float64]:
     """rouge-score's F-measure, element-wise, with the same floating-point operations."""
     precision = hits / np.maximum(n_pred, 1)
     recall = hits / np.maximum(n_ref, 1)
@@ -343,7 +345,7 @@ def _batch_lcs(
 
 def _padded(
     codes: NDArray[np.int64], starts: NDArray[np.int64], lens: NDArray[np.int64], width: int, fill: int
-):
+) -> NDArray[np.int64]:
     cols = np.arange(width)
     idx = starts[:, None] + cols[None, :]
     inside = cols[None, :] < lens[:, None]

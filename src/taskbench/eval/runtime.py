@@ -35,7 +35,8 @@ def one_blas_thread() -> AbstractContextManager[Any]:
         from threadpoolctl import threadpool_limits
     except ImportError:  # pragma: no cover - threadpoolctl is a dependency; without it BLAS picks its threads
         return nullcontext()
-    return threadpool_limits(1, user_api="blas")
+    limits: AbstractContextManager[Any] = threadpool_limits(1, user_api="blas")  # threadpoolctl has no hints
+    return limits
 
 
 __all__ = ["gc_paused", "one_blas_thread"]

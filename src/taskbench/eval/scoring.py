@@ -22,6 +22,13 @@ from .normalise import NormalGraph, normalise_graph
 if TYPE_CHECKING:  # pragma: no cover
     from .strict import ParsedPrediction, ParseStatus
 
+Triple = tuple[int, int, int]
+"""(true positives, false positives, false negatives)."""
+
+Counts = tuple[Triple, Triple, Triple, Triple, float, bool, bool, bool, bool, dict[str, Triple], list[str]]
+"""What :func:`compare_graphs` returns: the :class:`SampleScore` fields from ``node`` to ``hallucinated``."""
+
+
 @dataclass(slots=True)
 class SampleScore:
     """Counts and scores of one sample (gold vs prediction)."""
@@ -90,7 +97,7 @@ def same_graph(g: NormalGraph, p: NormalGraph) -> bool:
     return g.names == p.names and g.links == p.links and g.arguments == p.arguments
 
 
-def identical_counts(g: NormalGraph, in_library: Container[str]) -> tuple[Any, ...]:
+def identical_counts(g: NormalGraph, in_library: Container[str]) -> Counts:
     """:func:`compare_graphs` of a graph with itself."""
     n_args = sum(map(len, g.arguments))
     n_links = len(set(g.links))
@@ -101,7 +108,7 @@ def identical_counts(g: NormalGraph, in_library: Container[str]) -> tuple[Any, .
 
 def compare_counts(
     g: NormalGraph, p: NormalGraph, gc: Mapping[str, int], pc: Mapping[str, int], in_library: Container[str]
-) -> tuple[Any, ...]:
+) -> Counts:
     """:func:`compare_graphs` for two graphs that differ, given their tool name counts ``gc``/``pc``."""
     gnames, pnames = g.names, p.names
     n_tp = 0
@@ -161,7 +168,7 @@ def compare_counts(
 
 def compare_graphs(
     g: NormalGraph, p: NormalGraph, in_library: Container[str]
-) -> tuple[Any, ...]:
+) -> Counts:
     """Every per-sample count of gold ``g`` vs prediction ``p`` (normalised graphs): ``(node, link, arg_name,
     arg_value, ned, node_set_match, edge_defined, edge_set_match, graph_match, tool_counts, hallucinated)``.
     Nodes and arguments are multisets, links sets; ``tool_counts`` covers library tools only."""

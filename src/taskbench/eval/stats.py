@@ -186,7 +186,8 @@ class _GroupSums:
         b = len(weights)
         out: dict[str, dict[str, np.ndarray]] = {}
         for j, g in enumerate(self.names):
-            total = sum(cell_sums[c] for c in np.flatnonzero(self.cells[:, j]))
+            # a zero start (not the int 0) keeps the type an array; the sums are the same
+            total = sum((cell_sums[c] for c in np.flatnonzero(self.cells[:, j])), np.zeros_like(cell_sums[0]))
             sums: dict[str, np.ndarray] = {}
             start = 0
             for k, shape, width in zip(self.keys, self.shapes, self.widths, strict=True):

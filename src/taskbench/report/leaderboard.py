@@ -403,8 +403,8 @@ def _board_figure(board: Leaderboard, metric: str | None) -> Any:
         vals = [entries[m].value(metric, f"overall_{n}") for n in counts]
         ax2.plot(range(1, 11), [100 * v if v is not None else np.nan for v in vals], marker="o", label=m,
                  color=colors[i % len(colors)])
-    for k, n in enumerate(counts, 1):
-        if all(entries[m].value(metric, f"overall_{n}") is None for m in models):
+    for k, count in enumerate(counts, 1):
+        if all(entries[m].value(metric, f"overall_{count}") is None for m in models):
             ax2.text(k, 2, "no data", ha="center", va="bottom", fontsize=7, rotation=90, color="#555")
     ax2.set_xticks(range(1, 11), [_tick(n, [entries[m].samples(f"overall_{n}") for m in models]) for n in counts],
                    fontsize=8)
