@@ -319,7 +319,7 @@ def open_model(
     *,
     concurrency: int = 1,
     cache: bool | str | Path = True,
-    base_url: str | None = None,
+    base_url: str | list[str] | None = None,
     api_key_env: str | None = None,
     options: dict[str, Any] | None = None,
 ) -> Any:
