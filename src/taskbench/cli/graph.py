@@ -63,7 +63,7 @@ def _write_graph(graph: ToolGraph, output: Path | None, what: str) -> None:
     import json
 
     from ..dataset.jsonio import write_json
-    from ..graph.loaders import infer_dependency
+    from ..schema import infer_dependency
 
     doc = graph.to_taskbench()
     if graph.dependency != infer_dependency(list(graph.nodes)):
@@ -256,7 +256,7 @@ def _write_rule_graph(library: Any, output: Path | None, max_links: int) -> None
 
     from ..dataset.jsonio import atomic_writer
     from ..graph.build import check_size, write_graph
-    from ..graph.loaders import infer_dependency
+    from ..schema import infer_dependency
 
     check_size(library, max_links=max_links, streamed=True)
     extra: dict[str, object] | None = (

@@ -3,13 +3,13 @@
 Pure functions, no model calls, except `infer_llm` (links proposed by a model), which is imported on demand.
 """
 
+from ..schema import infer_dependency
 from .build import INFER_METHODS, build_graph, graph_from_path, load_graph, make_graph, validate_graph
 from .edit import GraphEdits, LinkEdit, edit_graph, load_overrides, parse_link
 from .infer import infer_graph, infer_links
 from .loaders import (
     FORMATS,
     detect_format,
-    infer_dependency,
     load_tool_library,
     load_tools,
     parameters_from_schema,

@@ -31,13 +31,12 @@ from typing import IO
 from pydantic import ValidationError
 
 from ..errors import ConfigError, InputError, suggest
-from ..schema import ToolGraph, ToolLibrary, ToolLink
+from ..schema import ToolGraph, ToolLibrary, ToolLink, infer_dependency
 from .loaders import (
     JsonSource,
     _file_dependency,
     _first_error,
     check_dependency,
-    infer_dependency,
     library_from_source,
     load_tools,
     tools_from_taskbench,
@@ -72,10 +71,10 @@ def iter_links(library: ToolLibrary, dependency: str | None = None) -> Iterator[
     tools = library.tools
     if dep != "resource":
         ids = [t.id for t in tools]
-        for a in ids:
-            for b in ids:
-                if a != b:
-                    yield a, b, TEMPORAL_LINK_TYPE
+        for src_id in ids:
+            for dst_id in ids:
+                if src_id != dst_id:
+                    yield src_id, dst_id, TEMPORAL_LINK_TYPE
         return
     consumers = _consumers(library)
     inputs = [set(t.input_types or ()) for t in tools]

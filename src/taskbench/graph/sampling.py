@@ -63,7 +63,7 @@ def parse_weights(text: str, keys: tuple[str, ...] | None = None) -> dict[str, f
     return out
 
 
-def _check_weights(weights: Mapping, what: str) -> None:
+def _check_weights(weights: Mapping[str, float] | Mapping[int, float], what: str) -> None:
     if not weights:
         raise ConfigError(f"{what} weights are empty")
     for key, w in weights.items():
