@@ -34,6 +34,7 @@ from pydantic import ValidationError
 from rapidfuzz.distance import Indel
 
 from ..errors import InputError
+from ..predict.parse import TRUNCATED
 from ..schema import NODE_REF, Sample, TaskArgument, TaskGraph, ToolLibrary
 from .groups import ALL_N_TOOLS, ALL_SPLITS, make_groups
 
@@ -66,11 +67,14 @@ class ParsedPrediction:
 def parse_strict(sample_id: str, record: Mapping[str, Any] | None) -> ParsedPrediction:
     """Validate a prediction record ``{"id", "result": {...}}``; absent or malformed -> the empty graph.
 
-    ``missing``: no record for the id. ``parse_error``: no ``result`` object, no ``task_nodes`` list, or a
-    result that does not fit :class:`TaskGraph` (e.g. a node without a string ``task``).
+    ``missing``: no record for the id. ``parse_error``: no ``result`` object, no ``task_nodes`` list, a
+    result that does not fit :class:`TaskGraph` (e.g. a node without a string ``task``), or an answer that was
+    cut off by the token limit (``finish_reason: "length"``; whatever was repaired from it is not scored).
     """
     if record is None:
         return ParsedPrediction(sample_id, "missing", TaskGraph(), "no prediction for this id")
+    if record.get("finish_reason") == "length":
+        return ParsedPrediction(sample_id, "parse_error", TaskGraph(), TRUNCATED)
     result = record.get("result")
     if not isinstance(result, dict):
         why = record.get("error") or ("no 'result' object" if result is None else "'result' is not an object")
@@ -694,7 +698,7 @@ def parse_normal(
 ) -> tuple[ParseStatus, str | None, NormalGraph]:
     """``(status, error, normalised graph)`` of one prediction record: the same as :func:`parse_strict`
     followed by :func:`normalise_graph`, from the raw record when it is in a plain shape."""
-    if record is not None:
+    if record is not None and record.get("finish_reason") != "length":
         result = record.get("result")
         if isinstance(result, dict) and isinstance(result.get("task_nodes"), list):
             g = normalise_record(result, dependency == "resource", out_types, cache)

@@ -34,14 +34,15 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..dataset import jsonio
 from ..errors import ConfigError, InputError, ModelError
 from ..schema import Prediction, Sample, ToolLibrary, Usage
-from .demos import MAX_SHOTS, demo_candidates, demos_for
+from .context import RequestContext
+from .demos import MAX_SHOTS
 from .parse import extract_json, make_prediction
 from .prompts import build_messages, render_reformat
 
@@ -65,6 +66,20 @@ class PredictOptions(BaseModel):
     )
     reformat: bool = Field(
         default=False, description="Free mode: ask the model to rewrite an answer that did not parse."
+    )
+    plan: bool = Field(
+        default=True,
+        description="Structured mode: the answer fills the bounded, step-aligned task plan "
+        "(taskbench.predict.plan); False = the reference task-graph shape.",
+    )
+    demo_selection: Literal["fixed", "retrieved"] = Field(
+        default="fixed",
+        description="fixed: the reference scripts' demo ids; retrieved: the most similar other samples (BM25).",
+    )
+    shortlist: int | None = Field(
+        default=None, ge=1,
+        description="Structured plan mode: restrict the tool choice to the N tools most relevant to the request "
+        "(BM25) plus the demos' tools; None = every tool.",
     )
     limit: int | None = Field(
         default=None, ge=1, description="Predict at most this many samples (stratified by structure)."
@@ -262,7 +277,8 @@ async def predict_one(
 ) -> _Outcome:
     """Predict one sample: prompt, call, parse, optional repair pass. Raises ModelError on a failed call."""
     config = options.generation_config()
-    messages = build_messages(library, user_request, demos, template=options.template)
+    plan = options.structured and options.plan
+    messages = build_messages(library, user_request, demos, template=options.template, plan=plan)
     call = await _generate(model, messages, schema if options.structured else None, config)
     out = call.output
     run_usage = _run_usage(out)
@@ -277,6 +293,7 @@ async def predict_one(
         usage=usage,
         parsed=out.parsed if options.structured else None,
         parse_error=out.parse_error if options.structured else None,
+        finish_reason=out.finish_reason,
     )
     reformat_raw = None
     reformatted = False
@@ -322,12 +339,7 @@ async def predict_dataset(
     display = display or NullDisplay()
     output = Path(output)
     start = clock()
-    schema = None
-    if options.structured:
-        from ..llm.schemas import task_graph_schema
-
-        schema = task_graph_schema(library)
-    candidates = demo_candidates(samples, library, name=dataset_name) if options.shots else []
+    context = RequestContext(library, samples, options, dataset_name=dataset_name)
     selected = select_samples(samples, options.limit)
     summary = PredictSummary(model=model.name, output=str(output), selected=len(selected))
     with _exclusive(output):
@@ -338,8 +350,7 @@ async def predict_dataset(
             summary.skipped = len(selected) - len(todo)
             display.start(f"{model.name} · {dataset_name or library.name or output.stem}", len(selected),
                           summary.skipped)
-            await _run(model, library, todo, options, schema, candidates, requests or {}, appender, summary,
-                       display)
+            await _run(model, library, todo, options, context, requests or {}, appender, summary, display)
         finally:
             appender.close()
     summary.seconds = clock() - start
@@ -352,8 +363,7 @@ async def _run(
     library: ToolLibrary,
     todo: list[Sample],
     options: PredictOptions,
-    schema: dict[str, Any] | None,
-    candidates: list[Sample],
+    context: RequestContext,
     requests: dict[str, str],
     appender: jsonio.JsonlAppender,
     summary: PredictSummary,
@@ -366,7 +376,7 @@ async def _run(
     async def work(i: int, sample: Sample) -> tuple[int, _Outcome]:
         async with sem:
             request = requests.get(sample.id, sample.user_request)
-            demos = demos_for(sample.id, candidates, options.shots)
+            demos, schema = context.for_sample(sample.id, request)
             try:
                 return i, await predict_one(model, sample.id, request, library, demos, options, schema)
             except ModelError as exc:

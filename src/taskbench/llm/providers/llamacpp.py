@@ -10,6 +10,9 @@ from. Options (keyword arguments of ``get_model``):
 ``n_batch``    prompt evaluation batch size (default 512)
 ``seed``       sampling seed used when a request has none (default 0, so runs repeat)
 ``verbose``    let llama.cpp log to stderr (default False)
+``prompt_lookup`` draft this many tokens per step by prompt lookup (llama-cpp-python's
+               ``LlamaPromptLookupDecoding``: continue an n-gram the prompt already holds, verify in one batch);
+               0 (default) = off
 
 How a call runs:
 
@@ -45,7 +48,7 @@ from ..weights import DEFAULT_ALIAS, KNOWN_WEIGHTS, resolve_model_path
 
 __all__ = ["LlamaCppProvider", "import_llama_cpp"]
 
-_OPTIONS = {"n_ctx", "n_threads", "n_batch", "seed", "verbose"}
+_OPTIONS = {"n_ctx", "n_threads", "n_batch", "seed", "verbose", "prompt_lookup"}
 # Options the Model wrapper / CLI may pass for every provider; meaningless here but harmless.
 _GENERIC_OPTIONS = {"concurrency", "timeout", "api_key_env", "api_key", "base_url", "cache", "max_retries"}
 _GRAMMAR_CACHE_SIZE = 16
@@ -110,6 +113,7 @@ class LlamaCppProvider(Provider):
         seed = options.get("seed")
         self.seed = 0 if seed is None else int(seed)
         self.verbose = bool(options.get("verbose", False))
+        self.prompt_lookup = int(options.get("prompt_lookup") or 0)
         self._lock = threading.Lock()
         self._llm: Any = None
         self._formatter: Any = None
@@ -164,6 +168,11 @@ class LlamaCppProvider(Provider):
         if self._llm is not None:
             return self._llm
         path = resolve_model_path(self.model)
+        draft = None
+        if self.prompt_lookup > 0:
+            from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
+
+            draft = LlamaPromptLookupDecoding(num_pred_tokens=self.prompt_lookup)
         llm = self._llama_cpp.Llama(
             model_path=str(path),
             n_ctx=self.n_ctx,
@@ -172,6 +181,7 @@ class LlamaCppProvider(Provider):
             n_batch=self.n_batch,
             seed=self.seed,
             verbose=self.verbose,
+            draft_model=draft,
         )
         evaluate = llm.eval
         counts = self._evaluated
@@ -213,7 +223,9 @@ class LlamaCppProvider(Provider):
             if _is_generic_object(schema):
                 grammar = LlamaGrammar.from_string(JSON_GBNF, verbose=False)
             else:
-                grammar = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
+                from ..grammar import schema_to_gbnf
+
+                grammar = LlamaGrammar.from_string(schema_to_gbnf(schema), verbose=False)
         except Exception as exc:  # the converter raises bare exceptions for unsupported constructs
             raise ConfigError(f"cannot turn the JSON Schema into a llama.cpp grammar: {exc}") from exc
         self._grammars[key] = grammar
