@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from .console import make_console
-from .predict import OPTION_HELP, parse_model_options
+from .predict import DEMOS_HELP, OPTION_HELP, PLAN_HELP, SHORTLIST_HELP, parse_model_options, prompt_options
 
 CLI_COLUMNS = ("dataset", "model", "samples", "n-F1", "e-F1", "v-F1", "NED", "parse fail", "compat n-F1",
                "compat v-F1", "predict s")
@@ -28,6 +28,9 @@ def run_command(
         Path("runs/default"), "--output", "-o", help="Run directory; an existing one is resumed."
     ),
     shots: int = typer.Option(0, "--shots", min=0, max=3, help="Demonstrations in the prompt (0-3)."),
+    demos: str = typer.Option("fixed", "--demos", help=DEMOS_HELP),
+    shortlist: int = typer.Option(0, "--shortlist", min=0, help=SHORTLIST_HELP),
+    plan: bool = typer.Option(True, "--plan/--graph-schema", help=PLAN_HELP),
     limit: int | None = typer.Option(
         None, "--limit", min=0,
         help="Samples per dataset, stratified over single/chain/dag; 0 = all. Default: all, except with the "
@@ -89,7 +92,7 @@ def run_command(
         max_tokens = DEFAULT_MAX_TOKENS if default_model else 1024
     options = PredictOptions(
         shots=shots, structured=structured, reformat=reformat, limit=limit or None, concurrency=concurrency,
-        temperature=temperature, max_tokens=max_tokens, seed=seed,
+        temperature=temperature, max_tokens=max_tokens, seed=seed, **prompt_options(demos, shortlist, plan),
     )
     err = make_console(stderr=True, quiet=quiet)
     display = RichPredictDisplay(err)

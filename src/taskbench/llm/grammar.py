@@ -14,22 +14,33 @@ with guided decoding) read as they are:
   in parallel while the shared part (e.g. a free-text step description) is written: with 40 tools, 40 times
   the grammar work per token. Factored, the union only costs anything once the tails differ.
 
+- **Bounded strings with a first-character rule.** ``{"type": "string", "maxLength": n, "pattern": "^[^<]"}``
+  (a pattern that is exactly ``^`` and one character class, with no end anchor: "starts with one of these")
+  becomes the class followed by at most n - 1 characters. The stock converter drops ``maxLength`` when a
+  ``pattern`` is present. The plan schema uses it so that free text can never pose as a ``<node-j>``.
+
 Everything else is the stock converter. Pure (no model is loaded); llama-cpp-python must be installed.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 
 def _converter_class() -> Any:
-    from llama_cpp.llama_grammar import SchemaConverter
+    from llama_cpp.llama_grammar import PRIMITIVE_RULES, SchemaConverter, _build_repetition
 
     class PlanSchemaConverter(SchemaConverter):  # type: ignore[misc, valid-type]
         def visit(self, schema: dict[str, Any], name: str) -> str:
             if _is_variable_tuple(schema):
                 return self._variable_tuple(schema, name)
+            first = _first_char_class(schema)
+            if first is not None:
+                char = self._add_primitive("char", PRIMITIVE_RULES["char"])
+                rest = _build_repetition(char, 0, int(schema["maxLength"]) - 1)
+                return self._add_rule(name or "root", rf'"\"" {first} {rest} "\"" space')
             alternatives = schema.get("anyOf") or schema.get("oneOf")
             if isinstance(alternatives, list) and "$ref" not in schema:
                 head = _common_head(alternatives)
@@ -68,6 +79,21 @@ def _converter_class() -> Any:
             return self._add_rule(base, rule)
 
     return PlanSchemaConverter
+
+
+_CLASS = re.compile(r"^\^\[(\^?)([^\]\\\"]+)\]$")
+
+
+def _first_char_class(schema: dict[str, Any]) -> str | None:
+    """The GBNF class of the first character for a bounded string with a ``^[...]`` pattern, else None."""
+    if schema.get("type") != "string" or not isinstance(schema.get("maxLength"), int) or schema["maxLength"] < 1:
+        return None
+    m = _CLASS.match(str(schema.get("pattern", "")))
+    if m is None:
+        return None
+    negated, chars = m.groups()
+    # a JSON string character: never an unescaped quote, backslash or control character
+    return "[^" + chars + '"' + "\\\\" + "\\x00-\\x1f]" if negated else f"[{chars}]"
 
 
 def _is_variable_tuple(schema: dict[str, Any]) -> bool:

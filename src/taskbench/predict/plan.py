@@ -19,7 +19,8 @@ makes those answers impossible to write, by construction of its JSON Schema (:fu
   j < i at step i: no self-reference, no forward reference);
 - in temporal domains each step says which earlier steps it must run ``after`` (``<node-j>``, j < i), so links
   join chosen nodes only, never a node to itself, and never form a cycle;
-- every free-text string has a ``maxLength``.
+- every free-text string has a ``maxLength``, and an argument value that is free text cannot start with ``<``
+  (so a ``<node-j>`` the schema does not offer cannot be written as text either).
 
 The schema is standard JSON Schema (2020-12 ``prefixItems`` with ``items: false`` for the per-position steps),
 so OpenAI-compatible servers with guided decoding get the same constraints; llama.cpp compiles it with
@@ -126,7 +127,8 @@ def plan_schema(
     text = {"type": "string"}
     defs: dict[str, Any] = {
         "step": {**text, "maxLength": bounds.step_chars, "description": "what this step does"},
-        "value": {**text, "maxLength": bounds.value_chars},
+        # free text never starts with '<', so it cannot pose as a <node-j> (those are the enum's alone)
+        "value": {**text, "maxLength": bounds.value_chars, "pattern": "^[^<]"},
     }
     for i in range(1, bounds.max_steps):
         refs = [node_ref(j) for j in range(i)]
