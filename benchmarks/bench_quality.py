@@ -58,19 +58,23 @@ def run_one(model: Any, ds: Any, name: str, out: Path, config: dict[str, Any], a
     from taskbench.predict.retrieval import shortlist_recall
     from taskbench.predict.runner import PredictOptions, predict_dataset, read_done
 
-    options = PredictOptions(max_tokens=args.max_tokens, plan=not args.graph, **config)
+    from taskbench.predict.runner import select_samples
+
+    options = PredictOptions(max_tokens=args.max_tokens, plan=not args.graph, limit=args.limit, **config)
+    chosen = {s.id for s in select_samples(ds.samples, args.limit)}
+    scored = [s for s in ds.samples if s.id in chosen]
     load_before = os.getloadavg()[0]
     start = time.perf_counter()
     summary = asyncio.run(_predict(model, ds, name, out, options, predict_dataset))
     wall = time.perf_counter() - start
     load_after = os.getloadavg()[0]
     done = read_done(out)
-    records = [done[s.id] for s in ds.samples if s.id in done]
-    result = evaluate(ds.samples, records, ds.library, mode="strict", bootstrap=0).to_json()
+    records = [done[s.id] for s in scored if s.id in done]
+    result = evaluate(scored, records, ds.library, mode="strict", bootstrap=0).to_json()
     metrics = result["groups"]["overall_overall"]["metrics"]
     seconds = [r.get("usage", {}).get("seconds", 0.0) for r in records]
     row: dict[str, Any] = {
-        "n": len(ds.samples),
+        "n": len(scored),
         "predicted": len(records),
         "parse_failures": sum(1 for r in records if r.get("result") is None and r.get("finish_reason") != "length"),
         "token_limit": sum(1 for r in records if r.get("finish_reason") == "length"),
@@ -90,7 +94,7 @@ def run_one(model: Any, ds: Any, name: str, out: Path, config: dict[str, Any], a
     if options.shortlist:
         context = RequestContext(ds.library, ds.samples, options, dataset_name=name)
         pairs = []
-        for s in ds.samples:
+        for s in scored:
             request = ds.requests.get(s.id, s.user_request)
             demos = context.demos(s.id, request)
             pairs.append((s.tool_names, context.tools(request, demos) or ds.library.names))
@@ -129,6 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--domains", nargs="+", default=list(DOMAINS))
     parser.add_argument("--data", choices=("gold", "bundled"), default="gold")
     parser.add_argument("--max-tokens", type=int, default=512)
+    parser.add_argument("--limit", type=int, default=None,
+                        help="score a stratified subset of N samples per domain (demos still come from all)")
     parser.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: all cores)")
     parser.add_argument("--prompt-lookup", type=int, default=0, help="prompt-lookup draft tokens (0: off)")
     parser.add_argument("--graph", action="store_true", help="the reference task-graph schema, not the plan")
@@ -146,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {"results": {}}
     summary["conditions"] = {
         "cpu_count": os.cpu_count(), "threads": args.threads, "max_tokens": args.max_tokens, "data": args.data,
+        "limit_per_domain": args.limit,
         "prompt_lookup": args.prompt_lookup, "schema": "graph" if args.graph else "plan",
     }
     for alias in args.models:
