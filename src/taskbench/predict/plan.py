@@ -31,6 +31,7 @@ sample into a plan (for the demonstrations in the prompt). Pure functions.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -83,7 +84,8 @@ def argument_keys(tool: Tool, dependency: str) -> list[tuple[str, bool]]:
 
 
 def _tool_alternative(tool: Tool, dependency: str, position: int) -> dict[str, Any]:
-    value = {"$ref": f"#/$defs/value_{position}"} if dependency == "resource" and position else {"$ref": "#/$defs/value"}
+    resource_ref = dependency == "resource" and position > 0
+    value = {"$ref": f"#/$defs/value_{position}" if resource_ref else "#/$defs/value"}
     keys = argument_keys(tool, dependency)
     properties: dict[str, Any] = {
         "step": {"$ref": "#/$defs/step"},
@@ -189,12 +191,10 @@ def max_plan_chars(schema: Mapping[str, Any]) -> int:
             return 2 + s["maxItems"] * (size(s["items"]) + 1) if s["maxItems"] else 2
         raise ValueError(f"cannot bound {s!r}")
 
-    return size(schema) + 0
+    return size(schema)
 
 
 def _compact(value: Any) -> str:
-    import json
-
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -283,7 +283,7 @@ def sample_plan(sample: Sample, library: ToolLibrary, dependency: str | None = N
     steps = []
     for new, old in enumerate(order):
         node = sample.task_nodes[old]
-        tool = library.get(node.task) if hasattr(library, "get") else None
+        tool = library.get(node.task)
         text = sample.task_steps[old] if old < len(sample.task_steps) else ""
         step: dict[str, Any] = {"step": STEP_PREFIX.sub("", text).strip(), "tool": node.task}
         if dependency == "temporal":
