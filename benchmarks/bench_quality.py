@@ -159,7 +159,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=None,
                         help="score a stratified subset of N samples per domain (demos still come from all)")
     parser.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: all cores)")
-    parser.add_argument("--prompt-lookup", type=int, default=0, help="prompt-lookup draft tokens (0: off)")
     parser.add_argument("--graph", action="store_true", help="the reference task-graph schema, not the plan")
     parser.add_argument("-o", "--output", default="benchmarks/out/quality", help="output directory")
     args = parser.parse_args(argv)
@@ -176,14 +175,12 @@ def main(argv: list[str] | None = None) -> int:
     summary["conditions"] = {
         "cpu_count": os.cpu_count(), "threads": args.threads, "max_tokens": args.max_tokens, "data": args.data,
         "limit_per_domain": args.limit,
-        "prompt_lookup": args.prompt_lookup, "schema": "graph" if args.graph else "plan",
+        "schema": "graph" if args.graph else "plan",
     }
     for alias in args.models:
         options: dict[str, Any] = {"cache": False, "timeout": 900.0, "max_retries": 0}
         if args.threads:
             options["n_threads"] = args.threads
-        if args.prompt_lookup:
-            options["prompt_lookup"] = args.prompt_lookup
         for config_text in args.configs:
             config = parse_config(config_text)
             for domain in args.domains:

@@ -10,9 +10,6 @@ from. Options (keyword arguments of ``get_model``):
 ``n_batch``    prompt evaluation batch size (default 512)
 ``seed``       sampling seed used when a request has none (default 0, so runs repeat)
 ``verbose``    let llama.cpp log to stderr (default False)
-``prompt_lookup`` draft this many tokens per step by prompt lookup (llama-cpp-python's
-               ``LlamaPromptLookupDecoding``: continue an n-gram the prompt already holds, verify in one batch);
-               0 (default) = off
 
 How a call runs:
 
@@ -48,7 +45,7 @@ from ..weights import DEFAULT_ALIAS, KNOWN_WEIGHTS, resolve_model_path
 
 __all__ = ["LlamaCppProvider", "import_llama_cpp"]
 
-_OPTIONS = {"n_ctx", "n_threads", "n_batch", "seed", "verbose", "prompt_lookup"}
+_OPTIONS = {"n_ctx", "n_threads", "n_batch", "seed", "verbose"}
 # Options the Model wrapper / CLI may pass for every provider; meaningless here but harmless.
 _GENERIC_OPTIONS = {"concurrency", "timeout", "api_key_env", "api_key", "base_url", "cache", "max_retries"}
 _GRAMMAR_CACHE_SIZE = 16
@@ -113,7 +110,6 @@ class LlamaCppProvider(Provider):
         seed = options.get("seed")
         self.seed = 0 if seed is None else int(seed)
         self.verbose = bool(options.get("verbose", False))
-        self.prompt_lookup = int(options.get("prompt_lookup") or 0)
         self._lock = threading.Lock()
         self._llm: Any = None
         self._formatter: Any = None
@@ -168,11 +164,6 @@ class LlamaCppProvider(Provider):
         if self._llm is not None:
             return self._llm
         path = resolve_model_path(self.model)
-        draft = None
-        if self.prompt_lookup > 0:
-            from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
-
-            draft = LlamaPromptLookupDecoding(num_pred_tokens=self.prompt_lookup)
         llm = self._llama_cpp.Llama(
             model_path=str(path),
             n_ctx=self.n_ctx,
@@ -181,7 +172,6 @@ class LlamaCppProvider(Provider):
             n_batch=self.n_batch,
             seed=self.seed,
             verbose=self.verbose,
-            draft_model=draft,
         )
         evaluate = llm.eval
         counts = self._evaluated
