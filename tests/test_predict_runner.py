@@ -235,7 +235,7 @@ def test_demos_exclude_the_sample_itself(tmp_path, hf) -> None:
         return GOOD % "Image Classification"
 
     model = _model(tmp_path, responses=answer, cache=False)
-    _run(model, hf, tmp_path / "p.jsonl", shots=2)
+    _run(model, hf, tmp_path / "p.jsonl", shots=2, demo_selection="fixed")
     for req in model.provider.requests:
         text = req.messages[-1]["content"]
         request = text.rsplit("# USER REQUEST #: ", 1)[1].split("\n")[0]

@@ -81,7 +81,8 @@ def test_request_context_combines_demos_and_shortlist(mm) -> None:
     assert len(demos) == 2 and s.id not in {d.id for d in demos}
     tools = {a["properties"]["tool"]["const"] for a in schema["properties"]["steps"]["prefixItems"][0]["anyOf"]}
     assert {t for d in demos for t in d.tool_names} <= tools and len(tools) <= 5 + 2 * 6
-    fixed = RequestContext(mm.library, mm.samples, PredictOptions(shots=2), dataset_name="multimedia")
+    fixed = RequestContext(mm.library, mm.samples, PredictOptions(shots=2, demo_selection="fixed"),
+                           dataset_name="multimedia")
     from taskbench.predict.demos import demo_candidates
 
     first = [d.id for d in demo_candidates(mm.samples, mm.library, name="multimedia")]

@@ -73,8 +73,9 @@ class PredictOptions(BaseModel):
         "(taskbench.predict.plan); False = the reference task-graph shape.",
     )
     demo_selection: Literal["fixed", "retrieved"] = Field(
-        default="fixed",
-        description="fixed: the reference scripts' demo ids; retrieved: the most similar other samples (BM25).",
+        default="retrieved",
+        description="retrieved: per request the most similar other samples (BM25; measured better for the "
+        "embedded models); fixed: the reference scripts' demo ids.",
     )
     shortlist: int | None = Field(
         default=None, ge=1,
