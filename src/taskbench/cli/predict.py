@@ -58,7 +58,7 @@ def predict_command(
     model: str = typer.Option(..., "--model", "-m", help=MODEL_HELP),
     output: Path = typer.Option(..., "--output", "-o", help="Predictions file (JSON Lines); resumed if it exists."),
     shots: int = typer.Option(0, "--shots", min=0, max=3, help="Demonstrations in the prompt (0-3)."),
-    demos: str = typer.Option("retrieved", "--demos", help=DEMOS_HELP),
+    demos: str = typer.Option("fixed", "--demos", help=DEMOS_HELP),
     shortlist: int = typer.Option(0, "--shortlist", min=0, help=SHORTLIST_HELP),
     plan: bool = typer.Option(True, "--plan/--graph-schema", help=PLAN_HELP),
     structured: bool = typer.Option(

@@ -43,7 +43,9 @@ def run_command(
         None, "--shots", min=0, max=3,
         help=f"Demonstrations in the prompt (0-3); default {DEFAULT_SHOTS} for the default model, else 0.",
     ),
-    demos: str = typer.Option("retrieved", "--demos", help=DEMOS_HELP),
+    demos: str | None = typer.Option(
+        None, "--demos", help=f"{DEMOS_HELP} Default 'retrieved' for the default model, else 'fixed'."
+    ),
     shortlist: int | None = typer.Option(
         None, "--shortlist", min=0, help=f"{SHORTLIST_HELP} Default {DEFAULT_SHORTLIST} for the default model, else 0."
     ),
@@ -109,6 +111,8 @@ def run_command(
         max_tokens = DEFAULT_MAX_TOKENS if default_model else 1024
     if shots is None:
         shots = DEFAULT_SHOTS if default_model else 0
+    if demos is None:
+        demos = "retrieved" if default_model else "fixed"
     if shortlist is None:
         shortlist = DEFAULT_SHORTLIST if default_model else 0
     options = PredictOptions(

@@ -73,9 +73,9 @@ class PredictOptions(BaseModel):
         "(taskbench.predict.plan); False = the reference task-graph shape.",
     )
     demo_selection: Literal["fixed", "retrieved"] = Field(
-        default="retrieved",
-        description="retrieved: per request the most similar other samples (BM25; measured better for the "
-        "embedded models); fixed: the reference scripts' demo ids.",
+        default="fixed",
+        description="fixed: the reference scripts' demo ids; retrieved: per request the most similar other "
+        "samples (BM25; measured better for the 0.5B embedded model, not for the 1.5B).",
     )
     shortlist: int | None = Field(
         default=None, ge=1,
