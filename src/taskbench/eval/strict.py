@@ -27,6 +27,7 @@ from pydantic import ValidationError
 
 from ..errors import InputError, validation_message
 from ..schema import Sample, TaskGraph, ToolLibrary, record_id
+from ..schema.sample import TRUNCATED
 from .aggregate import HEADLINE, metrics_from_sums, per_tool_from_sums, split_groups, to_jsonable
 from .groups import ALL_N_TOOLS, ALL_SPLITS, Group
 from .groups import group_mask as _group_mask
@@ -65,11 +66,14 @@ class ParsedPrediction:
 def parse_strict(sample_id: str, record: Mapping[str, Any] | None) -> ParsedPrediction:
     """Validate a prediction record ``{"id", "result": {...}}``; absent or malformed -> the empty graph.
 
-    ``missing``: no record for the id. ``parse_error``: no ``result`` object, no ``task_nodes`` list, or a
-    result that does not fit :class:`TaskGraph` (e.g. a node without a string ``task``).
+    ``missing``: no record for the id. ``parse_error``: no ``result`` object, no ``task_nodes`` list, a
+    result that does not fit :class:`TaskGraph` (e.g. a node without a string ``task``), or an answer that was
+    cut off by the token limit (``finish_reason: "length"``; whatever was repaired from it is not scored).
     """
     if record is None:
         return ParsedPrediction(sample_id, "missing", TaskGraph(), "no prediction for this id")
+    if record.get("finish_reason") == "length":
+        return ParsedPrediction(sample_id, "parse_error", TaskGraph(), TRUNCATED)
     result = record.get("result")
     if not isinstance(result, dict):
         why = record.get("error") or ("no 'result' object" if result is None else "'result' is not an object")
@@ -245,7 +249,7 @@ def parse_normal(
 ) -> tuple[ParseStatus, str | None, NormalGraph]:
     """``(status, error, normalised graph)`` of one prediction record: the same as :func:`parse_strict`
     followed by :func:`normalise_graph`, from the raw record when it is in a plain shape."""
-    if record is not None:
+    if record is not None and record.get("finish_reason") != "length":
         result = record.get("result")
         if isinstance(result, dict) and isinstance(result.get("task_nodes"), list):
             g = normalise_record(result, dependency == "resource", out_types, cache)

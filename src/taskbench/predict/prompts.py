@@ -5,6 +5,8 @@ reference scripts' two variants:
 
 ``resource.j2``  typed tools (Hugging Face, Multimedia): nodes refer to earlier outputs with ``<node-j>``
 ``temporal.j2``  tools with named parameters (Daily Life APIs): ``{name, value}`` arguments and explicit links
+``plan_*.j2``    the same prompts asking for the step-aligned task plan (:mod:`taskbench.predict.plan`), which
+                 structured output fills by default; demos are shown as plans too
 ``reformat_*.j2`` the ``--reformat`` repair request for an answer that did not parse
 
 Everything here is pure: the same library, demos and request give the same text. The prompt is laid out so that
@@ -26,6 +28,9 @@ from ..schema import Sample, ToolLibrary
 
 TEMPLATE_NAMES: dict[str, str] = {"resource": "resource.j2", "temporal": "temporal.j2"}
 """Inference template per dependency kind."""
+
+PLAN_TEMPLATE_NAMES: dict[str, str] = {"resource": "plan_resource.j2", "temporal": "plan_temporal.j2"}
+"""Inference template per dependency kind for the step-aligned task plan."""
 
 REFORMAT_TEMPLATE_NAMES: dict[str, str] = {
     "resource": "reformat_resource.j2",
@@ -60,15 +65,18 @@ def template_text(name: str) -> str:
         raise ConfigError(f"no prompt template {name!r} in taskbench/predict/templates") from None
 
 
-def load_template(template: str | Path | None, dependency: str, *, reformat: bool = False) -> str:
-    """Template source: a user file when ``template`` is a path, else the bundled one for ``dependency``."""
+def load_template(
+    template: str | Path | None, dependency: str, *, reformat: bool = False, plan: bool = False
+) -> str:
+    """Template source: a user file when ``template`` is a path, else the bundled one for ``dependency``
+    (the plan variant with ``plan``)."""
     if template is not None:
         path = Path(template)
         try:
             return path.read_text(encoding="utf-8")
         except FileNotFoundError:
             raise InputError("prompt template not found", path=path) from None
-    names = REFORMAT_TEMPLATE_NAMES if reformat else TEMPLATE_NAMES
+    names = REFORMAT_TEMPLATE_NAMES if reformat else PLAN_TEMPLATE_NAMES if plan else TEMPLATE_NAMES
     if dependency not in names:
         raise ConfigError(f"unknown dependency kind {dependency!r}; expected one of {sorted(names)}")
     return template_text(names[dependency])
@@ -109,14 +117,20 @@ def render_prompt(
     demos: Sequence[Sample] = (),
     *,
     template: str | Path | None = None,
+    plan: bool = False,
 ) -> str:
-    """The full inference prompt for one request (pure)."""
+    """The full inference prompt for one request (pure). ``plan``: ask for the step-aligned task plan and
+    show the demos as plans (:mod:`taskbench.predict.plan`)."""
+    from .plan import sample_plan
+
     dependency = library.dependency
-    source = load_template(template, dependency)
+    source = load_template(template, dependency, plan=plan)
     views = [
         {
             "user_request": d.user_request,
-            "result": json.dumps(demo_result(d, dependency), ensure_ascii=False),
+            "result": json.dumps(
+                sample_plan(d, library) if plan else demo_result(d, dependency), ensure_ascii=False
+            ),
         }
         for d in demos
     ]
@@ -129,9 +143,10 @@ def build_messages(
     demos: Sequence[Sample] = (),
     *,
     template: str | Path | None = None,
+    plan: bool = False,
 ) -> list[dict[str, str]]:
     """Chat messages for one request: a single user turn holding the whole prompt, as the reference does."""
-    return [{"role": "user", "content": render_prompt(library, user_request, demos, template=template)}]
+    return [{"role": "user", "content": render_prompt(library, user_request, demos, template=template, plan=plan)}]
 
 
 def render_reformat(dependency: str, illegal_result: str, *, template: str | Path | None = None) -> str:
@@ -141,6 +156,7 @@ def render_reformat(dependency: str, illegal_result: str, *, template: str | Pat
 
 
 __all__ = [
+    "PLAN_TEMPLATE_NAMES",
     "REFORMAT_TEMPLATE_NAMES",
     "TEMPLATE_NAMES",
     "build_messages",

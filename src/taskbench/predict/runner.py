@@ -17,14 +17,15 @@ from __future__ import annotations
 import time
 from collections.abc import Collection, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..errors import ConfigError, InputError, ModelError
 from ..runner import FAILED, NullDisplay, RecordDisplay, is_failed, read_records, run_records, run_sync
 from ..schema import Prediction, Sample, ToolLibrary, Usage
-from .demos import MAX_SHOTS, demo_candidates, demos_for
+from .context import RequestContext
+from .demos import MAX_SHOTS
 from .parse import extract_json, make_prediction
 from .prompts import build_messages, render_reformat
 
@@ -44,6 +45,21 @@ class PredictOptions(BaseModel):
     )
     reformat: bool = Field(
         default=False, description="Free mode: ask the model to rewrite an answer that did not parse."
+    )
+    plan: bool = Field(
+        default=True,
+        description="Structured mode: the answer fills the bounded, step-aligned task plan "
+        "(taskbench.predict.plan); False = the reference task-graph shape.",
+    )
+    demo_selection: Literal["fixed", "retrieved"] = Field(
+        default="fixed",
+        description="fixed: the reference scripts' demo ids; retrieved: per request the most similar other "
+        "samples (BM25; measured better for the 0.5B embedded model, not for the 1.5B).",
+    )
+    shortlist: int | None = Field(
+        default=None, ge=1,
+        description="Structured plan mode: restrict the tool choice to the N tools most relevant to the request "
+        "(BM25) plus the demos' tools; None = every tool.",
     )
     limit: int | None = Field(
         default=None, ge=1, description="Predict at most this many samples (stratified by structure)."
@@ -173,7 +189,8 @@ async def predict_one(
 ) -> _Outcome:
     """Predict one sample: prompt, call, parse, optional repair pass. Raises ModelError on a failed call."""
     config = options.generation_config()
-    messages = build_messages(library, user_request, demos, template=options.template)
+    plan = options.structured and options.plan
+    messages = build_messages(library, user_request, demos, template=options.template, plan=plan)
     out = await model.generate(messages, schema=schema if options.structured else None, config=config)
     run_usage = out.usage
     usage = _cost(out)
@@ -185,8 +202,8 @@ async def predict_one(
         usage=usage,
         parsed=out.parsed if options.structured else None,
         parse_error=out.parse_error if options.structured else None,
+        finish_reason=out.finish_reason,
     )
-    prediction.finish_reason = out.finish_reason
     reformatted = False
     if prediction.result is None and options.reformat and not options.structured:
         fix = [{"role": "user", "content": render_reformat(library.dependency, out.text or "")}]
@@ -225,12 +242,7 @@ async def predict_dataset(
     """
     options = options or PredictOptions()
     requests = requests or {}
-    schema = None
-    if options.structured:
-        from ..llm.schemas import task_graph_schema
-
-        schema = task_graph_schema(library)
-    candidates = demo_candidates(samples, library, name=dataset_name) if options.shots else []
+    context = RequestContext(library, samples, options, dataset_name=dataset_name)
     selected = select_samples(samples, options.limit)
     if ids is not None:
         wanted = set(ids)
@@ -246,7 +258,7 @@ async def predict_dataset(
 
     async def work(sample: Sample) -> dict[str, Any]:
         request = requests.get(sample.id, sample.user_request)
-        demos = demos_for(sample.id, candidates, options.shots)
+        demos, schema = context.for_sample(sample.id, request)
         outcome = await predict_one(model, sample.id, request, library, demos, options, schema)
         u = outcome.run_usage
         summary.prompt_tokens += u.prompt_tokens

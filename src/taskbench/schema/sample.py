@@ -68,6 +68,11 @@ class Usage(BaseModel):
         )
 
 
+TRUNCATED = "the answer hit the token limit (finish_reason 'length'); a cut-off answer is not scored"
+"""The error of a prediction whose answer was cut off at the token limit: it counts as a failure in strict
+scoring, whatever could be repaired from it."""
+
+
 class CriticVerdict(BaseModel):
     """One critic's verdict on a generated sample (the data engine's quality gate)."""
 
@@ -242,4 +247,4 @@ class Prediction(BaseModel):
         return out
 
 
-__all__ = ["FIELD_ALIASES", "CriticVerdict", "Prediction", "Sample", "StructureType", "TaskNode", "Usage", "record_id"]
+__all__ = ["FIELD_ALIASES", "TRUNCATED", "CriticVerdict", "Prediction", "Sample", "StructureType", "TaskNode", "Usage", "record_id"]

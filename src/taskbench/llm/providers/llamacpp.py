@@ -254,7 +254,9 @@ class LlamaCppProvider(Provider):
             elif schema is not None and _is_generic_object(schema):
                 grammar = LlamaGrammar.from_string(JSON_GBNF, verbose=False)
             else:
-                grammar = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
+                from ..grammar import schema_to_gbnf
+
+                grammar = LlamaGrammar.from_string(schema_to_gbnf(schema), verbose=False)
         except Exception as exc:  # the converter raises bare exceptions for unsupported constructs
             what = "the tools' argument schemas" if tools else "the JSON Schema"
             raise ConfigError(f"cannot turn {what} into a llama.cpp grammar: {exc}") from exc

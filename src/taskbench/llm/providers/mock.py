@@ -164,7 +164,7 @@ def _raise(item: Any) -> None:
 
 def minimal_instance(schema: dict[str, Any], root: dict[str, Any] | None = None) -> Any:
     """The smallest JSON value valid against ``schema`` (common keywords: type, enum, const, properties,
-    required, items, minItems, anyOf/oneOf/allOf, $ref into $defs/definitions)."""
+    required, items, prefixItems, minItems, anyOf/oneOf/allOf, $ref into $defs/definitions)."""
     root = root if root is not None else schema
     if "$ref" in schema:
         target: Any = root
@@ -185,7 +185,10 @@ def minimal_instance(schema: dict[str, Any], root: dict[str, Any] | None = None)
         props = schema.get("properties", {})
         return {k: minimal_instance(props.get(k, {}), root) for k in schema.get("required", [])}
     if kind == "array":
-        return [minimal_instance(schema.get("items", {}), root) for _ in range(int(schema.get("minItems", 0)))]
+        n = int(schema.get("minItems", 0))
+        prefix = schema.get("prefixItems") or []  # per-position item schemas (JSON Schema 2020-12)
+        items = schema.get("items", {})
+        return [minimal_instance(prefix[i] if i < len(prefix) else items, root) for i in range(n)]
     if kind == "string":
         return "x" * int(schema.get("minLength", 0))
     if kind in ("integer", "number"):
