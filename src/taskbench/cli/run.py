@@ -100,7 +100,7 @@ def run_command(
     """Predict and evaluate models on datasets; print the leaderboard and write a run directory.
 
     With no arguments: the embedded model llamacpp/qwen2.5-coder-0.5b on the three bundled demo datasets,
-    4 stratified samples each (2 single, 1 chain, 1 DAG), structured output (the bounded task plan), 2 demos
+    4 per dataset, stratified (2 single, 1 chain, 1 DAG), structured output (the bounded task plan), 2 demos
     retrieved per request, the tool choice shortlisted to 10 tools plus the demos' tools - meant to finish within 5 minutes on an idle 2-core machine. The run directory holds run_log.json (config, versions, git revision, seeds, timings,
     usage, every prediction, strict and compat metrics), report.md, report.html (self-contained, with plots),
     predictions/ and metrics/. Rerunning with the same -o resumes.

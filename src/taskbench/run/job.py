@@ -288,6 +288,7 @@ async def arun_benchmark(
         structured=options.structured, reformat=options.reformat, temperature=options.temperature,
         top_p=options.top_p, max_tokens=options.max_tokens, concurrency=options.concurrency, cache=cache,
         bootstrap=bootstrap, model_options=dict(model_options or {}), seed=options.seed, template=options.template,
+        plan=options.plan, demo_selection=options.demo_selection, shortlist=options.shortlist,
         base_url=base_url, api_key_env=api_key_env,
         executor=getattr(executor, "name", "local") if executor is not None else "local",
         ray_address=getattr(executor, "address", None), workers=getattr(executor, "requested_workers", None),
@@ -303,7 +304,9 @@ async def arun_benchmark(
     chosen = {
         name: (
             [s.id for s in select_samples(ds.samples, options.limit)],
-            [d.id for d in demo_candidates(ds.samples, ds.library, name=name)] if options.shots else [],
+            # fixed demos are one list per dataset; retrieved ones are chosen per request (not listed here)
+            [d.id for d in demo_candidates(ds.samples, ds.library, name=name)]
+            if options.shots and options.demo_selection == "fixed" else [],
         )
         for name, ds in loaded
     }

@@ -52,6 +52,9 @@ class RunConfig(BaseModel):
     model_options: dict[str, Any] = Field(default_factory=dict, description="Provider options (no secrets).")
     seed: int | None = Field(default=0, description="Sampling seed sent to the backend.")
     template: str | None = Field(default=None, description="Custom prompt template file, if one was used.")
+    plan: bool = Field(default=True, description="Structured answers fill the bounded task plan (else the graph).")
+    demo_selection: str = Field(default="fixed", description="How demos were chosen: fixed | retrieved.")
+    shortlist: int | None = Field(default=None, description="Tools the answer could choose from (None: all).")
     base_url: str | list[str] | None = Field(
         default=None, description="Server URL of the openai-compatible models, if any (a list: replicas of one model)."
     )

@@ -254,7 +254,9 @@ class OpenAIProvider(Provider):
             if mode in ("response_format", "sglang"):
                 spec: dict[str, Any] = {"name": request.schema_name, "schema": schema}
                 if mode == "response_format":
-                    spec["strict"] = self.strict
+                    # OpenAI's strict mode takes a subset of JSON Schema; a schema beyond it (bounds, patterns,
+                    # per-position items) is sent unenforced rather than refused with a 400
+                    spec["strict"] = self.strict and strict_compatible(schema)
                 body["response_format"] = {"type": "json_schema", "json_schema": spec}
             elif mode == "vllm":
                 body["guided_json"] = schema
@@ -361,6 +363,38 @@ class OpenAICompatibleProvider(OpenAIProvider):
                 "(base_url=... in Python)"
             )
         super().__init__(model, base_url=base_url, **options)
+
+
+_STRICT_KEYWORDS = frozenset({
+    "type", "properties", "required", "additionalProperties", "items", "enum", "anyOf", "$ref", "$defs",
+    "definitions", "description", "title", "const", "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
+    "exclusiveMaximum", "multipleOf", "minItems", "maxItems",
+})
+"""The keywords OpenAI documents for strict structured outputs (not ``minLength``/``maxLength``,
+``prefixItems`` or ``items: false``)."""
+
+
+def strict_compatible(schema: Any) -> bool:
+    """Whether ``schema`` stays within the JSON Schema keywords OpenAI's strict structured outputs accept
+    (objects closed with ``additionalProperties: false``, every property required)."""
+    if isinstance(schema, list):
+        return all(strict_compatible(s) for s in schema)
+    if not isinstance(schema, dict):
+        return True
+    if set(schema) - _STRICT_KEYWORDS:
+        return False
+    if schema.get("type") == "object" or "properties" in schema:
+        props = schema.get("properties") or {}
+        if schema.get("additionalProperties") is not False or set(schema.get("required") or ()) != set(props):
+            return False
+    items = schema.get("items")
+    if items is False:
+        return False
+    nested = [*(schema.get("properties") or {}).values(), *(schema.get("$defs") or {}).values(),
+              *(schema.get("definitions") or {}).values(), *(schema.get("anyOf") or [])]
+    if isinstance(items, dict):
+        nested.append(items)
+    return all(strict_compatible(s) for s in nested)
 
 
 def _to_response(data: Any) -> ProviderResponse:
