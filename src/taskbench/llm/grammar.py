@@ -1,3 +1,5 @@
+# mypy: disable-error-code="no-untyped-call,no-any-return"
+# (this module extends llama-cpp-python's converter, whose methods carry no type hints)
 """JSON Schema -> llama.cpp grammar (GBNF), with two constructs llama-cpp-python's converter handles badly.
 
 llama-cpp-python ships a JSON-Schema-to-GBNF converter (``llama_cpp.llama_grammar.SchemaConverter``). This module

@@ -69,7 +69,7 @@ class RequestContext:
         if self._shortlist is None:
             return None
         also = [t for d in demos for t in d.tool_names]
-        return self._shortlist.shortlist(request, int(self.shortlist_k), also=also)
+        return self._shortlist.shortlist(request, int(self.shortlist_k or 0), also=also)
 
     def schema(self, tools: Sequence[str] | None = None) -> dict[str, Any] | None:
         """The JSON Schema for an answer over ``tools`` (None when output is not structured)."""

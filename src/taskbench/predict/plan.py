@@ -179,7 +179,7 @@ def max_plan_chars(schema: Mapping[str, Any]) -> int:
         if kind == "string":
             if "maxLength" not in s:
                 raise ValueError("unbounded string in the schema")
-            return s["maxLength"] + 2
+            return int(s["maxLength"]) + 2
         if kind == "object":
             props = s.get("properties", {})
             return 2 + sum(len(_compact(k)) + 2 + size(v) for k, v in props.items())

@@ -134,7 +134,7 @@ def render_prompt(
         }
         for d in demos
     ]
-    return _compile(source).render(tools=tool_lines(library), demos=views, user_request=user_request).strip()
+    return str(_compile(source).render(tools=tool_lines(library), demos=views, user_request=user_request)).strip()
 
 
 def build_messages(
@@ -152,7 +152,7 @@ def build_messages(
 def render_reformat(dependency: str, illegal_result: str, *, template: str | Path | None = None) -> str:
     """The repair prompt that asks a model to rewrite an unparseable answer as strict JSON (pure)."""
     source = load_template(template, dependency, reformat=True)
-    return _compile(source).render(illegal_result=illegal_result).strip()
+    return str(_compile(source).render(illegal_result=illegal_result)).strip()
 
 
 __all__ = [

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -45,7 +46,7 @@ def _normalised(text: str) -> str:
     return " ".join(_WORD.findall(text.lower()))
 
 
-def _bm25(corpus: Sequence[list[str]]):  # noqa: ANN202 - bm25s is an optional import
+def _bm25(corpus: Sequence[list[str]]) -> Any:  # bm25s ships no type hints
     try:
         import bm25s
     except ImportError as exc:  # pragma: no cover - a core dependency

@@ -256,7 +256,7 @@ class LlamaCppProvider(Provider):
             else:
                 from ..grammar import schema_to_gbnf
 
-                grammar = LlamaGrammar.from_string(schema_to_gbnf(schema), verbose=False)
+                grammar = LlamaGrammar.from_string(schema_to_gbnf(schema or {}), verbose=False)
         except Exception as exc:  # the converter raises bare exceptions for unsupported constructs
             what = "the tools' argument schemas" if tools else "the JSON Schema"
             raise ConfigError(f"cannot turn {what} into a llama.cpp grammar: {exc}") from exc
