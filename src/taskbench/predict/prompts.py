@@ -16,6 +16,7 @@ request last, so backends that keep a KV cache of a shared prefix evaluate only 
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from functools import lru_cache
@@ -85,18 +86,34 @@ def load_template(
 def tool_entry(tool: Any, dependency: str) -> dict[str, Any]:
     """One tool as the prompt shows it: id, description and, per dependency kind, types or parameter names
     (the reference scripts show temporal tools' parameters as a list of names)."""
-    entry: dict[str, Any] = {"id": tool.id, "desc": tool.desc}
+    return _entry(_tool_key(tool), dependency)
+
+
+def _tool_key(tool: Any) -> tuple[Any, ...]:
+    return (tool.id, tool.desc, tuple(tool.input_types or ()), tuple(tool.output_types or ()),
+            tuple(p.name for p in tool.parameters or ()))
+
+
+def _entry(key: tuple[Any, ...], dependency: str) -> dict[str, Any]:
+    tool_id, desc, inputs, outputs, params = key
+    entry: dict[str, Any] = {"id": tool_id, "desc": desc}
     if dependency == "temporal":
-        entry["parameters"] = [p.name for p in tool.parameters or []]
+        entry["parameters"] = list(params)
     else:
-        entry["input-type"] = list(tool.input_types or [])
-        entry["output-type"] = list(tool.output_types or [])
+        entry["input-type"] = list(inputs)
+        entry["output-type"] = list(outputs)
     return entry
 
 
 def tool_lines(library: ToolLibrary) -> list[str]:
-    """The tool list, one compact JSON object per tool, in library order."""
-    return [json.dumps(tool_entry(t, library.dependency), ensure_ascii=False) for t in library.tools]
+    """The tool list, one compact JSON object per tool, in library order (every prompt of a dataset shows the
+    same list: it is rendered once per distinct library)."""
+    return list(_tool_lines(library.dependency, tuple(_tool_key(t) for t in library.tools)))
+
+
+@functools.lru_cache(maxsize=32)
+def _tool_lines(dependency: str, tools: tuple[tuple[Any, ...], ...]) -> tuple[str, ...]:
+    return tuple(json.dumps(_entry(key, dependency), ensure_ascii=False) for key in tools)
 
 
 def demo_result(sample: Sample, dependency: str) -> dict[str, Any]:
