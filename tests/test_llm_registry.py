@@ -106,13 +106,21 @@ def test_option_errors(monkeypatch):
 
 def test_openai_request_arguments(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-unit-test")
-    schema = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}
+    schema = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"],
+              "additionalProperties": False}
     req = ProviderRequest([{"role": "user", "content": "q"}], json_schema=schema, schema_name="Thing", timeout=9.0)
     body = get_model("openai/gpt-4o-mini", cache=False).provider.build_body(req)
     assert body["response_format"] == {
         "type": "json_schema",
         "json_schema": {"name": "Thing", "schema": schema, "strict": True},
     }
+    # a schema beyond OpenAI's strict subset is sent unenforced instead of being refused with a 400
+    for loose in ({**schema, "additionalProperties": True},
+                  {**schema, "properties": {"a": {"type": "string", "maxLength": 9}}},
+                  {"type": "array", "prefixItems": [{"type": "string"}], "items": False}):
+        req2 = ProviderRequest([{"role": "user", "content": "q"}], json_schema=loose, schema_name="Thing")
+        body2 = get_model("openai/gpt-4o-mini", cache=False).provider.build_body(req2)
+        assert body2["response_format"]["json_schema"]["strict"] is False
     assert body["max_completion_tokens"] == 1024 and body["model"] == "gpt-4o-mini" and "timeout" not in body
     compat = get_model("openai-compatible/m", base_url="http://x/v1", guided_decoding="vllm",
                        extra_body={"top_k": 5}, cache=False).provider

@@ -123,7 +123,7 @@ def predict_command(
     temperature: float = typer.Option(0.0, "--temperature", help="Sampling temperature."),
     top_p: float = typer.Option(1.0, "--top-p", help="Nucleus sampling mass."),
     max_tokens: int | None = typer.Option(
-        None, "--max-tokens", min=16, help="Most tokens per answer (default 1024; 320 for embedded models)."
+        None, "--max-tokens", min=16, help="Most tokens per answer (default 1024; 512 for embedded models)."
     ),
     seed: int = typer.Option(0, "--seed", help="Sampling seed sent to the backend."),
     base_url: list[str] | None = typer.Option(None, "--base-url", help=BASE_URL_HELP),
@@ -162,8 +162,7 @@ def predict_command(
 
     from ..errors import ConfigError
     from ..predict.progress import RichPredictDisplay, summary_table
-    from ..predict.runner import PredictOptions, open_model, predict_file
-    from ..run.job import default_max_tokens
+    from ..predict.runner import PredictOptions, default_max_tokens, open_model, predict_file
     from ..run.resolve import resolve_data
 
     if reformat and structured:

@@ -78,7 +78,7 @@ def run_command(
     concurrency: int = typer.Option(1, "--concurrency", "-c", min=1, help="Requests in flight per model."),
     temperature: float = typer.Option(0.0, "--temperature", help="Sampling temperature."),
     max_tokens: int | None = typer.Option(
-        None, "--max-tokens", help="Most tokens per answer (default 1024; 320 for embedded models)."
+        None, "--max-tokens", help="Most tokens per answer (default 1024; 512 for embedded models)."
     ),
     seed: int = typer.Option(0, "--seed", help="Sampling seed (and bootstrap seed)."),
     bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap replicates for strict CIs (0 = none)."),

@@ -32,6 +32,18 @@ from .prompts import build_messages, render_reformat
 STRUCTURE_ORDER: tuple[str, ...] = ("single", "chain", "dag")
 """Round-robin order used by :func:`select_samples`."""
 
+DEFAULT_MAX_TOKENS = 512
+"""Answer budget of embedded models when ``--max-tokens`` is not given. The bounded task plan (at most 10 steps,
+every string bounded) keeps a complete answer well under it (0 token-limit hits in 512 on the released gold
+samples); a longer answer is a failure, counted as one."""
+
+
+def default_max_tokens(model: str) -> int:
+    """The answer budget when ``--max-tokens`` is not given (one rule for run and predict): the embedded
+    llamacpp models get :data:`DEFAULT_MAX_TOKENS`, served and hosted models 1024."""
+    return DEFAULT_MAX_TOKENS if model.startswith("llamacpp/") else 1024
+
+
 class PredictOptions(BaseModel):
     """How to predict: prompt, output mode, sampling and concurrency."""
 

@@ -32,9 +32,11 @@ from ..errors import InputError
 from ..llm.registry import parse_model_string, provider_class
 from ..predict.demos import demo_candidates
 from ..predict.runner import (
+    DEFAULT_MAX_TOKENS,
     NullDisplay,
     PredictDisplay,
     PredictOptions,
+    default_max_tokens,
     open_model,
     predict_dataset,
     read_done,
@@ -52,18 +54,6 @@ DEFAULT_LIMIT = 4
 (round robin single, chain, dag: 2 single, 1 chain, 1 DAG) so the embedded model finishes the three bundled
 datasets within 5 minutes on a 2-core machine even when other work shares the CPU (measured: 18 samples took
 285-334 s with other processes competing, too close). Pass --limit 0 for every sample."""
-
-DEFAULT_MAX_TOKENS = 320
-"""Answer budget of the default run. Measured: the embedded model's complete answers on the bundled data take
-50-260 tokens; longer ones are the small model looping (repeated nodes or arguments), which more tokens do not
-fix and which would cost the time budget."""
-
-
-
-def default_max_tokens(model: str) -> int:
-    """The answer budget when ``--max-tokens`` is not given (one rule for run and predict): the embedded
-    llamacpp models get :data:`DEFAULT_MAX_TOKENS`, served and hosted models 1024."""
-    return DEFAULT_MAX_TOKENS if model.startswith("llamacpp/") else 1024
 
 
 RUN_LOG_FILE = "run_log.json"

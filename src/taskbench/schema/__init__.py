@@ -3,6 +3,9 @@
 tool library -> ToolGraph -> sampled subgraph -> Sample (gold TaskGraph) -> model -> Prediction -> scores
 """
 
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
 from .chat import (
     AssistantMessage,
     ChatMessage,
@@ -20,7 +23,6 @@ from .chat import (
 )
 from .graph import LINK_RULES, LinkReason, ToolGraph, ToolLink
 from .plan import SampledSubgraph
-from .run import RUN_LOG_SCHEMA_VERSION, RunConfig, RunEntry, RunEnvironment, RunLog
 from .sample import FIELD_ALIASES, CriticVerdict, Prediction, Sample, StructureType, Usage, record_id
 from .task import (
     NODE_REF,
@@ -35,19 +37,44 @@ from .task import (
     resolve_link_indices,
 )
 from .tools import DEPENDENCY_KINDS, DependencyKind, Tool, ToolLibrary, ToolParameter, infer_dependency
-from .trajectory import (
-    AgentTask,
-    CheckResult,
-    CodeError,
-    CodeRunEvent,
-    FinalAnswerEvent,
-    ModelCallEvent,
-    ReviewEvent,
-    ToolCallEvent,
-    Trajectory,
-    TrajectoryEvent,
-    TrajectoryTotals,
-)
+
+# The run log and the trajectory models are imported on first use: a prediction or scoring command that never
+# touches them does not pay for building them.
+if TYPE_CHECKING:  # pragma: no cover
+    from .run import RUN_LOG_SCHEMA_VERSION, RunConfig, RunEntry, RunEnvironment, RunLog
+    from .trajectory import (
+        AgentTask,
+        CheckResult,
+        CodeError,
+        CodeRunEvent,
+        FinalAnswerEvent,
+        ModelCallEvent,
+        ReviewEvent,
+        ToolCallEvent,
+        Trajectory,
+        TrajectoryEvent,
+        TrajectoryTotals,
+    )
+
+_LAZY: dict[str, str] = {
+    "RUN_LOG_SCHEMA_VERSION": "run",
+    "RunConfig": "run",
+    "RunEntry": "run",
+    "RunEnvironment": "run",
+    "RunLog": "run",
+    "AgentTask": "trajectory",
+    "CheckResult": "trajectory",
+    "CodeError": "trajectory",
+    "CodeRunEvent": "trajectory",
+    "FinalAnswerEvent": "trajectory",
+    "ModelCallEvent": "trajectory",
+    "ReviewEvent": "trajectory",
+    "ToolCallEvent": "trajectory",
+    "Trajectory": "trajectory",
+    "TrajectoryEvent": "trajectory",
+    "TrajectoryTotals": "trajectory",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 
 __all__ = [
     "AgentTask",
