@@ -31,6 +31,7 @@ COMMAND_MODULES = [
     "leaderboard",
     "graph",
     "sample",
+    "generate",
     "data",
     "serve",
 ]

@@ -26,7 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..schema import NODE_REF, Sample, TaskArgument, TaskLink, ToolGraph, ToolLibrary, ToolLink
+from ..schema import NODE_REF, CriticVerdict, Sample, TaskArgument, TaskLink, ToolGraph, ToolLibrary, ToolLink
 
 __all__ = [
     "ISSUE_CODES",
@@ -36,6 +36,7 @@ __all__ = [
     "check_sample",
     "check_structure",
     "issue_counts",
+    "rule_verdict",
 ]
 
 ISSUE_CODES: dict[str, str] = {
@@ -399,3 +400,15 @@ def issue_counts(results: dict[str, list[Issue]]) -> dict[str, int]:
     for issues in results.values():
         counts.update({i.code for i in issues})
     return dict(sorted(counts.items()))
+
+
+def rule_verdict(sample: Sample, library: ToolLibrary, graph: ToolGraph | None = None) -> CriticVerdict:
+    """The data engine's rule critic as a verdict: every check of :func:`check_sample` (tools, counts, shape,
+    arguments against types or parameters, links in the tool graph) plus, when the sample has a sampled subgraph,
+    the paper's alignment check: node set and link set equal the subgraph's, the links of a resource sample
+    being the ones its ``<node-j>`` arguments imply."""
+    dep = library.dependency
+    issues = check_sample(sample, library, graph, sampled=False)
+    if sample.sampled_nodes is not None:
+        issues.extend(check_against_sampled(sample, links=sample.links_for(dep)))
+    return CriticVerdict(name="rule", passed=not issues, reasons=[str(i) for i in issues])
