@@ -86,8 +86,6 @@ def edge_lines(entry: SampledSubgraph) -> list[str]:
         texts = [t for t in texts if t]
         if texts:
             line += f" (because: {'; '.join(texts[:2])})"
-        elif link.type and link.type != "complete":
-            line += f" (passes: {link.type})"
         out.append(line)
     return out
 
