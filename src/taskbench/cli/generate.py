@@ -111,12 +111,11 @@ def generate_command(
 
         taskbench generate --graph tmdb_graph.json -o gen/tmdb -n 200 -m openai-compatible/Qwen2.5-7B-Instruct --base-url http://127.0.0.1:8000/v1 -c 16 --method two-stage
     """
-    from ..engine.generate import GenerateOptions, agenerate, read_manifest, weights_from_manifest
+    from ..engine.generate import GenerateOptions, generate, read_manifest, weights_from_manifest
     from ..engine.progress import RichGenerateDisplay, statistics_table
     from ..errors import ConfigError
     from ..graph.sampling import MODE_WEIGHTS, MODES, SIZE_WEIGHTS, parse_weights
     from ..predict.runner import open_model
-    from ..runner import run_sync
 
     old = read_manifest(out) if out.is_dir() else None
     if old is not None:  # resume: what is not given comes from the directory
@@ -158,16 +157,8 @@ def generate_command(
     console = make_console(stderr=True, quiet=quiet)
     display = RichGenerateDisplay(console)
 
-    async def go() -> Any:
-        try:
-            return await agenerate(tool_graph, m, out, options, critic_model=critic, display=display)
-        finally:
-            await m.aclose()
-            if critic is not None:
-                await critic.aclose()
-
     with display:
-        summary = run_sync(go())
+        summary = generate(tool_graph, m, out, options, critic_model=critic, display=display, close_model=True)
     stats = summary.statistics
     screen = make_console()
     screen.print(statistics_table(stats, title=f"{out}: {summary.method} · {summary.model}"

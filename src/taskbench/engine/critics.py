@@ -95,6 +95,15 @@ def _edge_set(links: Iterable[TaskLink | ToolLink]) -> set[tuple[str, str]]:
     return {(lk.source, lk.target) for lk in links}
 
 
+def _graph_edges(graph: ToolGraph) -> set[tuple[str, str]]:
+    """The tool graph's edge set, built once per graph (kept on the object, rebuilt when the links change)."""
+    cached = graph.__dict__.get("_critic_edges")
+    if cached is None or cached[0] is not graph.links or cached[1] != len(graph.links):
+        cached = (graph.links, len(graph.links), _edge_set(graph.links))
+        graph.__dict__["_critic_edges"] = cached
+    return cached[2]
+
+
 def _find_cycle(nodes: list[str], edges: set[tuple[str, str]]) -> list[str] | None:
     """A cycle among ``edges`` as a list of names (first repeated at the end), or None."""
     succ: dict[str, list[str]] = {n: [] for n in nodes}
@@ -318,12 +327,12 @@ def check_sample(
             diff = _set_diff(explicit, implied, extra="not implied", fmt=_edge_text)
             issues.append(Issue(code="links_refs_mismatch", message="task_links vs <node-j> references; " + diff))
         if graph is not None:
-            edges = _edge_set(graph.links)
+            edges = _graph_edges(graph)
             for s, t in sorted(implied | explicit):
                 if s in library and t in library and (s, t) not in edges:
                     issues.append(Issue(code="link_not_in_graph", message=f"{s} -> {t} is not an edge of the tool graph"))
     elif graph is not None:
-        edges = _edge_set(graph.links)
+        edges = _graph_edges(graph)
         for lk in sample.task_links:
             if lk.source in library and lk.target in library and (lk.source, lk.target) not in edges:
                 issues.append(

@@ -432,9 +432,21 @@ def generate(
     *,
     critic_model: Any | None = None,
     display: RecordDisplay | None = None,
+    close_model: bool = False,
 ) -> GenerateSummary:
-    """:func:`agenerate` for plain code (blocks; safe inside a running event loop too)."""
-    return run_sync(agenerate(graph, model, out_dir, options, critic_model=critic_model, display=display))
+    """:func:`agenerate` for plain code (blocks; safe inside a running event loop too). ``close_model`` closes
+    the model(s) at the end, inside the event loop where their HTTP clients were made."""
+
+    async def go() -> GenerateSummary:
+        try:
+            return await agenerate(graph, model, out_dir, options, critic_model=critic_model, display=display)
+        finally:
+            if close_model:
+                await model.aclose()
+                if critic_model is not None:
+                    await critic_model.aclose()
+
+    return run_sync(go())
 
 
 def resume_arguments(out_dir: str | Path) -> dict[str, Any]:

@@ -154,6 +154,15 @@ def _steps(result: dict[str, Any]) -> Any:
     return steps if isinstance(steps, (list, str)) else []
 
 
+def name_index(library: ToolLibrary) -> NameIndex:
+    """The :class:`NameIndex` of a library, built once per library object."""
+    cached = library.__dict__.get("_name_index")
+    if cached is None or len(cached.names) != len(library.tools):
+        cached = NameIndex(library)
+        library.__dict__["_name_index"] = cached
+    return cached
+
+
 def build_sample(
     record: dict[str, Any],
     library: ToolLibrary,
@@ -162,7 +171,7 @@ def build_sample(
     """The sample of one data-engine record (``result``: the answer; default ``record["result"]``).
 
     Without an answer the sample has an empty graph (the critics then say why)."""
-    index = NameIndex(library)
+    index = name_index(library)
     dep = library.dependency
     result = _as_dict(record.get("result") if result is None else result)
     raw_nodes, raw_links = _raw_nodes(result)
