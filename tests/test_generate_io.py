@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
-from engine_oracle import Oracle
 
+from engine_oracle import Oracle
 from taskbench import bundled
 from taskbench.cli.main import main
 from taskbench.dataset import read_jsonl

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from engine_oracle import Oracle
 
+from engine_oracle import Oracle
 from taskbench import bundled
 from taskbench.cli.main import main
 from taskbench.dataset import read_jsonl
