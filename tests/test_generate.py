@@ -323,3 +323,22 @@ def test_loaded_dataset_sees_raw_and_error_records(tmp_path, mm):
     ds = load_dataset(out)
     assert ds.samples == [] and len(ds.raw_records or []) == 3 and len(ds.error_records or []) == 3
     assert Path(out / "generation.json").is_file()
+
+
+def test_generate_on_an_openapi_spec_then_predict_and_evaluate(tmp_path, capsys, shared):
+    graph = graph_from_path(shared / "reference" / "restbench" / "tmdb_oas.json")
+    out = tmp_path / "tmdb"
+    s = generate(graph, _model(Oracle()), out, GenerateOptions(n=8, seed=1))
+    assert s.complete and s.statistics["both_critics"]["passed"] == 8
+    data = read_jsonl(out / "data.json")
+    tools = {t.id: t for t in graph.nodes}
+    for rec in data:  # named arguments of the operation's own parameters, required ones present
+        for node in rec["task_nodes"]:
+            names = {a["name"] for a in node["arguments"]}
+            params = tools[node["task"]].parameters
+            assert names <= {p.name for p in params} and {p.name for p in params if p.required} <= names
+    preds = tmp_path / "p.jsonl"
+    code, _, err = run(capsys, "predict", "--data", str(out), "--model", "mock/echo", "-o", str(preds), "-q")
+    assert code == 0, err
+    code, _, err = run(capsys, "evaluate", "--data", str(out), "--predictions", str(preds), "-o", str(tmp_path / "m.json"))
+    assert code == 0, err
