@@ -10,7 +10,9 @@ The bound is ``n * calls_per_sample * delay / concurrency`` seconds (two calls p
 Reported per method, after a warm-up run (imports, connections): the ratio bound / wall of the generation
 pass (1.0 = every request overlapped perfectly; target >= 0.9), the client's CPU time per sample over the whole
 call (prompt, schema, parse, critics, the fsynced record, and the output files; target < 5 ms) and, apart, the
-time to write the output files (finalize: critics, dedup, statistics, over every record). The 1-minute load average before
+time to write the output files (finalize: critics, dedup, statistics, over every record). Then the time of the
+near-duplicate check over ``--dedup`` requests (default 8,000: the released TaskBench requests from ../shared
+when present, else synthetic ones), with MinHash LSH and exactly (every pair), and MinHash's recall. The 1-minute load average before
 and after is printed: the figures mean something only on an otherwise idle machine.
 
 Usage::
@@ -115,12 +117,61 @@ async def bench(base_url: str, n: int, concurrency: int, method: str, out: Path)
     return {"wall": summary.seconds, "total": total, "cpu": cpu, "finalize": finalize, "calls": summary.calls}
 
 
+def _requests(n: int) -> tuple[list[str], str]:
+    """``n`` real requests (the released TaskBench user_requests.json files under ../shared, all domains), else
+    synthetic ones (every 10th a reworded copy of an earlier one)."""
+    import random
+
+    shared = Path(os.environ.get("TASKBENCH_SHARED", Path(__file__).resolve().parents[2] / "shared"))
+    texts: list[str] = []
+    for path in sorted((shared / "reference" / "taskbench").glob("*/user_requests.json")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                texts.append(json.loads(line)["user_request"])
+    if len(texts) >= n:
+        return texts[:n], "the released TaskBench requests"
+    rng = random.Random(0)
+    vocab = [f"w{i}" for i in range(3000)]
+    texts = []
+    for i in range(n):
+        if i % 10 == 9:
+            base = texts[rng.randrange(len(texts))].split()
+            rng.shuffle(base)
+            texts.append(" ".join(base))
+        else:
+            texts.append(" ".join(rng.choices(vocab, weights=[1 / (k + 1) for k in range(3000)],
+                                              k=rng.randint(20, 40))))
+    return texts, "synthetic requests"
+
+
+def bench_dedup(n: int) -> dict[str, Any]:
+    """Near-duplicate detection over ``n`` requests: the method ``auto`` picks, and for up to 8,000 requests the
+    exact pairwise scores to measure MinHash's recall against."""
+    from taskbench.engine.dedup import near_duplicates
+
+    texts, source = _requests(n)
+    out: dict[str, Any] = {"n": len(texts), "source": source}
+    t0 = time.perf_counter()
+    fast = near_duplicates(texts, method="minhash")
+    out["minhash_s"] = round(time.perf_counter() - t0, 3)
+    out["minhash_flagged"] = sum(1 for f in fast if f is not None)
+    if len(texts) <= 8000:
+        t0 = time.perf_counter()
+        exact = near_duplicates(texts, method="exact")
+        out["exact_s"] = round(time.perf_counter() - t0, 3)
+        out["exact_flagged"] = sum(1 for f in exact if f is not None)
+        found = sum(1 for a, b in zip(fast, exact, strict=True) if b is not None and a is not None)
+        out["minhash_recall"] = round(found / out["exact_flagged"], 4) if out["exact_flagged"] else None
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=640, help="plan entries per run")
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--delay", type=float, default=0.2, help="server answer delay in seconds")
     parser.add_argument("--method", action="append", help="back-instruct (default) and/or two-stage, ...")
+    parser.add_argument("--dedup", type=int, default=8000, help="requests for the near-duplicate timing (0: skip)")
     parser.add_argument("--json", help="also write the results to this file")
     parser.add_argument("--serve-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -152,6 +203,8 @@ def main() -> None:
     finally:
         proc.terminate()
         proc.wait(10)
+    if args.dedup:
+        results["dedup"] = bench_dedup(args.dedup)
     results["loadavg_after"] = os.getloadavg()
     print(f"load average before {results['loadavg_before'][0]:.2f}, after {results['loadavg_after'][0]:.2f}; "
           f"n={args.n}, concurrency={args.concurrency}, delay={args.delay}s")
@@ -160,6 +213,12 @@ def main() -> None:
         print(f"{method:14s} generation {r['wall_s']:.2f} s (with the files {r['total_s']:.2f} s), bound {r['bound_s']:.2f} s, ratio {r['ratio_to_bound']:.3f} "
               f"(target >= 0.9), {r['samples_per_s']:.1f} samples/s, CPU {r['cpu_ms_per_sample']:.2f} ms/sample "
               f"(target < 5), output files {r['finalize_s']:.2f} s")
+    if args.dedup:
+        d = results["dedup"]
+        exact = (f"; exact {d['exact_s']:.2f} s ({d['exact_flagged']} flagged), MinHash recall {d['minhash_recall']}"
+                 if "exact_s" in d else "")
+        print(f"near duplicates over {d['n']} {d['source']}: MinHash {d['minhash_s']:.2f} s "
+              f"({d['minhash_flagged']} flagged){exact}")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2), encoding="utf-8")
 

@@ -199,6 +199,17 @@ def test_near_duplicates_point_at_the_earliest_similar_request():
         [None, None]
 
 
+def test_minhash_finds_the_same_duplicates_as_every_pair_on_released_requests(shared):
+    texts = []
+    for domain in DOMAINS:
+        path = shared / "reference" / "taskbench" / domain / "user_requests.json"
+        texts += [json.loads(line)["user_request"] for line in path.read_text().splitlines()[:500] if line.strip()]
+    exact = near_duplicates(texts, method="exact")
+    fast = near_duplicates(texts, method="minhash")
+    assert sum(1 for x in exact if x is not None) >= 5  # the released data has near duplicates
+    assert fast == exact
+
+
 def test_near_duplicates_blocks_agree_with_one_block():
     import random
 
@@ -206,6 +217,11 @@ def test_near_duplicates_blocks_agree_with_one_block():
     words = "image video audio text translate summarise colour stitch extract caption".split()
     texts = [" ".join(rng.choice(words) for _ in range(6)) for _ in range(300)]
     assert near_duplicates(texts, block=7) == near_duplicates(texts, block=1024)
+    exact, fast = near_duplicates(texts), near_duplicates(texts, method="minhash")
+    # MinHash only proposes candidates, each scored exactly: whatever it flags, every pair comparison flags too
+    assert all(e is not None and e <= f for e, f in zip(exact, fast, strict=True) if f is not None)
+    with pytest.raises(ValueError):
+        near_duplicates(texts, method="nope")
 
 
 def test_statistics_rates_are_over_attempts_and_grouped_by_mode_and_size():
