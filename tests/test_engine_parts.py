@@ -255,3 +255,33 @@ def test_critic_and_judge_prompts_show_the_sample(graphs):
     assert "EDGES" not in critic_messages(sample, g.library, None)[0]["content"]
     judge = judge_messages(sample, g.library)[0]["content"]
     assert "naturalness" in judge and "THE REQUEST" in judge and entry.nodes[0] in judge
+
+
+def test_any_json_answer_is_assessed_without_raising(graphs):
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from taskbench.engine.output import assess
+
+    json_values = st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+        max_leaves=20,
+    )
+    keys = st.sampled_from(["task_steps", "user_request", "invoking_graph", "check_by_teacher", "task_nodes",
+                            "task_links", "nodes", "links", "task", "id", "arguments", "input"])
+    answers = st.dictionaries(keys, json_values | st.dictionaries(keys, json_values, max_size=3), max_size=5)
+    g = graphs["multimedia"]
+    entry = sample_plan(g, 3, 0)[0]
+    nodes, links = sampled_view(entry, g.library)
+
+    @settings(max_examples=150, deadline=None)
+    @given(answers)
+    def check(result):
+        record = {"id": "1", "type": entry.mode, "n_tools": entry.size, "sampled_nodes": nodes,
+                  "sampled_links": links, "result": result}
+        sample, verdicts = assess(record, g.library, g)
+        assert verdicts["rule"].passed in (True, False) and verdicts["llm"].passed in (True, False, None)
+        sample.to_record()
+
+    check()
