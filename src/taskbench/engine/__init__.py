@@ -10,7 +10,15 @@
 """
 
 from .._lazy import lazy_exports
-from .critics import ISSUE_CODES, Issue, check_against_sampled, check_dataset, check_sample, issue_counts, rule_verdict
+from .critics import (
+    ISSUE_CODES,
+    Issue,
+    check_against_sampled,
+    check_dataset,
+    check_sample,
+    issue_counts,
+    rule_verdict,
+)
 
 _LAZY = {
     "GenerateOptions": "generate",
