@@ -238,13 +238,13 @@ class _Engine:
         self.model = model
         self.critic = critic
         self.options = options
-        self.summary_calls = 0
+        self.calls = 0
         self.cache_hits = 0
         self.prompt_tokens = 0
         self.completion_tokens = 0
 
     def _count(self, out: Any) -> None:
-        self.summary_calls += 1
+        self.calls += 1
         self.cache_hits += int(out.usage.cached)
         self.prompt_tokens += out.usage.prompt_tokens
         self.completion_tokens += out.usage.completion_tokens
@@ -416,7 +416,7 @@ async def agenerate(
     summary = GenerateSummary(
         output=str(out), model=model.name, critic_model=manifest["critic_model"], method=options.method,
         planned=len(plan), extended_from=extended_from, skipped=ran.skipped, written=ran.written,
-        failed_calls=ran.failed, retried=ran.retried, calls=engine.summary_calls, cache_hits=engine.cache_hits,
+        failed_calls=ran.failed, retried=ran.retried, calls=engine.calls, cache_hits=engine.cache_hits,
         prompt_tokens=engine.prompt_tokens, completion_tokens=engine.completion_tokens, seconds=ran.seconds,
         errors=ran.errors, statistics=stats,
     )
