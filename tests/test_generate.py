@@ -140,6 +140,23 @@ def test_schema_constrains_tools_arguments_and_lengths(tmp_path, mm):
         assert req.config.seed == rec["seed"] and req.config.max_tokens == 2048
 
 
+def test_strings_are_unbounded_for_openai_strict_schemas(tmp_path, mm):
+    seen = []
+
+    def answer(request):
+        seen.append(json.dumps(request.json_schema))
+        return Oracle()(request)
+
+    model = _model(answer)
+    generate(mm, model, tmp_path / "a", GenerateOptions(n=1))
+    assert '"maxLength"' in seen[-1]
+    # what the openai provider says about itself: its strict mode rejects maxLength
+    model.provider.guided_decoding = "response_format"
+    model.provider.strict = True
+    generate(mm, model, tmp_path / "b", GenerateOptions(n=1))
+    assert '"maxLength"' not in seen[-1] and '"maxItems"' in seen[-1]
+
+
 def test_no_edges_withholds_the_edges_and_self_instruct_offers_the_whole_library(tmp_path, mm):
     prompts = {}
 

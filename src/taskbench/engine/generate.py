@@ -49,7 +49,7 @@ from ..schema import SampledSubgraph, ToolGraph, ToolLibrary
 from .dedup import DEFAULT_THRESHOLD
 from .output import DEDUP_MODES, KEEP_MODES, assess, finalize_dataset
 from .prompts import critic_messages, generation_messages
-from .schemas import Limits, critic_schema, generation_schema
+from .schemas import Limits, critic_schema, generation_schema, strict_backend
 
 __all__ = [
     "GenerateOptions",
@@ -229,6 +229,11 @@ def _failure_of(out: Any, max_tokens: int) -> tuple[str, str] | None:
     return None
 
 
+def _limits_for(model: Any, limits: Limits) -> Limits:
+    """No ``maxLength`` for a backend that sends schemas in OpenAI's strict mode (it rejects the keyword)."""
+    return limits.unbounded() if strict_backend(model) else limits
+
+
 class _Engine:
     """One generation run's state: what every plan entry's work needs, and the run's counters."""
 
@@ -238,6 +243,9 @@ class _Engine:
         self.model = model
         self.critic = critic
         self.options = options
+        # OpenAI's strict schemas reject maxLength: there the arrays alone bound the answer
+        self.limits = _limits_for(model, options.limits)
+        self.critic_limits = _limits_for(critic, options.limits)
         self.calls = 0
         self.cache_hits = 0
         self.prompt_tokens = 0
@@ -277,7 +285,7 @@ class _Engine:
         else:  # the edges are the model's to choose: at most a DAG's worth
             max_links = k * (k - 1) // 2
         return generation_schema(tools, self.library.dependency, n_nodes=k, max_links=max_links, parts=parts,
-                                 limits=self.options.limits, title=title)
+                                 limits=self.limits, title=title)
 
     def _config(self, entry: SampledSubgraph) -> GenerationConfig:
         o = self.options
@@ -343,7 +351,7 @@ class _Engine:
         config = GenerationConfig(temperature=0.0, max_tokens=min(self.options.max_tokens, 1024),
                                   seed=rec["seed"])
         out = await self.critic.generate(critic_messages(sample, self.library, shown),
-                                         schema=critic_schema(self.options.limits), config=config)
+                                         schema=critic_schema(self.critic_limits), config=config)
         self._count(out)
         view: dict[str, Any] = {"model": self.critic.name, **_answer_view(out)}
         failure = _failure_of(out, config.max_tokens)

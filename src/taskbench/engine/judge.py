@@ -24,7 +24,7 @@ from ..errors import InputError, ModelError
 from ..llm.base import GenerationConfig
 from ..runner import NullDisplay, RecordDisplay, is_failed, run_records, run_sync
 from .prompts import judge_messages
-from .schemas import SCORE_NAMES, judge_schema
+from .schemas import SCORE_NAMES, judge_schema, strict_backend
 
 __all__ = ["JUDGE_FILE", "JudgeSummary", "ajudge", "judge", "judge_table"]
 
@@ -86,7 +86,7 @@ async def ajudge(
     shown = display or NullDisplay()
     all_records: list[dict[str, Any]] = []
     config = GenerationConfig(temperature=0.0, max_tokens=max_tokens, seed=0)
-    schema = judge_schema()
+    schema = judge_schema(None if strict_backend(model) else 300)
     start = clock()
     for d in dirs:
         root = Path(d)

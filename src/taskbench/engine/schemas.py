@@ -27,6 +27,7 @@ __all__ = [
     "critic_schema",
     "generation_schema",
     "judge_schema",
+    "strict_backend",
     "SCORE_NAMES",
 ]
 
@@ -35,16 +36,20 @@ SCORE_NAMES: tuple[str, ...] = ("naturalness", "complexity", "alignment")
 
 
 class Limits(BaseModel):
-    """Upper bounds (characters) on the free-text strings of an answer."""
+    """Upper bounds (characters) on the free-text strings of an answer (``maxLength``; None: unbounded)."""
 
-    user_request: int = Field(default=800, ge=16, description="The user request.")
-    step: int = Field(default=200, ge=16, description="One task step.")
-    value: int = Field(default=200, ge=8, description="One argument value.")
-    comments: int = Field(default=400, ge=16, description="The teacher's or critic's comments.")
+    user_request: int | None = Field(default=800, ge=16, description="The user request.")
+    step: int | None = Field(default=200, ge=16, description="One task step.")
+    value: int | None = Field(default=200, ge=8, description="One argument value.")
+    comments: int | None = Field(default=400, ge=16, description="The teacher's or critic's comments.")
+
+    def unbounded(self) -> Limits:
+        """The same schema without string bounds (OpenAI's strict mode does not take ``maxLength``)."""
+        return Limits(user_request=None, step=None, value=None, comments=None)
 
 
-def _text(max_length: int) -> dict[str, Any]:
-    return {"type": "string", "maxLength": max_length}
+def _text(max_length: int | None) -> dict[str, Any]:
+    return {"type": "string"} if max_length is None else {"type": "string", "maxLength": max_length}
 
 
 def _closed(properties: dict[str, Any], title: str | None = None) -> dict[str, Any]:
@@ -134,7 +139,14 @@ def critic_schema(limits: Limits | None = None) -> dict[str, Any]:
     return {"title": "Critic", **teacher_schema(limits)}
 
 
-def judge_schema(max_reason: int = 300) -> dict[str, Any]:
+def strict_backend(model: Any) -> bool:
+    """True when ``model`` sends schemas in OpenAI's strict mode, which rejects ``maxLength`` (then the arrays
+    alone bound an answer)."""
+    provider = getattr(model, "provider", None)
+    return getattr(provider, "guided_decoding", None) == "response_format" and getattr(provider, "strict", None) is True
+
+
+def judge_schema(max_reason: int | None = 300) -> dict[str, Any]:
     """The judge's answer: a short reason, then each dimension as an integer 1-5."""
     props: dict[str, Any] = {"reason": _text(max_reason)}
     for name in SCORE_NAMES:
