@@ -4,7 +4,8 @@ The public API is what ``__all__`` lists (``from taskbench import load_dataset, 
 everything else is internal and may change. Names are imported on first use, so ``import taskbench`` and the
 command line start fast.
 
-The flow: ``load_tools`` -> ``make_graph`` (rules, or links inferred from the tools) -> ``sample_plan`` -> Sample (gold TaskGraph) -> ``get_model`` +
+The flow: ``load_tools`` -> ``make_graph`` (rules, or links inferred from the tools) -> ``sample_plan`` -> ``generate``
+-> Sample (gold TaskGraph) -> ``get_model`` +
 ``predict_dataset`` -> Prediction -> ``evaluate`` -> report (``run_benchmark`` does it end to end).
 """
 
@@ -56,8 +57,10 @@ _LAZY: dict[str, str] = {
     "render_html": "graph",
     "render_png": "graph",
     "sample_plan": "graph",
-    # critics
+    # the data engine and its critics
     "check_sample": "engine",
+    "GenerateOptions": "engine",
+    "generate": "engine",
     # models
     "GenerationConfig": "llm",
     "Model": "llm",

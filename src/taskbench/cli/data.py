@@ -1,4 +1,5 @@
-"""`taskbench data list|check|fetch`: the bundled demo datasets, the rule critic over a dataset, the hub download."""
+"""`taskbench data list|check|fetch|judge`: the bundled demo datasets, the rule critic over a dataset, the hub
+download, the LLM judge of generated samples."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 data_app = typer.Typer(
     name="data",
-    help="Datasets: list the bundled demo datasets, check a dataset with the rule critic, download TaskBench.",
+    help="Datasets: list the bundled demo datasets, check a dataset with the rule critic, download TaskBench, "
+    "judge generated samples.",
     no_args_is_help=True,
     rich_markup_mode="rich",
 )
@@ -184,6 +186,74 @@ def fetch_command(
     dirs = fetch_taskbench(resolve_domains(domain), cache_dir=cache_dir, revision=revision)
     for dom, path in dirs.items():
         typer.echo(f"{dom}\t{path}")
+
+
+@data_app.command("judge")
+def judge_command(
+    dirs: list[Path] = typer.Argument(..., metavar="DIR...", help="Generated dataset directories (one per method, "
+                                      "for the paper's Table 2).", show_default=False),
+    model: str = typer.Option(..., "--model", "-m", help="The judge, as provider/model."),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="Judge at most N samples per directory "
+                                     "(stratified over single/chain/dag; the paper rated 50)."),
+    concurrency: int = typer.Option(1, "--concurrency", "-c", min=1, help="Requests in flight at once."),
+    base_url: str | None = typer.Option(None, "--base-url", help="Server URL for openai-compatible models."),
+    api_key_env: str | None = typer.Option(None, "--api-key-env", help="Name of the variable holding the API key."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the response cache."),
+    output: Path | None = typer.Option(None, "--output", "-o", help="Also write the table here (.json or .md)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+) -> None:
+    """Score generated samples with an LLM judge: Naturalness, Complexity, Alignment (1-5), the human-evaluation
+    dimensions of the TaskBench paper; prints its Table 2 per generation method, with the judge named.
+
+    One schema-constrained call per sample, resumable (DIR/judge/<judge>.jsonl); the scores go into each
+    sample's `scores` in data.json and the table into DIR/judge.json. Exit 1 when judge calls failed for good
+    (rerun to retry them).
+
+    Example:
+
+        taskbench data judge gen/back-instruct gen/no-edges gen/self-instruct --model openai/gpt-4o-mini --limit 50
+    """
+    import json
+
+    from rich.table import Table
+
+    from ..engine.judge import judge
+    from ..predict.progress import RichPredictDisplay
+    from ..predict.runner import open_model
+
+    m = open_model(model, concurrency=concurrency, cache=not no_cache, base_url=base_url, api_key_env=api_key_env)
+    display = RichPredictDisplay(make_console(stderr=True, quiet=quiet))
+    try:
+        with display:
+            summary = judge([_dataset_dir(str(d)) for d in dirs], m, limit=limit, concurrency=concurrency,
+                            display=display)
+    finally:
+        m.close()
+    table = Table(title=f"LLM judge {summary.judge}: mean scores 1-5 (the paper's Table 2 dimensions)",
+                  title_justify="left")
+    for col in ("method", "n", "naturalness", "complexity", "alignment", "overall"):
+        table.add_column(col, justify="left" if col == "method" else "right")
+    for method, row in summary.table.items():
+        table.add_row(method, str(row["n"]), *(f"{row[k]:.2f}" for k in ("naturalness", "complexity", "alignment",
+                                                                          "overall")))
+    _console().print(table)
+    if output is not None:
+        if output.suffix == ".md":
+            lines = [f"Judge: {summary.judge}", "", "| method | n | naturalness | complexity | alignment | overall |",
+                     "|---|---|---|---|---|---|"]
+            lines += [f"| {k} | {r['n']} | {r['naturalness']:.2f} | {r['complexity']:.2f} | {r['alignment']:.2f} | "
+                      f"{r['overall']:.2f} |" for k, r in summary.table.items()]
+            output.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        else:
+            output.write_text(json.dumps({"judge": summary.judge, "table": summary.table}, indent=2) + "\n",
+                              encoding="utf-8")
+    if summary.unusable:
+        typer.echo(f"taskbench: {summary.unusable} judge answers gave no scores (cut off or not JSON)", err=True)
+    if summary.failed_calls:
+        first = summary.errors[0].split(": ", 1)[-1] if summary.errors else "unknown"
+        typer.echo(f"taskbench: {summary.failed_calls} of {summary.selected} judge calls failed for good "
+                   f"(first: {first}); rerun the same command to retry them", err=True)
+        raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:

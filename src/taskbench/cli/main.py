@@ -33,6 +33,7 @@ COMMAND_MODULES = [
     "leaderboard",
     "graph",
     "sample",
+    "generate",
     "data",
     "review",
     "serve",

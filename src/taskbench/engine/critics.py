@@ -27,7 +27,17 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import suggest
-from ..schema import NODE_REF, Sample, TaskArgument, TaskLink, ToolGraph, ToolLibrary, ToolLink, node_index
+from ..schema import (
+    NODE_REF,
+    CriticVerdict,
+    Sample,
+    TaskArgument,
+    TaskLink,
+    ToolGraph,
+    ToolLibrary,
+    ToolLink,
+    node_index,
+)
 
 __all__ = [
     "ISSUE_CODES",
@@ -37,6 +47,7 @@ __all__ = [
     "check_sample",
     "check_structure",
     "issue_counts",
+    "rule_verdict",
 ]
 
 ISSUE_CODES: dict[str, str] = {
@@ -93,6 +104,15 @@ def _dependency(library: ToolLibrary, dependency: str | None) -> str:
 
 def _edge_set(links: Iterable[TaskLink | ToolLink]) -> set[tuple[str, str]]:
     return {(lk.source, lk.target) for lk in links}
+
+
+def _graph_edges(graph: ToolGraph) -> set[tuple[str, str]]:
+    """The tool graph's edge set, built once per graph (kept on the object, rebuilt when the links change)."""
+    cached = graph.__dict__.get("_critic_edges")
+    if cached is None or cached[0] is not graph.links or cached[1] != len(graph.links):
+        cached = (graph.links, len(graph.links), _edge_set(graph.links))
+        graph.__dict__["_critic_edges"] = cached
+    return cached[2]
 
 
 def _find_cycle(nodes: list[str], edges: set[tuple[str, str]]) -> list[str] | None:
@@ -324,12 +344,12 @@ def check_sample(
             diff = _set_diff(explicit, implied, extra="not implied", fmt=_edge_text)
             issues.append(Issue(code="links_refs_mismatch", message="task_links vs <node-j> references; " + diff))
         if graph is not None:
-            edges = _edge_set(graph.links)
+            edges = _graph_edges(graph)
             for s, t in sorted(implied | explicit):
                 if s in library and t in library and (s, t) not in edges:
                     issues.append(Issue(code="link_not_in_graph", message=f"{s} -> {t} is not an edge of the tool graph"))
     elif graph is not None:
-        edges = _edge_set(graph.links)
+        edges = _graph_edges(graph)
         for lk in sample.task_links:
             if lk.source in library and lk.target in library and (lk.source, lk.target) not in edges:
                 issues.append(
@@ -406,3 +426,15 @@ def issue_counts(results: dict[str, list[Issue]]) -> dict[str, int]:
     for issues in results.values():
         counts.update({i.code for i in issues})
     return dict(sorted(counts.items()))
+
+
+def rule_verdict(sample: Sample, library: ToolLibrary, graph: ToolGraph | None = None) -> CriticVerdict:
+    """The data engine's rule critic as a verdict: every check of :func:`check_sample` (tools, counts, shape,
+    arguments against types or parameters, links in the tool graph) plus, when the sample has a sampled subgraph,
+    the paper's alignment check: node set and link set equal the subgraph's, the links of a resource sample
+    being the ones its ``<node-j>`` arguments imply."""
+    dep = library.dependency
+    issues = check_sample(sample, library, graph, sampled=False)
+    if sample.sampled_nodes is not None:
+        issues.extend(check_against_sampled(sample, links=sample.links_for(dep)))
+    return CriticVerdict(name="rule", passed=not issues, reasons=[str(i) for i in issues])

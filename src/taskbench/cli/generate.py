@@ -1,0 +1,184 @@
+"""`taskbench generate`: the Back-Instruct data engine, tool graph in, benchmark directory out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from .console import make_console
+from .predict import MODEL_HELP, OPTION_HELP, RETRIES_HELP, TIMEOUT_HELP, call_options
+
+
+def _size_weights(text: str | None) -> dict[int, float] | None:
+    from ..errors import ConfigError
+    from ..graph.sampling import parse_weights
+
+    if text is None:
+        return None
+    raw = parse_weights(text)
+    try:
+        return {int(k): v for k, v in raw.items()}
+    except ValueError:
+        raise ConfigError(f"size weights need integer sizes, e.g. '2=1,3=1'; got {text!r}") from None
+
+
+def _graph(tools: Path | None, graph: Path | None, out: Path, fmt: str, dependency: str | None) -> Any:
+    from ..errors import ConfigError
+    from ..graph.build import graph_from_path, load_graph
+
+    if tools is not None and graph is not None:
+        raise ConfigError("give --tools or --graph, not both")
+    if graph is not None:
+        return load_graph(graph, dependency)
+    if tools is not None:
+        from ..bundled import resolve
+
+        return graph_from_path(resolve(tools), format=fmt, dependency=dependency)
+    if (out / "graph_desc.json").is_file():
+        return load_graph(out / "graph_desc.json", dependency)
+    raise ConfigError("give --tools FILE or --graph FILE (or --out a directory generated before, to resume it)")
+
+
+def generate_command(
+    tools: Path | None = typer.Option(
+        None, "--tools", help="A tool library (TaskBench tool_desc.json, OpenAI tools, MCP tools/list, OpenAPI 3), a "
+        "dataset directory or a bundled dataset name; its tool graph is built.", show_default=False),
+    graph: Path | None = typer.Option(
+        None, "--graph", help="A tool graph (graph_desc.json, e.g. from `taskbench graph build`).", show_default=False),
+    out: Path = typer.Option(..., "--out", "-o", help="Output directory (the reference layout); resumed if it exists."),
+    n: int | None = typer.Option(None, "--n", "-n", min=0, help="Plan entries to generate (samples attempted)."),
+    model: str | None = typer.Option(None, "--model", "-m", help=MODEL_HELP),
+    seed: int | None = typer.Option(None, "--seed", "-s", help="Plan seed (default 0): the same seed, the same plan."),
+    method: str | None = typer.Option(
+        None, "--method", help="back-instruct (default: one call, as released), two-stage (the paper's equations 1 "
+        "and 2), no-edges (edges withheld), self-instruct (the model picks tools from the whole library)."),
+    mode_weights: str | None = typer.Option(
+        None, "--mode-weights", help="single,chain,dag weights (default 3,7,8), or 'chain=1,dag=1'."),
+    size_weights: str | None = typer.Option(
+        None, "--size-weights", help="Tool-count weights for chain/dag, e.g. '2=1,3=1' (default 2..10 = "
+        ".1,.2,.3,.2,.1,.05,.025,.025,.025; a dag has at least 3)."),
+    critic_model: str | None = typer.Option(
+        None, "--critic-model", help="A separate LLM critic (provider/model): one more call per answered sample. "
+        "Default: the generator's own check_by_teacher."),
+    check: bool | None = typer.Option(
+        None, "--check/--no-check", help="Ask for the template's check_by_teacher self-check (default: on)."),
+    keep: str = typer.Option("both", "--keep", help="Critics a sample must pass for data.json: both, rule, llm, none."),
+    dedup: str = typer.Option("flag", "--dedup", help="Near-duplicate requests: flag (duplicate_of), drop (to "
+                              "data_error.json) or off."),
+    dedup_threshold: float = typer.Option(90.0, "--dedup-threshold", min=1, max=100,
+                                          help="Similarity 0-100 (rapidfuzz token_sort_ratio) from which requests "
+                                          "count as near duplicates."),
+    concurrency: int = typer.Option(1, "--concurrency", "-c", min=1, help="Samples in flight at once."),
+    temperature: float | None = typer.Option(None, "--temperature", help="Sampling temperature (default 0.7, as the "
+                                             "reference engine)."),
+    top_p: float | None = typer.Option(None, "--top-p", help="Nucleus sampling mass (default 1.0)."),
+    max_tokens: int | None = typer.Option(None, "--max-tokens", min=64, help="Most tokens per answer (default 2048); "
+                                          "an answer cut off here is a failed attempt."),
+    base_url: str | None = typer.Option(None, "--base-url", help="Server URL for openai-compatible models."),
+    critic_base_url: str | None = typer.Option(None, "--critic-base-url", help="Server URL of the critic model."),
+    api_key_env: str | None = typer.Option(None, "--api-key-env", help="Name of the variable holding the API key."),
+    timeout: float | None = typer.Option(None, "--timeout", min=0.1, help=TIMEOUT_HELP),
+    max_retries: int | None = typer.Option(None, "--max-retries", min=0, help=RETRIES_HELP),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the response cache."),
+    option: list[str] | None = typer.Option(None, "--option", "-O", help=OPTION_HELP),
+    fmt: str = typer.Option("auto", "--format", "-f", help="Format of --tools: auto, taskbench, openai, mcp, openapi."),
+    dependency: str | None = typer.Option(None, "--dependency", "-d", help="Override: resource or temporal."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+) -> None:
+    """Generate a benchmark from a tool graph with the Back-Instruct data engine (TaskBench paper, section 2.3).
+
+    The seeded sampling plan (as `taskbench sample`) gives N subgraphs; for each, the model writes the task
+    steps, a self-contained user request and the tool invocation graph, schema-constrained (tool names,
+    each tool's argument names, array lengths), with its check_by_teacher self-check. Critics: the rule critic
+    (nodes and links equal the subgraph's; arguments fit the tools) and the LLM critic. Writes DIR in the
+    reference layout: data_raw.json (every attempt), data.json + user_requests.json (samples passing --keep),
+    data_error.json (the rest, with reasons), tool_desc.json, graph_desc.json, statistics.json (pass rates by
+    mode and size), generation.json (the arguments).
+
+    Rerunning the same command generates only what is not done yet (a killed run loses nothing written; failed
+    calls are retried). The directory remembers its arguments: another --seed, --method, --model, weights or
+    graph is refused; a larger --n extends the plan; `taskbench generate -o DIR` alone resumes with the
+    recorded arguments; another --keep or --dedup re-filters without a model call.
+
+    Exit codes: 0 every plan entry has an answer (whatever the critics said); 1 some model calls failed for
+    good (rerun to retry them); 2 bad input or options; 130 interrupted.
+
+    Example:
+
+        taskbench generate --tools multimedia --out gen/mm --n 30 --model llamacpp/qwen2.5-coder-0.5b
+
+        taskbench generate --graph tmdb_graph.json -o gen/tmdb -n 200 -m openai-compatible/Qwen2.5-7B-Instruct --base-url http://127.0.0.1:8000/v1 -c 16 --method two-stage
+    """
+    from ..engine.generate import GenerateOptions, generate, read_manifest, weights_from_manifest
+    from ..engine.progress import RichGenerateDisplay, statistics_table
+    from ..errors import ConfigError
+    from ..graph.sampling import MODE_WEIGHTS, MODES, SIZE_WEIGHTS, parse_weights
+    from ..predict.runner import open_model
+
+    old = read_manifest(out) if out.is_dir() else None
+    if old is not None:  # resume: what is not given comes from the directory
+        modes_old, sizes_old = weights_from_manifest(old)
+        n = old.get("n") if n is None else n
+        seed = old.get("seed") if seed is None else seed
+        method = old.get("method") if method is None else method
+        model = old.get("model") if model is None else model
+        critic_model = old.get("critic_model") if critic_model is None else critic_model
+        check = old.get("check", True) if check is None else check
+        temperature = old.get("temperature") if temperature is None else temperature
+        top_p = old.get("top_p") if top_p is None else top_p
+        max_tokens = old.get("max_tokens") if max_tokens is None else max_tokens
+        modes = modes_old if mode_weights is None else parse_weights(mode_weights, MODES)
+        sizes = sizes_old if size_weights is None else _size_weights(size_weights)
+    else:
+        modes = parse_weights(mode_weights, MODES) if mode_weights is not None else dict(MODE_WEIGHTS)
+        sizes = _size_weights(size_weights) if size_weights is not None else dict(SIZE_WEIGHTS)
+    tool_graph = _graph(tools, graph, out, fmt, dependency)
+    if n is None:
+        raise ConfigError("give --n (how many samples to plan)")
+    if model is None:
+        raise ConfigError("give --model (provider/model, e.g. llamacpp/qwen2.5-coder-0.5b)")
+    options = GenerateOptions(
+        n=n, seed=0 if seed is None else seed, method=method or "back-instruct", mode_weights=modes,
+        size_weights=sizes, check=True if check is None else check, keep=keep, dedup=dedup,
+        dedup_threshold=dedup_threshold, concurrency=concurrency,
+        temperature=0.7 if temperature is None else temperature, top_p=1.0 if top_p is None else top_p,
+        max_tokens=max_tokens or 2048,
+    )
+    options.check_choices()
+    extra = call_options(option, timeout, max_retries)
+    if timeout is not None:  # the whole call's bound (default 600 s) must not cut a longer attempt short
+        extra.setdefault("max_total_seconds", max(600.0, timeout * (1 + (max_retries or 0)) + 60.0))
+    m = open_model(model, concurrency=concurrency, cache=not no_cache, base_url=base_url, api_key_env=api_key_env,
+                   options=extra)
+    critic = None
+    if critic_model is not None:
+        critic = open_model(critic_model, concurrency=concurrency, cache=not no_cache,
+                            base_url=critic_base_url, api_key_env=api_key_env, options=extra)
+    console = make_console(stderr=True, quiet=quiet)
+    display = RichGenerateDisplay(console)
+
+    with display:
+        summary = generate(tool_graph, m, out, options, critic_model=critic, display=display, close_model=True)
+    stats = summary.statistics
+    screen = make_console()
+    screen.print(statistics_table(stats, title=f"{out}: {summary.method} · {summary.model}"
+                                  + (f" · critic {summary.critic_model}" if summary.critic_model else "")))
+    grown = f" (plan extended from {summary.extended_from})" if summary.extended_from is not None else ""
+    screen.print(
+        f"{summary.planned} planned{grown}: {summary.skipped} done before, {summary.written} written now, "
+        f"{summary.failed_calls} failed calls; {stats.get('kept', 0)} kept in data.json (--keep {options.keep}), "
+        f"{summary.calls} calls ({summary.cache_hits} cached), {summary.prompt_tokens:,}/"
+        f"{summary.completion_tokens:,} tokens, {summary.seconds:.1f} s"
+    )
+    if summary.failed_calls:
+        first = summary.errors[0].split(": ", 1)[-1] if summary.errors else "unknown"
+        typer.echo(f"taskbench: {summary.failed_calls} of {summary.planned} model calls failed for good "
+                   f"(first: {first}); rerun the same command to retry them", err=True)
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `generate` to the CLI."""
+    app.command("generate")(generate_command)

@@ -1,0 +1,471 @@
+"""``taskbench generate``: the Back-Instruct data engine, from a tool graph to a benchmark directory.
+
+The flow, one plan entry at a time::
+
+    plan entry (graph/sampling) -> prompt (engine/prompts + templates) -> Model.generate(schema=...)
+        -> raw record in data_raw.json (the one runner) -> Sample + critics (engine/output) -> data.json ...
+
+- **The plan** is the seeded, prefix-stable sampling plan (:func:`taskbench.graph.sampling.sample_plan`, modes
+  3:7:8 and the paper's size weights unless overridden). Entry *i* is sample id ``f"{i:05d}"``; its generation
+  seed (in the prompt and sent to the backend) is drawn from ``(seed, i)`` alone.
+- **Methods**: ``back-instruct`` (one call: steps, request, invocation graph and ``check_by_teacher``, as the
+  released engine), ``two-stage`` (the paper's equations 1 and 2: the request from the subgraph, then steps and
+  graph from the subgraph and the request), ``no-edges`` (back-instruct without the edges) and
+  ``self-instruct`` (the whole library; the model picks the tools; the plan fixes only size and structure).
+- **Constrained answers** (:mod:`taskbench.engine.schemas`); an answer that hit the token limit is recorded as a
+  failed attempt (``error_code: truncated``), never repaired into a sample.
+- **Crash safety, resume, concurrency** come from :func:`taskbench.runner.run_records`: one fsynced line per
+  plan entry in plan order, a file lock, a model call that failed for good written in place
+  (``"failed": true``) and retried by the next run. Rerunning with the same arguments generates only the
+  entries not done yet.
+- **The directory remembers its arguments** (``generation.json``): a rerun with another seed, method, model,
+  critic, weights, sampling settings or tool graph is refused (use another ``--out``); a larger ``--n``
+  extends the plan (entries 0..n-1 are the same for any n), a smaller one is refused. ``--keep`` and
+  ``--dedup`` only filter, so they may change freely: the output files are rewritten from ``data_raw.json``
+  without a model call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .. import __version__
+from ..dataset.jsonio import read_json, write_json
+from ..dataset.layout import GRAPH_FILE, RAW_FILE, TOOL_FILE
+from ..errors import ConfigError, InputError, ModelError
+from ..graph.sampling import MODE_WEIGHTS, SIZE_WEIGHTS
+from ..llm.base import GenerationConfig
+from ..predict.runner import _Forward
+from ..runner import NullDisplay, RecordDisplay, run_records, run_sync
+from ..schema import SampledSubgraph, ToolGraph, ToolLibrary
+from .dedup import DEFAULT_THRESHOLD
+from .output import DEDUP_MODES, KEEP_MODES, assess, finalize_dataset
+from .prompts import critic_messages, generation_messages
+from .schemas import Limits, critic_schema, generation_schema, strict_backend
+
+__all__ = [
+    "GenerateOptions",
+    "GenerateSummary",
+    "MANIFEST_FILE",
+    "METHODS",
+    "agenerate",
+    "entry_seed",
+    "generate",
+    "sample_id",
+]
+
+METHODS = ("back-instruct", "two-stage", "no-edges", "self-instruct")
+"""Generation methods: the released Back-Instruct, the paper's two-stage form and its two baselines."""
+
+MANIFEST_FILE = "generation.json"
+"""The arguments a directory was generated with (checked on every rerun)."""
+
+DEFAULT_MAX_TOKENS = 2048
+"""Answer budget per call: above the longest answer the schema's bounds allow for a typical subgraph (the
+string bounds make a 10-tool answer at most about 1,800 tokens); the reference engine sends 2,500."""
+
+# arguments that must be the same on a rerun into the same directory (n may grow)
+_FIXED = ("method", "seed", "mode_weights", "size_weights", "model", "critic_model", "check", "temperature",
+          "top_p", "max_tokens", "limits", "graph_sha256")
+
+
+class GenerateOptions(BaseModel):
+    """What to generate and how."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    n: int = Field(ge=0, description="Plan entries (samples attempted).")
+    seed: int = Field(default=0, description="Plan seed: the same seed gives the same plan anywhere.")
+    method: str = Field(default="back-instruct", description="back-instruct | two-stage | no-edges | self-instruct.")
+    mode_weights: dict[str, float] | None = Field(default=None, description="single/chain/dag weights (3:7:8).")
+    size_weights: dict[int, float] | None = Field(default=None, description="Tool-count weights for chain/dag.")
+    check: bool = Field(default=True, description="Ask for the template's check_by_teacher (the LLM critic).")
+    keep: str = Field(default="both", description="Critics a sample must pass for data.json: both|rule|llm|none.")
+    dedup: str = Field(default="flag", description="Near-duplicate requests: flag | drop | off.")
+    dedup_threshold: float = Field(default=DEFAULT_THRESHOLD, gt=0, le=100, description="Similarity 0-100.")
+    concurrency: int = Field(default=1, ge=1, description="Plan entries in flight at once.")
+    temperature: float = Field(default=0.7, ge=0.0, description="Sampling temperature (the reference's 0.7).")
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0, description="Nucleus sampling mass.")
+    max_tokens: int = Field(default=DEFAULT_MAX_TOKENS, ge=64, description="Most tokens per answer.")
+    limits: Limits = Field(default_factory=Limits, description="Character bounds of the answer's strings.")
+
+    def check_choices(self) -> None:
+        """Raise ConfigError for unknown choices."""
+        if self.method not in METHODS:
+            raise ConfigError(f"unknown --method {self.method!r}; choose one of {', '.join(METHODS)}")
+        if self.keep not in KEEP_MODES:
+            raise ConfigError(f"--keep must be one of {', '.join(KEEP_MODES)}, not {self.keep!r}")
+        if self.dedup not in DEDUP_MODES:
+            raise ConfigError(f"--dedup must be one of {', '.join(DEDUP_MODES)}, not {self.dedup!r}")
+
+
+class GenerateSummary(BaseModel):
+    """What one generation run did (facts about this run; the records hold the data)."""
+
+    output: str = Field(description="The output directory.")
+    model: str = Field(description="'provider/model' of the generator.")
+    critic_model: str | None = Field(default=None, description="'provider/model' of a separate LLM critic.")
+    method: str = Field(description="The generation method.")
+    planned: int = Field(default=0, description="Plan entries (--n).")
+    extended_from: int | None = Field(default=None, description="The earlier --n when this run extended the plan.")
+    skipped: int = Field(default=0, description="Entries already done by an earlier run.")
+    written: int = Field(default=0, description="Records written by this run.")
+    failed_calls: int = Field(default=0, description="Entries whose model call failed for good (retried next run).")
+    retried: int = Field(default=0, description="Entries whose earlier call had failed, tried again.")
+    calls: int = Field(default=0, description="Model calls made by this run (generation and critic).")
+    cache_hits: int = Field(default=0, description="Calls answered from the response cache.")
+    prompt_tokens: int = Field(default=0, description="Prompt tokens of this run's calls.")
+    completion_tokens: int = Field(default=0, description="Completion tokens of this run's calls.")
+    seconds: float = Field(default=0.0, description="Wall seconds of this run.")
+    errors: list[str] = Field(default_factory=list, description="First few failed calls, 'id: message'.")
+    statistics: dict[str, Any] = Field(default_factory=dict, description="statistics.json as written.")
+
+    @property
+    def done(self) -> int:
+        """Entries with an answer record (not a failed call)."""
+        return self.skipped + self.written - self.failed_calls
+
+    @property
+    def complete(self) -> bool:
+        """True when no model call of the plan failed for good."""
+        return self.done == self.planned
+
+
+def sample_id(index: int) -> str:
+    """The id of plan entry ``index`` (``"00017"``)."""
+    return f"{index:05d}"
+
+
+def entry_seed(seed: int, index: int) -> int:
+    """The generation seed of plan entry ``index`` (0..999999, like the reference's), from (seed, index) only."""
+    return random.Random(f"taskbench-generate:{seed}:{index}").randrange(1_000_000)
+
+
+def graph_digest(graph: ToolGraph) -> str:
+    """SHA-256 of the graph's canonical JSON (what a directory was generated from)."""
+    text = json.dumps(graph.to_taskbench(), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _manifest(options: GenerateOptions, graph: ToolGraph, model: str, critic: str | None) -> dict[str, Any]:
+    return {
+        "schema": 1,
+        "method": options.method,
+        "seed": options.seed,
+        "n": options.n,
+        "mode_weights": dict(options.mode_weights or MODE_WEIGHTS),
+        "size_weights": {str(k): v for k, v in (options.size_weights or SIZE_WEIGHTS).items()},
+        "model": model,
+        "critic_model": critic,
+        "check": options.check,
+        "temperature": options.temperature,
+        "top_p": options.top_p,
+        "max_tokens": options.max_tokens,
+        "limits": options.limits.model_dump(),
+        "graph_sha256": graph_digest(graph),
+        "dependency": graph.dependency_kind,
+        "tools": len(graph.nodes),
+        "links": len(graph.links),
+        "taskbench": __version__,
+    }
+
+
+def read_manifest(out_dir: str | Path) -> dict[str, Any] | None:
+    """The ``generation.json`` of a directory, or None."""
+    path = Path(out_dir) / MANIFEST_FILE
+    if not path.is_file():
+        return None
+    doc = read_json(path)
+    if not isinstance(doc, dict):
+        raise InputError("expected a JSON object", path=path)
+    return doc
+
+
+def _check_manifest(old: dict[str, Any], new: dict[str, Any], path: Path) -> int | None:
+    """Refuse a rerun whose fixed arguments differ; return the earlier n when the plan grows."""
+    for key in _FIXED:
+        if old.get(key) != new.get(key):
+            what = "the tool graph" if key == "graph_sha256" else key.replace("_", "-")
+            was, now = old.get(key), new.get(key)
+            detail = "it differs from the one this directory was generated from" if key == "graph_sha256" else \
+                f"was {json.dumps(was)}, this run {json.dumps(now)}"
+            raise ConfigError(
+                f"{path.parent}: {what}: {detail}; rerun with the directory's arguments (see {path.name}) or "
+                "choose another --out"
+            )
+    old_n = int(old.get("n") or 0)
+    if new["n"] < old_n:
+        raise ConfigError(
+            f"{path.parent}: holds a plan of {old_n} entries; --n {new['n']} would drop {old_n - new['n']} of them. "
+            f"Rerun with --n {old_n} (or more, to extend it) or choose another --out"
+        )
+    return old_n if new["n"] > old_n else None
+
+
+def _answer_view(out: Any) -> dict[str, Any]:
+    """What a call produced, as recorded (no run-dependent facts: latency is replayed on a cache hit)."""
+    return {
+        "raw": out.text,
+        "finish_reason": out.finish_reason,
+        "usage": {"prompt_tokens": out.usage.prompt_tokens, "completion_tokens": out.usage.completion_tokens,
+                  "seconds": out.latency},
+    }
+
+
+def _failure_of(out: Any, max_tokens: int) -> tuple[str, str] | None:
+    """``(code, message)`` when an answer cannot be used: cut off at the token limit, or not JSON."""
+    if out.truncated:
+        return "truncated", f"the answer hit the token limit ({max_tokens} tokens) and was not used"
+    if out.parse_error is not None or not isinstance(out.parsed, dict):
+        return "unparseable", out.parse_error or "the answer is not a JSON object"
+    return None
+
+
+def _limits_for(model: Any, limits: Limits) -> Limits:
+    """No ``maxLength`` for a backend that sends schemas in OpenAI's strict mode (it rejects the keyword)."""
+    return limits.unbounded() if strict_backend(model) else limits
+
+
+class _Engine:
+    """One generation run's state: what every plan entry's work needs, and the run's counters."""
+
+    def __init__(self, graph: ToolGraph, model: Any, options: GenerateOptions, critic: Any | None) -> None:
+        self.graph = graph
+        self.library: ToolLibrary = graph.library
+        self.model = model
+        self.critic = critic
+        self.options = options
+        # OpenAI's strict schemas reject maxLength: there the arrays alone bound the answer
+        self.limits = _limits_for(model, options.limits)
+        self.critic_limits = _limits_for(critic, options.limits)
+        self.calls = 0
+        self.cache_hits = 0
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+
+    def _count(self, out: Any) -> None:
+        self.calls += 1
+        self.cache_hits += int(out.usage.cached)
+        self.prompt_tokens += out.usage.prompt_tokens
+        self.completion_tokens += out.usage.completion_tokens
+
+    def base_record(self, entry: SampledSubgraph) -> dict[str, Any]:
+        from .parse import sampled_view
+
+        rec: dict[str, Any] = {
+            "id": sample_id(entry.index),
+            "seed": entry_seed(self.options.seed, entry.index),
+            "type": entry.mode,
+            "n_tools": entry.size,
+            "method": self.options.method,
+            "model": self.model.name,
+            "check": self.options.check,
+            "plan": entry.to_record(),
+        }
+        if self.options.method != "self-instruct":
+            rec["sampled_nodes"], rec["sampled_links"] = sampled_view(entry, self.library)
+        return rec
+
+    def _schema(self, entry: SampledSubgraph, parts: tuple[str, ...], title: str) -> dict[str, Any]:
+        k = entry.size
+        if self.options.method == "self-instruct":
+            tools = list(self.library.tools)
+        else:
+            tools = [t for t in (self.library.get(n) for n in entry.nodes) if t is not None]
+        if self.options.method in ("back-instruct", "two-stage"):
+            max_links = max(len(entry.links), k - 1)
+        else:  # the edges are the model's to choose: at most a DAG's worth
+            max_links = k * (k - 1) // 2
+        return generation_schema(tools, self.library.dependency, n_nodes=k, max_links=max_links, parts=parts,
+                                 limits=self.limits, title=title)
+
+    def _config(self, entry: SampledSubgraph) -> GenerationConfig:
+        o = self.options
+        return GenerationConfig(temperature=o.temperature, top_p=o.top_p, max_tokens=o.max_tokens,
+                                seed=entry_seed(o.seed, entry.index))
+
+    def _graph_parts(self) -> tuple[str, ...]:
+        return ("task_steps", "invoking_graph") + (("check_by_teacher",) if self.options.check else ())
+
+    async def work(self, entry: SampledSubgraph) -> dict[str, Any]:
+        """Generate one plan entry (raises ModelError when a call fails for good)."""
+        o = self.options
+        rec = self.base_record(entry)
+        seed = rec["seed"]
+        config = self._config(entry)
+        if o.method == "two-stage":
+            msgs = generation_messages(o.method, entry, self.library, seed=seed, check=o.check, stage=1)
+            first = await self.model.generate(msgs, schema=self._schema(entry, ("user_request",), "UserRequest"),
+                                              config=config)
+            self._count(first)
+            rec["stages"] = [_answer_view(first)]
+            failure = _failure_of(first, o.max_tokens)
+            request = first.parsed.get("user_request") if failure is None else None
+            if failure is None and not isinstance(request, str):
+                failure = ("unparseable", "stage 1 gave no user_request")
+            if failure is not None:
+                rec["error_code"], rec["error"] = failure[0], f"stage 1: {failure[1]}"
+                rec.update(_answer_view(first))
+                return self._finish(rec)
+            msgs = generation_messages(o.method, entry, self.library, seed=seed, check=o.check, stage=2,
+                                       user_request=request)
+            out = await self.model.generate(msgs, schema=self._schema(entry, self._graph_parts(), "InvocationGraph"),
+                                            config=config)
+            self._count(out)
+            rec["stages"].append(_answer_view(out))
+            rec.update(_answer_view(out))
+            rec["usage"] = {k: rec["stages"][0]["usage"][k] + rec["stages"][1]["usage"][k]
+                            for k in ("prompt_tokens", "completion_tokens", "seconds")}
+            failure = _failure_of(out, o.max_tokens)
+            if failure is None:
+                rec["result"] = {"user_request": request, **out.parsed}
+        else:
+            parts = ("task_steps", "user_request", "invoking_graph") + (("check_by_teacher",) if o.check else ())
+            msgs = generation_messages(o.method, entry, self.library, seed=seed, check=o.check)
+            out = await self.model.generate(msgs, schema=self._schema(entry, parts, "BackInstruct"), config=config)
+            self._count(out)
+            rec.update(_answer_view(out))
+            failure = _failure_of(out, o.max_tokens)
+            if failure is None:
+                rec["result"] = out.parsed
+        if failure is not None:
+            rec["error_code"], rec["error"] = failure
+            return self._finish(rec)
+        if self.critic is not None:
+            rec["critic"] = await self._critic(rec, entry)
+        return self._finish(rec)
+
+    async def _critic(self, rec: dict[str, Any], entry: SampledSubgraph) -> dict[str, Any]:
+        from .parse import build_sample
+
+        sample = build_sample(rec, self.library)
+        shown = None if self.options.method == "self-instruct" else entry
+        config = GenerationConfig(temperature=0.0, max_tokens=min(self.options.max_tokens, 1024),
+                                  seed=rec["seed"])
+        out = await self.critic.generate(critic_messages(sample, self.library, shown),
+                                         schema=critic_schema(self.critic_limits), config=config)
+        self._count(out)
+        view: dict[str, Any] = {"model": self.critic.name, **_answer_view(out)}
+        failure = _failure_of(out, config.max_tokens)
+        if failure is None:
+            view["result"] = out.parsed
+        else:
+            view["error"] = f"{failure[0]}: {failure[1]}"
+        return view
+
+    def _finish(self, rec: dict[str, Any]) -> dict[str, Any]:
+        """Attach the critics' verdicts in short (for the progress display; finalize recomputes them)."""
+        _, verdicts = assess(rec, self.library, self.graph)
+        rec["critics"] = {name: v.passed for name, v in verdicts.items()}
+        return rec
+
+    def failure(self, entry: SampledSubgraph, exc: BaseException) -> dict[str, Any]:
+        return {**self.base_record(entry), "failed": True, "error": str(exc)}
+
+
+def _plan(graph: ToolGraph, options: GenerateOptions) -> list[SampledSubgraph]:
+    from ..graph.sampling import sample_plan
+
+    return sample_plan(graph, options.n, options.seed, mode_weights=options.mode_weights,
+                       size_weights=options.size_weights)
+
+
+async def agenerate(
+    graph: ToolGraph,
+    model: Any,
+    out_dir: str | Path,
+    options: GenerateOptions,
+    *,
+    critic_model: Any | None = None,
+    display: RecordDisplay | None = None,
+    clock: Any = time.perf_counter,
+) -> GenerateSummary:
+    """Generate ``options.n`` plan entries of ``graph`` with ``model`` into ``out_dir`` (resuming what is
+    there), then write the reference layout (see the module docstring). ``model`` / ``critic_model`` are
+    :class:`taskbench.llm.Model` objects (anything with ``name`` and ``async generate(messages, schema=,
+    config=)``)."""
+    options.check_choices()
+    if options.keep in ("both", "llm") and not options.check and critic_model is None:
+        raise ConfigError(f"--keep {options.keep} needs an LLM critic: drop --no-check or pass --critic-model")
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise InputError("the output must be a directory", path=out)
+    out.mkdir(parents=True, exist_ok=True)
+    manifest = _manifest(options, graph, model.name, getattr(critic_model, "name", None))
+    old = read_manifest(out)
+    extended_from = None
+    if old is not None:
+        extended_from = _check_manifest(old, manifest, out / MANIFEST_FILE)
+    elif (out / RAW_FILE).is_file():
+        raise ConfigError(f"{out}: holds a {RAW_FILE} but no {MANIFEST_FILE}: not a directory taskbench generated; "
+                          "choose another --out")
+    plan = _plan(graph, options)
+    write_json(out / TOOL_FILE, graph.library.to_taskbench())
+    write_json(out / GRAPH_FILE, graph.to_taskbench())
+    write_json(out / MANIFEST_FILE, manifest)
+    engine = _Engine(graph, model, options, critic_model)
+    label = f"{options.method} · {model.name}"
+    shown = display or NullDisplay()
+    ran = await run_records(plan, engine.work, out / RAW_FILE, key=lambda e: sample_id(e.index),
+                            concurrency=options.concurrency, label=label, display=_Forward(shown),
+                            failure=engine.failure, catch=(ModelError,), clock=clock)
+    info = {"method": options.method, "model": model.name, "critic_model": manifest["critic_model"],
+            "seed": options.seed, "n": options.n, "dependency": manifest["dependency"]}
+    stats = finalize_dataset(out, graph.library, graph, ids=[sample_id(e.index) for e in plan], keep=options.keep,
+                             dedup=options.dedup, dedup_threshold=options.dedup_threshold, info=info)
+    summary = GenerateSummary(
+        output=str(out), model=model.name, critic_model=manifest["critic_model"], method=options.method,
+        planned=len(plan), extended_from=extended_from, skipped=ran.skipped, written=ran.written,
+        failed_calls=ran.failed, retried=ran.retried, calls=engine.calls, cache_hits=engine.cache_hits,
+        prompt_tokens=engine.prompt_tokens, completion_tokens=engine.completion_tokens, seconds=ran.seconds,
+        errors=ran.errors, statistics=stats,
+    )
+    shown.finish(summary)
+    return summary
+
+
+def generate(
+    graph: ToolGraph,
+    model: Any,
+    out_dir: str | Path,
+    options: GenerateOptions,
+    *,
+    critic_model: Any | None = None,
+    display: RecordDisplay | None = None,
+    close_model: bool = False,
+) -> GenerateSummary:
+    """:func:`agenerate` for plain code (blocks; safe inside a running event loop too). ``close_model`` closes
+    the model(s) at the end, inside the event loop where their HTTP clients were made."""
+
+    async def go() -> GenerateSummary:
+        try:
+            return await agenerate(graph, model, out_dir, options, critic_model=critic_model, display=display)
+        finally:
+            if close_model:
+                await model.aclose()
+                if critic_model is not None:
+                    await critic_model.aclose()
+
+    return run_sync(go())
+
+
+def resume_arguments(out_dir: str | Path) -> dict[str, Any]:
+    """The arguments a directory was generated with (for a rerun that names only ``--out``)."""
+    doc = read_manifest(out_dir)
+    if doc is None:
+        raise InputError(f"no {MANIFEST_FILE} here: pass --tools or --graph to start a new directory", path=out_dir)
+    return doc
+
+
+def weights_from_manifest(doc: Mapping[str, Any]) -> tuple[dict[str, float] | None, dict[int, float] | None]:
+    """The mode and size weights recorded in a manifest."""
+    sizes = doc.get("size_weights")
+    return doc.get("mode_weights"), ({int(k): float(v) for k, v in sizes.items()} if sizes else None)

@@ -1,0 +1,237 @@
+"""The data engine's output directory: from ``data_raw.json`` (every attempt) to the reference layout.
+
+:func:`assess` turns one raw record into a :class:`~taskbench.schema.Sample` with its critics' verdicts;
+:func:`finalize_dataset` does it for every record and writes
+
+- ``data.json`` and ``user_requests.json``: the samples that pass the chosen critics (``keep``: ``both``
+  (default), ``rule``, ``llm`` or ``none``), in plan order; near duplicates flagged (``duplicate_of``) or, with
+  ``dedup="drop"``, moved to the errors;
+- ``data_error.json``: every other record, with ``reasons`` (critic issue codes and messages, ``truncated``,
+  ``unparseable``, ``call_failed``, ``duplicate``);
+- ``statistics.json``: the paper's critic table: counts and pass rates of the LLM critic, the rule critic and
+  both, overall, by mode and by size, plus the averages of its dataset table (nodes, links, request length).
+
+It is pure over the files: rerunning it (``taskbench generate`` with another ``--keep``, no model calls)
+re-filters the same attempts. Judge scores already in ``data.json`` are kept.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from ..dataset.jsonio import iter_jsonl, write_json, write_jsonl
+from ..dataset.layout import DATA_FILE, ERROR_FILE, RAW_FILE, REQUESTS_FILES
+from ..errors import ConfigError
+from ..runner import is_failed, read_records
+from ..schema import CriticVerdict, Sample, ToolGraph, ToolLibrary
+from .critics import rule_verdict
+from .dedup import DEFAULT_THRESHOLD, near_duplicates
+from .parse import build_sample, teacher_text, teacher_verdict
+
+__all__ = [
+    "DEDUP_MODES",
+    "KEEP_MODES",
+    "STATISTICS_FILE",
+    "assess",
+    "finalize_dataset",
+    "keeps",
+    "statistics",
+]
+
+STATISTICS_FILE = "statistics.json"
+KEEP_MODES = ("both", "rule", "llm", "none")
+"""Which critics a sample must pass to go to data.json."""
+DEDUP_MODES = ("flag", "drop", "off")
+"""What to do with near-duplicate requests: flag them (``duplicate_of``), move them to the errors, or nothing."""
+
+
+def _code(reason: str) -> str:
+    return reason.split(":", 1)[0].strip()
+
+
+def assess(
+    record: dict[str, Any], library: ToolLibrary, graph: ToolGraph | None = None
+) -> tuple[Sample, dict[str, CriticVerdict]]:
+    """The sample of one raw record and its verdicts: ``rule`` always; ``llm`` from the separate critic call
+    when the record has one, else from the answer's ``check_by_teacher``; ``self`` (the answer's own check)
+    too when a separate critic ran."""
+    sample = build_sample(record, library)
+    verdicts: dict[str, CriticVerdict] = {}
+    error = record.get("error")
+    if is_failed(record):
+        reason = f"call_failed: {error or 'the model call failed'}"
+        verdicts["rule"] = CriticVerdict(name="rule", passed=None, reasons=[reason])
+        verdicts["llm"] = CriticVerdict(name="llm", passed=None, reasons=[reason])
+        return sample, verdicts
+    if error:
+        code = record.get("error_code") or "unparseable"
+        reason = f"{code}: {error}"
+        verdicts["rule"] = CriticVerdict(name="rule", passed=False, reasons=[reason])
+        verdicts["llm"] = CriticVerdict(name="llm", passed=None, reasons=[reason])
+        return sample, verdicts
+    verdicts["rule"] = rule_verdict(sample, library, graph)
+    result = record.get("result") if isinstance(record.get("result"), dict) else {}
+    teacher = result.get("check_by_teacher") if isinstance(result, dict) else None
+    critic = record.get("critic")
+    if isinstance(critic, dict):
+        if critic.get("error"):
+            verdicts["llm"] = CriticVerdict(name="llm", passed=None, model=critic.get("model"),
+                                            reasons=[f"critic_failed: {critic['error']}"], raw=critic.get("raw"))
+        else:
+            verdicts["llm"] = teacher_verdict(critic.get("result"), model=critic.get("model"))
+        if teacher is not None:
+            verdicts["self"] = teacher_verdict(teacher, name="self", model=record.get("model"))
+    elif record.get("check", True):
+        verdicts["llm"] = teacher_verdict(teacher, model=record.get("model"))
+    else:
+        verdicts["llm"] = CriticVerdict(name="llm", passed=None, reasons=["not_run: no LLM critic was asked for"])
+    return sample, verdicts
+
+
+def keeps(verdicts: dict[str, CriticVerdict], keep: str, answered: bool) -> bool:
+    """Whether a sample with these verdicts goes to data.json under ``keep``."""
+    if not answered:
+        return False
+    rule = verdicts["rule"].passed is True
+    llm = verdicts["llm"].passed is True
+    return {"both": rule and llm, "rule": rule, "llm": llm, "none": True}[keep]
+
+
+def _rate(passed: int, total: int) -> dict[str, Any]:
+    return {"passed": passed, "rate": round(passed / total, 4) if total else None}
+
+
+def _group(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    attempts = [r for r in rows if not r["call_failed"]]
+    kept = [r for r in rows if r["kept"]]
+    out: dict[str, Any] = {
+        "planned": len(rows),
+        "attempts": len(attempts),
+        "answered": sum(1 for r in attempts if r["answered"]),
+        "failed_calls": len(rows) - len(attempts),
+        "llm_critic": _rate(sum(1 for r in attempts if r["llm"]), len(attempts)),
+        "rule_critic": _rate(sum(1 for r in attempts if r["rule"]), len(attempts)),
+        "both_critics": _rate(sum(1 for r in attempts if r["rule"] and r["llm"]), len(attempts)),
+        "kept": len(kept),
+        "duplicates": sum(1 for r in rows if r["duplicate"]),
+    }
+    if kept:
+        out["avg_nodes"] = round(sum(r["nodes"] for r in kept) / len(kept), 3)
+        out["avg_links"] = round(sum(r["links"] for r in kept) / len(kept), 3)
+        out["avg_request_words"] = round(sum(r["words"] for r in kept) / len(kept), 2)
+    return out
+
+
+def statistics(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The critic table over per-record rows (``mode``, ``size``, ``call_failed``, ``answered``, ``rule``,
+    ``llm``, ``kept``, ``duplicate``, ``nodes``, ``links``, ``words``, ``reasons``): overall, by mode, by size.
+    Pass rates are over attempts (plan entries the model answered, cut off or not; failed calls excluded)."""
+    out = _group(rows)
+    out["by_mode"] = {m: _group([r for r in rows if r["mode"] == m])
+                      for m in ("single", "chain", "dag") if any(r["mode"] == m for r in rows)}
+    sizes = sorted({r["size"] for r in rows})
+    out["by_size"] = {str(s): _group([r for r in rows if r["size"] == s]) for s in sizes}
+    reasons: Counter[str] = Counter()
+    for r in rows:
+        if not r["kept"]:
+            reasons.update(set(r["reasons"]))
+    out["reasons"] = dict(sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])))
+    return out
+
+
+def _existing_scores(path: Path) -> dict[str, Any]:
+    scores: dict[str, Any] = {}
+    if path.is_file():
+        try:
+            for _, rec in iter_jsonl(path):
+                if isinstance(rec, dict) and rec.get("scores"):
+                    scores[str(rec.get("id"))] = rec["scores"]
+        except Exception:  # a damaged old data.json is rewritten anyway
+            return {}
+    return scores
+
+
+def finalize_dataset(
+    out_dir: str | Path,
+    library: ToolLibrary,
+    graph: ToolGraph | None = None,
+    *,
+    ids: list[str] | None = None,
+    keep: str = "both",
+    dedup: str = "flag",
+    dedup_threshold: float = DEFAULT_THRESHOLD,
+    info: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Write data.json, user_requests.json, data_error.json and statistics.json from data_raw.json (see the
+    module docstring); ``ids`` restricts and orders the records (the plan's ids). Returns the statistics."""
+    if keep not in KEEP_MODES:
+        raise ConfigError(f"--keep must be one of {', '.join(KEEP_MODES)}, not {keep!r}")
+    if dedup not in DEDUP_MODES:
+        raise ConfigError(f"--dedup must be one of {', '.join(DEDUP_MODES)}, not {dedup!r}")
+    out = Path(out_dir)
+    latest, order, _ = read_records(out / RAW_FILE)
+    wanted = ids if ids is not None else order
+    scores = _existing_scores(out / DATA_FILE)
+    items: list[dict[str, Any]] = []
+    for rid in wanted:
+        rec = latest.get(rid)
+        if rec is None:
+            continue
+        sample, verdicts = assess(rec, library, graph)
+        answered = not is_failed(rec) and not rec.get("error")
+        items.append({"record": rec, "sample": sample, "verdicts": verdicts,
+                      "kept": keeps(verdicts, keep, answered), "answered": answered, "duplicate": False})
+    if dedup != "off":
+        pool = [it for it in items if it["kept"]]
+        found = near_duplicates([it["sample"].user_request for it in pool], threshold=dedup_threshold)
+        for it, j in zip(pool, found, strict=True):
+            if j is None:
+                it["verdicts"]["dedup"] = CriticVerdict(name="dedup", passed=True)
+                continue
+            other = pool[j]["sample"].id
+            it["duplicate"] = True
+            it["sample"].duplicate_of = other
+            it["verdicts"]["dedup"] = CriticVerdict(
+                name="dedup", passed=False, reasons=[f"duplicate: the request nearly repeats sample {other}'s"]
+            )
+            if dedup == "drop":
+                it["kept"] = False
+    data, errors, rows = [], [], []
+    for it in items:
+        rec, sample, verdicts = it["record"], it["sample"], it["verdicts"]
+        sample.critics = verdicts
+        if sample.id in scores:
+            sample.scores = scores[sample.id]
+        row = sample.to_record()
+        result = rec.get("result") if isinstance(rec.get("result"), dict) else {}
+        teacher = result.get("check_by_teacher") if result else None
+        if teacher is not None:
+            row["check_by_teacher"] = teacher_text(teacher)
+        reasons = [r for v in verdicts.values() if v.passed is not True for r in v.reasons]
+        if it["kept"]:
+            data.append(row)
+        else:
+            row["reasons"] = reasons or ["not_kept: it passes the critics but not the chosen --keep"]
+            for key in ("error", "error_code", "raw", "finish_reason"):
+                if rec.get(key) is not None:
+                    row[key] = rec[key]
+            if is_failed(rec):
+                row["failed"] = True
+            errors.append(row)
+        plan = rec.get("plan") or {}
+        rows.append({
+            "mode": plan.get("mode", sample.type), "size": plan.get("size", sample.n_tools),
+            "call_failed": is_failed(rec), "answered": it["answered"],
+            "rule": verdicts["rule"].passed is True, "llm": verdicts["llm"].passed is True,
+            "kept": it["kept"], "duplicate": it["duplicate"], "nodes": len(sample.task_nodes),
+            "links": len(sample.task_links), "words": len(sample.user_request.split()),
+            "reasons": [_code(r) for r in reasons],
+        })
+    write_jsonl(out / DATA_FILE, data)
+    write_jsonl(out / REQUESTS_FILES[0], [{"id": r["id"], "user_request": r["user_request"]} for r in data])
+    write_jsonl(out / ERROR_FILE, errors)
+    stats = {**(info or {}), "keep": keep, "dedup": dedup, "dedup_threshold": dedup_threshold, **statistics(rows)}
+    write_json(out / STATISTICS_FILE, stats)
+    return stats

@@ -1,0 +1,116 @@
+"""The one display object for generation progress: a rich progress bar on an injected Console.
+
+Columns: label, bar, done/total, rate, ETA, then the pass rates of the rule critic, the LLM critic and both
+over the attempts finished so far in this run, and the failed calls. Nothing is printed unless a Console is
+given; tests pass ``Console(file=StringIO(), get_time=...)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from ..predict.progress import RateColumn
+
+__all__ = ["RichGenerateDisplay", "statistics_table"]
+
+
+def _pct(passed: int, total: int) -> str:
+    return f"{100 * passed / total:.0f}%" if total else "--"
+
+
+class RichGenerateDisplay:
+    """A progress bar per generation run with the critics' pass rates as they come."""
+
+    def __init__(self, console: Console | None = None, *, transient: bool = False) -> None:
+        self.console = console or Console(stderr=True)
+        self.summaries: list[Any] = []
+        self._progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            RateColumn(),
+            TimeRemainingColumn(),
+            TextColumn("{task.fields[rates]}"),
+            TextColumn("[red]{task.fields[failed]} failed"),
+            console=self.console,
+            transient=transient,
+            get_time=self.console.get_time,
+        )
+        self._task: Any = None
+        self._started = False
+        self.attempts = self.rule = self.llm = self.both = self.failed = 0
+
+    def _rates(self) -> str:
+        n = self.attempts
+        return f"rule {_pct(self.rule, n)} · llm {_pct(self.llm, n)} · both {_pct(self.both, n)}"
+
+    def start(self, label: str, total: int, completed: int) -> None:
+        """A run begins (a new bar)."""
+        if not self._started:
+            self._progress.start()
+            self._started = True
+        self.attempts = self.rule = self.llm = self.both = self.failed = 0
+        self._task = self._progress.add_task(label, total=total, completed=completed, rates=self._rates(), failed=0)
+
+    def advance(self, record: dict[str, Any], *, failed: bool) -> None:
+        """One plan entry finished (``failed``: its model call failed for good)."""
+        if failed:
+            self.failed += 1
+        else:
+            critics = record.get("critics") or {}
+            rule, llm = critics.get("rule") is True, critics.get("llm") is True
+            self.attempts += 1
+            self.rule += rule
+            self.llm += llm
+            self.both += rule and llm
+        self._progress.update(self._task, advance=1, rates=self._rates(), failed=self.failed)
+
+    def finish(self, summary: Any) -> None:
+        """A run ended."""
+        self.summaries.append(summary)
+        if self._task is not None:
+            self._progress.update(self._task, completed=summary.skipped + summary.written)
+
+    def close(self) -> None:
+        """Stop the live display."""
+        if self._started:
+            self._progress.stop()
+            self._started = False
+
+    def __enter__(self) -> RichGenerateDisplay:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _cell(group: dict[str, Any], key: str) -> str:
+    value = group.get(key) or {}
+    rate = value.get("rate")
+    return f"{value.get('passed', 0)} ({100 * rate:.1f}%)" if rate is not None else "-"
+
+
+def statistics_table(stats: dict[str, Any], *, title: str | None = None) -> Table:
+    """The paper's critic table from statistics.json: one row per mode, per size and overall."""
+    table = Table(title=title or "Critics (pass counts and rates over attempts)", title_justify="left")
+    for col in ("group", "planned", "attempts", "LLM critic", "rule critic", "both", "kept", "dups",
+                "avg nodes", "avg links", "request words"):
+        table.add_column(col, justify="left" if col == "group" else "right")
+
+    def row(name: str, g: dict[str, Any]) -> None:
+        table.add_row(name, str(g.get("planned", 0)), str(g.get("attempts", 0)), _cell(g, "llm_critic"),
+                      _cell(g, "rule_critic"), _cell(g, "both_critics"), str(g.get("kept", 0)),
+                      str(g.get("duplicates", 0)), f"{g['avg_nodes']:.2f}" if "avg_nodes" in g else "-",
+                      f"{g['avg_links']:.2f}" if "avg_links" in g else "-",
+                      f"{g['avg_request_words']:.1f}" if "avg_request_words" in g else "-")
+
+    for mode, g in (stats.get("by_mode") or {}).items():
+        row(mode, g)
+    for size, g in (stats.get("by_size") or {}).items():
+        row(f"{size} tool{'s' if size != '1' else ''}", g)
+    row("overall", stats)
+    return table

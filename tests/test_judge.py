@@ -1,0 +1,104 @@
+"""`taskbench data judge`: scores per sample into data.json, the paper's Table 2 per method with the judge named,
+resume without new calls, failed calls and exit codes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from engine_oracle import Oracle
+from taskbench import bundled
+from taskbench.cli.main import main
+from taskbench.dataset import read_jsonl
+from taskbench.engine.generate import GenerateOptions, generate
+from taskbench.engine.judge import judge, judge_table
+from taskbench.graph.build import graph_from_path
+from taskbench.llm import get_model
+
+
+@pytest.fixture(scope="module")
+def mm():
+    return graph_from_path(bundled.path("multimedia"))
+
+
+def _model(responses, name="mock/oracle", **kw):
+    return get_model(name, responses=responses, cache=False, max_retries=0, **kw)
+
+
+def run(capsys, *args):
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _two_methods(tmp_path, mm):
+    a, b = tmp_path / "bi", tmp_path / "ne"
+    generate(mm, _model(Oracle()), a, GenerateOptions(n=4, seed=1))
+    generate(mm, _model(Oracle()), b, GenerateOptions(n=3, seed=1, method="no-edges", keep="none"))
+    return a, b
+
+
+def test_judge_scores_samples_and_tabulates_per_method(tmp_path, mm):
+    a, b = _two_methods(tmp_path, mm)
+    before = read_jsonl(a / "data.json")
+    calls = []
+
+    def scores(request):
+        calls.append(request)
+        text = request.messages[-1]["content"]
+        assert request.json_schema["title"] == "Judge" and "naturalness" in text
+        return json.dumps({"reason": "ok", "naturalness": 4, "complexity": 3,
+                           "alignment": 5})
+
+    s = judge([a, b], _model(scores, name="mock/judge"))
+    assert len(calls) == 7 and s.judge == "mock/judge" and s.failed_calls == 0
+    assert s.table["back-instruct"] == {"n": 4, "naturalness": 4.0, "complexity": 3.0, "alignment": 5.0,
+                                        "overall": 4.0}
+    assert s.table["no-edges"]["n"] == 3
+    after = read_jsonl(a / "data.json")
+    assert all(r["scores"] == {"naturalness": 4.0, "complexity": 3.0, "alignment": 5.0} for r in after)
+    assert [{k: v for k, v in r.items() if k != "scores"} for r in after] == before  # nothing else changed
+    table = json.loads((a / "judge.json").read_text())
+    assert table["judge"] == "mock/judge" and table["table"]["back-instruct"]["n"] == 4
+    # rerun: nothing new to judge
+    again = judge([a, b], _model([], name="mock/judge"))
+    assert again.written == 0 and again.table == s.table
+    # a generate rerun (re-filtering) keeps the scores
+    generate(mm, _model([]), a, GenerateOptions(n=4, seed=1))
+    assert all("scores" in r for r in read_jsonl(a / "data.json"))
+
+
+def test_judge_limit_is_stratified_and_unusable_answers_have_no_scores(tmp_path, mm):
+    a, _ = _two_methods(tmp_path, mm)
+    s = judge([a], _model(['{"reason": "x", "naturalness": 9}', "not json"], name="mock/judge"), limit=2)
+    assert s.selected == 2 and s.unusable == 2 and s.table == {}
+
+
+def test_judge_table_means():
+    recs = [{"method": "m", "scores": {"naturalness": 1, "complexity": 2, "alignment": 3}},
+            {"method": "m", "scores": {"naturalness": 3, "complexity": 4, "alignment": 5}},
+            {"method": "m", "error": "cut"}]
+    assert judge_table(recs) == {"m": {"n": 2, "naturalness": 2.0, "complexity": 3.0, "alignment": 4.0,
+                                       "overall": 3.0}}
+
+
+def test_cli_judge_prints_the_table_and_reports_bad_input_in_one_line(tmp_path, capsys, mm, monkeypatch):
+    monkeypatch.setenv("TASKBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    a, b = _two_methods(tmp_path, mm)
+    md = tmp_path / "table.md"
+    code, out, err = run(capsys, "data", "judge", str(a), str(b), "--model", "mock/echo", "-o", str(md), "-q")
+    assert code == 0, err
+    assert "mock/echo" in out and "back-instruct" in out and "no-edges" in out
+    assert md.read_text().startswith("Judge: mock/echo")
+    code, _, err = run(capsys, "data", "judge", str(tmp_path / "missing"), "--model", "mock/echo", "-q")
+    assert code == 2 and err.count("\n") == 1
+
+
+def test_judge_help_has_an_example(capsys):
+    code, out, _ = run(capsys, "data", "judge", "--help")
+    assert code == 0 and "Example:" in out and "Naturalness" in " ".join(out.split())
