@@ -37,6 +37,7 @@ COMMAND_MODULES = [
     "review",
     "serve",
     "sandbox",
+    "agents",
 ]
 
 

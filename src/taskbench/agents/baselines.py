@@ -1,0 +1,179 @@
+"""The baselines, on the same models, tools, environment and sandbox as ConAgents.
+
+- :class:`ReAct`: one agent with native tool calls (``Model.generate(tools=...)``): its text is the thought,
+  its tool call the action, the tool's result (raw JSON, bounded) the observation; an answer without a call is
+  the final answer.
+- :class:`CodeAgent`: one CodeAct-style agent: each turn is a Python block that runs in the sandbox (it sees
+  what it printed, the ``result`` variable and the error) or the final answer ("Final answer: ...").
+- :class:`PlanExecute`: the predictor's one-shot TaskBench invocation graph (its prompt, its schema, its parser:
+  :mod:`taskbench.predict`), then each node executed in order by the execution agent (code in the sandbox,
+  shown the earlier steps' results so it can fill references such as ``<node-0>``), then one call for the
+  answer. No step is reviewed or replanned.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..schema import AssistantMessage, SystemMessage, ToolLibrary, ToolMessage, UserMessage
+from . import tooldocs
+from .conagents import ConAgents, Step, step_view
+from .config import AgentSpec
+from .episode import Episode, StepCap, truncate
+from .prompts import Plan, extract_code, final_answer, render
+
+CUT_OFF = "Your answer was cut off at the token limit. Answer again, shorter."
+
+
+class ReAct:
+    """Thought, action (a native tool call), observation, until an answer without a call."""
+
+    role = "react"
+
+    async def run(self, ep: Episode) -> None:
+        messages: list[Any] = [SystemMessage(content=render("react")), UserMessage(content=ep.task.query)]
+        try:
+            for _ in range(ep.budgets.max_steps):
+                turn = await ep.generate(self.role, messages, max_tokens=ep.budgets.act_tokens, tools=ep.tools,
+                                         tool_choice="auto")
+                if not turn.ok:
+                    messages += [AssistantMessage(content=turn.text or "(cut off)"), UserMessage(content=CUT_OFF)]
+                    continue
+                if not turn.tool_calls:
+                    ep.final(turn.text.strip(), self.role)
+                    return
+                messages.append(AssistantMessage(content=turn.text or None, tool_calls=turn.tool_calls))
+                for call in turn.tool_calls:
+                    result = await ep.call_tool(call, self.role)
+                    messages.append(ToolMessage(call_id=call.id, name=call.name,
+                                                content=truncate(result.text(), ep.budgets.observation_chars)))
+            ep.stop = "step_cap"
+        except StepCap:
+            pass
+
+
+def code_tool_doc(spec: Any, api_name: str) -> str:
+    """One tool for the code agent: signature, first sentence, the shape of its response (shallow)."""
+    return (f"{tooldocs.signature(spec, api_name)}\n    {tooldocs.first_sentence(spec.description)}\n"
+            f"    Returns: {_shallow_returns(spec)}")
+
+
+def _shallow_returns(spec: Any) -> str:
+    if spec.output_schema:
+        return tooldocs.shape(spec.output_schema, depth=2, max_keys=8)
+    if spec.http is not None and spec.http.response_schema:
+        return tooldocs.shape(spec.http.response_schema, depth=2, max_keys=8)
+    if spec.http is not None and spec.http.response_example is not None:
+        return tooldocs.example_shape(spec.http.response_example, depth=2, max_keys=8)
+    return tooldocs.returns(spec)
+
+
+class CodeAgent:
+    """One agent that acts by writing code (CodeAct-style), in the same sandbox as the execution agent."""
+
+    role = "code"
+
+    async def run(self, ep: Episode) -> None:
+        docs = "\n".join(code_tool_doc(t, ep.api[t.name]) for t in ep.tools)
+        messages: list[Any] = [SystemMessage(content=render("code", tools=docs)), UserMessage(content=ep.task.query)]
+        try:
+            for _ in range(ep.budgets.max_steps):
+                turn = await ep.generate(self.role, messages, max_tokens=ep.budgets.code_tokens)
+                if not turn.ok:
+                    messages += [AssistantMessage(content=turn.text or "(cut off)"), UserMessage(content=CUT_OFF)]
+                    continue
+                code = extract_code(turn.text)
+                if code is None:
+                    answer = final_answer(turn.text)
+                    ep.final(answer if answer is not None else turn.text.strip(), self.role)
+                    return
+                outcome = await ep.run_code(code, role=self.role)
+                shown = outcome.run.feedback() if outcome.run is not None else outcome.observation
+                messages += [AssistantMessage(content=turn.text),
+                             UserMessage(content="Output:\n" + truncate(shown, ep.budgets.observation_chars))]
+            ep.stop = "step_cap"
+        except StepCap:
+            pass
+
+
+def library_for(ep: Episode) -> ToolLibrary:
+    """The offered tools as a :class:`ToolLibrary` for the predictor: the environment's own library kind
+    (TaskBench domains: resource or temporal), else temporal (named parameters, e.g. REST operations)."""
+    from ..graph.loaders import parameters_from_schema
+    from ..schema import Tool
+
+    env_library = getattr(ep.env, "library", None)
+    if isinstance(env_library, ToolLibrary):
+        keep = set(ep.tool_names)
+        return ToolLibrary(tools=[t for t in env_library.tools if t.id in keep], dependency=env_library.dependency,
+                           name=env_library.name)
+    tools = [Tool(id=s.name, desc=tooldocs.first_sentence(s.description, 200),
+                  parameters=parameters_from_schema(s.parameters), input_schema=s.parameters) for s in ep.tools]
+    return ToolLibrary(tools=tools, dependency="temporal", name=getattr(ep.env, "name", None))
+
+
+class PlanExecute:
+    """The predictor's one-shot task graph, executed node by node, then answered."""
+
+    role = "planner"
+
+    async def run(self, ep: Episode) -> None:
+        from ..llm.schemas import task_graph_schema
+        from ..predict.parse import make_prediction
+        from ..predict.prompts import build_messages
+        from ..schema import TaskArgument, graph_from_result
+
+        if not ep.tools:
+            ep.stop = "no_plan"
+            return
+        library = library_for(ep)
+        prompt = build_messages(library, ep.task.query)[0]["content"]
+        schema = task_graph_schema(library, max_nodes=ep.budgets.max_steps, max_arguments=6, max_string_length=200)
+        try:
+            turn = await ep.generate(self.role, [UserMessage(content=prompt)], max_tokens=ep.budgets.graph_tokens,
+                                     schema=schema)
+            prediction = make_prediction(ep.task.id, user_request=ep.task.query, raw=turn.text, model=None,
+                                         usage=None, parsed=turn.parsed, parse_error=turn.error)
+            graph = None
+            if prediction.result is not None:
+                try:
+                    graph = graph_from_result(prediction.result)
+                except ValueError as exc:
+                    turn.event.error = f"the graph does not fit the task graph model: {exc}"
+            if graph is None or not graph.task_nodes:
+                ep.stop = "no_plan"
+                return
+            executor = ConAgents(AgentSpec(base="conagents-adaptive", beta=0))  # one code turn, no review
+            steps: list[Step] = []
+            for i, node in enumerate(graph.task_nodes[: ep.budgets.max_steps]):
+                spec = next((t for t in ep.tools if t.name == node.task), None)
+                names = [*tooldocs.argument_names(spec)[0], *tooldocs.argument_names(spec)[1]] if spec else []
+                arguments: dict[str, str] = {}
+                for j, arg in enumerate(node.arguments):
+                    if isinstance(arg, TaskArgument):
+                        arguments[arg.name] = arg.value if isinstance(arg.value, str) else str(arg.value)
+                    else:
+                        arguments[names[j] if j < len(names) else f"arg{j}"] = str(arg)
+                target = graph.task_steps[i] if i < len(graph.task_steps) else ""
+                plan = Plan(tool=node.task, arguments=arguments, target=target)
+                outcome, _ = await executor.execute(ep, steps, plan, earlier=steps)
+                steps.append(step_view(len(steps) + 1, plan, outcome))
+            answer = await ep.generate(self.role, [UserMessage(content=render("answer", task=ep.task.query,
+                                                                               steps=steps))],
+                                       max_tokens=ep.budgets.answer_tokens)
+            if answer.ok:
+                ep.final(answer.text.strip(), self.role)
+            else:
+                ep.stop = "no_answer"
+        except StepCap:
+            pass
+
+
+def make_agent(spec: AgentSpec) -> Any:
+    """The agent object for ``spec`` (anything with ``async run(episode)``)."""
+    if spec.base.startswith("conagents"):
+        return ConAgents(spec)
+    return {"react": ReAct, "code": CodeAgent, "plan-execute": PlanExecute}[spec.base]()
+
+
+__all__ = ["CodeAgent", "PlanExecute", "ReAct", "code_tool_doc", "library_for", "make_agent"]
