@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..schema import AssistantMessage, SystemMessage, ToolLibrary, ToolMessage, UserMessage
@@ -20,7 +21,7 @@ from . import tooldocs
 from .conagents import ConAgents, Step, step_view
 from .config import AgentSpec
 from .episode import Episode, StepCap, truncate
-from .prompts import Plan, extract_code, final_answer, render
+from .prompts import CODE_STOP, Plan, extract_code, final_answer, render
 
 CUT_OFF = "Your answer was cut off at the token limit. Answer again, shorter."
 
@@ -78,7 +79,7 @@ class CodeAgent:
         messages: list[Any] = [SystemMessage(content=render("code", tools=docs)), UserMessage(content=ep.task.query)]
         try:
             for _ in range(ep.budgets.max_steps):
-                turn = await ep.generate(self.role, messages, max_tokens=ep.budgets.code_tokens)
+                turn = await ep.generate(self.role, messages, max_tokens=ep.budgets.code_tokens, stop=CODE_STOP)
                 if not turn.ok:
                     messages += [AssistantMessage(content=turn.text or "(cut off)"), UserMessage(content=CUT_OFF)]
                     continue
@@ -112,6 +113,27 @@ def library_for(ep: Episode) -> ToolLibrary:
     return ToolLibrary(tools=tools, dependency="temporal", name=getattr(ep.env, "name", None))
 
 
+_NODE = re.compile(r"^\s*<node-(\d+)>\s*$")
+
+
+def fill_reference(value: str, done: list[tuple[str, Any]]) -> str:
+    """An argument that refers to an earlier node's output (``<node-j>``, or that node's tool name, as the
+    TaskBench temporal prompt writes it) replaced by what that node extracted, when that is a single value;
+    anything else unchanged."""
+    m = _NODE.match(value)
+    index: int | None = int(m.group(1)) if m else None
+    if index is None:
+        index = next((i for i in range(len(done) - 1, -1, -1) if done[i][0] == value.strip()), None)
+    if index is None or index >= len(done):
+        return value
+    result = done[index][1]
+    if isinstance(result, list) and len(result) == 1:
+        result = result[0]
+    if isinstance(result, bool) or not isinstance(result, (str, int, float)):
+        return value
+    return str(result)
+
+
 class PlanExecute:
     """The predictor's one-shot task graph, executed node by node, then answered."""
 
@@ -128,10 +150,15 @@ class PlanExecute:
             return
         library = library_for(ep)
         prompt = build_messages(library, ep.task.query)[0]["content"]
-        schema = task_graph_schema(library, max_nodes=ep.budgets.max_steps, max_arguments=6, max_string_length=200)
+        # nodes run in the order given, so no links are asked for (they are what small models loop on)
+        schema = task_graph_schema(library, include_links=False, max_nodes=min(6, ep.budgets.max_steps),
+                                   max_arguments=6, max_string_length=200)
         try:
             turn = await ep.generate(self.role, [UserMessage(content=prompt)], max_tokens=ep.budgets.graph_tokens,
                                      schema=schema)
+            if not turn.ok:  # cut off or not a graph: a failed turn, no plan to execute
+                ep.stop = "no_plan"
+                return
             prediction = make_prediction(ep.task.id, user_request=ep.task.query, raw=turn.text, model=None,
                                          usage=None, parsed=turn.parsed, parse_error=turn.error)
             graph = None
@@ -145,19 +172,22 @@ class PlanExecute:
                 return
             executor = ConAgents(AgentSpec(base="conagents-adaptive", beta=0))  # one code turn, no review
             steps: list[Step] = []
+            done: list[tuple[str, Any]] = []  # (tool, extracted result or None) per executed node
             for i, node in enumerate(graph.task_nodes[: ep.budgets.max_steps]):
                 spec = next((t for t in ep.tools if t.name == node.task), None)
                 names = [*tooldocs.argument_names(spec)[0], *tooldocs.argument_names(spec)[1]] if spec else []
                 arguments: dict[str, str] = {}
                 for j, arg in enumerate(node.arguments):
                     if isinstance(arg, TaskArgument):
-                        arguments[arg.name] = arg.value if isinstance(arg.value, str) else str(arg.value)
+                        name, value = arg.name, arg.value
                     else:
-                        arguments[names[j] if j < len(names) else f"arg{j}"] = str(arg)
+                        name, value = (names[j] if j < len(names) else f"arg{j}"), arg
+                    arguments[name] = fill_reference(value if isinstance(value, str) else str(value), done)
                 target = graph.task_steps[i] if i < len(graph.task_steps) else ""
                 plan = Plan(tool=node.task, arguments=arguments, target=target)
                 outcome, _ = await executor.execute(ep, steps, plan, earlier=steps)
                 steps.append(step_view(len(steps) + 1, plan, outcome))
+                done.append((node.task, outcome.run.result if outcome.ok and outcome.run is not None else None))
             answer = await ep.generate(self.role, [UserMessage(content=render("answer", task=ep.task.query,
                                                                                steps=steps))],
                                        max_tokens=ep.budgets.answer_tokens)
@@ -176,4 +206,4 @@ def make_agent(spec: AgentSpec) -> Any:
     return {"react": ReAct, "code": CodeAgent, "plan-execute": PlanExecute}[spec.base]()
 
 
-__all__ = ["CodeAgent", "PlanExecute", "ReAct", "code_tool_doc", "library_for", "make_agent"]
+__all__ = ["CodeAgent", "PlanExecute", "ReAct", "code_tool_doc", "fill_reference", "library_for", "make_agent"]

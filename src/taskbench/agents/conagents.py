@@ -46,6 +46,7 @@ from . import tooldocs
 from .config import AgentSpec
 from .episode import CodeOutcome, Episode, StepCap
 from .prompts import (
+    CODE_STOP,
     Plan,
     Verdict,
     extract_code,
@@ -145,7 +146,7 @@ class ConAgents:
     # ------------------------------------------------------------------------------------------ execution
 
     async def _code_turn(self, ep: Episode, messages: list[object]) -> tuple[CodeOutcome, str]:
-        turn = await ep.generate("execution", messages, max_tokens=ep.budgets.code_tokens)
+        turn = await ep.generate("execution", messages, max_tokens=ep.budgets.code_tokens, stop=CODE_STOP)
         if not turn.ok:
             return ep.no_code(turn.text, turn.error), turn.text
         code = extract_code(turn.text)
@@ -162,7 +163,8 @@ class ConAgents:
             SystemMessage(content=render("execution")),
             UserMessage(content=render("execution_user", doc=doc, tool=plan.tool,
                                        arguments=format_arguments(plan.arguments), target=plan.target,
-                                       task=ep.task.query, earlier=earlier or [])),
+                                       task=ep.task.query, earlier=earlier or [],
+                                       call=_call(ep, plan))),
         ]
         outcome, answer = await self._code_turn(ep, messages)
         for _ in range(self.spec.beta):
@@ -210,6 +212,12 @@ class ConAgents:
         ep.review(target, "accept" if verdict.accept else "revise", verdict.feedback,
                   None if verdict.accept else verdict.route)
         return verdict
+
+
+def _call(ep: Episode, plan: Plan) -> str:
+    spec = next((t for t in ep.tools if t.name == plan.tool), None)
+    api = ep.api.get(plan.tool) or f"call_tool({plan.tool!r}, ...)"
+    return tooldocs.python_call(spec, api, plan.arguments)
 
 
 def _doc(ep: Episode, tool: str) -> str:

@@ -163,9 +163,9 @@ class Budgets(BaseModel):
     max_model_calls: int = Field(
         default=60, ge=1, description="Model calls per episode, every role counted (a hard stop)."
     )
-    plan_tokens: int = Field(default=256, ge=32, description="Most tokens of a plan (grounding) answer.")
-    code_tokens: int = Field(default=384, ge=32, description="Most tokens of a code answer.")
-    review_tokens: int = Field(default=160, ge=32, description="Most tokens of a review verdict.")
+    plan_tokens: int = Field(default=224, ge=32, description="Most tokens of a plan (grounding) answer.")
+    code_tokens: int = Field(default=320, ge=32, description="Most tokens of a code answer.")
+    review_tokens: int = Field(default=144, ge=32, description="Most tokens of a review verdict.")
     act_tokens: int = Field(default=256, ge=32, description="Most tokens of a ReAct turn.")
     answer_tokens: int = Field(default=200, ge=32, description="Most tokens of a final answer (plan-execute).")
     graph_tokens: int = Field(default=320, ge=32, description="Most tokens of plan-execute's one-shot graph.")

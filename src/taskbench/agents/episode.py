@@ -149,6 +149,7 @@ class Episode:
         schema: dict[str, Any] | None = None,
         tools: Sequence[ToolSpec] | None = None,
         tool_choice: Any = None,
+        stop: Sequence[str] = (),
     ) -> Turn:
         """One model call by ``role`` (see the module docstring). Raises StepCap past the call budget and
         ModelError when the call fails for good."""
@@ -157,7 +158,8 @@ class Episode:
             raise StepCap(f"model-call cap ({self.budgets.max_model_calls}) reached")
         self._model_calls += 1
         model = self.model(role)
-        config = GenerationConfig(temperature=self.temperature, max_tokens=max_tokens, seed=self.seed)
+        config = GenerationConfig(temperature=self.temperature, max_tokens=max_tokens, seed=self.seed,
+                                  stop=tuple(stop))
         out = await model.generate(list(messages), schema=schema, config=config, tools=tools,
                                    tool_choice=tool_choice)
         error: str | None = None

@@ -60,16 +60,16 @@ def _text(limit: int) -> dict[str, Any]:
 
 def plan_schema(tools: list[str]) -> dict[str, Any]:
     """JSON Schema of a grounding agent's plan over the offered ``tools`` (their names plus FINISH)."""
-    argument = {"type": "object", "properties": {"name": _text(40), "value": _text(160)},
+    argument = {"type": "object", "properties": {"name": _text(40), "value": _text(120)},
                 "required": ["name", "value"], "additionalProperties": False}
     return {
         "type": "object",
         "properties": {
-            "thought": _text(240),
+            "thought": _text(160),
             "tool": {"type": "string", "enum": list(dict.fromkeys([*tools, FINISH]))},
             "arguments": {"type": "array", "items": argument, "maxItems": 6},
-            "target": _text(160),
-            "answer": _text(400),
+            "target": _text(120),
+            "answer": _text(300),
         },
         "required": ["thought", "tool", "arguments", "target", "answer"],
         "additionalProperties": False,
@@ -82,7 +82,7 @@ def review_schema() -> dict[str, Any]:
         "type": "object",
         "properties": {
             "problem": {"type": "string", "enum": list(PROBLEMS)},
-            "feedback": _text(240),
+            "feedback": _text(200),
             "route": {"type": "string", "enum": ["grounding", "execution"]},
             "verdict": {"type": "string", "enum": ["accept", "revise"]},
         },
@@ -197,6 +197,10 @@ def parse_verdict(value: Any) -> tuple[Verdict | None, str | None]:
         return None, f"the verdict does not fit its schema: {exc.errors()[0].get('msg', exc)}"
 
 
+CODE_STOP = ("\n```\n",)
+"""Stop sequence of code answers: the closing fence of the first block (prose after the code costs tokens);
+an opening fence after prose (``\n```python``) does not match it."""
+
 _FENCE = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)(?:```|\Z)", re.S | re.I)
 _FINAL = re.compile(r"final\s*answer\s*[:：]\s*", re.I)
 
@@ -227,6 +231,7 @@ def final_answer(text: str | None) -> str | None:
 
 __all__ = [
     "EXEC_PROBLEMS",
+    "CODE_STOP",
     "FINISH",
     "PLAN_PROBLEMS",
     "PROBLEMS",

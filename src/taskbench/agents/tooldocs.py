@@ -85,6 +85,31 @@ def signature(spec: ToolSpec, api_name: str) -> str:
     return f"{api_name}({', '.join(parts)})"
 
 
+def python_value(value: str, schema: Any) -> str:
+    """A plan's argument value (text) as a Python literal of the parameter's declared type, when it reads as
+    one (``"155"`` for an integer -> ``155``); else a string literal."""
+    kind = _type(schema)
+    text = value.strip()
+    if kind == "int" and re.fullmatch(r"[+-]?\d+", text):
+        return str(int(text))
+    if kind == "float" and re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", text):
+        return text
+    if kind == "bool" and text.lower() in ("true", "false"):
+        return "True" if text.lower() == "true" else "False"
+    return repr(value)
+
+
+def python_call(spec: ToolSpec | None, api_name: str, arguments: dict[str, str]) -> str:
+    """The call of a plan step as Python: ``GET_search_movie(query='Heat')`` (values typed per the schema)."""
+    props = spec.parameters.get("properties") if spec is not None and isinstance(spec.parameters, dict) else None
+    props = props if isinstance(props, dict) else {}
+    parts = []
+    for name, value in arguments.items():
+        literal = python_value(value, props.get(name))
+        parts.append(f"{name}={literal}" if name.isidentifier() else f"**{{{name!r}: {literal}}}")
+    return f"{api_name}({', '.join(parts)})"
+
+
 def _py_name(name: str) -> str:
     return name if name.isidentifier() else f"**{{{name!r}: ...}}"
 
@@ -208,6 +233,8 @@ __all__ = [
     "example_shape",
     "execution_doc",
     "first_sentence",
+    "python_call",
+    "python_value",
     "returns",
     "shape",
     "signature",
