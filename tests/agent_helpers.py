@@ -26,9 +26,11 @@ WRONG_ID_CODE = "```python\nresult = GET_movie_movie_id_credits(movie_id='The Da
 
 
 def plan(tool: str, args: dict[str, str] | None = None, target: str = "", answer: str = "") -> str:
-    return json.dumps({"thought": "next", "tool": tool,
-                       "arguments": [{"name": k, "value": v} for k, v in (args or {}).items()],
-                       "target": target, "answer": answer})
+    """A plan in the schema's shape: a thought, then a call action or a FINISH action."""
+    if tool == "FINISH":
+        return json.dumps({"thought": "done", "action": {"tool": tool, "answer": answer}})
+    return json.dumps({"thought": "next", "action": {
+        "tool": tool, "arguments": [{"name": k, "value": v} for k, v in (args or {}).items()], "target": target}})
 
 
 def search_plan() -> str:

@@ -148,7 +148,7 @@ def test_export_sft_writes_one_chat_set_per_role(solved_run: Path, tmp_path: Pat
     lines = [json.loads(x) for x in (out / "grounding.jsonl").read_text().splitlines()]
     first = lines[0]
     assert [m["role"] for m in first["messages"]] == ["system", "user", "assistant"]
-    assert json.loads(first["messages"][-1]["content"])["tool"] == "GET /search/movie"
+    assert json.loads(first["messages"][-1]["content"])["action"]["tool"] == "GET /search/movie"
     assert first["meta"]["role"] == "grounding" and first["meta"]["task"] == "tmdb-own-01"
     code = [json.loads(x) for x in (out / "execution.jsonl").read_text().splitlines()]
     assert "GET_search_movie" in code[0]["messages"][-1]["content"]

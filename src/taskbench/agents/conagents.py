@@ -131,9 +131,8 @@ class ConAgents:
         if plan is None or not self.spec.plan_review:
             return plan, note
         for _ in range(self.spec.alpha):
-            verdict = await self.review(ep, "plan", render(
-                "review_plan", tools=tooldocs.tool_list(ep.tools), task=ep.task.query, steps=history,
-                plan=plan.describe()))
+            verdict = await self.review(ep, "plan", render("review_plan", task=ep.task.query, steps=history,
+                                                           plan=plan.describe()))
             if verdict is None or verdict.accept:
                 break
             revised, _ = await self.ground(
@@ -177,7 +176,7 @@ class ConAgents:
             else:
                 template = "review_execution" if self.automatic else "review_failure"
                 verdict = await self.review(ep, "execution", render(
-                    template, tools=tooldocs.tool_list(ep.tools), task=ep.task.query, steps=history,
+                    template, task=ep.task.query, steps=history,
                     plan=plan.describe(), code=outcome.code or "(no code)", outcome=outcome.observation),
                     default_route="execution")
                 if verdict is None or verdict.accept:
@@ -197,7 +196,8 @@ class ConAgents:
                      ) -> Verdict | None:
         """One review turn -> the verdict (recorded as a ReviewEvent), or None when the answer was unusable
         (a failed turn, treated as no objection)."""
-        messages = [SystemMessage(content=render("review")), UserMessage(content=prompt)]
+        messages = [SystemMessage(content=render("review", tools=tooldocs.tool_list(ep.tools))),
+                    UserMessage(content=prompt)]
         turn = await ep.generate("review", messages, max_tokens=ep.budgets.review_tokens, schema=review_schema())
         if not turn.ok:
             return None

@@ -59,19 +59,31 @@ def _text(limit: int) -> dict[str, Any]:
 
 
 def plan_schema(tools: list[str]) -> dict[str, Any]:
-    """JSON Schema of a grounding agent's plan over the offered ``tools`` (their names plus FINISH)."""
+    """JSON Schema of a grounding agent's plan over the offered ``tools``: a thought, then an action that is
+    either a call (a tool, its arguments, the target) or FINISH with the answer (two shapes, so a call step
+    spends no tokens on an answer and the answer has room)."""
     argument = {"type": "object", "properties": {"name": _text(40), "value": _text(120)},
                 "required": ["name", "value"], "additionalProperties": False}
-    return {
+    call = {
         "type": "object",
         "properties": {
-            "thought": _text(160),
-            "tool": {"type": "string", "enum": list(dict.fromkeys([*tools, FINISH]))},
+            "tool": {"type": "string", "enum": [t for t in dict.fromkeys(tools) if t != FINISH]},
             "arguments": {"type": "array", "items": argument, "maxItems": 6},
             "target": _text(120),
-            "answer": _text(300),
         },
-        "required": ["thought", "tool", "arguments", "target", "answer"],
+        "required": ["tool", "arguments", "target"],
+        "additionalProperties": False,
+    }
+    done = {
+        "type": "object",
+        "properties": {"tool": {"type": "string", "enum": [FINISH]}, "answer": _text(300)},
+        "required": ["tool", "answer"],
+        "additionalProperties": False,
+    }
+    return {
+        "type": "object",
+        "properties": {"thought": _text(160), "action": {"anyOf": [call, done] if tools else [done]}},
+        "required": ["thought", "action"],
         "additionalProperties": False,
     }
 
@@ -173,9 +185,13 @@ def format_arguments(arguments: dict[str, Any]) -> str:
 
 
 def parse_plan(value: Any) -> tuple[Plan | None, str | None]:
-    """A :class:`Plan` from parsed JSON, or (None, why not)."""
+    """A :class:`Plan` from parsed JSON (``{"thought", "action": {...}}`` as the schema asks, or the same keys
+    flat), or (None, why not)."""
     if not isinstance(value, dict):
         return None, "the answer is not a JSON object"
+    action = value.get("action")
+    if isinstance(action, dict):
+        value = {**{k: v for k, v in value.items() if k != "action"}, **action}
     try:
         plan = Plan.model_validate(value)
     except ValidationError as exc:
