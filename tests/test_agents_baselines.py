@@ -17,24 +17,25 @@ def test_react_thought_action_observation(tmp_path: Path) -> None:
     agent = mock("react", [
         tool_calls((SEARCH, {"query": "The Dark Knight"}), content="I need the movie id first."),
         tool_calls((CREDITS, {"movie_id": 155})),
-        "Heath Ledger played the Joker.",
+        tool_calls(("final_answer", {"answer": "Heath Ledger played the Joker."})),
     ])
     traj, rec, _ = run_one(tmp_path, "react", {"agent": agent})
     assert kinds(traj) == ["react", "tool", "react", "tool", "react", "final"]
+    assert traj.answer == "Heath Ledger played the Joker."
     assert rec["success"] and rec["calls"] == [SEARCH, CREDITS] and rec["cpr_contains"] is True
     second = [e for e in traj.events if e.kind == "model_call"][1]
     assert second.messages[2].content == "I need the movie id first."  # the thought, kept in the history
     observation = second.messages[-1]
     assert observation.role == "tool" and '"id": 155' in observation.content  # the raw JSON, bounded
     assert len(observation.content) <= 1500 + 60
-    assert second.tools == [SEARCH, CREDITS]  # the gold setting offers the gold tools only
+    assert second.tools == [SEARCH, CREDITS, "final_answer"]  # the gold setting: the gold tools, and the way out
 
 
 def test_react_gets_a_bad_call_back_as_an_error(tmp_path: Path) -> None:
     agent = mock("react", [
         tool_calls(("GET /no/such/tool", {})),
         tool_calls((CREDITS, {"movie_id": "not a number"})),
-        "I could not find out.",
+        "I could not find out.",  # a backend that answers in text despite tool_choice=required: the answer
     ])
     traj, rec, _ = run_one(tmp_path, "react", {"agent": agent})
     results = [e.result for e in traj.events if e.kind == "tool_call"]

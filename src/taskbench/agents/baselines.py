@@ -1,8 +1,8 @@
 """The baselines, on the same models, tools, environment and sandbox as ConAgents.
 
-- :class:`ReAct`: one agent with native tool calls (``Model.generate(tools=...)``): its text is the thought,
-  its tool call the action, the tool's result (raw JSON, bounded) the observation; an answer without a call is
-  the final answer.
+- :class:`ReAct`: one agent with native tool calls (``Model.generate(tools=..., tool_choice="required")``):
+  its text is the thought (where the backend writes text beside a call), its tool call the action, the tool's
+  result (raw JSON, bounded) the observation; the ``final_answer`` tool ends the episode.
 - :class:`CodeAgent`: one CodeAct-style agent: each turn is a Python block that runs in the sandbox (it sees
   what it printed, the ``result`` variable and the error) or the final answer ("Final answer: ...").
 - :class:`PlanExecute`: the predictor's one-shot TaskBench invocation graph (its prompt, its schema, its parser:
@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..schema import AssistantMessage, SystemMessage, ToolLibrary, ToolMessage, UserMessage
+from ..schema import AssistantMessage, SystemMessage, ToolLibrary, ToolMessage, ToolSpec, UserMessage
 from . import tooldocs
 from .conagents import ConAgents, Step, step_view
 from .config import AgentSpec
@@ -26,22 +26,36 @@ from .prompts import CODE_STOP, Plan, extract_code, final_answer, render
 CUT_OFF = "Your answer was cut off at the token limit. Answer again, shorter."
 
 
+FINAL_ANSWER = ToolSpec(
+    name="final_answer",
+    description="Give the user the final answer to the task. Call it once you know the answer.",
+    parameters={"type": "object", "properties": {"answer": {"type": "string", "maxLength": 400,
+                                                            "description": "The answer, in a sentence or two."}},
+                "required": ["answer"], "additionalProperties": False},
+)
+"""ReAct's way to finish: a tool, so that every turn is a call (``tool_choice="required"``), as tool-calling
+agents do (smolagents' ``final_answer``); small models asked to choose between a call and prose write prose."""
+
+
 class ReAct:
-    """Thought, action (a native tool call), observation, until an answer without a call."""
+    """Thought, action (a native tool call), observation, until the ``final_answer`` call."""
 
     role = "react"
 
     async def run(self, ep: Episode) -> None:
         messages: list[Any] = [SystemMessage(content=render("react")), UserMessage(content=ep.task.query)]
+        offered = [*ep.tools, FINAL_ANSWER] if FINAL_ANSWER.name not in ep.tool_names else list(ep.tools)
         try:
             for _ in range(ep.budgets.max_steps):
-                turn = await ep.generate(self.role, messages, max_tokens=ep.budgets.act_tokens, tools=ep.tools,
-                                         tool_choice="auto")
+                turn = await ep.generate(self.role, messages, max_tokens=ep.budgets.act_tokens, tools=offered,
+                                         tool_choice="required")
                 if not turn.ok:
                     messages += [AssistantMessage(content=turn.text or "(cut off)"), UserMessage(content=CUT_OFF)]
                     continue
-                if not turn.tool_calls:
-                    ep.final(turn.text.strip(), self.role)
+                finals = [c for c in turn.tool_calls if c.name == FINAL_ANSWER.name and c.ok]
+                if finals or not turn.tool_calls:  # a backend that answers in text anyway: that is the answer
+                    answer = finals[0].arguments.get("answer") if finals else turn.text
+                    ep.final(str(answer or "").strip(), self.role)
                     return
                 messages.append(AssistantMessage(content=turn.text or None, tool_calls=turn.tool_calls))
                 for call in turn.tool_calls:
@@ -206,4 +220,4 @@ def make_agent(spec: AgentSpec) -> Any:
     return {"react": ReAct, "code": CodeAgent, "plan-execute": PlanExecute}[spec.base]()
 
 
-__all__ = ["CodeAgent", "PlanExecute", "ReAct", "code_tool_doc", "fill_reference", "library_for", "make_agent"]
+__all__ = ["FINAL_ANSWER", "CodeAgent", "PlanExecute", "ReAct", "code_tool_doc", "fill_reference", "library_for", "make_agent"]
