@@ -5,7 +5,8 @@ everything else is internal and may change. Names are imported on first use, so 
 command line start fast.
 
 The flow: ``load_tools`` -> ``build_graph`` -> ``sample_plan`` -> Sample (gold TaskGraph) -> ``get_model`` +
-``predict_dataset`` -> Prediction -> ``evaluate`` -> report (``run_benchmark`` does it end to end).
+``predict_dataset`` -> Prediction -> ``evaluate`` -> report (``run_benchmark`` does it end to end); agents in an
+environment: ``run_agents(AgentEvalConfig(...))`` -> trajectories -> agent metrics.
 """
 
 from __future__ import annotations
@@ -65,6 +66,9 @@ _LAZY: dict[str, str] = {
     "evaluate_compat": "eval",
     "compare_predictions": "eval.api",
     "run_benchmark": "run",
+    # agents in environments
+    "AgentEvalConfig": "agents",
+    "run_agents": "agents",
     # the sandbox for agent-written code
     "Sandbox": "envs.sandbox",
     "SandboxLimits": "envs.sandbox",

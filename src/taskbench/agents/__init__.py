@@ -24,6 +24,7 @@ from .config import (
 )
 from .eval import AgentEvalConfig, AgentEvalResult, arun_agents, compute_metrics, load_run, run_agents
 from .metrics import EpisodeRow, episode_row, metrics_document
+from .sft import ExportSummary, export_sft
 
 __all__ = [
     "ABLATIONS",
@@ -33,11 +34,13 @@ __all__ = [
     "BASE_AGENTS",
     "Budgets",
     "EpisodeRow",
+    "ExportSummary",
     "TOOL_SETTINGS",
     "arun_agents",
     "compute_metrics",
     "episode_row",
     "expand_agents",
+    "export_sft",
     "load_run",
     "metrics_document",
     "parse_agent",
