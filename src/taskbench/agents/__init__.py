@@ -22,7 +22,15 @@ from .config import (
     parse_agent,
     select_tools,
 )
-from .eval import AgentEvalConfig, AgentEvalResult, arun_agents, compute_metrics, load_run, run_agents
+from .eval import (
+    AgentEvalConfig,
+    AgentEvalResult,
+    arun_agents,
+    compute_metrics,
+    demo_config,
+    load_run,
+    run_agents,
+)
 from .metrics import EpisodeRow, episode_row, metrics_document
 from .sft import ExportSummary, export_sft
 
@@ -38,6 +46,7 @@ __all__ = [
     "TOOL_SETTINGS",
     "arun_agents",
     "compute_metrics",
+    "demo_config",
     "episode_row",
     "expand_agents",
     "export_sft",

@@ -277,6 +277,20 @@ async def arun_agents(
                            metrics=metrics)
 
 
+DEMO_TASKS = ("tmdb-own-02", "tmdb-own-05")
+"""Two of our bundled TMDB tasks (a film's runtime, an actor's birthplace: two calls each)."""
+
+
+def demo_config(model: str = "llamacpp/qwen2.5-coder-0.5b", *, tasks: Sequence[str] = DEMO_TASKS,
+                agents: Sequence[str] = ("conagents-auto", "conagents-adaptive", "react"),
+                tools: str = "gold", max_steps: int = 4) -> AgentEvalConfig:
+    """A small agent run for the main job: ConAgents (both protocols) against ReAct on a few of our bundled
+    offline TMDB tasks (present without ../shared), gold tools, a short step cap."""
+    return AgentEvalConfig(env="restbench-tmdb", agents=list(agents), model=model, tools=tools,
+                           task_ids=list(tasks), env_options={"task_set": "own"},
+                           budgets=Budgets(max_steps=max_steps), bootstrap=200)
+
+
 def run_agents(config: AgentEvalConfig, output: str | Path, **options: Any) -> AgentEvalResult:
     """:func:`arun_agents` for plain code (blocks; safe inside a running event loop too).
 
@@ -397,10 +411,12 @@ __all__ = [
     "AgentEvalConfig",
     "AgentEvalResult",
     "CONFIG_FILE",
+    "DEMO_TASKS",
     "EPISODES_FILE",
     "METRICS_FILE",
     "arun_agents",
     "compute_metrics",
+    "demo_config",
     "load_run",
     "open_models",
     "run_agents",
