@@ -266,6 +266,9 @@ async def arun_agents(
                                     concurrency=config.concurrency, label=f"agents · {config.env}",
                                     display=display, check=check)
         metrics = compute_metrics(out, config, tasks=tasks, agents=list(names))
+        problems = [str(p) for p in getattr(envs[0], "problems", []) or []]
+        if problems:  # what the environment could not load or check, reported (never the end of the run)
+            metrics["env_problems"] = {"count": len(problems), "first": problems[:10]}
         write_json(out / METRICS_FILE, metrics)
     finally:
         for e in envs:
@@ -348,13 +351,18 @@ async def _episode(item: _Item, env: Any, models: Mapping[str, Any], role_models
     except (ModelError, SandboxUnavailableError) as exc:
         writer.finish("failed", error=str(exc))
         return {**base, "failed": True, "error": str(exc)}
+    except Exception as exc:  # a bug must not end the whole run: the episode fails, is reported and retried
+        error = f"internal error: {type(exc).__name__}: {exc}"
+        writer.finish("failed", error=error)
+        return {**base, "failed": True, "error": error}
     finally:
         await ep.aclose()
     try:
         outcome = await env.check(task, ep.answer)
-    except TaskbenchError as exc:
-        writer.finish("failed", error=f"checker failed: {exc}")
-        return {**base, "failed": True, "error": f"checker failed: {exc}"}
+    except Exception as exc:  # the checker broke on this episode: report it, keep going
+        error = f"checker failed: {exc if isinstance(exc, TaskbenchError) else f'{type(exc).__name__}: {exc}'}"
+        writer.finish("failed", error=error)
+        return {**base, "failed": True, "error": error}
     traj.outcome = outcome
     traj.answer = ep.answer
     stop = ep.stop if ep.answer is not None else (ep.stop if ep.stop != "answer" else "no_answer")
