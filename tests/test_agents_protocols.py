@@ -218,3 +218,15 @@ def test_a_model_that_fails_for_good_fails_the_episode_and_a_rerun_retries_it(tm
     assert result.complete and rec["success"] and traj.status == "complete"
     lines = (tmp_path / "episodes.jsonl").read_text().splitlines()
     assert len(lines) == 1  # the failure record was replaced in place
+
+
+def test_an_internal_error_fails_the_episode_not_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from taskbench.agents.conagents import ConAgents
+
+    async def broken(self: ConAgents, ep: object) -> None:
+        raise ValueError("a bug in an agent")
+
+    monkeypatch.setattr(ConAgents, "run", broken)
+    traj, rec, result = run_one(tmp_path, "conagents-auto", {"agent": mock("unused", [])})
+    assert rec["failed"] is True and rec["error"] == "internal error: ValueError: a bug in an agent"
+    assert traj.status == "failed" and result.failed == 1
