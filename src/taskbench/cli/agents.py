@@ -29,7 +29,7 @@ def _split(values: list[str] | None) -> list[str]:
 @agents_app.command("eval")
 def eval_command(
     env: str = typer.Option(..., "--env", "-e", help="Environment: restbench-tmdb, restbench-spotify, "
-                            "taskbench-huggingface|multimedia|dailylifeapis, or 'mcp:<command>'."),
+                            "taskbench-huggingface|multimedia|dailylifeapis, or mcp:COMMAND (an MCP server)."),
     agent: list[str] = typer.Option(..., "--agent", "-a", help=AGENTS_HELP),
     model: str = typer.Option(..., "--model", "-m", help="Model (provider/model) of every role without its own."),
     model_grounding: str | None = typer.Option(None, "--model-grounding", help="Model of the grounding agent."),
