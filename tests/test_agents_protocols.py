@@ -165,13 +165,16 @@ def test_step_cap_ends_an_episode_without_an_answer(tmp_path: Path) -> None:
 
 def test_a_cut_off_plan_is_a_failed_turn(tmp_path: Path) -> None:
     cut = ProviderResponse('{"thought": "the the the the', 10, 256, "length")
-    g = mock("g", [cut, search_plan(), credits_plan(), finish()])
+    no_tool = '{"thought": "I am not sure", "action": {}}'  # JSON, but not a plan
+    g = mock("g", [cut, no_tool, search_plan(), credits_plan(), finish()])
     x = mock("x", [SEARCH_CODE, CREDITS_CODE])
     traj, rec, _ = run_one(tmp_path, "conagents-adaptive", {"grounding": g, "execution": x})
-    first = traj.events[0]
+    first, second = traj.events[0], traj.events[1]  # read back from the file: the errors were written
     assert first.kind == "model_call" and first.finish_reason == "length" and "cut off" in first.error
+    assert second.kind == "model_call" and second.error == "the plan does not fit its schema: tool: Field required"
     assert "could not be used" in prompts(traj, "grounding")[1]
-    assert rec["failed_turns"] == 1 and rec["success"]
+    assert "tool: Field required" in prompts(traj, "grounding")[2]
+    assert rec["failed_turns"] == 2 and rec["success"]
 
 
 def test_compiler_feedback_replaces_the_review_agent(tmp_path: Path) -> None:

@@ -157,7 +157,7 @@ class PlanExecute:
         from ..llm.schemas import task_graph_schema
         from ..predict.parse import make_prediction
         from ..predict.prompts import build_messages
-        from ..schema import TaskArgument, graph_from_result
+        from ..schema import TaskArgument, TaskGraph, graph_from_result
 
         if not ep.tools:
             ep.stop = "no_plan"
@@ -168,20 +168,22 @@ class PlanExecute:
         schema = task_graph_schema(library, include_links=False, max_nodes=min(6, ep.budgets.max_steps),
                                    max_arguments=6, max_string_length=200)
         try:
-            turn = await ep.generate(self.role, [UserMessage(content=prompt)], max_tokens=ep.budgets.graph_tokens,
-                                     schema=schema)
-            if not turn.ok:  # cut off or not a graph: a failed turn, no plan to execute
-                ep.stop = "no_plan"
-                return
-            prediction = make_prediction(ep.task.id, user_request=ep.task.query, raw=turn.text, model=None,
-                                         usage=None, parsed=turn.parsed, parse_error=turn.error)
-            graph = None
-            if prediction.result is not None:
+            def read_graph(parsed: Any) -> tuple[TaskGraph | None, str | None]:
+                # the predictor's parser (normalises what real model output does), then the data model
+                prediction = make_prediction(ep.task.id, user_request=ep.task.query, raw=None, model=None,
+                                             usage=None, parsed=parsed)
+                if prediction.result is None:
+                    return None, prediction.error or "no task graph in the answer"
                 try:
                     graph = graph_from_result(prediction.result)
                 except ValueError as exc:
-                    turn.event.error = f"the graph does not fit the task graph model: {exc}"
-            if graph is None or not graph.task_nodes:
+                    return None, f"the graph does not fit the task graph model: {str(exc).splitlines()[0]}"
+                return (graph, None) if graph.task_nodes else (None, "the graph has no nodes")
+
+            turn = await ep.generate(self.role, [UserMessage(content=prompt)], max_tokens=ep.budgets.graph_tokens,
+                                     schema=schema, check=lambda parsed: read_graph(parsed)[1])
+            graph = read_graph(turn.parsed)[0] if turn.ok else None
+            if graph is None:  # cut off, or not a graph: a failed turn, no plan to execute
                 ep.stop = "no_plan"
                 return
             executor = ConAgents(AgentSpec(base="conagents-adaptive", beta=0))  # one code turn, no review

@@ -117,13 +117,10 @@ class ConAgents:
                                        note=note)),
         ]
         turn = await ep.generate("grounding", messages, max_tokens=ep.budgets.plan_tokens,
-                                 schema=plan_schema(ep.tool_names))
-        if not turn.ok:
-            return None, f"Your last answer could not be used ({turn.error}). Reply with one short JSON object."
-        plan, why = parse_plan(turn.parsed)
+                                 schema=plan_schema(ep.tool_names), check=lambda parsed: parse_plan(parsed)[1])
+        plan = parse_plan(turn.parsed)[0] if turn.ok else None
         if plan is None:
-            turn.event.error = why
-            return None, f"Your last answer could not be used ({why}). Reply with one short JSON object."
+            return None, f"Your last answer could not be used ({turn.error}). Reply with one short JSON object."
         return plan, ""
 
     async def _plan(self, ep: Episode, history: list[Step], feedback: str, note: str) -> tuple[Plan | None, str]:
@@ -198,12 +195,10 @@ class ConAgents:
         (a failed turn, treated as no objection)."""
         messages = [SystemMessage(content=render("review", tools=tooldocs.tool_list(ep.tools))),
                     UserMessage(content=prompt)]
-        turn = await ep.generate("review", messages, max_tokens=ep.budgets.review_tokens, schema=review_schema())
-        if not turn.ok:
-            return None
-        verdict, why = parse_verdict(turn.parsed)
+        turn = await ep.generate("review", messages, max_tokens=ep.budgets.review_tokens, schema=review_schema(),
+                                 check=lambda parsed: parse_verdict(parsed)[1])
+        verdict = parse_verdict(turn.parsed)[0] if turn.ok else None
         if verdict is None:
-            turn.event.error = why
             return None
         if target == "plan":
             verdict.route = "grounding"

@@ -21,7 +21,7 @@ the response cache replays), so a cached rerun writes the same figures.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -150,9 +150,11 @@ class Episode:
         tools: Sequence[ToolSpec] | None = None,
         tool_choice: Any = None,
         stop: Sequence[str] = (),
+        check: Callable[[Any], str | None] | None = None,
     ) -> Turn:
-        """One model call by ``role`` (see the module docstring). Raises StepCap past the call budget and
-        ModelError when the call fails for good."""
+        """One model call by ``role`` (see the module docstring). ``check(parsed)`` may name why a parsed
+        answer is unusable (it then is a failed turn, recorded as such). Raises StepCap past the call budget
+        and ModelError when the call fails for good."""
         if self._model_calls >= self.budgets.max_model_calls:
             self.stop = "call_cap"
             raise StepCap(f"model-call cap ({self.budgets.max_model_calls}) reached")
@@ -167,6 +169,8 @@ class Episode:
             error = f"the answer was cut off at the token limit ({max_tokens} tokens)"
         elif schema is not None and (out.parse_error is not None or out.parsed is None):
             error = out.parse_error or "no JSON in the answer"
+        elif check is not None:
+            error = check(out.parsed)
         event = ModelCallEvent(
             role=role, model=model.name, messages=list(messages),
             tools=[t.name for t in tools] if tools else [],
