@@ -79,6 +79,7 @@ def test_eval_command_writes_the_run_directory(tmp_path: Path) -> None:
     proc = subprocess.run(cmd, env=_env(tmp_path), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "| react |" in proc.stdout and "| conagents-auto |" in proc.stdout and "4 episodes" in proc.stdout
+    assert "- react - conagents-auto: success_rate +0.0 pts" in proc.stdout and "(2 tasks)" in proc.stdout
     metrics = json.loads((out / "metrics.json").read_text())
     assert set(metrics["agents"]) == {"react", "conagents-auto"} and metrics["tasks"] == 2
     assert metrics["env"] == "restbench-tmdb" and metrics["tools"] == "gold"

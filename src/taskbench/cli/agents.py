@@ -85,7 +85,7 @@ def eval_command(
     from ..agents.config import Budgets
     from ..agents.eval import AgentEvalConfig, run_agents
     from ..predict.progress import RichPredictDisplay
-    from ..report.agents import comparison_markdown
+    from ..report.agents import comparison_markdown, paired_markdown
     from .predict import parse_model_options
 
     role_models = {r: m for r, m in (("grounding", model_grounding), ("execution", model_execution),
@@ -104,6 +104,9 @@ def eval_command(
                             api_key_env=api_key_env, model_options=parse_model_options(option))
     out = make_console()
     out.print(comparison_markdown(result.metrics), markup=False, highlight=False)
+    paired = paired_markdown(result.metrics)
+    if paired:
+        out.print("\npaired (A - B, same tasks):\n" + paired, markup=False, highlight=False)
     out.print(f"\n{result.episodes} episodes ({result.skipped} from an earlier run), {result.seconds:.1f} s; "
               f"metrics: {Path(result.output) / 'metrics.json'}", highlight=False)
     if result.failed:

@@ -49,6 +49,25 @@ def comparison_markdown(metrics: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def paired_markdown(metrics: Mapping[str, Any], metric: str = "success_rate") -> str:
+    """One line per pair of agents: the difference of ``metric`` (points for rates), its paired 95% CI and
+    p-value, on the tasks both finished."""
+    lines = []
+    rate = metric in ("success_rate", "correct_path_lcs", "correct_path_contains")
+    scale = 100.0 if rate else 1.0
+    unit = " pts" if rate else ""
+    for pair in metrics.get("paired", []):
+        m = next((x for x in pair.get("metrics", []) if x.get("metric") == metric), None)
+        if m is None or m.get("diff") is None:
+            continue
+        ci = m.get("ci95")
+        ci_text = f", 95% CI {scale * ci[0]:+.1f} to {scale * ci[1]:+.1f}" if ci and ci[0] is not None else ""
+        p = m.get("p_value")
+        lines.append(f"- {pair['a']} - {pair['b']}: {metric} {scale * m['diff']:+.1f}{unit}{ci_text}"
+                     f"{f', p = {p:.3f}' if p is not None else ''} ({m.get('tasks', 0)} tasks)")
+    return "\n".join(lines)
+
+
 def _pyplot() -> Any:
     import matplotlib
 
@@ -128,4 +147,4 @@ def plot_turns(metrics: Mapping[str, Any], path: str | Path) -> Path:
     return out
 
 
-__all__ = ["comparison_markdown", "plot_tokens", "plot_turns"]
+__all__ = ["comparison_markdown", "paired_markdown", "plot_tokens", "plot_turns"]
