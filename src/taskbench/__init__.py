@@ -6,7 +6,8 @@ command line start fast.
 
 The flow: ``load_tools`` -> ``make_graph`` (rules, or links inferred from the tools) -> ``sample_plan`` -> ``generate``
 -> Sample (gold TaskGraph) -> ``get_model`` +
-``predict_dataset`` -> Prediction -> ``evaluate`` -> report (``run_benchmark`` does it end to end).
+``predict_dataset`` -> Prediction -> ``evaluate`` -> report (``run_benchmark`` does it end to end); agents in an
+environment: ``run_agents(AgentEvalConfig(...))`` -> trajectories -> agent metrics.
 """
 
 from __future__ import annotations
@@ -72,6 +73,9 @@ _LAZY: dict[str, str] = {
     "evaluate_compat": "eval",
     "compare_predictions": "eval.api",
     "run_benchmark": "run",
+    # agents in environments
+    "AgentEvalConfig": "agents",
+    "run_agents": "agents",
     # the sandbox for agent-written code
     "Sandbox": "envs.sandbox",
     "SandboxLimits": "envs.sandbox",

@@ -38,6 +38,7 @@ COMMAND_MODULES = [
     "review",
     "serve",
     "sandbox",
+    "agents",
 ]
 
 

@@ -1,0 +1,225 @@
+"""ConAgents: a grounding, an execution and a review agent, and the two protocols that make them cooperate.
+
+The roles (our reading of the paper, sections 3.1-3.3):
+
+- the **grounding agent** gets the task, the offered tools and the history of plans, results and feedback, and
+  proposes the next step: one tool, its arguments and the target to extract, or FINISH with the answer
+  (a JSON plan under :func:`~taskbench.agents.prompts.plan_schema`);
+- the **execution agent** gets the step and that tool's documentation, writes Python that calls the tool and
+  extracts the target, and runs it in the sandbox; a failure comes back as the error;
+- the **review agent** judges plans (vague, missing arguments, a tool that does not exist, no progress, a
+  premature answer) and executions (faulty code, a tool error, an empty or wrong result), and routes its
+  feedback to the grounding or the execution agent.
+
+Protocols (per step, until FINISH or the step cap ``max_steps``):
+
+**automatic**::
+
+    plan <- grounding(history, feedback)
+    repeat at most alpha times:              # planning review: one calibration turn = one verdict
+        verdict <- review(plan);  accept -> stop;  revise -> plan <- grounding(..., feedback)
+    FINISH -> answer
+    outcome <- execution(plan)
+    repeat at most beta times:               # execution review
+        verdict <- review(plan, code, outcome);  accept -> stop
+        route grounding -> the feedback goes to the next plan;  route execution -> outcome <- execution(feedback)
+    history += (plan, outcome)
+
+After ``alpha`` revisions the last plan stands unreviewed (so at most ``alpha`` verdicts and ``alpha``
+revisions per step); the same holds for ``beta``.
+
+**adaptive**: plan and execute step by step; only when an execution fails (an error, a limit, an empty
+result) is the review agent called, up to ``beta`` times: it decides whether the plan (route grounding: the
+feedback goes to the next plan) or the code (route execution: the code is rewritten) caused it (Figure 6).
+
+Ablations (:class:`~taskbench.agents.config.AgentSpec`): no planning review; no execution review; review
+replaced by static compiler feedback (a failed run's error text goes back to the execution agent, up to
+``beta`` times, with no review agent at all).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..schema import AssistantMessage, SystemMessage, UserMessage
+from . import tooldocs
+from .config import AgentSpec
+from .episode import CodeOutcome, Episode, StepCap
+from .prompts import (
+    CODE_STOP,
+    Plan,
+    Verdict,
+    extract_code,
+    format_arguments,
+    parse_plan,
+    parse_verdict,
+    plan_schema,
+    render,
+    review_schema,
+)
+
+
+@dataclass
+class Step:
+    """One executed step, as later prompts show it."""
+
+    n: int
+    tool: str
+    arguments: str
+    target: str
+    result: str
+    ok: bool
+
+
+def step_view(n: int, plan: Plan, outcome: CodeOutcome) -> Step:
+    """The history entry for an executed plan."""
+    return Step(n=n, tool=plan.tool, arguments=format_arguments(plan.arguments), target=plan.target,
+                result=outcome.observation, ok=outcome.ok)
+
+
+class ConAgents:
+    """The three cooperating agents under one protocol (``spec.base``: conagents-auto | conagents-adaptive)."""
+
+    def __init__(self, spec: AgentSpec) -> None:
+        self.spec = spec
+        self.automatic = spec.base == "conagents-auto"
+
+    # ------------------------------------------------------------------------------------------ episode
+
+    async def run(self, ep: Episode) -> None:
+        """Solve ``ep.task``: steps until FINISH or the step cap (then ``ep.stop`` says which cap)."""
+        history: list[Step] = []
+        feedback = ""
+        note = ""
+        try:
+            for _ in range(ep.budgets.max_steps):
+                plan, note = await self._plan(ep, history, feedback, note)
+                feedback = ""
+                if plan is None:
+                    continue
+                if plan.finish:
+                    ep.final(plan.answer, "grounding")
+                    return
+                outcome, feedback = await self.execute(ep, history, plan)
+                history.append(step_view(len(history) + 1, plan, outcome))
+            ep.stop = "step_cap"
+        except StepCap:
+            if ep.stop == "answer":
+                ep.stop = "step_cap"
+
+    # ------------------------------------------------------------------------------------------ grounding
+
+    async def ground(self, ep: Episode, history: list[Step], feedback: str, note: str) -> tuple[Plan | None, str]:
+        """One grounding turn -> (plan, note for the next turn when it failed)."""
+        messages = [
+            SystemMessage(content=render("grounding", tools=tooldocs.tool_list(ep.tools))),
+            UserMessage(content=render("grounding_user", task=ep.task.query, steps=history, feedback=feedback,
+                                       note=note)),
+        ]
+        turn = await ep.generate("grounding", messages, max_tokens=ep.budgets.plan_tokens,
+                                 schema=plan_schema(ep.tool_names), check=lambda parsed: parse_plan(parsed)[1])
+        plan = parse_plan(turn.parsed)[0] if turn.ok else None
+        if plan is None:
+            return None, f"Your last answer could not be used ({turn.error}). Reply with one short JSON object."
+        return plan, ""
+
+    async def _plan(self, ep: Episode, history: list[Step], feedback: str, note: str) -> tuple[Plan | None, str]:
+        plan, note = await self.ground(ep, history, feedback, note)
+        if plan is None or not self.spec.plan_review:
+            return plan, note
+        for _ in range(self.spec.alpha):
+            verdict = await self.review(ep, "plan", render("review_plan", task=ep.task.query, steps=history,
+                                                           plan=plan.describe()))
+            if verdict is None or verdict.accept:
+                break
+            revised, _ = await self.ground(
+                ep, history, f"you proposed: {plan.describe()}. The review agent says: {verdict.feedback}", "")
+            if revised is None:  # a failed revision keeps the plan it was asked to revise
+                break
+            plan = revised
+        return plan, ""
+
+    # ------------------------------------------------------------------------------------------ execution
+
+    async def _code_turn(self, ep: Episode, messages: list[object]) -> tuple[CodeOutcome, str]:
+        turn = await ep.generate("execution", messages, max_tokens=ep.budgets.code_tokens, stop=CODE_STOP)
+        if not turn.ok:
+            return ep.no_code(turn.text, turn.error), turn.text
+        code = extract_code(turn.text)
+        if code is None:
+            return ep.no_code(turn.text), turn.text
+        return await ep.run_code(code), turn.text
+
+    async def execute(self, ep: Episode, history: list[Step], plan: Plan, earlier: list[Step] | None = None
+                       ) -> tuple[CodeOutcome, str]:
+        """Execute ``plan`` (with the protocol's review or compiler feedback) -> (outcome, feedback for the
+        grounding agent, or ""). ``earlier``: results of earlier steps to show the execution agent."""
+        doc = _doc(ep, plan.tool)
+        messages: list[object] = [
+            SystemMessage(content=render("execution")),
+            UserMessage(content=render("execution_user", doc=doc, tool=plan.tool,
+                                       arguments=format_arguments(plan.arguments), target=plan.target,
+                                       task=ep.task.query, earlier=earlier or [],
+                                       call=_call(ep, plan))),
+        ]
+        outcome, answer = await self._code_turn(ep, messages)
+        for _ in range(self.spec.beta):
+            if self.spec.compiler_feedback:
+                if outcome.ok:
+                    break
+                feedback = ""
+            elif not self.spec.exec_review or (not self.automatic and outcome.ok):
+                break
+            else:
+                template = "review_execution" if self.automatic else "review_failure"
+                verdict = await self.review(ep, "execution", render(
+                    template, task=ep.task.query, steps=history,
+                    plan=plan.describe(), code=outcome.code or "(no code)", outcome=outcome.observation),
+                    default_route="execution")
+                if verdict is None or verdict.accept:
+                    break
+                if verdict.route == "grounding":
+                    return outcome, verdict.feedback or "the review agent says the plan caused the failure"
+                feedback = verdict.feedback
+            messages += [AssistantMessage(content=answer or "(no answer)"),
+                         UserMessage(content=render("execution_retry", outcome=outcome.observation,
+                                                    feedback=feedback))]
+            outcome, answer = await self._code_turn(ep, messages)
+        return outcome, ""
+
+    # ------------------------------------------------------------------------------------------ review
+
+    async def review(self, ep: Episode, target: str, prompt: str, *, default_route: str = "grounding"
+                     ) -> Verdict | None:
+        """One review turn -> the verdict (recorded as a ReviewEvent), or None when the answer was unusable
+        (a failed turn, treated as no objection)."""
+        messages = [SystemMessage(content=render("review", tools=tooldocs.tool_list(ep.tools))),
+                    UserMessage(content=prompt)]
+        turn = await ep.generate("review", messages, max_tokens=ep.budgets.review_tokens, schema=review_schema(),
+                                 check=lambda parsed: parse_verdict(parsed)[1])
+        verdict = parse_verdict(turn.parsed)[0] if turn.ok else None
+        if verdict is None:
+            return None
+        if target == "plan":
+            verdict.route = "grounding"
+        elif verdict.route not in ("grounding", "execution"):
+            verdict.route = default_route
+        ep.review(target, "accept" if verdict.accept else "revise", verdict.feedback,
+                  None if verdict.accept else verdict.route)
+        return verdict
+
+
+def _call(ep: Episode, plan: Plan) -> str:
+    spec = next((t for t in ep.tools if t.name == plan.tool), None)
+    api = ep.api.get(plan.tool) or f"call_tool({plan.tool!r}, ...)"
+    return tooldocs.python_call(spec, api, plan.arguments)
+
+
+def _doc(ep: Episode, tool: str) -> str:
+    spec = next((t for t in ep.tools if t.name == tool), None)
+    if spec is None:
+        return f"{tool}: this tool is not offered in this task (offered: {', '.join(ep.tool_names)})"
+    return tooldocs.execution_doc(spec, ep.api[tool])
+
+
+__all__ = ["ConAgents", "Step", "step_view"]

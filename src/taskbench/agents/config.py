@@ -1,0 +1,218 @@
+"""What an agent run is configured with: agent names and their variants, tool settings, budgets.
+
+Agent names (``--agent``):
+
+- ``conagents-auto``: grounding, execution and review agents, automatic protocol (a planning review after each
+  plan for up to ``alpha`` calibration turns, an execution review after each execution for up to ``beta``);
+- ``conagents-adaptive``: the same agents, adaptive protocol (review only when an execution fails; the review
+  decides whether the plan or the code caused it and sends its feedback there);
+- ``react``: one agent with native tool calls (thought, action, observation);
+- ``code``: one agent that writes Python calling the tools in the sandbox (CodeAct-style);
+- ``plan-execute``: the predictor's one-shot TaskBench invocation graph, executed step by step.
+
+A ConAgents name takes variants as suffixes (also made by ``--ablation`` and ``--sweep-turns``):
+``conagents-auto-no-plan-review``, ``conagents-auto-no-exec-review``, ``conagents-auto-compiler-feedback``
+(review replaced by static compiler feedback: the error text goes back to the execution agent), and
+``conagents-auto-a2b4`` (alpha = 2, beta = 4). :func:`parse_agent` reads them.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import zlib
+from collections.abc import Sequence
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import ConfigError
+from ..schema import ToolSpec
+
+BASE_AGENTS: tuple[str, ...] = ("conagents-auto", "conagents-adaptive", "react", "code", "plan-execute")
+"""The agents ``--agent`` knows."""
+
+ABLATIONS: tuple[str, ...] = ("no-plan-review", "no-exec-review", "compiler-feedback")
+"""The paper's ablations of the review agent (ConAgents agents only)."""
+
+TOOL_SETTINGS: tuple[str, ...] = ("gold", "gold+10", "all")
+"""Which tools an episode offers: the gold tools only, gold + 10 seeded random distractors, or all."""
+
+ROLES: tuple[str, ...] = ("grounding", "execution", "review")
+"""ConAgents' roles; each may have its own model."""
+
+DEFAULT_ALPHA = 3
+DEFAULT_BETA = 3
+DISTRACTORS = 10
+
+_VARIANT = re.compile(r"^(?P<base>conagents-(?:auto|adaptive))(?P<rest>(?:-[a-z0-9-]+)?)$")
+_TURNS = re.compile(r"-a(?P<a>\d+)b(?P<b>\d+)$")
+
+
+class AgentSpec(BaseModel):
+    """One agent to evaluate: a base agent and, for ConAgents, its protocol settings."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    base: str = Field(description="One of BASE_AGENTS.")
+    alpha: int = Field(default=DEFAULT_ALPHA, ge=0, le=20, description="Planning-review calibration turns.")
+    beta: int = Field(default=DEFAULT_BETA, ge=0, le=20, description="Execution-review calibration turns.")
+    ablation: str | None = Field(default=None, description="One of ABLATIONS, or None.")
+
+    @property
+    def name(self) -> str:
+        """The agent's label in files and tables, e.g. ``conagents-auto-no-plan-review-a1b1``."""
+        if not self.base.startswith("conagents"):
+            return self.base
+        label = self.base
+        if self.ablation:
+            label += f"-{self.ablation}"
+        if (self.alpha, self.beta) != (DEFAULT_ALPHA, DEFAULT_BETA):
+            label += f"-a{self.alpha}b{self.beta}"
+        return label
+
+    @property
+    def uses_code(self) -> bool:
+        """Whether the agent runs code in the sandbox."""
+        return self.base != "react"
+
+    @property
+    def plan_review(self) -> bool:
+        """Whether plans are reviewed (automatic protocol, not ablated)."""
+        return self.base == "conagents-auto" and self.ablation not in ("no-plan-review", "compiler-feedback")
+
+    @property
+    def exec_review(self) -> bool:
+        """Whether executions are reviewed by the review agent."""
+        return self.base.startswith("conagents") and self.ablation not in ("no-exec-review", "compiler-feedback")
+
+    @property
+    def compiler_feedback(self) -> bool:
+        """Whether a failed execution's error text goes straight back to the execution agent (no review)."""
+        return self.ablation == "compiler-feedback"
+
+
+def parse_agent(name: str, *, alpha: int = DEFAULT_ALPHA, beta: int = DEFAULT_BETA) -> AgentSpec:
+    """The :class:`AgentSpec` for a name such as ``react`` or ``conagents-auto-no-exec-review-a1b3``
+    (``alpha``/``beta`` apply where the name sets none)."""
+    text = name.strip()
+    if text in BASE_AGENTS:
+        return AgentSpec(base=text, alpha=alpha, beta=beta)
+    m = _VARIANT.match(text)
+    if m is None:
+        from difflib import get_close_matches
+
+        close = get_close_matches(text, BASE_AGENTS, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ConfigError(f"unknown agent {name!r}{hint} (known: {', '.join(BASE_AGENTS)})")
+    base, rest = m.group("base"), m.group("rest")
+    turns = _TURNS.search(rest)
+    if turns is not None:
+        alpha, beta = int(turns.group("a")), int(turns.group("b"))
+        rest = rest[: turns.start()]
+    ablation = rest.lstrip("-") or None
+    if ablation is not None and ablation not in ABLATIONS:
+        raise ConfigError(f"unknown ablation {ablation!r} in agent {name!r} (known: {', '.join(ABLATIONS)})")
+    return AgentSpec(base=base, alpha=alpha, beta=beta, ablation=ablation)
+
+
+def expand_agents(
+    names: Sequence[str],
+    *,
+    alpha: int = DEFAULT_ALPHA,
+    beta: int = DEFAULT_BETA,
+    ablations: Sequence[str] = (),
+    sweep: str | None = None,
+    sweep_values: Sequence[int] = (1, 2, 3, 4, 5),
+) -> list[AgentSpec]:
+    """The agents to run: each name, then for every ConAgents agent one variant per ablation and, with
+    ``sweep`` (``alpha`` | ``beta`` | ``both``), one variant per turn limit in ``sweep_values`` (the paper's
+    Figure 3). Duplicates are dropped; order is kept."""
+    for a in ablations:
+        if a not in ABLATIONS:
+            raise ConfigError(f"unknown ablation {a!r} (known: {', '.join(ABLATIONS)})")
+    if sweep is not None and sweep not in ("alpha", "beta", "both"):
+        raise ConfigError(f"--sweep-turns takes alpha, beta or both, not {sweep!r}")
+    out: list[AgentSpec] = []
+    for name in names:
+        spec = parse_agent(name, alpha=alpha, beta=beta)
+        out.append(spec)
+        if not spec.base.startswith("conagents"):
+            continue
+        for a in ablations:
+            out.append(spec.model_copy(update={"ablation": a}))
+        for k in sweep_values if sweep else ():
+            update = {"alpha": k if sweep in ("alpha", "both") else spec.alpha,
+                      "beta": k if sweep in ("beta", "both") else spec.beta}
+            out.append(spec.model_copy(update=update))
+    seen: set[str] = set()
+    unique = []
+    for spec in out:
+        if spec.name not in seen:
+            seen.add(spec.name)
+            unique.append(spec)
+    return unique
+
+
+class Budgets(BaseModel):
+    """Bounds on one episode: steps, answer lengths, how much of a result goes back into a prompt."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_steps: int = Field(default=8, ge=1, le=100, description="Plan/act steps per episode (the step cap).")
+    max_model_calls: int = Field(
+        default=60, ge=1, description="Model calls per episode, every role counted (a hard stop)."
+    )
+    plan_tokens: int = Field(default=224, ge=32, description="Most tokens of a plan (grounding) answer.")
+    code_tokens: int = Field(default=320, ge=32, description="Most tokens of a code answer.")
+    review_tokens: int = Field(default=144, ge=32, description="Most tokens of a review verdict.")
+    act_tokens: int = Field(default=256, ge=32, description="Most tokens of a ReAct turn.")
+    answer_tokens: int = Field(default=200, ge=32, description="Most tokens of a final answer (plan-execute).")
+    graph_tokens: int = Field(default=320, ge=32, description="Most tokens of plan-execute's one-shot graph.")
+    observation_chars: int = Field(
+        default=1500, ge=100, description="Characters of a raw tool result (ReAct, code output) put into a prompt."
+    )
+    result_chars: int = Field(
+        default=600, ge=50, description="Characters of an extracted result handed to the grounding agent."
+    )
+    code_seconds: float = Field(default=20.0, gt=0, description="Wall-clock limit of one code run.")
+
+
+def select_tools(
+    tools: Sequence[ToolSpec], gold_path: Sequence[str], setting: str, *, seed: int, task_id: str
+) -> list[ToolSpec]:
+    """The tools an episode offers, in the environment's order (so the order does not give the gold away).
+
+    ``gold``: the gold path's tools; ``gold+10``: those and 10 distractors drawn at random from the rest,
+    seeded by ``seed`` and the task id (the same episode always gets the same tools); ``all``: every tool.
+    A task without a gold path gets 10 random tools with ``gold+10`` and none with ``gold``."""
+    if setting not in TOOL_SETTINGS:
+        raise ConfigError(f"unknown tool setting {setting!r} (known: {', '.join(TOOL_SETTINGS)})")
+    if setting == "all":
+        return list(tools)
+    names = [t.name for t in tools]
+    gold = [g for g in dict.fromkeys(gold_path) if g in names]
+    chosen = set(gold)
+    if setting == "gold+10":
+        rest = [n for n in names if n not in chosen]
+        rng = random.Random(zlib.crc32(f"{seed}:{task_id}".encode()))
+        chosen.update(rng.sample(rest, min(DISTRACTORS, len(rest))))
+    return [t for t in tools if t.name in chosen]
+
+
+ToolSetting = Literal["gold", "gold+10", "all"]
+
+__all__ = [
+    "ABLATIONS",
+    "AgentSpec",
+    "BASE_AGENTS",
+    "Budgets",
+    "DEFAULT_ALPHA",
+    "DEFAULT_BETA",
+    "ROLES",
+    "TOOL_SETTINGS",
+    "ToolSetting",
+    "expand_agents",
+    "parse_agent",
+    "select_tools",
+]

@@ -1,0 +1,272 @@
+"""One agent episode: the task, the environment, the offered tools, the models per role, the sandbox, and the
+trajectory written event by event.
+
+Every agent acts only through an :class:`Episode`, which records what happens as it happens
+(:class:`~taskbench.dataset.TrajectoryWriter`: one line per event, so a killed run keeps it):
+
+- :meth:`Episode.generate`: one model call of one role -> a :class:`Turn` and a ``ModelCallEvent``. A call
+  that fails for good raises :class:`~taskbench.errors.ModelError` (the episode fails and is retried by the
+  next run); an answer cut at the token limit or not parseable under its schema is a *failed turn*: recorded
+  with its error, handed back to the agent, never raised.
+- :meth:`Episode.run_code`: agent code in the sandbox -> a ``CodeRunEvent``; the code reaches only the
+  offered tools.
+- :meth:`Episode.call_tool`: a direct tool call (ReAct) -> a ``ToolCallEvent``.
+- :meth:`Episode.review` and :meth:`Episode.final`: a ``ReviewEvent``, a ``FinalAnswerEvent``.
+
+Budgets: :meth:`Episode.generate` raises :class:`StepCap` past ``max_model_calls``; the protocols count
+their own steps against ``max_steps``. Records hold what it cost to produce an answer (tokens, the latency
+the response cache replays), so a cached rerun writes the same figures.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..dataset.trajectories import TrajectoryWriter
+from ..llm.base import GenerationConfig
+from ..schema import (
+    AgentTask,
+    AssistantMessage,
+    CodeError,
+    CodeRunEvent,
+    FinalAnswerEvent,
+    ModelCallEvent,
+    ReviewEvent,
+    ToolCall,
+    ToolCallEvent,
+    ToolResult,
+    ToolSpec,
+    Usage,
+    api_names,
+)
+from .config import Budgets
+
+
+class StepCap(Exception):
+    """The episode reached one of its caps (steps or model calls); the agent stops without an answer."""
+
+
+@dataclass
+class Turn:
+    """One model answer as an agent sees it."""
+
+    text: str
+    parsed: Any
+    tool_calls: list[ToolCall]
+    error: str | None
+    """Why the turn failed (cut at the token limit, not valid JSON for the schema), or None."""
+    event: ModelCallEvent
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass
+class CodeOutcome:
+    """What one execution gave: the code, the run (None when the answer held no code), and a short text."""
+
+    code: str
+    ok: bool
+    observation: str
+    """What the run gave, in words for the next prompt: the result, or the error."""
+    run: Any = None
+    error_type: str | None = None
+
+
+def truncate(text: str, limit: int) -> str:
+    """``text`` cut at ``limit`` characters, saying how much was cut."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f" ... [{len(text) - limit} more characters cut]"
+
+
+def result_text(value: Any, limit: int) -> str:
+    """A JSON value as prompt text, bounded."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return truncate(text, limit)
+
+
+def is_empty(value: Any) -> bool:
+    """True for a result that holds nothing: None, "", [], {}."""
+    return value is None or (isinstance(value, (str, list, dict)) and not value)
+
+
+class Episode:
+    """One episode of one agent on one task (see the module docstring).
+
+    ``models`` maps roles (``grounding``, ``execution``, ``review``, ``agent``) to :class:`~taskbench.llm.Model`
+    objects; a role without its own model uses ``models["agent"]``. ``sandbox_options`` go to
+    :class:`~taskbench.envs.sandbox.Sandbox` (``unsafe_local`` ...).
+    """
+
+    def __init__(
+        self,
+        *,
+        task: AgentTask,
+        env: Any,
+        tools: Sequence[ToolSpec],
+        writer: TrajectoryWriter,
+        models: Mapping[str, Any],
+        budgets: Budgets,
+        temperature: float = 0.0,
+        seed: int = 0,
+        sandbox_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.task = task
+        self.env = env
+        self.tools = list(tools)
+        self.tool_names = [t.name for t in self.tools]
+        self.api = dict(zip(self.tool_names, api_names(self.tool_names), strict=True))
+        self.writer = writer
+        self.models = dict(models)
+        self.budgets = budgets
+        self.temperature = temperature
+        self.seed = seed
+        self.sandbox_options = dict(sandbox_options or {})
+        self._sandbox: Any = None
+        self._calls = 0
+        self._model_calls = 0
+        self.answer: str | None = None
+        self.stop: str = "answer"
+        """Why the episode ended: answer | step_cap | call_cap | no_answer."""
+
+    # ------------------------------------------------------------------------------------------ models
+
+    def model(self, role: str) -> Any:
+        """The model that plays ``role``."""
+        return self.models.get(role) or self.models["agent"]
+
+    async def generate(
+        self,
+        role: str,
+        messages: Sequence[Any],
+        *,
+        max_tokens: int,
+        schema: dict[str, Any] | None = None,
+        tools: Sequence[ToolSpec] | None = None,
+        tool_choice: Any = None,
+        stop: Sequence[str] = (),
+        check: Callable[[Any], str | None] | None = None,
+    ) -> Turn:
+        """One model call by ``role`` (see the module docstring). ``check(parsed)`` may name why a parsed
+        answer is unusable (it then is a failed turn, recorded as such). Raises StepCap past the call budget
+        and ModelError when the call fails for good."""
+        if self._model_calls >= self.budgets.max_model_calls:
+            self.stop = "call_cap"
+            raise StepCap(f"model-call cap ({self.budgets.max_model_calls}) reached")
+        self._model_calls += 1
+        model = self.model(role)
+        config = GenerationConfig(temperature=self.temperature, max_tokens=max_tokens, seed=self.seed,
+                                  stop=tuple(stop))
+        out = await model.generate(list(messages), schema=schema, config=config, tools=tools,
+                                   tool_choice=tool_choice)
+        error: str | None = None
+        if out.truncated:
+            error = f"the answer was cut off at the token limit ({max_tokens} tokens)"
+        elif schema is not None and (out.parse_error is not None or out.parsed is None):
+            error = out.parse_error or "no JSON in the answer"
+        elif check is not None:
+            error = check(out.parsed)
+        event = ModelCallEvent(
+            role=role, model=model.name, messages=list(messages),
+            tools=[t.name for t in tools] if tools else [],
+            output=AssistantMessage(content=out.text or None, tool_calls=list(out.tool_calls)),
+            finish_reason=out.finish_reason,
+            usage=Usage(prompt_tokens=out.usage.prompt_tokens, completion_tokens=out.usage.completion_tokens,
+                        seconds=out.latency),
+            latency=out.latency, cached=out.usage.cached, error=error,
+        )
+        self.writer.add(event)
+        return Turn(text=out.text or "", parsed=out.parsed, tool_calls=list(out.tool_calls), error=error,
+                    event=event)
+
+    # ------------------------------------------------------------------------------------------ tools
+
+    def _next_id(self) -> str:
+        self._calls += 1
+        return f"call_{self._calls}"
+
+    async def _handler(self, call: ToolCall) -> ToolResult:
+        """The sandbox's way out: only the offered tools, None-valued arguments left out."""
+        if call.name not in self.api:
+            offered = ", ".join(self.tool_names[:20])
+            return ToolResult(call_id=call.id, name=call.name,
+                              error=f"tool {call.name!r} is not offered in this task (offered: {offered})")
+        args = {k: v for k, v in call.arguments.items() if v is not None}
+        result: ToolResult = await self.env.call(call.model_copy(update={"arguments": args}))
+        return result
+
+    async def call_tool(self, call: ToolCall, role: str) -> ToolResult:
+        """A direct tool call, recorded as a ToolCallEvent (a call the model got wrong is answered with its
+        error, by the environment)."""
+        import time
+
+        start = time.perf_counter()
+        if call.name not in self.api and call.error is None:
+            result = await self._handler(call)
+        else:
+            result = await self.env.call(call)
+        self.writer.add(ToolCallEvent(role=role, call=call, result=result,
+                                      seconds=round(time.perf_counter() - start, 6)))
+        return result
+
+    @property
+    def sandbox(self) -> Any:
+        """This episode's sandbox (started on first use), exposing the offered tools only."""
+        if self._sandbox is None:
+            from ..envs.sandbox import Sandbox
+
+            options = {"limits": {"wall_seconds": self.budgets.code_seconds}, **self.sandbox_options}
+            self._sandbox = Sandbox(self._handler, self.tools, **options)
+        return self._sandbox
+
+    async def run_code(self, code: str, role: str = "execution") -> CodeOutcome:
+        """Run ``code`` in the sandbox, record it, and say what it gave (an empty ``result`` is a failure)."""
+        run = await self.sandbox.run(code)
+        event = run.event(code, role)
+        self.writer.add(event)
+        if run.error is not None or run.limit is not None:
+            err = run.error or CodeError(type="LimitExceeded", message=str(run.limit))
+            where = f" (line {err.line})" if err.line else ""
+            observation = truncate(f"error{where}: {err.type}: {err.message}", self.budgets.result_chars)
+            return CodeOutcome(code=code, ok=False, observation=observation, run=run, error_type=err.type)
+        if is_empty(run.result):
+            printed = truncate(run.stdout.strip(), self.budgets.result_chars // 2) if run.stdout.strip() else ""
+            observation = "the code ran but `result` is empty" + (f"; it printed: {printed}" if printed else "")
+            return CodeOutcome(code=code, ok=False, observation=observation, run=run, error_type="EmptyResult")
+        return CodeOutcome(code=code, ok=True, observation=result_text(run.result, self.budgets.result_chars),
+                           run=run)
+
+    def no_code(self, text: str, why: str | None = None) -> CodeOutcome:
+        """The outcome of an execution turn that gave no code to run (recorded as a failed code run)."""
+        message = why or "the answer holds no Python code block"
+        event = CodeRunEvent(role="execution", code="", error=CodeError(type="NoCode", message=message))
+        self.writer.add(event)
+        return CodeOutcome(code="", ok=False, observation=f"error: {message}", error_type="NoCode")
+
+    # ------------------------------------------------------------------------------------------ verdicts
+
+    def review(self, target: str, verdict: str, feedback: str, route: str | None) -> ReviewEvent:
+        """Record a review verdict."""
+        event = ReviewEvent(target=target, verdict=verdict, feedback=feedback, route=route)  # type: ignore[arg-type]
+        self.writer.add(event)
+        return event
+
+    def final(self, answer: str, role: str) -> None:
+        """Record the final answer."""
+        self.answer = answer
+        self.stop = "answer"
+        self.writer.add(FinalAnswerEvent(role=role, answer=answer))
+
+    async def aclose(self) -> None:
+        """Stop the sandbox."""
+        if self._sandbox is not None:
+            await self._sandbox.aclose()
+            self._sandbox = None
+
+
+__all__ = ["CodeOutcome", "Episode", "StepCap", "Turn", "is_empty", "result_text", "truncate"]

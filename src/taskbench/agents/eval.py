@@ -1,0 +1,433 @@
+"""Evaluating agents in an environment: episodes on the one resumable runner, trajectories, metrics.
+
+Data flow::
+
+    environment (tasks, tools, checker) x agents x seeds --select_tools(gold | gold+10 | all)--> episodes
+    episode --Episode + agent.run--> trajectory (trajectories/<agent>/<task>__s<seed>.jsonl, event by event)
+            --env.check--> outcome --episode_row--> one record in episodes.jsonl (taskbench.runner.run_records)
+    episodes.jsonl --metrics_document--> metrics.json
+
+The output directory holds ``episodes.jsonl`` (one record per (agent, task, seed), in a stable order),
+``trajectories/``, ``config.json`` (what was asked for) and ``metrics.json``. Everything crash-safe comes
+from :func:`taskbench.runner.run_records`: a killed run keeps every finished episode and the events of the
+running ones; a rerun skips finished episodes, reruns the interrupted ones (their trajectory files are
+rewritten) and retries episodes whose model calls failed for good (written as ``"failed": true`` records).
+Records hold no run-dependent figure but ``wall_seconds``, so with the response cache a rerun's metrics equal
+an uninterrupted run's (wall times aside).
+
+:func:`run_agents` is the function to call from other code (``taskbench run`` uses it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..dataset.jsonio import write_json
+from ..dataset.trajectories import TrajectoryWriter
+from ..errors import ConfigError, InputError, ModelError, SandboxUnavailableError, TaskbenchError
+from ..runner import RecordDisplay, is_failed, read_records, run_records, run_sync
+from ..schema import AgentTask, Trajectory
+from . import tooldocs
+from .baselines import make_agent
+from .config import (
+    DEFAULT_ALPHA,
+    DEFAULT_BETA,
+    ROLES,
+    TOOL_SETTINGS,
+    AgentSpec,
+    Budgets,
+    expand_agents,
+    select_tools,
+)
+from .episode import Episode
+from .metrics import EpisodeRow, episode_row, metrics_document
+
+EPISODES_FILE = "episodes.jsonl"
+METRICS_FILE = "metrics.json"
+CONFIG_FILE = "config.json"
+TRAJECTORIES_DIR = "trajectories"
+
+MODEL_ROLES: tuple[str, ...] = (*ROLES, "react", "code", "planner")
+"""Roles that call a model: ConAgents' three, and the baselines' single agents."""
+
+
+class AgentEvalConfig(BaseModel):
+    """What an agent evaluation runs (everything that decides its records)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    env: str = Field(description="Environment name (restbench-tmdb, taskbench-multimedia, mcp:<command>, ...).")
+    agents: list[str] = Field(description="Agent names (see taskbench.agents.config).")
+    model: str = Field(description="'provider/model' for every role without its own model.")
+    role_models: dict[str, str] = Field(default_factory=dict,
+                                        description="Own model per ConAgents role (grounding, execution, review).")
+    tools: str = Field(default="gold+10", description="gold | gold+10 | all.")
+    seeds: int = Field(default=1, ge=1, description="Episodes per (agent, task), seeds 0..K-1 (pass^k).")
+    limit: int | None = Field(default=None, ge=1, description="Only the first N tasks.")
+    task_ids: list[str] | None = Field(default=None, description="Only these tasks (in the environment's order).")
+    alpha: int = Field(default=DEFAULT_ALPHA, ge=0, description="Planning-review turns (conagents-auto).")
+    beta: int = Field(default=DEFAULT_BETA, ge=0, description="Execution-review turns.")
+    ablations: list[str] = Field(default_factory=list, description="Ablation variants to add (ConAgents).")
+    sweep: str | None = Field(default=None, description="Turn-limit sweep: alpha | beta | both (1..5).")
+    budgets: Budgets = Field(default_factory=Budgets, description="Step cap, token and text bounds.")
+    temperature: float = Field(default=0.0, ge=0.0, description="Sampling temperature (with seeds > 1, > 0).")
+    unsafe_local: bool = Field(default=False, description="Run agent code unconfined where bwrap is missing.")
+    concurrency: int = Field(default=1, ge=1, description="Episodes at once.")
+    env_options: dict[str, Any] = Field(default_factory=dict, description="Options of the environment.")
+    bootstrap: int = Field(default=1000, ge=0, description="Bootstrap replicates of the CIs.")
+
+    def specs(self) -> list[AgentSpec]:
+        """The agents, variants included."""
+        return expand_agents(self.agents, alpha=self.alpha, beta=self.beta, ablations=self.ablations,
+                             sweep=self.sweep)
+
+    def models_by_role(self) -> dict[str, str]:
+        """The model of every role."""
+        unknown = sorted(set(self.role_models) - set(ROLES))
+        if unknown:
+            raise ConfigError(f"no role {unknown[0]!r} (roles with their own model: {', '.join(ROLES)})")
+        return {role: self.role_models.get(role, self.model) for role in MODEL_ROLES}
+
+    def fingerprint(self) -> str:
+        """A hash of what decides an episode's record besides its agent, task and seed."""
+        what = {"env": self.env, "env_options": self.env_options, "tools": self.tools, "models": self.models_by_role(),
+                "budgets": self.budgets.model_dump(), "temperature": self.temperature}
+        return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+class AgentEvalResult(BaseModel):
+    """What :func:`run_agents` did, and the metrics document it wrote."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    output: str = Field(description="The run directory.")
+    episodes: int = Field(default=0, description="Episodes selected.")
+    skipped: int = Field(default=0, description="Episodes already done by an earlier run.")
+    written: int = Field(default=0, description="Episode records written by this run.")
+    failed: int = Field(default=0, description="Episodes whose model calls failed for good (rerun to retry).")
+    errors: list[str] = Field(default_factory=list, description="The first few failures.")
+    seconds: float = Field(default=0.0, description="Wall seconds of this run.")
+    metrics: dict[str, Any] = Field(default_factory=dict, description="The metrics document (metrics.json).")
+
+    @property
+    def complete(self) -> bool:
+        """True when every episode has a good record."""
+        return self.failed == 0
+
+
+class _Item(BaseModel):
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    spec: AgentSpec
+    task: AgentTask
+    seed: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.spec.name}/{self.task.id}/s{self.seed}"
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "task"
+
+
+def trajectory_path(output: Path, agent: str, task_id: str, seed: int) -> Path:
+    """Where an episode's trajectory file lives in a run directory."""
+    return output / TRAJECTORIES_DIR / _slug(agent) / f"{_slug(task_id)}__s{seed}.jsonl"
+
+
+def select_tasks(tasks: Sequence[AgentTask], *, limit: int | None = None,
+                 task_ids: Sequence[str] | None = None) -> list[AgentTask]:
+    """The tasks to run: those named (in the environment's order; an unknown id is an error), else all,
+    cut to the first ``limit``."""
+    chosen = list(tasks)
+    if task_ids:
+        known = {t.id for t in tasks}
+        missing = [i for i in task_ids if i not in known]
+        if missing:
+            sample = ", ".join(t.id for t in tasks[:5])
+            raise ConfigError(f"no task {missing[0]!r} in this environment (tasks: {sample}, ...)")
+        wanted = set(task_ids)
+        chosen = [t for t in tasks if t.id in wanted]
+    return chosen[:limit] if limit else chosen
+
+
+def open_models(config: AgentEvalConfig, *, cache: bool = True, base_url: str | None = None,
+                api_key_env: str | None = None, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """One :class:`~taskbench.llm.Model` per role. Embedded llama.cpp models get an instance per role (each
+    keeps the KV cache of its own prompt prefix; the weights are memory-mapped once); other backends share one
+    Model per model string. Models load lazily, so roles that never run cost nothing."""
+    from ..predict.runner import open_model
+
+    out: dict[str, Any] = {}
+    shared: dict[str, Any] = {}
+    for role, spec in {**config.models_by_role(), "agent": config.model}.items():
+        def make(spec: str = spec) -> Any:
+            return open_model(spec, concurrency=config.concurrency, cache=cache, base_url=base_url,
+                              api_key_env=api_key_env, options=dict(options or {}))
+        if spec.startswith("llamacpp/"):
+            out[role] = make() if role != "agent" else None
+        else:
+            out[role] = shared[spec] if spec in shared else shared.setdefault(spec, make())
+    return {k: v for k, v in out.items() if v is not None}
+
+
+async def _close_models(models: Mapping[str, Any]) -> None:
+    seen: set[int] = set()
+    for m in models.values():
+        if id(m) not in seen:
+            seen.add(id(m))
+            await m.aclose()
+
+
+def _check_sandbox(specs: Sequence[AgentSpec], unsafe_local: bool) -> None:
+    if unsafe_local or not any(s.uses_code for s in specs):
+        return
+    from ..envs.sandbox import sandbox_status
+
+    status = sandbox_status()
+    if not status.available:
+        raise SandboxUnavailableError(status.reason)
+
+
+async def arun_agents(
+    config: AgentEvalConfig,
+    output: str | Path,
+    *,
+    models: Mapping[str, Any] | None = None,
+    env_factory: Callable[[], Any] | None = None,
+    display: RecordDisplay | None = None,
+    cache: bool = True,
+    base_url: str | None = None,
+    api_key_env: str | None = None,
+    model_options: Mapping[str, Any] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> AgentEvalResult:
+    """Run every (agent, task, seed) episode of ``config`` into the directory ``output`` (resuming what is
+    there) and write its ``metrics.json``; returns the summary and the metrics document.
+
+    ``models`` (role -> Model; ``"agent"`` is the fallback) replaces the models ``config`` names (tests pass
+    scripted mock models); ``env_factory`` replaces ``open_environment(config.env, **config.env_options)``.
+    Raises ConfigError for a bad configuration or an output directory of another configuration,
+    SandboxUnavailableError when code agents cannot be confined (and ``unsafe_local`` is off)."""
+    from ..envs import open_environment
+
+    if config.tools not in TOOL_SETTINGS:
+        raise ConfigError(f"--tools {config.tools!r}: expected one of {', '.join(TOOL_SETTINGS)}")
+    specs = config.specs()
+    role_models = config.models_by_role()
+    out = Path(output)
+    out.mkdir(parents=True, exist_ok=True)
+    fingerprint = config.fingerprint()
+    _write_config(out, config, fingerprint)
+    _check_sandbox(specs, config.unsafe_local)
+
+    def new_env() -> Any:
+        return env_factory() if env_factory is not None else open_environment(config.env, **config.env_options)
+
+    start = time.perf_counter()
+    pool: asyncio.Queue[Any] = asyncio.Queue()
+    envs = [new_env() for _ in range(config.concurrency)]
+    for e in envs:
+        pool.put_nowait(e)
+    owned_models = models is None
+    models = dict(models) if models is not None else open_models(config, cache=cache, base_url=base_url,
+                                                                 api_key_env=api_key_env, options=model_options)
+    try:
+        tasks = select_tasks(envs[0].tasks(), limit=config.limit, task_ids=config.task_ids)
+        if not tasks:
+            raise ConfigError(f"environment {config.env!r} has no tasks to run")
+        items = [_Item(spec=s, task=t, seed=k) for s in specs for t in tasks for k in range(config.seeds)]
+        names = {s.name: s for s in specs}
+
+        def check(path: Path, line: int, rec: dict[str, Any]) -> None:
+            other = rec.get("fingerprint")
+            if other is not None and other != fingerprint:
+                raise ConfigError(f"{path}:{line}: an episode of another configuration (environment, tools, "
+                                  "models, budgets or temperature differ); choose another output directory")
+
+        async def work(item: _Item) -> dict[str, Any]:
+            env = await pool.get()
+            try:
+                return await _episode(item, env, models, role_models, config, out, fingerprint, clock)
+            finally:
+                pool.put_nowait(env)
+
+        summary = await run_records(items, work, out / EPISODES_FILE, key=lambda it: it.key,
+                                    concurrency=config.concurrency, label=f"agents · {config.env}",
+                                    display=display, check=check)
+        metrics = compute_metrics(out, config, tasks=tasks, agents=list(names))
+        problems = [str(p) for p in getattr(envs[0], "problems", []) or []]
+        if problems:  # what the environment could not load or check, reported (never the end of the run)
+            metrics["env_problems"] = {"count": len(problems), "first": problems[:10]}
+        write_json(out / METRICS_FILE, metrics)
+    finally:
+        for e in envs:
+            await e.aclose()
+        if owned_models:
+            await _close_models(models)
+    return AgentEvalResult(output=str(out), episodes=len(items), skipped=summary.skipped, written=summary.written,
+                           failed=summary.failed, errors=summary.errors, seconds=time.perf_counter() - start,
+                           metrics=metrics)
+
+
+DEMO_TASKS = ("tmdb-own-02", "tmdb-own-05")
+"""Two of our bundled TMDB tasks (a film's runtime, an actor's birthplace: two calls each)."""
+
+
+def demo_config(model: str = "llamacpp/qwen2.5-coder-0.5b", *, tasks: Sequence[str] = DEMO_TASKS,
+                agents: Sequence[str] = ("conagents-auto", "conagents-adaptive", "react"),
+                tools: str = "gold", max_steps: int = 4) -> AgentEvalConfig:
+    """A small agent run for the main job: ConAgents (both protocols) against ReAct on a few of our bundled
+    offline TMDB tasks (present without ../shared), gold tools, a short step cap."""
+    return AgentEvalConfig(env="restbench-tmdb", agents=list(agents), model=model, tools=tools,
+                           task_ids=list(tasks), env_options={"task_set": "own"},
+                           budgets=Budgets(max_steps=max_steps), bootstrap=200)
+
+
+def run_agents(config: AgentEvalConfig, output: str | Path, **options: Any) -> AgentEvalResult:
+    """:func:`arun_agents` for plain code (blocks; safe inside a running event loop too).
+
+    Example::
+
+        from taskbench.agents import AgentEvalConfig, run_agents
+        result = run_agents(AgentEvalConfig(env="restbench-tmdb", agents=["conagents-auto", "react"],
+                                            model="llamacpp/qwen2.5-coder-0.5b", limit=2,
+                                            env_options={"task_set": "own"}), "runs/agents")
+        result.metrics["comparison"], result.complete
+    """
+    return run_sync(arun_agents(config, output, **options))
+
+
+def _write_config(out: Path, config: AgentEvalConfig, fingerprint: str) -> None:
+    path = out / CONFIG_FILE
+    if path.exists():
+        try:
+            old = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            old = {}
+        if isinstance(old, dict) and old.get("fingerprint") not in (None, fingerprint):
+            raise ConfigError(f"{out}: holds an agent run of another configuration (environment, tools, models, "
+                              "budgets or temperature differ); choose another output directory")
+    import taskbench
+
+    write_json(path, {"fingerprint": fingerprint, "taskbench": taskbench.__version__,
+                      "config": config.model_dump(mode="json"), "models": config.models_by_role()})
+
+
+async def _episode(item: _Item, env: Any, models: Mapping[str, Any], role_models: Mapping[str, str],
+                   config: AgentEvalConfig, out: Path, fingerprint: str, clock: Callable[[], float]
+                   ) -> dict[str, Any]:
+    spec, task, seed = item.spec, item.task, item.seed
+    await env.reset(seed=seed, task=task)
+    offered = select_tools(env.tools(), task.gold_path, config.tools, seed=seed, task_id=task.id)
+    roles = _roles(spec)
+    traj = Trajectory(
+        id=task.id, task=task.query, env=config.env, agent=spec.name, seed=seed,
+        models={r: getattr(models.get(r) or models.get("agent"), "name", role_models.get(r, "")) for r in roles},
+        tools=[tooldocs.slim(t) for t in offered], gold_path=list(task.gold_path),
+        config={"protocol": spec.base, "alpha": spec.alpha, "beta": spec.beta, "ablation": spec.ablation,
+                "tools": config.tools, "max_steps": config.budgets.max_steps, "temperature": config.temperature},
+    )
+    path = trajectory_path(out, spec.name, task.id, seed)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    base = {"agent": spec.name, "task": task.id, "seed": seed, "fingerprint": fingerprint,
+            "trajectory": str(path.relative_to(out))}
+    writer = TrajectoryWriter(path, traj, clock=clock)
+    ep = Episode(task=task, env=env, tools=offered, writer=writer, models=models, budgets=config.budgets,
+                 temperature=config.temperature, seed=seed,
+                 sandbox_options={"unsafe_local": True} if config.unsafe_local else None)
+    try:
+        await make_agent(spec).run(ep)
+    except (ModelError, SandboxUnavailableError) as exc:
+        writer.finish("failed", error=str(exc))
+        return {**base, "failed": True, "error": str(exc)}
+    except Exception as exc:  # a bug must not end the whole run: the episode fails, is reported and retried
+        error = f"internal error: {type(exc).__name__}: {exc}"
+        writer.finish("failed", error=error)
+        return {**base, "failed": True, "error": error}
+    finally:
+        await ep.aclose()
+    try:
+        outcome = await env.check(task, ep.answer)
+    except Exception as exc:  # the checker broke on this episode: report it, keep going
+        error = f"checker failed: {exc if isinstance(exc, TaskbenchError) else f'{type(exc).__name__}: {exc}'}"
+        writer.finish("failed", error=error)
+        return {**base, "failed": True, "error": error}
+    traj.outcome = outcome
+    traj.answer = ep.answer
+    stop = ep.stop if ep.answer is not None else (ep.stop if ep.stop != "answer" else "no_answer")
+    writer.finish("complete", error=None if stop == "answer" else f"stopped: {stop}")
+    row = episode_row(traj, stop=stop)
+    return {**base, **row.model_dump(mode="json"),
+            "usage": {"prompt_tokens": row.prompt_tokens, "completion_tokens": row.completion_tokens}}
+
+
+def _roles(spec: AgentSpec) -> list[str]:
+    if spec.base.startswith("conagents"):
+        return ["grounding", "execution"] + (["review"] if spec.exec_review or spec.plan_review else [])
+    return {"react": ["react"], "code": ["code"], "plan-execute": ["planner", "execution"]}[spec.base]
+
+
+def compute_metrics(out: Path, config: AgentEvalConfig, *, tasks: Sequence[AgentTask],
+                    agents: Sequence[str]) -> dict[str, Any]:
+    """The metrics document of the selected episodes in a run directory's records."""
+    latest, _, _ = read_records(out / EPISODES_FILE)
+    rows: dict[str, list[EpisodeRow]] = {a: [] for a in agents}
+    failed: dict[str, int] = {a: 0 for a in agents}
+    wanted = {(a, t.id, k) for a in agents for t in tasks for k in range(config.seeds)}
+    for rec in latest.values():
+        key = (rec.get("agent"), rec.get("task"), rec.get("seed"))
+        if key not in wanted:
+            continue
+        if is_failed(rec):
+            failed[str(key[0])] += 1
+            continue
+        rows[str(key[0])].append(EpisodeRow.model_validate(rec))
+    for rs in rows.values():
+        order = {t.id: i for i, t in enumerate(tasks)}
+        rs.sort(key=lambda r: (order.get(r.task, 0), r.seed))
+    meta = {"env": config.env, "tools": config.tools, "models": config.models_by_role(),
+            "temperature": config.temperature, "max_steps": config.budgets.max_steps}
+    return metrics_document(rows, [t.id for t in tasks], seeds=config.seeds, failed=failed,
+                            n_boot=config.bootstrap, meta=meta)
+
+
+def load_run(run: str | Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """(config.json, the last record of every episode) of a run directory."""
+    path = Path(run)
+    if not (path / EPISODES_FILE).is_file():
+        raise InputError(f"not an agent run directory (no {EPISODES_FILE})", path=path,
+                         hint="give the -o directory of `taskbench agents eval`")
+    config: dict[str, Any] = {}
+    if (path / CONFIG_FILE).is_file():
+        config = json.loads((path / CONFIG_FILE).read_text(encoding="utf-8"))
+    latest, _, _ = read_records(path / EPISODES_FILE)
+    return config, latest
+
+
+__all__ = [
+    "AgentEvalConfig",
+    "AgentEvalResult",
+    "CONFIG_FILE",
+    "DEMO_TASKS",
+    "EPISODES_FILE",
+    "METRICS_FILE",
+    "arun_agents",
+    "compute_metrics",
+    "demo_config",
+    "load_run",
+    "open_models",
+    "run_agents",
+    "select_tasks",
+    "trajectory_path",
+]

@@ -1,0 +1,349 @@
+"""Agent metrics: pure functions over trajectories and episode rows (no model, no files).
+
+Per episode (:func:`episode_row`, from a :class:`~taskbench.schema.Trajectory`):
+
+- **success**: the environment's checker (``trajectory.outcome.success``);
+- **correct path rate, LCS** (ConAgents' evaluation code): the longest common subsequence of the called
+  tools and the gold path over the gold length, both lower-cased and, as that code does, each ending in a
+  ``finish`` token (the calls get it when the episode gave an answer); :func:`correct_path_lcs`;
+- **correct path, contains** (RestGPT): 1 when the gold path is a subsequence of the calls;
+- **extra calls** (RestGPT's delta solution length): calls beyond the gold length, counted on successes;
+- turns (model calls of a planning or acting role), model calls, reviews, code runs, tool calls, tokens, the
+  seconds the model calls took (replayed from the cache on a rerun) and wall seconds (this run's clock).
+
+Over episodes of one agent (:func:`agent_summary`): means, ratios over successes (extra calls, tokens per
+solved task), pass^k over K seeds as tau-bench defines it (per task with n trials of which c succeeded,
+C(c, k) / C(n, k), averaged over tasks; :func:`pass_hat_k`), and seeded bootstrap 95% CIs with tasks as the
+resampled unit (seeds of a task stay together). :func:`paired` compares two agents on the tasks both
+finished: difference, paired bootstrap CI and a paired randomization p-value (``taskbench.eval.stats``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from math import comb
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..schema import ModelCallEvent, Trajectory
+
+FINISH_TOKEN = "finish"
+
+
+class EpisodeRow(BaseModel):
+    """One episode's figures (the per-episode record of an agent run, without its bookkeeping)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    agent: str = Field(description="Agent name.")
+    task: str = Field(description="Task id.")
+    seed: int = Field(default=0, description="Seed of the episode.")
+    success: bool = Field(default=False, description="The environment's verdict.")
+    reason: str = Field(default="", description="The checker's reason.")
+    answered: bool = Field(default=False, description="Whether a final answer was given.")
+    stop: str = Field(default="answer", description="Why it ended: answer | step_cap | call_cap | no_plan | ...")
+    calls: list[str] = Field(default_factory=list, description="Tools called, in order.")
+    gold_path: list[str] = Field(default_factory=list, description="The gold path.")
+    cpr_lcs: float | None = Field(default=None, description="Correct path rate (LCS; None without a gold path).")
+    cpr_contains: bool | None = Field(default=None, description="Gold path is a subsequence of the calls.")
+    extra_calls: int = Field(default=0, description="max(0, calls - gold length).")
+    turns: int = Field(default=0, description="Model calls by planning or acting roles.")
+    model_calls: int = Field(default=0, description="All model calls.")
+    reviews: int = Field(default=0, description="Review verdicts.")
+    code_runs: int = Field(default=0, description="Code runs.")
+    tool_calls: int = Field(default=0, description="Tool calls.")
+    failed_turns: int = Field(default=0, description="Model answers cut off or not usable under their schema.")
+    prompt_tokens: int = Field(default=0, description="Prompt tokens.")
+    completion_tokens: int = Field(default=0, description="Completion tokens.")
+    model_seconds: float = Field(default=0.0, description="Seconds the model calls took (cache-replayed).")
+    wall_seconds: float = Field(default=0.0, description="Wall seconds of the episode in this run.")
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
+    """Length of the longest common subsequence of two sequences."""
+    if not a or not b:
+        return 0
+    prev = [0] * (len(b) + 1)
+    for x in a:
+        cur = [0]
+        for j, y in enumerate(b, 1):
+            cur.append(prev[j - 1] + 1 if x == y else max(prev[j], cur[j - 1]))
+        prev = cur
+    return prev[-1]
+
+
+def correct_path_lcs(calls: Sequence[str], gold: Sequence[str], *, answered: bool) -> float | None:
+    """ConAgents' correct path rate: LCS(calls + [finish if answered], gold + [finish]) / (len(gold) + 1),
+    lower-cased; None without a gold path."""
+    if not gold:
+        return None
+    pred = [c.lower() for c in calls] + ([FINISH_TOKEN] if answered else [])
+    want = [g.lower() for g in gold] + [FINISH_TOKEN]
+    return lcs_length(pred, want) / len(want)
+
+
+def contains_path(calls: Sequence[str], gold: Sequence[str]) -> bool | None:
+    """RestGPT's correct path: the gold path is a subsequence of the calls (None without a gold path)."""
+    if not gold:
+        return None
+    it = iter(calls)
+    return all(any(c == g for c in it) for g in gold)
+
+
+def extra_calls(calls: Sequence[str], gold: Sequence[str]) -> int:
+    """Calls beyond the gold path's length (RestGPT's delta solution length, per episode)."""
+    return max(0, len(calls) - len(gold))
+
+
+def episode_row(traj: Trajectory, *, stop: str | None = None, wall_seconds: float | None = None) -> EpisodeRow:
+    """The figures of one finished trajectory."""
+    totals = traj.compute_totals(traj.totals.seconds if wall_seconds is None else wall_seconds)
+    calls = traj.called_tools()
+    gold = list(traj.gold_path)
+    outcome = traj.outcome
+    answered = traj.answer is not None
+    model_events = [e for e in traj.events if isinstance(e, ModelCallEvent)]
+    failed_turns = sum(1 for e in model_events if e.error)
+    model_seconds = sum(e.latency for e in model_events)
+    return EpisodeRow(
+        agent=traj.agent or "", task=traj.id, seed=traj.seed or 0,
+        success=bool(outcome.success) if outcome is not None else False,
+        reason=outcome.reason if outcome is not None else "",
+        answered=answered, stop=stop or ("answer" if answered else "no_answer"), calls=calls, gold_path=gold,
+        cpr_lcs=correct_path_lcs(calls, gold, answered=answered), cpr_contains=contains_path(calls, gold),
+        extra_calls=extra_calls(calls, gold), turns=totals.turns, model_calls=totals.model_calls,
+        reviews=totals.reviews, code_runs=totals.code_runs, tool_calls=totals.tool_calls, failed_turns=failed_turns,
+        prompt_tokens=totals.usage.prompt_tokens, completion_tokens=totals.usage.completion_tokens,
+        model_seconds=round(model_seconds, 6), wall_seconds=round(totals.seconds, 6),
+    )
+
+
+def pass_hat_k(trials: Sequence[tuple[int, int]], k: int) -> float | None:
+    """tau-bench's pass^k: mean over tasks of C(c, k) / C(n, k), for tasks with n >= k trials (``trials``
+    holds (n, c) per task); None when no task has k trials."""
+    values = [comb(c, k) / comb(n, k) for n, c in trials if n >= k]
+    return sum(values) / len(values) if values else None
+
+
+# ------------------------------------------------------------------------------------------------ columns
+
+COLUMNS = ("episodes", "success", "has_path", "cpr_lcs", "contains", "extra", "tokens", "turns", "model_calls",
+           "reviews", "tool_calls", "failed_turns", "model_seconds", "wall_seconds", "answered")
+
+
+def task_columns(rows: Sequence[EpisodeRow], tasks: Sequence[str]) -> dict[str, np.ndarray]:
+    """Per-task sums over each task's episodes (one row per task, in ``tasks`` order), plus ``n`` = 1."""
+    by_task: dict[str, list[EpisodeRow]] = {t: [] for t in tasks}
+    for r in rows:
+        if r.task in by_task:
+            by_task[r.task].append(r)
+    cols: dict[str, list[float]] = {c: [] for c in ("n", *COLUMNS)}
+    for t in tasks:
+        rs = by_task[t]
+        with_path = [r for r in rs if r.cpr_lcs is not None]
+        cols["n"].append(1.0)
+        cols["episodes"].append(len(rs))
+        cols["success"].append(sum(r.success for r in rs))
+        cols["answered"].append(sum(r.answered for r in rs))
+        cols["has_path"].append(len(with_path))
+        cols["cpr_lcs"].append(sum(r.cpr_lcs or 0.0 for r in with_path))
+        cols["contains"].append(sum(bool(r.cpr_contains) for r in with_path))
+        cols["extra"].append(sum(r.extra_calls for r in rs if r.success))
+        cols["tokens"].append(sum(r.tokens for r in rs))
+        cols["turns"].append(sum(r.turns for r in rs))
+        cols["model_calls"].append(sum(r.model_calls for r in rs))
+        cols["reviews"].append(sum(r.reviews for r in rs))
+        cols["tool_calls"].append(sum(r.tool_calls for r in rs))
+        cols["failed_turns"].append(sum(r.failed_turns for r in rs))
+        cols["model_seconds"].append(sum(r.model_seconds for r in rs))
+        cols["wall_seconds"].append(sum(r.wall_seconds for r in rs))
+    return {k: np.asarray(v, dtype=float) for k, v in cols.items()}
+
+
+def _ratio(a: Any, b: Any) -> Any:
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(b > 0, a / np.where(b > 0, b, 1.0), np.nan)
+
+
+HEADLINE = ("success_rate", "correct_path_lcs", "correct_path_contains", "extra_calls", "tokens_per_solved")
+
+
+def statistic(s: Mapping[str, Any]) -> dict[str, Any]:
+    """Metrics from column sums (each may carry a leading batch axis of bootstrap replicates)."""
+    return {
+        "success_rate": _ratio(s["success"], s["episodes"]),
+        "correct_path_lcs": _ratio(s["cpr_lcs"], s["has_path"]),
+        "correct_path_contains": _ratio(s["contains"], s["has_path"]),
+        "extra_calls": _ratio(s["extra"], s["success"]),
+        "tokens_per_solved": _ratio(s["tokens"], s["success"]),
+        "tokens": _ratio(s["tokens"], s["episodes"]),
+        "turns": _ratio(s["turns"], s["episodes"]),
+        "model_calls": _ratio(s["model_calls"], s["episodes"]),
+        "reviews": _ratio(s["reviews"], s["episodes"]),
+        "tool_calls": _ratio(s["tool_calls"], s["episodes"]),
+        "failed_turns": _ratio(s["failed_turns"], s["episodes"]),
+        "answered_rate": _ratio(s["answered"], s["episodes"]),
+        "model_seconds": _ratio(s["model_seconds"], s["episodes"]),
+        "wall_seconds": _ratio(s["wall_seconds"], s["episodes"]),
+    }
+
+
+def _num(x: Any) -> float | None:
+    v = float(x)
+    return None if np.isnan(v) else round(v, 6)
+
+
+def agent_summary(rows: Sequence[EpisodeRow], tasks: Sequence[str], *, seeds: int = 1, n_boot: int = 1000,
+                  seed: int = 0, key: str = "") -> dict[str, Any]:
+    """Every figure of one agent over ``tasks`` (its episodes ``rows``): means, CIs, pass^k, stop reasons."""
+    from ..eval.stats import bootstrap_ci
+
+    cols = task_columns(rows, tasks)
+    sums = {k: v.sum() for k, v in cols.items()}
+    values = {k: _num(v) for k, v in statistic(sums).items()}
+    cis = bootstrap_ci(cols, lambda s: {k: v for k, v in statistic(s).items() if k in HEADLINE},
+                       n_boot=n_boot, seed=seed, key=key) if rows and n_boot > 0 else {}
+    trials = [(int(n), int(c)) for n, c in zip(cols["episodes"], cols["success"], strict=True) if n > 0]
+    stops: dict[str, int] = {}
+    for r in rows:
+        stops[r.stop] = stops.get(r.stop, 0) + 1
+    return {
+        "episodes": len(rows),
+        "tasks": int(sum(1 for n in cols["episodes"] if n > 0)),
+        "successes": int(sums["success"]),
+        **values,
+        "ci95": {k: [round(v[0], 6), round(v[1], 6)] if v is not None else None for k, v in cis.items()},
+        "pass_hat_k": {str(k): _num(p) if (p := pass_hat_k(trials, k)) is not None else None
+                       for k in range(1, max(1, seeds) + 1)},
+        "stops": dict(sorted(stops.items())),
+        "prompt_tokens": int(sum(r.prompt_tokens for r in rows)),
+        "completion_tokens": int(sum(r.completion_tokens for r in rows)),
+    }
+
+
+PAIRED = ("success_rate", "correct_path_lcs", "correct_path_contains", "tokens")
+
+
+def paired(rows_a: Sequence[EpisodeRow], rows_b: Sequence[EpisodeRow], tasks: Sequence[str], *,
+           n_boot: int = 1000, seed: int = 0, key: str = "") -> list[dict[str, Any]]:
+    """A - B on ``tasks`` (which both agents finished): per metric the two values, the difference, its
+    paired bootstrap 95% CI and the paired randomization p-value."""
+    from ..eval.stats import paired_compare
+
+    if not tasks:
+        return []
+    ca, cb = task_columns(rows_a, tasks), task_columns(rows_b, tasks)
+    results = paired_compare(ca, cb, lambda s: {k: v for k, v in statistic(s).items() if k in PAIRED},
+                             n_boot=n_boot, n_perm=n_boot, seed=seed, key=key)
+    return [{"metric": r.metric, "a": _r(r.a), "b": _r(r.b), "diff": _r(r.diff), "ci95": [_r(r.ci_low), _r(r.ci_high)]
+             if r.ci_low is not None else None, "p_value": _r(r.p_value), "tasks": len(tasks)} for r in results]
+
+
+def _r(x: float | None) -> float | None:
+    return None if x is None else round(x, 6)
+
+
+def per_task(rows: Sequence[EpisodeRow]) -> list[dict[str, Any]]:
+    """One row per (task, agent): successes of episodes, mean correct path rates, calls, tokens."""
+    groups: dict[tuple[str, str], list[EpisodeRow]] = {}
+    for r in rows:
+        groups.setdefault((r.task, r.agent), []).append(r)
+    out = []
+    for (task, agent), rs in groups.items():
+        with_path = [r for r in rs if r.cpr_lcs is not None]
+        out.append({
+            "task": task, "agent": agent, "episodes": len(rs), "successes": sum(r.success for r in rs),
+            "correct_path_lcs": round(sum(r.cpr_lcs or 0 for r in with_path) / len(with_path), 6) if with_path else None,
+            "correct_path_contains": round(sum(bool(r.cpr_contains) for r in with_path) / len(with_path), 6)
+            if with_path else None,
+            "calls": round(sum(len(r.calls) for r in rs) / len(rs), 3),
+            "gold_length": len(rs[0].gold_path),
+            "tokens": round(sum(r.tokens for r in rs) / len(rs), 1),
+            "stops": sorted({r.stop for r in rs}),
+            "reason": rs[0].reason,
+        })
+    return out
+
+
+def metrics_document(rows_by_agent: Mapping[str, Sequence[EpisodeRow]], tasks: Sequence[str], *, seeds: int = 1,
+                     failed: Mapping[str, int] | None = None, n_boot: int = 1000, seed: int = 0,
+                     meta: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The whole metrics document of an agent run: per agent (:func:`agent_summary`), a comparison table, a
+    paired comparison of every pair of agents on the tasks both finished, the per-task table, and the
+    turn-limit sweep (Figure 3) when the run has ConAgents variants with other alpha / beta."""
+    failed = failed or {}
+    agents: dict[str, Any] = {}
+    for name, rows in rows_by_agent.items():
+        summary = agent_summary(rows, tasks, seeds=seeds, n_boot=n_boot, seed=seed, key=name)
+        summary["failed"] = int(failed.get(name, 0))
+        agents[name] = summary
+    comparison = [{"agent": name, **{k: s.get(k) for k in (
+        "episodes", "success_rate", "correct_path_lcs", "correct_path_contains", "extra_calls", "turns",
+        "model_calls", "tokens", "tokens_per_solved", "model_seconds", "wall_seconds")}} for name, s in agents.items()]
+    names = list(rows_by_agent)
+    pairs = []
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            common = [t for t in tasks if _finished(rows_by_agent[a], t, seeds) and _finished(rows_by_agent[b], t, seeds)]
+            pairs.append({"a": a, "b": b, "metrics": paired(rows_by_agent[a], rows_by_agent[b], common,
+                                                            n_boot=n_boot, seed=seed, key=f"{a}|{b}")})
+    all_rows = [r for rs in rows_by_agent.values() for r in rs]
+    return {
+        "schema": "taskbench.agents.metrics/1",
+        **dict(meta or {}),
+        "tasks": len(tasks),
+        "seeds": seeds,
+        "agents": agents,
+        "comparison": comparison,
+        "paired": pairs,
+        "per_task": per_task(all_rows),
+        "turns_sweep": turns_sweep(agents),
+    }
+
+
+def _finished(rows: Sequence[EpisodeRow], task: str, seeds: int) -> bool:
+    return sum(1 for r in rows if r.task == task) >= seeds
+
+
+def turns_sweep(agents: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Success against the turn limits: one entry per ConAgents agent (with its alpha and beta), for the
+    paper's Figure 3."""
+    from .config import parse_agent
+
+    out = []
+    for name, summary in agents.items():
+        if not name.startswith("conagents"):
+            continue
+        try:
+            spec = parse_agent(name)
+        except Exception:  # a name this version does not know: not part of the sweep
+            continue
+        out.append({"agent": name, "protocol": spec.base, "ablation": spec.ablation, "alpha": spec.alpha,
+                    "beta": spec.beta, "success_rate": summary.get("success_rate"),
+                    "correct_path_lcs": summary.get("correct_path_lcs")})
+    return out
+
+
+__all__ = [
+    "EpisodeRow",
+    "agent_summary",
+    "contains_path",
+    "correct_path_lcs",
+    "episode_row",
+    "extra_calls",
+    "lcs_length",
+    "metrics_document",
+    "paired",
+    "pass_hat_k",
+    "per_task",
+    "statistic",
+    "task_columns",
+    "turns_sweep",
+]

@@ -1,0 +1,230 @@
+"""`taskbench agents eval|show|export-sft|plot`: run ConAgents and the baselines in an environment, read one
+trajectory, export distillation data, plot the paper's analyses."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from .console import make_console
+
+agents_app = typer.Typer(
+    name="agents",
+    help="Tool-using agents in an environment: ConAgents (grounding, execution, review; automatic and adaptive "
+    "protocols) and baselines (ReAct, a code agent, plan-then-execute); their trajectories and metrics.",
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+)
+
+AGENTS_HELP = ("Agents, comma-separated: conagents-auto, conagents-adaptive, react, code, plan-execute (variants: "
+               "conagents-auto-no-plan-review, ...-a2b4 for alpha=2 beta=4).")
+
+
+def _split(values: list[str] | None) -> list[str]:
+    return [v.strip() for item in values or [] for v in item.split(",") if v.strip()]
+
+
+@agents_app.command("eval")
+def eval_command(
+    env: str = typer.Option(..., "--env", "-e", help="Environment: restbench-tmdb, restbench-spotify, "
+                            "taskbench-huggingface|multimedia|dailylifeapis, or mcp:COMMAND (an MCP server)."),
+    agent: list[str] = typer.Option(..., "--agent", "-a", help=AGENTS_HELP),
+    model: str = typer.Option(..., "--model", "-m", help="Model (provider/model) of every role without its own."),
+    model_grounding: str | None = typer.Option(None, "--model-grounding", help="Model of the grounding agent."),
+    model_execution: str | None = typer.Option(None, "--model-execution", help="Model of the execution agent."),
+    model_review: str | None = typer.Option(None, "--model-review", help="Model of the review agent."),
+    tools: str = typer.Option("gold+10", "--tools", help="Tools offered: gold | gold+10 (10 seeded random "
+                              "distractors, the paper's setting) | all."),
+    seeds: int = typer.Option(1, "--seeds", min=1, help="Episodes per (agent, task) with seeds 0..K-1; gives "
+                              "pass^k (use --temperature > 0, or the episodes repeat)."),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N tasks of the environment."),
+    task: list[str] | None = typer.Option(None, "--task", help="Only these task ids (comma-separated, repeatable)."),
+    task_set: str | None = typer.Option(None, "--task-set", help="RestBench: restbench | own | all | auto "
+                                        "(default auto: RestBench's queries when its files are found)."),
+    output: Path = typer.Option(..., "--output", "-o", help="Run directory (resumed if it exists)."),
+    alpha: int = typer.Option(3, "--alpha", min=0, help="Planning-review calibration turns (conagents-auto)."),
+    beta: int = typer.Option(3, "--beta", min=0, help="Execution-review calibration turns."),
+    ablation: list[str] | None = typer.Option(None, "--ablation", help="Also run ConAgents variants: "
+                                              "no-plan-review, no-exec-review, compiler-feedback (comma-separated)."),
+    sweep_turns: str | None = typer.Option(None, "--sweep-turns", help="Also run ConAgents with the turn limit(s) "
+                                           "1..5: alpha, beta or both (the paper's Figure 3)."),
+    max_steps: int = typer.Option(8, "--max-steps", min=1, help="Step cap per episode (plan/act steps)."),
+    temperature: float = typer.Option(0.0, "--temperature", min=0.0, help="Sampling temperature."),
+    concurrency: int = typer.Option(1, "--concurrency", "-c", min=1, help="Episodes at once."),
+    unsafe_local: bool = typer.Option(False, "--unsafe-local", help="Run agent code WITHOUT confinement where "
+                                      "bwrap is missing (only for code you would run yourself)."),
+    base_url: str | None = typer.Option(None, "--base-url", help="Server URL for openai-compatible models."),
+    api_key_env: str | None = typer.Option(None, "--api-key-env", help="Name of the variable holding the key."),
+    option: list[str] | None = typer.Option(None, "--option", "-O", help="Provider option KEY=VALUE, e.g. "
+                                            "-O n_threads=1 (repeatable)."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the response cache."),
+    bootstrap: int = typer.Option(1000, "--bootstrap", min=0, help="Bootstrap replicates of the CIs (0: none)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+) -> None:
+    """Run agents on an environment's tasks and score them; resumable and crash-safe.
+
+    Every (agent, task, seed) is one episode: its trajectory is written event by event to
+    OUTPUT/trajectories/AGENT/TASK__sSEED.jsonl, its record to OUTPUT/episodes.jsonl, and OUTPUT/metrics.json
+    holds per agent the success rate (the environment's checker), both correct-path rates (LCS, ConAgents;
+    gold path contained, RestGPT), extra calls on successes, turns, tokens, tokens per solved task, seconds,
+    bootstrap CIs, pass^k, a paired comparison of every two agents, a per-task table and the comparison
+    table printed at the end. A rerun with the same -o resumes: finished episodes are kept, interrupted ones
+    are run again, episodes whose model calls failed for good are retried.
+
+    Exit codes: 0 every episode finished; 1 some episodes' model calls failed for good (rerun to retry them);
+    2 bad input or options, or no sandbox for the code agents (see --unsafe-local); 130 interrupted.
+
+    Examples:
+
+        taskbench agents eval --env restbench-tmdb --agent conagents-auto,conagents-adaptive,react --model llamacpp/qwen2.5-coder-0.5b --tools gold+10 --limit 20 -o runs/tmdb -O n_threads=1
+
+        taskbench agents eval --env taskbench-multimedia --agent conagents-auto --ablation no-plan-review,compiler-feedback --model openai/gpt-4o-mini -o runs/mm
+    """
+    from ..agents.config import Budgets
+    from ..agents.eval import AgentEvalConfig, run_agents
+    from ..predict.progress import RichPredictDisplay
+    from ..report.agents import comparison_markdown, paired_markdown
+    from .predict import parse_model_options
+
+    role_models = {r: m for r, m in (("grounding", model_grounding), ("execution", model_execution),
+                                     ("review", model_review)) if m}
+    env_options = {"task_set": task_set} if task_set else {}
+    config = AgentEvalConfig(
+        env=env, agents=_split(agent), model=model, role_models=role_models, tools=tools, seeds=seeds, limit=limit,
+        task_ids=_split(task) or None, alpha=alpha, beta=beta, ablations=_split(ablation), sweep=sweep_turns,
+        budgets=Budgets(max_steps=max_steps), temperature=temperature, unsafe_local=unsafe_local,
+        concurrency=concurrency, env_options=env_options, bootstrap=bootstrap,
+    )
+    console = make_console(stderr=True, quiet=quiet)
+    display = RichPredictDisplay(console)
+    with display:
+        result = run_agents(config, output, display=display, cache=not no_cache, base_url=base_url,
+                            api_key_env=api_key_env, model_options=parse_model_options(option))
+    out = make_console()
+    out.print(comparison_markdown(result.metrics), markup=False, highlight=False)
+    paired = paired_markdown(result.metrics)
+    if paired:
+        out.print("\npaired (A - B, same tasks):\n" + paired, markup=False, highlight=False)
+    out.print(f"\n{result.episodes} episodes ({result.skipped} from an earlier run), {result.seconds:.1f} s; "
+              f"metrics: {Path(result.output) / 'metrics.json'}", highlight=False)
+    if result.failed:
+        first = result.errors[0].split(": ", 1)[-1] if result.errors else "unknown"
+        typer.echo(f"taskbench: {result.failed} of {result.episodes} episodes failed (model calls failed for good; "
+                   f"first: {first}); rerun the same command to retry them", err=True)
+        raise typer.Exit(1)
+
+
+@agents_app.command("show")
+def show_command(
+    run: Path = typer.Argument(..., help="A run directory of `taskbench agents eval`, or one trajectory file."),
+    task: str | None = typer.Option(None, "--task", "-t", help="Task id to show (default: list the episodes)."),
+    agent: str | None = typer.Option(None, "--agent", "-a", help="Agent of the episode (default: the first)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the episode."),
+    full: bool = typer.Option(False, "--full", help="Also print every prompt sent to the models."),
+) -> None:
+    """Print one trajectory readably: plans, code, tool calls, reviews, the answer and the verdict.
+
+    Without --task, lists the run's episodes (agent, task, seed, success, stop reason, calls, tokens).
+
+    Examples:
+
+        taskbench agents show runs/tmdb
+
+        taskbench agents show runs/tmdb --task tmdb-003 --agent conagents-auto
+    """
+    from ..agents.eval import load_run
+    from ..agents.show import render, run_table
+    from ..dataset.trajectories import read_trajectory
+    from ..errors import InputError
+
+    console = make_console()
+    if run.is_file():
+        console.print(render(read_trajectory(run), full=full))
+        return
+    _, records = load_run(run)
+    if task is None:
+        console.print(run_table(records.values(), [agent] if agent else None))
+        return
+    matches = [r for r in records.values() if r.get("task") == task and r.get("seed", 0) == seed
+               and (agent is None or r.get("agent") == agent)]
+    if not matches:
+        agents = sorted({str(r.get("agent")) for r in records.values() if r.get("task") == task})
+        hint = f"agents with this task: {', '.join(agents)}" if agents else "list the episodes without --task"
+        raise InputError(f"no episode of task {task!r} (seed {seed}{', agent ' + agent if agent else ''})",
+                         path=run, hint=hint)
+    rel = matches[0].get("trajectory")
+    if not isinstance(rel, str):
+        raise InputError("the episode record names no trajectory file", path=run)
+    console.print(render(read_trajectory(run / rel), full=full))
+
+
+@agents_app.command("export-sft")
+def export_sft_command(
+    runs: list[Path] = typer.Argument(..., help="Run directories of `taskbench agents eval`."),
+    output: Path = typer.Option(..., "--output", "-o", help="Directory for grounding/execution/review.jsonl."),
+    all_turns: bool = typer.Option(False, "--all-turns", help="Keep turns that were sent back for revision too."),
+) -> None:
+    """Write one chat-format JSON Lines training set per role (grounding, execution, review) from the
+    successful ConAgents trajectories of the runs: the first half of SPAN (specialised action distillation).
+
+    Each line is {"messages": [..., {"role": "assistant", "content": teacher's answer}], "meta": {...}}; plans
+    sent back by a review, code that failed or was sent back, and failed turns are left out (unless
+    --all-turns). OUTPUT/manifest.json counts what was used and skipped.
+
+    Example:
+
+        taskbench agents export-sft runs/tmdb runs/spotify -o sft/
+    """
+    from ..agents.sft import export_sft
+
+    summary = export_sft(runs, output, all_turns=all_turns)
+    console = make_console()
+    counts = ", ".join(f"{role} {n}" for role, n in summary.examples.items())
+    console.print(f"{summary.successful} successful ConAgents trajectories of {summary.trajectories}: {counts} "
+                  f"examples -> {output}", highlight=False)
+    for reason, n in summary.skipped.items():
+        console.print(f"  skipped {n}: {reason}", highlight=False)
+    for problem in summary.problems[:5]:
+        console.print(f"  [red]unreadable[/red] {problem}", highlight=False)
+
+
+@agents_app.command("plot")
+def plot_command(
+    run: Path = typer.Argument(..., help="A run directory of `taskbench agents eval` (or its metrics.json)."),
+    output: Path = typer.Option(..., "--output", "-o", help="PNG file to write."),
+    figure: str = typer.Option("tokens", "--figure", help="tokens: tokens per solved task against success, per "
+                               "agent (Figure 4); turns: success against alpha/beta (Figure 3, needs "
+                               "--sweep-turns)."),
+) -> None:
+    """Plot the paper's analyses from a run's metrics.
+
+    Examples:
+
+        taskbench agents plot runs/tmdb -o tokens.png
+
+        taskbench agents plot runs/sweep --figure turns -o turns.png
+    """
+    from ..errors import ConfigError, InputError
+    from ..report.agents import plot_tokens, plot_turns
+
+    path = run / "metrics.json" if run.is_dir() else run
+    if not path.is_file():
+        raise InputError("no metrics.json (run `taskbench agents eval` first)", path=path)
+    metrics = json.loads(path.read_text(encoding="utf-8"))
+    if figure == "tokens":
+        plot_tokens(metrics, output)
+    elif figure == "turns":
+        if len(metrics.get("turns_sweep") or []) < 2:
+            raise ConfigError("--figure turns needs a run with several turn limits (taskbench agents eval "
+                              "--sweep-turns alpha|beta|both)")
+        plot_turns(metrics, output)
+    else:
+        raise ConfigError(f"--figure {figure!r}: expected tokens or turns")
+    make_console().print(f"wrote {output}", highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `agents` to the CLI."""
+    app.add_typer(agents_app, name="agents")

