@@ -309,7 +309,7 @@ def test_progress_shows_pass_rates_on_an_injected_console(tmp_path, mm):
 
 
 def test_cli_generate_resume_refusal_and_exit_codes(tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("TASKBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("TASKBENCH_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "gen"
     base = ["generate", "--tools", "multimedia", "--out", str(out), "--model", "mock/echo", "-q"]
     code, text, err = run(capsys, *base, "--n", "4", "--max-retries", "0", "-O", "failures=[500]")

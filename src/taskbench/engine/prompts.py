@@ -38,7 +38,8 @@ __all__ = [
 
 def _source(name: str) -> str:
     try:
-        return resources.files("taskbench.engine").joinpath("templates", name).read_text(encoding="utf-8")
+        # one path part per joinpath call: Traversable.joinpath takes several only from Python 3.11
+        return resources.files("taskbench.engine").joinpath("templates").joinpath(name).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"no data-engine template {name!r} in taskbench/engine/templates") from None
 
@@ -59,7 +60,7 @@ def _environment() -> Any:
 
 def render(name: str, **variables: Any) -> str:
     """Render the bundled template ``name`` (e.g. ``"back_instruct.j2"``)."""
-    return _environment().get_template(name).render(**variables).strip()
+    return str(_environment().get_template(name).render(**variables)).strip()
 
 
 def tool_line(tool: Tool, dependency: str) -> str:
