@@ -96,17 +96,40 @@ def run_command(
     executor: str = typer.Option("local", "--executor", help=EXECUTOR_HELP),
     ray_address: str | None = typer.Option(None, "--ray-address", help=RAY_ADDRESS_HELP),
     workers: int | None = typer.Option(None, "--workers", min=1, help=WORKERS_HELP),
+    generate: int | None = typer.Option(
+        None, "--generate", min=0,
+        help="Generation stage: back-instruct this many samples (with the rule and LLM critics) from "
+        "--generate-tools with the first model, into RUN_DIR/generated. Default 3 with the default model, else 0 "
+        "(no stage).",
+    ),
+    generate_tools: str = typer.Option(
+        "multimedia", "--generate-tools", help="Tool library of the generation stage: a bundled dataset name, a "
+        "dataset directory or a tool file (TaskBench, OpenAI tools, MCP, OpenAPI).",
+    ),
+    agents: str | None = typer.Option(
+        None, "--agents",
+        help="Agents stage: comma-separated agents run with the first model on bundled offline TMDB tasks, into "
+        "RUN_DIR/agents (code runs in the bwrap sandbox). Default 'conagents-auto,conagents-adaptive,react' with "
+        "the default model, else none. 'none' turns it off.",
+    ),
+    agent_tasks: str | None = typer.Option(
+        None, "--agent-tasks", help="Comma-separated task ids of the agents stage (default tmdb-own-02,tmdb-own-05; "
+        "`taskbench agents eval --help` lists the environments).",
+    ),
 ) -> None:
     """Predict and evaluate models on datasets; print the leaderboard and write a run directory.
 
-    With no arguments: the embedded model llamacpp/qwen2.5-coder-0.5b on the three bundled demo datasets,
-    4 per dataset, stratified (2 single, 1 chain, 1 DAG), structured output (the bounded task plan), 2 demos
-    retrieved per request, the tool choice shortlisted to 10 tools plus the demos' tools - meant to finish within 5 minutes on an idle 2-core machine. The run directory holds run_log.json (config, versions, git revision, seeds, timings,
-    usage, every prediction, strict and compat metrics), report.md, report.html (self-contained, with plots),
-    predictions/ and metrics/. Rerunning with the same -o resumes.
+    With no arguments, all three capabilities on the embedded model llamacpp/qwen2.5-coder-0.5b: (1) scoring on
+    the three bundled demo datasets, 4 per dataset, stratified (2 single, 1 chain, 1 DAG), structured output
+    (the bounded task plan), 2 demos retrieved per request, the tool choice shortlisted to 10 tools plus the
+    demos' tools; (2) a generation of 3 samples from the multimedia tools with both critics; (3) ConAgents under
+    both protocols against ReAct on 2 offline TMDB tasks. The run directory holds run_log.json (config, versions,
+    git revision, seeds, timings, usage, every prediction, strict and compat metrics, the stages' figures),
+    report.md, report.html (self-contained, with plots), predictions/, metrics/, generated/ and agents/.
+    Rerunning with the same -o resumes every part.
 
-    Exit codes: 0 complete; 1 incomplete (some model calls failed for good: the report says so, rerunning
-    retries them); 2 bad input or options; 130 interrupted.
+    Exit codes: 0 complete; 1 incomplete (some model calls failed for good, or a stage stopped on an error:
+    the report says so, rerunning retries them); 2 bad input or options; 130 interrupted.
 
     Examples:
 
@@ -147,15 +170,31 @@ def run_command(
     model_options = call_options(option, timeout, max_retries)
     if endpoint_concurrency is not None:
         model_options["endpoint_concurrency"] = endpoint_concurrency
+    from ..run.stages import DEFAULT_AGENTS, DEFAULT_GENERATE
+
+    if generate is None:
+        generate = DEFAULT_GENERATE if default_model else 0
+    stage_agents = _names(agents) if agents is not None else (list(DEFAULT_AGENTS) if default_model else [])
+    tasks = _names(agent_tasks) if agent_tasks else None
+    if stage_agents:
+        from ..agents.config import parse_agent
+
+        for name in stage_agents:  # a bad name is refused before any model is loaded
+            parse_agent(name)
     runner = make_executor(executor, ray_address, workers)
     err = make_console(stderr=True, quiet=quiet)
     display = RichPredictDisplay(err)
+    from ..engine.progress import RichGenerateDisplay
+
+    stage_displays = {"generate": RichGenerateDisplay(err), "agents": RichPredictDisplay(err)}
     try:
         with display:
             log = run_benchmark(
                 output, models=models, datasets=list(data or BUNDLED_DEMO_DATASETS), options=options,
                 cache=not no_cache, model_options=model_options, bootstrap=bootstrap, seed=seed,
                 display=display, base_url=base_urls(base_url), api_key_env=api_key_env, executor=runner,
+                generate=generate, generate_tools=generate_tools, agents=stage_agents, agent_tasks=tasks,
+                stage_displays=stage_displays,
             )
     finally:
         if runner is not None:
@@ -172,13 +211,35 @@ def run_command(
     for row in overview_rows(log):
         table.add_row(*(row[i] for i in keep))
     out.print(table)
+    from ..run.report import stage_sections
+
+    for sec in stage_sections(log):
+        st = Table(title=sec["title"], title_justify="left")
+        for i, h in enumerate(sec["head"]):
+            st.add_column(h, justify="left" if i == 0 and h == "agent" else "right")
+        for row in sec["rows"]:
+            st.add_row(*row)
+        out.print(st)
+        for t in sec["text"][:1]:
+            out.print(t.replace("**", ""), markup=False)
     out.print(f"run directory: {output} (report.md, report.html, run_log.json) · {log.seconds:.1f} s")
     if log.status == "incomplete":
         failed = sum(e.failures for e in log.entries)
-        first = next((e.error for e in log.entries if e.error), "unknown")
-        typer.echo(f"taskbench: run incomplete: {failed} model calls failed for good (first: {first}); "
-                   f"rerun the same command to retry them", err=True)
+        if failed:
+            first = next((e.error for e in log.entries if e.error), "unknown")
+            typer.echo(f"taskbench: run incomplete: {failed} model calls failed for good (first: {first}); "
+                       f"rerun the same command to retry them", err=True)
+        for stage in log.stages:
+            if stage.status != "complete":
+                typer.echo(f"taskbench: run incomplete: the {stage.kind} stage is {stage.status}: {stage.error}; "
+                           f"rerun the same command to retry it", err=True)
         raise typer.Exit(1)
+
+
+def _names(text: str) -> list[str]:
+    """'a,b' -> ['a', 'b']; 'none' or '' -> []."""
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    return [] if items in ([], ["none"]) else items
 
 
 def register(app: typer.Typer) -> None:

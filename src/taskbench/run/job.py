@@ -7,6 +7,8 @@ Run directory layout::
       report.md, report.html             leaderboard + per-structure tables + plots (HTML is self-contained)
       predictions/<dataset>/<model>.jsonl  resumable predictions (reference format + raw/usage/error)
       metrics/<dataset>/<model>.json     {"strict": ..., "compat": ...} as `taskbench evaluate --both` writes
+      generated/                         the generation stage: a `taskbench generate` output (when asked for)
+      agents/                            the agents stage: a `taskbench agents eval` output (when asked for)
 
 Re-running with the same directory resumes: the predictions files are the source of truth (see
 :mod:`taskbench.predict.runner`), so finished samples cost nothing and scores are recomputed from them.
@@ -22,7 +24,7 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +44,7 @@ from ..predict.runner import (
     read_done,
     select_samples,
 )
-from ..runner import run_sync
+from ..runner import RecordDisplay, run_sync
 from ..schema import Prediction, RunConfig, RunEntry, RunEnvironment, RunLog, Usage
 from .resolve import BUNDLED_DEMO_DATASETS, resolve_data
 
@@ -250,17 +252,29 @@ async def arun_benchmark(
     base_url: str | list[str] | None = None,
     api_key_env: str | None = None,
     executor: Any = None,
+    generate: int = 0,
+    generate_tools: str | None = None,
+    agents: Sequence[str] = (),
+    agent_tasks: Sequence[str] | None = None,
+    stage_displays: Mapping[str, RecordDisplay] | None = None,
 ) -> RunLog:
     """Predict and score every model on every dataset into ``run_dir``; write the run log and reports.
+
+    ``generate`` > 0 adds the generation stage (that many samples from the tool library ``generate_tools``,
+    default the bundled multimedia library, with both critics) and ``agents`` the agents stage (those agents on
+    a few bundled offline TMDB tasks, ``agent_tasks`` to choose them), both with the first model and after the
+    scoring (:mod:`taskbench.run.stages`). ``stage_displays`` maps "generate" / "agents" to their progress
+    displays; the predictions' ``display`` is closed before they start.
 
     ``executor`` (:mod:`taskbench.executors`, e.g. a ``RayExecutor``): predictions run sharded on its workers
     (models rebuilt in each worker from their config); scoring stays here. None: in this process.
 
     Resumes from whatever ``run_dir`` already holds. Returns the final :class:`RunLog`, whose status is
     ``"complete"``, or ``"incomplete"`` when some model calls failed for good (their records are failure
-    records; rerunning retries them).
+    records; rerunning retries them) or a stage did not finish.
     """
     from .report import write_reports
+    from .stages import DEFAULT_AGENT_ENV, DEFAULT_GENERATE_TOOLS
 
     options = options or PredictOptions()
     display = display or NullDisplay()
@@ -284,6 +298,8 @@ async def arun_benchmark(
         ray_address=getattr(executor, "address", None), workers=getattr(executor, "requested_workers", None),
         timeout=(model_options or {}).get("timeout"), max_retries=(model_options or {}).get("max_retries"),
         command=list(command if command is not None else sys.argv),
+        generate=generate, generate_tools=(generate_tools or DEFAULT_GENERATE_TOOLS) if generate else None,
+        agents=list(agents), agent_env=DEFAULT_AGENT_ENV if agents else None, agent_tasks=list(agent_tasks or []),
     )
     started = _now()
     log = RunLog(
@@ -315,14 +331,57 @@ async def arun_benchmark(
             await _run_model(spec, loaded, log, run_dir, options, cache=cache, model_options=model_options or {},
                              display=display, bootstrap=bootstrap, seed=seed, base_url=base_url,
                              api_key_env=api_key_env, executor=executor)
+        if generate or agents:
+            await _run_stages(log, run_dir, models[0], generate=generate, generate_tools=generate_tools,
+                              agents=agents, agent_tasks=agent_tasks, cache=cache, model_options=model_options or {},
+                              endpoint=endpoint_options(models[0], base_url=base_url, api_key_env=api_key_env),
+                              display=display, stage_displays=stage_displays or {})
     except BaseException as exc:
         log.status = "interrupted" if isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError)) else "failed"
         _finish(log, run_dir, start)
         raise
-    log.status = "incomplete" if any(e.status == "incomplete" for e in log.entries) else "complete"
+    unfinished = any(e.status == "incomplete" for e in log.entries) or any(
+        st.status != "complete" for st in log.stages)
+    log.status = "incomplete" if unfinished else "complete"
     _finish(log, run_dir, start)
     write_reports(log, run_dir, plots=plots)
     return log
+
+
+async def _run_stages(log: RunLog, run_dir: Path, spec: str, *, generate: int, generate_tools: str | None,
+                      agents: Sequence[str], agent_tasks: Sequence[str] | None, cache: bool,
+                      model_options: dict[str, Any], endpoint: dict[str, Any], display: Any,
+                      stage_displays: Mapping[str, RecordDisplay]) -> None:
+    from .stages import DEFAULT_GENERATE_TOOLS, agents_stage, generation_stage
+
+    close = getattr(display, "close", None)
+    if callable(close):  # one live progress display at a time
+        close()
+    if generate:
+        shown = stage_displays.get("generate")
+        try:
+            stage = await generation_stage(run_dir, spec, n=generate, tools=generate_tools or DEFAULT_GENERATE_TOOLS,
+                                           seed=log.config.seed or 0, cache=cache, model_options=model_options,
+                                           endpoint=endpoint, display=shown)
+        finally:
+            _close(shown)
+        log.stages.append(stage)
+        _write_log(log, run_dir)
+    if agents:
+        shown = stage_displays.get("agents")
+        try:
+            stage = await agents_stage(run_dir, spec, agents=agents, tasks=agent_tasks, cache=cache,
+                                       model_options=model_options, endpoint=endpoint, display=shown)
+        finally:
+            _close(shown)
+        log.stages.append(stage)
+        _write_log(log, run_dir)
+
+
+def _close(display: Any) -> None:
+    close = getattr(display, "close", None)
+    if callable(close):
+        close()
 
 
 def run_benchmark(run_dir: str | Path, **kwargs: Any) -> RunLog:

@@ -134,9 +134,74 @@ def render_markdown(log: RunLog, plots: dict[str, Path] | None = None, run_dir: 
         if ds in plots:
             rel = plots[ds].relative_to(run_dir) if run_dir else plots[ds]
             lines += [f"![{ds}: n-F1 per structure and tool count]({rel.as_posix()})", ""]
+    for sec in stage_sections(log):
+        lines += ["", f"## {sec['title']}", ""]
+        for t in sec["text"]:
+            lines += [t, ""]
+        lines.append("| " + " | ".join(sec["head"]) + " |")
+        lines.append("|" + "|".join("---:" if i or sec["head"][0] != "agent" else ":---"
+                                    for i in range(len(sec["head"]))) + "|")
+        lines += ["| " + " | ".join(r) + " |" for r in sec["rows"]]
     lines += ["", "## Run", ""]
     lines += _facts_md(log)
     return "\n".join(lines).rstrip() + "\n"
+
+
+AGENT_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("episodes", "episodes"),
+    ("success_rate", "success %"),
+    ("correct_path_lcs", "path (LCS) %"),
+    ("correct_path_contains", "path (contains) %"),
+    ("turns", "turns"),
+    ("model_calls", "model calls"),
+    ("tokens", "tokens"),
+    ("wall_seconds", "seconds"),
+)
+"""Columns of the agents stage's table (the comparison rows of its metrics.json; means per episode)."""
+
+
+def _num(v: Any, pct: bool = False, whole: bool = False) -> str:
+    if v is None or not isinstance(v, (int, float)) or v != v:
+        return "-"
+    if pct:
+        return f"{100 * float(v):.1f}"
+    if whole:
+        return f"{float(v):,.0f}"
+    return f"{v:,}" if isinstance(v, int) else f"{float(v):,.1f}"
+
+
+def stage_sections(log: RunLog) -> list[dict[str, Any]]:
+    """One section per stage of the run (generation, agents): title, text lines, table head and rows."""
+    out: list[dict[str, Any]] = []
+    for st in log.stages:
+        s = st.summary
+        state = f"Status: **{st.status}** · {st.seconds:.1f} s · model {st.model} · directory `{st.path}/`"
+        text = [state] + ([f"Error: {st.error}"] if st.error else [])
+        if st.kind == "generate":
+            text.append(f"Back-instructed samples from the {s.get('tools', '?')} tool library ({s.get('method')}); "
+                        "a sample goes into data.json when it passes the rule critic and the model's own check "
+                        f"(the LLM critic). {s.get('calls', 0)} model calls, {s.get('cache_hits', 0)} from the "
+                        f"cache, {s.get('tokens', 0):,} tokens.")
+            head = ["planned", "answered", "failed calls", "rule critic", "LLM critic", "both", "kept"]
+            rows = [[_num(s.get(k)) for k in ("planned", "answered", "failed_calls", "rule_critic", "llm_critic",
+                                              "both_critics", "kept")]]
+            for ex in s.get("examples") or []:
+                text.append(f"Kept `{ex.get('id')}` ({ex.get('type')}): \"{ex.get('user_request')}\" -> "
+                            + " -> ".join(str(t) for t in ex.get("tools") or []))
+            out.append({"title": "Generation (TaskBench data engine)", "text": text, "head": head, "rows": rows})
+        else:
+            tasks = s.get("tasks")
+            text.append(f"Agents on {s.get('env', '?')} tasks {', '.join(tasks) if isinstance(tasks, list) else tasks} "
+                        f"({s.get('tools')} tools, at most {s.get('max_steps')} steps); success by the environment's "
+                        "checker, correct path against the gold calls; the code runs in the sandbox. "
+                        "Trajectories: `taskbench agents show`.")
+            head = ["agent"] + [h for _, h in AGENT_COLUMNS]
+            rows = [[str(r.get("agent"))] + [_num(r.get(k), pct=k in ("success_rate", "correct_path_lcs",
+                                                                      "correct_path_contains"),
+                                                  whole=k == "tokens")
+                                             for k, _ in AGENT_COLUMNS] for r in s.get("comparison") or []]
+            out.append({"title": "Agents (ConAgents against ReAct)", "text": text, "head": head, "rows": rows})
+    return out
 
 
 def _facts(log: RunLog) -> list[tuple[str, str]]:
@@ -195,6 +260,10 @@ def render_html(log: RunLog, plots: dict[str, Path] | None = None) -> str:
         if ds in plots and plots[ds].is_file():
             data = base64.b64encode(plots[ds].read_bytes()).decode("ascii")
             parts.append(f'<img alt="{e(ds)} plot" src="data:image/png;base64,{data}">')
+    for sec in stage_sections(log):
+        parts.append(f"<h2>{e(sec['title'])}</h2>")
+        parts += [f"<p>{e(t).replace('**', '')}</p>" for t in sec["text"]]
+        parts.append(_table(sec["head"], sec["rows"]))
     parts.append("<h2>Run</h2>")
     parts.append(_table(["", ""], [[k, v] for k, v in _facts(log)]))
     style = ("body{font-family:sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;margin:1em 0}"
@@ -232,6 +301,7 @@ __all__ = [
     "overview_rows",
     "render_html",
     "render_markdown",
+    "stage_sections",
     "strict_overall",
     "write_plots",
     "write_reports",

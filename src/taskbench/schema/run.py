@@ -14,9 +14,10 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 from .sample import Prediction, Usage
 from .trajectory import Trajectory
 
-RUN_LOG_SCHEMA_VERSION = 2
+RUN_LOG_SCHEMA_VERSION = 3
 """Version of the :class:`RunLog` layout written by this taskbench (2: records are predictions or trajectories,
-the config records everything needed to rerun, status may be 'incomplete')."""
+the config records everything needed to rerun, status may be 'incomplete'; 3: ``stages``, the generation and
+agent runs of the main job). Older logs load: the new fields have defaults."""
 
 
 def _record_kind(value: Any) -> str:
@@ -67,6 +68,11 @@ class RunConfig(BaseModel):
     executor: str = Field(default="local", description="Where predictions ran: 'local' or 'ray' (sharded).")
     ray_address: str | None = Field(default=None, description="The Ray cluster joined, if any (None: a local one).")
     workers: int | None = Field(default=None, description="Shards run at once with a sharded executor.")
+    generate: int = Field(default=0, description="Samples the generation stage attempted (0: no generation).")
+    generate_tools: str | None = Field(default=None, description="Tool library of the generation stage.")
+    agents: list[str] = Field(default_factory=list, description="Agents of the agents stage (none: no stage).")
+    agent_env: str | None = Field(default=None, description="Environment of the agents stage.")
+    agent_tasks: list[str] = Field(default_factory=list, description="Task ids of the agents stage.")
 
 
 class RunEnvironment(BaseModel):
@@ -120,6 +126,27 @@ class RunEntry(BaseModel):
     )
 
 
+class RunStage(BaseModel):
+    """One stage of the main job beyond scoring: a small generation with critics, or an agent comparison. Its
+    own directory (``path``) is a complete ``taskbench generate`` / ``taskbench agents eval`` output, resumable
+    on its own; this keeps the headline figures for the report."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    kind: Literal["generate", "agents"] = Field(description="Which stage.")
+    model: str = Field(description="'provider/model' the stage ran.")
+    path: str = Field(description="The stage's output directory, relative to the run directory.")
+    status: Literal["pending", "complete", "incomplete", "failed"] = Field(
+        default="pending", description="'incomplete': some model calls failed for good (rerun retries them); "
+        "'failed': the stage stopped on an error (see ``error``).")
+    error: str | None = Field(default=None, description="Why the stage failed or is incomplete, if it is.")
+    seconds: float = Field(default=0.0, description="Wall seconds of the stage in this invocation.")
+    summary: dict[str, Any] = Field(
+        default_factory=dict, description="generate: the statistics (planned, answered, critics' pass counts, "
+        "kept) and examples of kept samples; agents: the comparison rows (success rate, correct path rates, "
+        "turns, tokens, seconds per agent).")
+
+
 class RunLog(BaseModel):
     """A whole run: config, environment, seeds, timings, usage, per-sample records and metrics."""
 
@@ -140,6 +167,7 @@ class RunLog(BaseModel):
     seeds: dict[str, int | None] = Field(default_factory=dict, description="Every seed used, by purpose.")
     entries: list[RunEntry] = Field(default_factory=list, description="One per (model, dataset).")
     usage: Usage = Field(default_factory=Usage, description="Totals over all entries' records.")
+    stages: list[RunStage] = Field(default_factory=list, description="Generation and agent stages, in run order.")
 
     def entry(self, model: str, dataset: str) -> RunEntry | None:
         """The entry of a (model, dataset) pair, if any."""
@@ -149,4 +177,4 @@ class RunLog(BaseModel):
         return None
 
 
-__all__ = ["RUN_LOG_SCHEMA_VERSION", "RunConfig", "RunEntry", "RunEnvironment", "RunLog", "RunRecord"]
+__all__ = ["RUN_LOG_SCHEMA_VERSION", "RunConfig", "RunEntry", "RunEnvironment", "RunLog", "RunRecord", "RunStage"]
