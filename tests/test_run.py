@@ -99,7 +99,7 @@ def test_cli_predict_and_errors(tmp_path, cache_dir, capsys) -> None:
 def test_run_help_documents_the_default_subset() -> None:
     result = CliRunner().invoke(app, ["run", "--help"], env={"COLUMNS": "200"})
     assert result.exit_code == 0
-    assert "qwen2.5-coder-0.5b" in result.output and "4 per dataset" in result.output
+    assert "qwen2.5-coder-0.5b" in result.output and "3 per dataset" in result.output
 
 
 def _tiny_model_available() -> str | None:

@@ -286,12 +286,14 @@ DEMO_TASKS = ("tmdb-own-02", "tmdb-own-05")
 
 def demo_config(model: str = "llamacpp/qwen2.5-coder-0.5b", *, tasks: Sequence[str] = DEMO_TASKS,
                 agents: Sequence[str] = ("conagents-auto", "conagents-adaptive", "react"),
-                tools: str = "gold", max_steps: int = 4) -> AgentEvalConfig:
+                tools: str = "gold", max_steps: int = 3, max_model_calls: int = 14) -> AgentEvalConfig:
     """A small agent run for the main job: ConAgents (both protocols) against ReAct on a few of our bundled
-    offline TMDB tasks (present without ../shared), gold tools, a short step cap."""
+    offline TMDB tasks (present without ../shared), gold tools, a short step cap (3: two calls and the answer)
+    and at most 14 model calls per episode, so that the embedded model's run stays within the main job's time
+    budget (an unbounded adaptive episode of the 0.5B model was seen to make 32 calls on a two-call task)."""
     return AgentEvalConfig(env="restbench-tmdb", agents=list(agents), model=model, tools=tools,
                            task_ids=list(tasks), env_options={"task_set": "own"},
-                           budgets=Budgets(max_steps=max_steps), bootstrap=200)
+                           budgets=Budgets(max_steps=max_steps, max_model_calls=max_model_calls), bootstrap=200)
 
 
 def run_agents(config: AgentEvalConfig, output: str | Path, **options: Any) -> AgentEvalResult:

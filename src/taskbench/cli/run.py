@@ -69,7 +69,8 @@ def run_command(
     limit: int | None = typer.Option(
         None, "--limit", min=0,
         help="Samples per dataset, stratified over single/chain/dag; 0 = all. Default: all, except with the "
-        "default model, where it is 4 per dataset (12 in all) so the run fits in 5 minutes on 2 cores.",
+        "default model, where it is 3 per dataset (one single, one chain, one DAG) so the whole main job fits in "
+        "about 5 minutes on 2 cores.",
     ),
     structured: bool = typer.Option(
         True, "--structured/--free", help="Schema-constrained output (default) or free text + JSON extraction."
@@ -120,10 +121,10 @@ def run_command(
     """Predict and evaluate models on datasets; print the leaderboard and write a run directory.
 
     With no arguments, all three capabilities on the embedded model llamacpp/qwen2.5-coder-0.5b: (1) scoring on
-    the three bundled demo datasets, 4 per dataset, stratified (2 single, 1 chain, 1 DAG), structured output
+    the three bundled demo datasets, 3 per dataset, stratified (one single, one chain, one DAG), structured output
     (the bounded task plan), 2 demos retrieved per request, the tool choice shortlisted to 10 tools plus the
     demos' tools; (2) a generation of 3 samples from the multimedia tools with both critics; (3) ConAgents under
-    both protocols against ReAct on 2 offline TMDB tasks. The run directory holds run_log.json (config, versions,
+    both protocols against ReAct on 2 offline TMDB tasks (gold tools, 3 steps, 14 model calls per episode at most). The run directory holds run_log.json (config, versions,
     git revision, seeds, timings, usage, every prediction, strict and compat metrics, the stages' figures),
     report.md, report.html (self-contained, with plots), predictions/, metrics/, generated/ and agents/.
     Rerunning with the same -o resumes every part.

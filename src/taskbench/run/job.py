@@ -51,11 +51,12 @@ from .resolve import BUNDLED_DEMO_DATASETS, resolve_data
 DEFAULT_MODEL = "llamacpp/qwen2.5-coder-0.5b"
 """The embedded default model (no server, no key)."""
 
-DEFAULT_LIMIT = 4
-"""Samples per dataset when `taskbench run` is called without --model and --limit: a stratified subset
-(round robin single, chain, dag: 2 single, 1 chain, 1 DAG) so the embedded model finishes the three bundled
-datasets within 5 minutes on a 2-core machine even when other work shares the CPU (measured: 18 samples took
-285-334 s with other processes competing, too close). Pass --limit 0 for every sample."""
+DEFAULT_LIMIT = 3
+"""Samples per dataset when `taskbench run` is called without --model and --limit: a stratified subset (one
+single, one chain, one DAG) so that the embedded model's whole main job (scoring 3 x 3 samples, generating 3,
+6 agent episodes) stays within about 5 minutes on a 2-core machine (measured from a fresh clone on an idle
+machine with 4 per dataset and a 4-step agent cap: 364 s, of which predictions 182 s, generation 34 s, agents
+148 s). Pass --limit 0 for every sample."""
 
 
 RUN_LOG_FILE = "run_log.json"
