@@ -355,9 +355,7 @@ async def _run_stages(log: RunLog, run_dir: Path, spec: str, *, generate: int, g
                       stage_displays: Mapping[str, RecordDisplay]) -> None:
     from .stages import DEFAULT_GENERATE_TOOLS, agents_stage, generation_stage
 
-    close = getattr(display, "close", None)
-    if callable(close):  # one live progress display at a time
-        close()
+    _close(display)  # one live progress display at a time
     if generate:
         shown = stage_displays.get("generate")
         try:
