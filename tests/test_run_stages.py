@@ -100,7 +100,7 @@ def test_cli_stage_flags_exit_codes_and_messages(tmp_path, cache_dir, capsys):
                      "--agents", "none"])
     err = capsys.readouterr().err
     assert exc.value.code == 1
-    assert "the generate stage is failed" in err and "rerun the same command" in err
+    assert "the generate stage failed" in err and "fix that and rerun" in err
     assert read_run_log(tmp_path / "c").stages[0].status == "failed"
     help_text = " ".join(runner.invoke(app, ["run", "--help"]).output.split())
     assert "--generate" in help_text and "--agents" in help_text and "ConAgents" in help_text

@@ -114,8 +114,8 @@ def run_command(
         "the default model, else none. 'none' turns it off.",
     ),
     agent_tasks: str | None = typer.Option(
-        None, "--agent-tasks", help="Comma-separated task ids of the agents stage (default tmdb-own-02,tmdb-own-05; "
-        "`taskbench agents eval --help` lists the environments).",
+        None, "--agent-tasks", help="Comma-separated task ids of the agents stage, from our bundled TMDB tasks "
+        "tmdb-own-01 ... tmdb-own-20 (default tmdb-own-02,tmdb-own-05).",
     ),
 ) -> None:
     """Predict and evaluate models on datasets; print the leaderboard and write a run directory.
@@ -231,9 +231,12 @@ def run_command(
             typer.echo(f"taskbench: run incomplete: {failed} model calls failed for good (first: {first}); "
                        f"rerun the same command to retry them", err=True)
         for stage in log.stages:
-            if stage.status != "complete":
-                typer.echo(f"taskbench: run incomplete: the {stage.kind} stage is {stage.status}: {stage.error}; "
+            if stage.status == "incomplete":
+                typer.echo(f"taskbench: run incomplete: the {stage.kind} stage is incomplete: {stage.error}; "
                            f"rerun the same command to retry it", err=True)
+            elif stage.status != "complete":
+                typer.echo(f"taskbench: run incomplete: the {stage.kind} stage failed: {stage.error}; fix that and "
+                           f"rerun (what is done is kept)", err=True)
         raise typer.Exit(1)
 
 
