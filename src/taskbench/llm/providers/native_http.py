@@ -17,28 +17,8 @@ import errno
 import json
 from typing import Any
 
-from ...errors import ModelError
 from ..base import TransientProviderError
-
-_RETRYABLE = (408, 409, 425, 429)
-
-
-def _retry_after(headers: Any) -> float | None:
-    from .openai import _retry_after as parse
-
-    return parse(headers)
-
-
-def map_status(status: int, message: str, headers: Any, provider: str) -> Exception:
-    """An HTTP error status -> the error the SDK path raises for it."""
-    if status in _RETRYABLE or status >= 500:
-        return TransientProviderError(f"HTTP {status}: {message}", status=status, retry_after=_retry_after(headers))
-    hint = ""
-    if status == 401:
-        hint = " (check the API key in the environment variable named by api_key_env)"
-    elif status == 404:
-        hint = " (check the model name and base_url)"
-    return ModelError(f"{provider}: HTTP {status}: {message}{hint}")
+from .openai import map_status
 
 
 def _error_message(text: str) -> str:

@@ -494,19 +494,26 @@ def _retry_after(headers: Any) -> float | None:
     return max(when.timestamp() - time.time(), 0.0)
 
 
-def _map_status_error(exc: Any, provider: str) -> Exception:
-    status = int(exc.status_code)
-    message = getattr(exc, "message", None) or str(exc)
-    if status == 429 or status in (408, 409, 425) or status >= 500:
-        return TransientProviderError(
-            f"HTTP {status}: {message}", status=status, retry_after=_retry_after(exc.response.headers)
-        )
+_RETRYABLE_STATUS = (408, 409, 425, 429)
+"""HTTP statuses retried (besides every 5xx)."""
+
+
+def map_status(status: int, message: str, headers: Any, provider: str) -> Exception:
+    """An HTTP error status -> the error to raise: transient (retried, honouring ``Retry-After``) for 408, 409,
+    425, 429 and 5xx, else a ModelError with a hint. One rule for the SDK and the native transport."""
+    if status in _RETRYABLE_STATUS or status >= 500:
+        return TransientProviderError(f"HTTP {status}: {message}", status=status, retry_after=_retry_after(headers))
     hint = ""
     if status == 401:
         hint = " (check the API key in the environment variable named by api_key_env)"
     elif status == 404:
         hint = " (check the model name and base_url)"
     return ModelError(f"{provider}: HTTP {status}: {message}{hint}")
+
+
+def _map_status_error(exc: Any, provider: str) -> Exception:
+    message = getattr(exc, "message", None) or str(exc)
+    return map_status(int(exc.status_code), message, exc.response.headers, provider)
 
 
 __all__ = ["GUIDED_MODES", "TRANSPORTS", "OpenAICompatibleProvider", "OpenAIProvider", "aiohttp_available"]
