@@ -394,6 +394,23 @@ UNUSABLE_CHOICES = ("skip", "error")
 """What :func:`evaluate` does with a gold record it cannot score: leave it out and say so, or raise."""
 
 
+def with_dependency(library: ToolLibrary, dependency: str | None) -> tuple[ToolLibrary, str]:
+    """The library scored under ``dependency`` (its own kind when None), and that kind."""
+    dep = dependency or library.dependency
+    if dep != library.dependency:
+        library = library.model_copy(update={"dependency": dep})
+    return library, dep
+
+
+def bertscorer_for(metrics: Collection[str], model: str | None) -> Any:
+    """A BERTScore scorer when ``metrics`` asks for BERTScore (``model`` or the default), else None."""
+    if "bertscore" not in metrics:
+        return None
+    from .bertscore import DEFAULT_MODEL, BertScorer
+
+    return BertScorer(model or DEFAULT_MODEL)
+
+
 def evaluate(
     samples: Iterable[Sample | Mapping[str, Any]],
     predictions: Iterable[Mapping[str, Any]],
@@ -444,14 +461,8 @@ def evaluate(
         raise ConfigError(f"--limit must be a positive number of samples, not {limit}")
     problems = (gold_problems if gold_problems is not None else []) if unusable == "skip" else None
     wanted = None if ids is None else set(ids)
-    dep = dependency or library.dependency
-    if dep != library.dependency:
-        library = library.model_copy(update={"dependency": dep})
-    scorer = None
-    if "bertscore" in metrics:
-        from .bertscore import DEFAULT_MODEL, BertScorer
-
-        scorer = BertScorer(bertscore_model or DEFAULT_MODEL)
+    library, dep = with_dependency(library, dependency)
+    scorer = bertscorer_for(metrics, bertscore_model)
     out = EvaluationResult()
     pred_list: Sequence[Mapping[str, Any]] = ()
     if mode != "strict":  # compat reads the predictions after they were counted: a one-pass iterator is read once

@@ -41,17 +41,11 @@ def score_shard(data: str, predictions: str, dependency: str | None, metrics: li
     """The map step: score the gold ids ``ids`` (runs on a worker)."""
     from ..dataset.jsonio import iter_jsonl
     from ..dataset.layout import read_raw_records
-    from ..eval.api import score_strict
+    from ..eval.api import bertscorer_for, score_strict, with_dependency
 
     library, data_path = _library(data, dependency)
-    dep = dependency or library.dependency
-    if dep != library.dependency:
-        library = library.model_copy(update={"dependency": dep})
-    scorer = None
-    if "bertscore" in metrics:
-        from ..eval.bertscore import DEFAULT_MODEL, BertScorer
-
-        scorer = BertScorer(bertscore_model or DEFAULT_MODEL)
+    library, dep = with_dependency(library, dependency)
+    scorer = bertscorer_for(metrics, bertscore_model)
     records = (rec for _, rec in iter_jsonl(predictions) if isinstance(rec, dict))
     return score_strict(read_raw_records(data_path), records, library, dependency=dep, metrics=metrics,
                         alignment_ids=set(ids), bertscorer=scorer, gold_path=data_path)
