@@ -57,19 +57,52 @@ class _Record:
         self.results: list[ToolResult | None] = []
 
 
-class ToolChannel:
-    """Serves the tool socket at ``path`` for one worker; records the calls of the run in progress."""
+class _UnixServer:
+    """A Unix-socket server at ``path`` (mode 0666: the sandbox's uid reaches it through a bind) that tracks its
+    connections, so that closing it also cancels the ones in progress."""
 
-    def __init__(self, path: str, handler: ToolHandler | None) -> None:
+    def __init__(self, path: str) -> None:
         self.path = path
-        self.handler = handler
-        self._record: _Record | None = None
         self._server: asyncio.AbstractServer | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
 
-    async def start(self) -> None:
-        self._server = await asyncio.start_unix_server(self._serve, path=self.path, limit=MAX_REQUEST)
+    async def _listen(self, **options: Any) -> None:
+        self._server = await asyncio.start_unix_server(self._serve, path=self.path, **options)
         os.chmod(self.path, 0o666)  # its directory is the parent's, mode 0700; the sandbox reaches it by a bind
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
+        try:
+            await self._connection(reader, writer)
+        finally:
+            if task is not None:
+                self._tasks.discard(task)
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            for task in list(self._tasks):
+                task.cancel()
+            with contextlib.suppress(Exception):
+                await self._server.wait_closed()
+            self._server = None
+
+
+class ToolChannel(_UnixServer):
+    """Serves the tool socket at ``path`` for one worker; records the calls of the run in progress."""
+
+    def __init__(self, path: str, handler: ToolHandler | None) -> None:
+        super().__init__(path)
+        self.handler = handler
+        self._record: _Record | None = None
+
+    async def start(self) -> None:
+        await self._listen(limit=MAX_REQUEST)
 
     def begin(self, run: int) -> None:
         self._record = _Record(run)
@@ -87,10 +120,7 @@ class ToolChannel:
             results.append(ToolResult(call_id=c.id, name=c.name, error="the run ended before the tool answered"))
         return calls, results
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        if task is not None:
-            self._tasks.add(task)
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             while True:
                 try:
@@ -105,8 +135,6 @@ class ToolChannel:
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:
-            if task is not None:
-                self._tasks.discard(task)
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
@@ -136,37 +164,21 @@ class ToolChannel:
         except (TypeError, ValueError) as exc:
             return _reply_error(f"tool result is not JSON: {exc}")
 
-    async def aclose(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            for task in list(self._tasks):
-                task.cancel()
-            with contextlib.suppress(Exception):
-                await self._server.wait_closed()
-            self._server = None
-
-
 def _reply_error(message: str) -> bytes:
     return json.dumps({"content": None, "error": message, "status": None}).encode("utf-8") + b"\n"
 
 
-class PortForward:
+class PortForward(_UnixServer):
     """Relays connections arriving on the Unix socket ``path`` to 127.0.0.1:``port``."""
 
     def __init__(self, port: int, path: str) -> None:
+        super().__init__(path)
         self.port = port
-        self.path = path
-        self._server: asyncio.AbstractServer | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
 
     async def start(self) -> None:
-        self._server = await asyncio.start_unix_server(self._serve, path=self.path)
-        os.chmod(self.path, 0o666)
+        await self._listen()
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        if task is not None:
-            self._tasks.add(task)
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             try:
                 up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.port)
@@ -177,19 +189,7 @@ class PortForward:
             finally:
                 up_writer.close()
         finally:
-            if task is not None:
-                self._tasks.discard(task)
             writer.close()
-
-    async def aclose(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            for task in list(self._tasks):
-                task.cancel()
-            with contextlib.suppress(Exception):
-                await self._server.wait_closed()
-            self._server = None
-
 
 async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     try:
