@@ -77,6 +77,15 @@ def _pyplot() -> Any:
     return plt
 
 
+def _save(fig: Any, path: str | Path) -> Path:
+    """Lay out and write ``fig`` as a PNG at ``path`` (its directory made)."""
+    fig.tight_layout()
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    return out
+
+
 def plot_tokens(metrics: Mapping[str, Any], path: str | Path) -> Path:
     """Figure 4: tokens per solved task (x, log scale when spread) against success rate (y), per agent."""
     plt = _pyplot()
@@ -100,13 +109,9 @@ def plot_tokens(metrics: Mapping[str, Any], path: str | Path) -> Path:
         ax.set_ylabel("success rate (%)")
         ax.set_title(f"{metrics.get('env', '')} · tools {metrics.get('tools', '')} · {metrics.get('tasks', 0)} tasks")
         ax.grid(alpha=0.3)
-        fig.tight_layout()
-        out = Path(path)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(out, dpi=110)
+        return _save(fig, path)
     finally:
         plt.close(fig)
-    return out
 
 
 def plot_turns(metrics: Mapping[str, Any], path: str | Path) -> Path:
@@ -138,13 +143,9 @@ def plot_turns(metrics: Mapping[str, Any], path: str | Path) -> Path:
         ax.grid(alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=8)
-        fig.tight_layout()
-        out = Path(path)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(out, dpi=110)
+        return _save(fig, path)
     finally:
         plt.close(fig)
-    return out
 
 
 __all__ = ["comparison_markdown", "paired_markdown", "plot_tokens", "plot_turns"]
