@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import ProgressColumn, TextColumn
 from rich.table import Table
 
-from ..predict.progress import RateColumn
+from ..predict.progress import RichBarDisplay
 
 __all__ = ["RichGenerateDisplay", "statistics_table"]
 
@@ -22,39 +21,19 @@ def _pct(passed: int, total: int) -> str:
     return f"{100 * passed / total:.0f}%" if total else "--"
 
 
-class RichGenerateDisplay:
+class RichGenerateDisplay(RichBarDisplay):
     """A progress bar per generation run with the critics' pass rates as they come."""
 
-    def __init__(self, console: Console | None = None, *, transient: bool = False) -> None:
-        self.console = console or Console(stderr=True)
-        self.summaries: list[Any] = []
-        self._progress = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            RateColumn(),
-            TimeRemainingColumn(),
-            TextColumn("{task.fields[rates]}"),
-            TextColumn("[red]{task.fields[failed]} failed"),
-            console=self.console,
-            transient=transient,
-            get_time=self.console.get_time,
-        )
-        self._task: Any = None
-        self._started = False
-        self.attempts = self.rule = self.llm = self.both = self.failed = 0
+    def _columns(self) -> list[ProgressColumn]:
+        return [TextColumn("{task.fields[rates]}"), TextColumn("[red]{task.fields[failed]} failed")]
 
     def _rates(self) -> str:
         n = self.attempts
         return f"rule {_pct(self.rule, n)} · llm {_pct(self.llm, n)} · both {_pct(self.both, n)}"
 
-    def start(self, label: str, total: int, completed: int) -> None:
-        """A run begins (a new bar)."""
-        if not self._started:
-            self._progress.start()
-            self._started = True
+    def _reset(self) -> dict[str, Any]:
         self.attempts = self.rule = self.llm = self.both = self.failed = 0
-        self._task = self._progress.add_task(label, total=total, completed=completed, rates=self._rates(), failed=0)
+        return {"rates": self._rates(), "failed": 0}
 
     def advance(self, record: dict[str, Any], *, failed: bool) -> None:
         """One plan entry finished (``failed``: its model call failed for good)."""
@@ -68,24 +47,6 @@ class RichGenerateDisplay:
             self.llm += llm
             self.both += rule and llm
         self._progress.update(self._task, advance=1, rates=self._rates(), failed=self.failed)
-
-    def finish(self, summary: Any) -> None:
-        """A run ended."""
-        self.summaries.append(summary)
-        if self._task is not None:
-            self._progress.update(self._task, completed=summary.skipped + summary.written)
-
-    def close(self) -> None:
-        """Stop the live display."""
-        if self._started:
-            self._progress.stop()
-            self._started = False
-
-    def __enter__(self) -> RichGenerateDisplay:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def _cell(group: dict[str, Any], key: str) -> str:

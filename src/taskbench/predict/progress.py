@@ -6,7 +6,7 @@ tokens. Nothing is printed unless a Console is given; tests pass ``Console(file=
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from rich.console import Console
 from rich.progress import (
@@ -33,47 +33,47 @@ class RateColumn(ProgressColumn):
         return Text(f"{speed:.2f}/s", style="progress.data.speed")
 
 
-class RichPredictDisplay:
-    """Shows a progress bar per (model, dataset) run and keeps the summaries for :meth:`summary_table`."""
+_D = TypeVar("_D", bound="RichBarDisplay")
+
+
+class RichBarDisplay:
+    """A rich progress bar per run (label, bar, done/total, rate, ETA, then the subclass's columns) that keeps
+    the runs' summaries; the base of the prediction and the generation displays."""
 
     def __init__(self, console: Console | None = None, *, transient: bool = False) -> None:
         self.console = console or Console(stderr=True)
-        self.summaries: list[PredictSummary] = []
+        self.summaries: list[Any] = []
         self._progress = Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
             RateColumn(),
             TimeRemainingColumn(),
-            TextColumn("[red]{task.fields[failures]} failed"),
-            TextColumn("{task.fields[tokens]:,} tok"),
+            *self._columns(),
             console=self.console,
             transient=transient,
             get_time=self.console.get_time,
         )
         self._task: Any = None
-        self._failures = 0
-        self._tokens = 0
         self._started = False
+        self._reset()
+
+    def _columns(self) -> list[ProgressColumn]:
+        """The columns after the ETA."""
+        return []
+
+    def _reset(self) -> dict[str, Any]:
+        """Zero the counters of a new run; the task fields its bar starts with."""
+        return {}
 
     def start(self, label: str, total: int, completed: int) -> None:
         """A run begins (a new bar)."""
         if not self._started:
             self._progress.start()
             self._started = True
-        self._failures = 0
-        self._tokens = 0
-        self._task = self._progress.add_task(label, total=total, completed=completed, failures=0, tokens=0)
+        self._task = self._progress.add_task(label, total=total, completed=completed, **self._reset())
 
-    def advance(self, record: dict[str, Any], *, failed: bool) -> None:
-        """One sample finished (``failed``: the call failed for good; an unparseable answer counts too)."""
-        self._failures += int(failed or record.get("error") is not None)
-        usage = record.get("usage")
-        if isinstance(usage, dict):
-            self._tokens += int(usage.get("prompt_tokens") or 0) + int(usage.get("completion_tokens") or 0)
-        self._progress.update(self._task, advance=1, failures=self._failures, tokens=self._tokens)
-
-    def finish(self, summary: PredictSummary) -> None:
+    def finish(self, summary: Any) -> None:
         """A run ended."""
         self.summaries.append(summary)
         if self._task is not None:
@@ -85,11 +85,33 @@ class RichPredictDisplay:
             self._progress.stop()
             self._started = False
 
-    def __enter__(self) -> RichPredictDisplay:
+    def __enter__(self: _D) -> _D:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class RichPredictDisplay(RichBarDisplay):
+    """Shows a progress bar per (model, dataset) run and keeps the summaries for :meth:`summary_table`."""
+
+    summaries: list[PredictSummary]
+
+    def _columns(self) -> list[ProgressColumn]:
+        return [TextColumn("[red]{task.fields[failures]} failed"), TextColumn("{task.fields[tokens]:,} tok")]
+
+    def _reset(self) -> dict[str, Any]:
+        self._failures = 0
+        self._tokens = 0
+        return {"failures": 0, "tokens": 0}
+
+    def advance(self, record: dict[str, Any], *, failed: bool) -> None:
+        """One sample finished (``failed``: the call failed for good; an unparseable answer counts too)."""
+        self._failures += int(failed or record.get("error") is not None)
+        usage = record.get("usage")
+        if isinstance(usage, dict):
+            self._tokens += int(usage.get("prompt_tokens") or 0) + int(usage.get("completion_tokens") or 0)
+        self._progress.update(self._task, advance=1, failures=self._failures, tokens=self._tokens)
 
 
 def summary_table(summaries: list[PredictSummary]) -> Table:
@@ -117,4 +139,4 @@ def summary_table(summaries: list[PredictSummary]) -> Table:
     return table
 
 
-__all__ = ["RateColumn", "RichPredictDisplay", "summary_table"]
+__all__ = ["RateColumn", "RichBarDisplay", "RichPredictDisplay", "summary_table"]
