@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -28,3 +29,16 @@ def make_console(*, stderr: bool = False, quiet: bool = False, **kwargs: object)
         except ValueError:
             width = PIPE_WIDTH
     return Console(stderr=stderr, quiet=quiet, width=width, **kwargs)  # type: ignore[arg-type]
+
+
+def exit_if_calls_failed(failed: int, total: int, errors: Sequence[str], what: str = "model calls") -> None:
+    """When ``failed`` > 0: the one-line reason on stderr (the first error, without its record id) and exit
+    code 1, the rule of every command whose calls can fail for good (a rerun retries them)."""
+    if not failed:
+        return
+    import typer
+
+    first = errors[0].split(": ", 1)[-1] if errors else "unknown"
+    typer.echo(f"taskbench: {failed} of {total} {what} failed for good (first: {first}); "
+               f"rerun the same command to retry them", err=True)
+    raise typer.Exit(1)

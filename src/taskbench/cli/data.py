@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from .console import make_console
+from .console import exit_if_calls_failed, make_console
 
 if TYPE_CHECKING:  # pragma: no cover
     from rich.console import Console
@@ -249,11 +249,7 @@ def judge_command(
                               encoding="utf-8")
     if summary.unusable:
         typer.echo(f"taskbench: {summary.unusable} judge answers gave no scores (cut off or not JSON)", err=True)
-    if summary.failed_calls:
-        first = summary.errors[0].split(": ", 1)[-1] if summary.errors else "unknown"
-        typer.echo(f"taskbench: {summary.failed_calls} of {summary.selected} judge calls failed for good "
-                   f"(first: {first}); rerun the same command to retry them", err=True)
-        raise typer.Exit(1)
+    exit_if_calls_failed(summary.failed_calls, summary.selected, summary.errors, "judge calls")
 
 
 def register(app: typer.Typer) -> None:

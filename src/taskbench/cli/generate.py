@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from .console import make_console
+from .console import exit_if_calls_failed, make_console
 from .predict import MODEL_HELP, OPTION_HELP, RETRIES_HELP, TIMEOUT_HELP, call_options
 
 
@@ -172,11 +172,7 @@ def generate_command(
         f"{summary.calls} calls ({summary.cache_hits} cached), {summary.prompt_tokens:,}/"
         f"{summary.completion_tokens:,} tokens, {summary.seconds:.1f} s"
     )
-    if summary.failed_calls:
-        first = summary.errors[0].split(": ", 1)[-1] if summary.errors else "unknown"
-        typer.echo(f"taskbench: {summary.failed_calls} of {summary.planned} model calls failed for good "
-                   f"(first: {first}); rerun the same command to retry them", err=True)
-        raise typer.Exit(1)
+    exit_if_calls_failed(summary.failed_calls, summary.planned, summary.errors)
 
 
 def register(app: typer.Typer) -> None:

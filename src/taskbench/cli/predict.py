@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from .console import make_console
+from .console import exit_if_calls_failed, make_console
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..executors import Executor
@@ -207,11 +207,7 @@ def predict_command(
     out.print(summary_table([summary]))
     for err in summary.errors:
         out.print(f"[red]failed[/red] {err}")
-    if summary.failures:
-        first = summary.errors[0].split(": ", 1)[-1] if summary.errors else "unknown"
-        typer.echo(f"taskbench: {summary.failures} of {summary.selected} model calls failed for good "
-                   f"(first: {first}); rerun the same command to retry them", err=True)
-        raise typer.Exit(1)
+    exit_if_calls_failed(summary.failures, summary.selected, summary.errors)
 
 
 def register(app: typer.Typer) -> None:
