@@ -34,6 +34,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_harness import http_response, serve_http  # noqa: E402
+
 # ------------------------------------------------------------------------------------------------ server
 
 
@@ -43,43 +46,25 @@ async def _serve(delay: float) -> None:
     answers: dict[str, bytes] = {}
 
     def reply(body: bytes) -> bytes:
-        req = json.loads(body)
+        req = json.loads(body or b"{}")
         fmt = req.get("response_format") or {}
         schema = (fmt.get("json_schema") or {}).get("schema")
         key = json.dumps(schema, sort_keys=True) if schema else ""
         if key not in answers:
             content = json.dumps(minimal_instance(schema)) if schema else "ok"
-            answers[key] = json.dumps({
+            answers[key] = http_response(json.dumps({
                 "id": "chatcmpl-bench", "object": "chat.completion", "created": 1700000000, "model": "bench",
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
                              "finish_reason": "stop"}],
                 "usage": {"prompt_tokens": 800, "completion_tokens": 150, "total_tokens": 950},
-            }).encode()
-        payload = answers[key]
-        return (b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
-                + f"content-length: {len(payload)}\r\n\r\n".encode() + payload)
+            }).encode())
+        return answers[key]
 
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                length = 0
-                for line in head.split(b"\r\n"):
-                    if line[:15].lower() == b"content-length:":
-                        length = int(line[15:])
-                body = await reader.readexactly(length) if length else b"{}"
-                await asyncio.sleep(delay)
-                writer.write(reply(body))
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        finally:
-            writer.close()
+    async def answer(head: bytes, body: bytes) -> bytes:
+        await asyncio.sleep(delay)
+        return reply(body)
 
-    server = await asyncio.start_server(handle, "127.0.0.1", 0, backlog=1024)
-    print(server.sockets[0].getsockname()[1], flush=True)
-    async with server:
-        await server.serve_forever()
+    await serve_http(answer)
 
 
 def start_server(delay: float) -> tuple[subprocess.Popen[str], int]:

@@ -30,6 +30,7 @@ import resource
 import subprocess
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 CANNED = {
@@ -45,13 +46,16 @@ CANNED = {
 # ------------------------------------------------------------------------------------------------ server
 
 
-async def _serve(delay: float) -> None:
-    body = json.dumps(CANNED).encode()
-    response = (
-        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
-        + f"content-length: {len(body)}\r\n\r\n".encode()
-        + body
-    )
+def http_response(payload: bytes) -> bytes:
+    """A complete HTTP/1.1 200 response with a JSON body."""
+    return (b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+            + f"content-length: {len(payload)}\r\n\r\n".encode() + payload)
+
+
+async def serve_http(answer: Callable[[bytes, bytes], Awaitable[bytes]]) -> None:
+    """A minimal keep-alive HTTP/1.1 server on a free loopback port (printed on stdout, then served forever):
+    each request's head and body go to ``answer``, whose bytes are the whole response. The benchmarks' servers
+    run this in their own process so that their CPU is not the client's."""
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -61,10 +65,8 @@ async def _serve(delay: float) -> None:
                 for line in head.split(b"\r\n"):
                     if line[:15].lower() == b"content-length:":
                         length = int(line[15:])
-                if length:
-                    await reader.readexactly(length)
-                await asyncio.sleep(delay)
-                writer.write(response)
+                body = await reader.readexactly(length) if length else b""
+                writer.write(await answer(head, body))
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
@@ -75,6 +77,16 @@ async def _serve(delay: float) -> None:
     print(server.sockets[0].getsockname()[1], flush=True)
     async with server:
         await server.serve_forever()
+
+
+async def _serve(delay: float) -> None:
+    response = http_response(json.dumps(CANNED).encode())
+
+    async def answer(head: bytes, body: bytes) -> bytes:
+        await asyncio.sleep(delay)
+        return response
+
+    await serve_http(answer)
 
 
 def start_server(delay: float) -> tuple[subprocess.Popen[str], int]:

@@ -37,6 +37,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_harness import http_response, serve_http  # noqa: E402
+
 CANNED = {
     "id": "chatcmpl-bench",
     "object": "chat.completion",
@@ -52,39 +55,18 @@ CANNED = {
 
 
 async def _serve(delay: float, slots: int) -> None:
-    body = json.dumps(CANNED).encode()
-    ok = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n" + f"content-length: {len(body)}\r\n\r\n".encode() + body
-    models = json.dumps({"object": "list", "data": [{"id": "bench", "object": "model"}]}).encode()
-    listing = (b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
-               + f"content-length: {len(models)}\r\n\r\n".encode() + models)
+    ok = http_response(json.dumps(CANNED).encode())
+    listing = http_response(json.dumps({"object": "list", "data": [{"id": "bench", "object": "model"}]}).encode())
     sem = asyncio.Semaphore(slots)
 
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                length = 0
-                for line in head.split(b"\r\n"):
-                    if line[:15].lower() == b"content-length:":
-                        length = int(line[15:])
-                if length:
-                    await reader.readexactly(length)
-                if head.startswith(b"GET"):
-                    writer.write(listing)
-                else:
-                    async with sem:  # a server with `slots` sequences in its batch
-                        await asyncio.sleep(delay)
-                    writer.write(ok)
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        finally:
-            writer.close()
+    async def answer(head: bytes, body: bytes) -> bytes:
+        if head.startswith(b"GET"):
+            return listing
+        async with sem:  # a server with `slots` sequences in its batch
+            await asyncio.sleep(delay)
+        return ok
 
-    server = await asyncio.start_server(handle, "127.0.0.1", 0, backlog=1024)
-    print(server.sockets[0].getsockname()[1], flush=True)
-    async with server:
-        await server.serve_forever()
+    await serve_http(answer)
 
 
 def start_server(delay: float, slots: int) -> tuple[subprocess.Popen[str], str]:
