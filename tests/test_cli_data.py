@@ -7,18 +7,8 @@ import shutil
 
 import pytest
 
+from cli_runner import run
 from taskbench import bundled
-from taskbench.cli.main import main
-
-
-def run(capsys, *args: str) -> tuple[int, str, str]:
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_list_shows_counts(capsys):

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from cli_runner import run
 from engine_oracle import Oracle, edge_pairs, prompt_of
 from taskbench import bundled
-from taskbench.cli.main import main
 from taskbench.dataset import load_dataset, read_jsonl
 from taskbench.engine.generate import GenerateOptions, entry_seed, generate, sample_id
 from taskbench.engine.progress import RichGenerateDisplay
@@ -35,16 +35,6 @@ def daily():
 
 def _model(responses, **kw):
     return get_model("mock/oracle", responses=responses, cache=False, max_retries=0, **kw)
-
-
-def run(capsys, *args: str) -> tuple[int, str, str]:
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_back_instruct_perfect_answers_pass_both_critics_and_fill_the_layout(tmp_path, mm):

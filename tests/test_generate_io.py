@@ -14,23 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from cli_runner import run
 from engine_oracle import Oracle
 from taskbench import bundled
-from taskbench.cli.main import main
 from taskbench.dataset import read_jsonl
 from taskbench.engine.generate import GenerateOptions, generate
 from taskbench.graph.build import graph_from_path
 from taskbench.llm import get_model
-
-
-def run(capsys, *args):
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_generate_against_an_openai_compatible_server_sends_the_schema(tmp_path):

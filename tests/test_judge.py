@@ -7,9 +7,9 @@ import json
 
 import pytest
 
+from cli_runner import run
 from engine_oracle import Oracle
 from taskbench import bundled
-from taskbench.cli.main import main
 from taskbench.dataset import read_jsonl
 from taskbench.engine.generate import GenerateOptions, generate
 from taskbench.engine.judge import judge, judge_table
@@ -24,16 +24,6 @@ def mm():
 
 def _model(responses, name="mock/oracle", **kw):
     return get_model(name, responses=responses, cache=False, max_retries=0, **kw)
-
-
-def run(capsys, *args):
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _two_methods(tmp_path, mm):

@@ -12,23 +12,13 @@ from pathlib import Path
 import httpx
 import pytest
 
+from cli_runner import run
 from review_fixture import LoopbackServer, make_review_dir, records
-from taskbench.cli.main import main
 from taskbench.errors import InputError
 from taskbench.graph.render import task_graph_svgs
 from taskbench.report.review.export import export_review, resolve, verification_table
 from taskbench.report.review.log import Decision, ReviewLog, record_hash, utc_now
 from taskbench.report.review.session import ReviewSession, infer_type, suggest_fixes
-
-
-def run(capsys, *args: str) -> tuple[int, str, str]:
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture
