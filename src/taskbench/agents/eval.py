@@ -280,6 +280,9 @@ async def arun_agents(
                            metrics=metrics)
 
 
+DEMO_ENV = "restbench-tmdb"
+"""The environment of :func:`demo_config`: our offline TMDB service with its bundled tasks."""
+
 DEMO_TASKS = ("tmdb-own-02", "tmdb-own-05")
 """Two of our bundled TMDB tasks (a film's runtime, an actor's birthplace: two calls each)."""
 
@@ -291,7 +294,7 @@ def demo_config(model: str = "llamacpp/qwen2.5-coder-0.5b", *, tasks: Sequence[s
     offline TMDB tasks (present without ../shared), gold tools, a short step cap (3: two calls and the answer)
     and at most 14 model calls per episode, so that the embedded model's run stays within the main job's time
     budget (an unbounded adaptive episode of the 0.5B model was seen to make 32 calls on a two-call task)."""
-    return AgentEvalConfig(env="restbench-tmdb", agents=list(agents), model=model, tools=tools,
+    return AgentEvalConfig(env=DEMO_ENV, agents=list(agents), model=model, tools=tools,
                            task_ids=list(tasks), env_options={"task_set": "own"},
                            budgets=Budgets(max_steps=max_steps, max_model_calls=max_model_calls), bootstrap=200)
 
@@ -421,6 +424,7 @@ __all__ = [
     "AgentEvalConfig",
     "AgentEvalResult",
     "CONFIG_FILE",
+    "DEMO_ENV",
     "DEMO_TASKS",
     "EPISODES_FILE",
     "METRICS_FILE",

@@ -275,7 +275,7 @@ async def arun_benchmark(
     records; rerunning retries them) or a stage did not finish.
     """
     from .report import write_reports
-    from .stages import DEFAULT_AGENT_ENV, DEFAULT_GENERATE_TOOLS
+    from .stages import DEFAULT_GENERATE_TOOLS
 
     options = options or PredictOptions()
     display = display or NullDisplay()
@@ -288,6 +288,11 @@ async def arun_benchmark(
     if len(set(models)) != len(models):
         raise InputError(f"a model is listed twice: {', '.join(models)}")
     start = time.perf_counter()
+    agent_env: str | None = None
+    if agents:  # the agents stage runs demo_config's environment
+        from ..agents.eval import DEMO_ENV
+
+        agent_env = DEMO_ENV
     config = RunConfig(
         models=list(models), datasets=list(datasets), shots=options.shots, limit=options.limit,
         structured=options.structured, reformat=options.reformat, temperature=options.temperature,
@@ -300,7 +305,7 @@ async def arun_benchmark(
         timeout=(model_options or {}).get("timeout"), max_retries=(model_options or {}).get("max_retries"),
         command=list(command if command is not None else sys.argv),
         generate=generate, generate_tools=(generate_tools or DEFAULT_GENERATE_TOOLS) if generate else None,
-        agents=list(agents), agent_env=DEFAULT_AGENT_ENV if agents else None, agent_tasks=list(agent_tasks or []),
+        agents=list(agents), agent_env=agent_env, agent_tasks=list(agent_tasks or []),
     )
     started = _now()
     log = RunLog(

@@ -34,9 +34,6 @@ GENERATE_MAX_TOKENS = 1024
 DEFAULT_AGENTS = ("conagents-auto", "conagents-adaptive", "react")
 """Agents of the default run: ConAgents under both protocols against ReAct."""
 
-DEFAULT_AGENT_ENV = "restbench-tmdb"
-"""Environment of the default run's agents stage: our offline TMDB service and its bundled tasks."""
-
 GENERATE_DIR = "generated"
 AGENTS_DIR = "agents"
 
@@ -115,34 +112,29 @@ async def agents_stage(
     *,
     agents: Sequence[str] = DEFAULT_AGENTS,
     tasks: Sequence[str] | None = None,
-    env: str = DEFAULT_AGENT_ENV,
     cache: bool = True,
     model_options: Mapping[str, Any] | None = None,
     endpoint: Mapping[str, Any] | None = None,
     display: RecordDisplay | None = None,
 ) -> RunStage:
-    """Run ``agents`` on a few offline tasks of ``env`` with ``model_spec`` into ``run_dir/agents`` (gold tools,
-    a short step cap; the code runs in the sandbox)."""
-    from ..agents.eval import DEMO_TASKS, AgentEvalConfig, arun_agents, demo_config
+    """Run ``agents`` on a few of our bundled offline TMDB tasks (``tasks``, default
+    :data:`~taskbench.agents.eval.DEMO_TASKS`) with ``model_spec`` into ``run_dir/agents`` (gold tools, a short
+    step cap; the code runs in the sandbox)."""
+    from ..agents.eval import DEMO_TASKS, arun_agents, demo_config
 
     stage = RunStage(kind="agents", model=model_spec, path=AGENTS_DIR)
     start = time.perf_counter()
     try:
-        if env == DEFAULT_AGENT_ENV:
-            config = demo_config(model_spec, tasks=list(tasks or DEMO_TASKS), agents=list(agents))
-        else:
-            base = demo_config(model_spec, agents=list(agents))
-            config = AgentEvalConfig(env=env, agents=list(agents), model=model_spec, tools=base.tools,
-                                     task_ids=list(tasks) if tasks else None, limit=None if tasks else 2,
-                                     budgets=base.budgets, bootstrap=base.bootstrap)
+        config = demo_config(model_spec, tasks=list(tasks or DEMO_TASKS), agents=list(agents))
         ep = dict(endpoint or {})
         base_url = ep.get("base_url")
         result = await arun_agents(
             config, run_dir / AGENTS_DIR, display=display or NullDisplay(), cache=cache,
+            # agent runs take one endpoint: the first of the run's replicas
             base_url=base_url[0] if isinstance(base_url, list) else base_url, api_key_env=ep.get("api_key_env"),
             model_options=model_options,
         )
-        stage.summary = {"env": config.env, "tools": config.tools, "tasks": list(config.task_ids or []) or result.metrics.get("tasks"),
+        stage.summary = {"env": config.env, "tools": config.tools, "tasks": list(config.task_ids or []),
                          "max_steps": config.budgets.max_steps,
                          "comparison": list(result.metrics.get("comparison") or [])}
         stage.status = "complete" if result.complete else "incomplete"
@@ -162,7 +154,6 @@ async def agents_stage(
 __all__ = [
     "AGENTS_DIR",
     "DEFAULT_AGENTS",
-    "DEFAULT_AGENT_ENV",
     "DEFAULT_GENERATE",
     "DEFAULT_GENERATE_TOOLS",
     "GENERATE_DIR",
