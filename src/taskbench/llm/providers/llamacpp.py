@@ -48,6 +48,7 @@ from typing import Any, ClassVar
 
 from ...errors import ConfigError, MissingDependencyError
 from ..base import Provider, ProviderRequest, ProviderResponse, TransientProviderError
+from ..native import ensure_llama_runs
 from ..weights import DEFAULT_ALIAS, KNOWN_WEIGHTS, resolve_model_path
 from .llamacpp_tools import parse_tool_output, render_messages, template_knows_tools, tool_grammar
 
@@ -201,6 +202,9 @@ class LlamaCppProvider(Provider):
         if self._llm is not None:
             return self._llm
         path = resolve_model_path(self.model)
+        # a llama.cpp build that uses instructions this CPU lacks would kill this process at the first decode
+        # (SIGILL); try it once in a child process first (remembered per build, CPU and model file)
+        ensure_llama_runs(path, n_threads=self.n_threads)
         llm = self._llama_cpp.Llama(
             model_path=str(path),
             n_ctx=self.n_ctx,
