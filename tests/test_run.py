@@ -67,7 +67,9 @@ def test_rerun_resumes_from_the_predictions(tmp_path, cache_dir) -> None:
     assert preds.read_bytes() == before
     assert second.entries[0].records == first.entries[0].records
     assert second.entries[0].strict["groups"] == first.entries[0].strict["groups"]
-    assert second.entries[0].run_usage.prompt_tokens == 0  # nothing was predicted again
+    # nothing was predicted again: what the passes spent is what the first one spent (summed over passes)
+    assert second.entries[0].run_usage.prompt_tokens == first.entries[0].run_usage.prompt_tokens > 0
+    assert second.resumed == 1 and [p.status for p in second.passes] == ["complete", "complete"]
 
 
 def test_cli_run_end_to_end_with_the_mock(tmp_path, cache_dir) -> None:

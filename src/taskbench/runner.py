@@ -39,7 +39,7 @@ from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, Field
 
-from .dataset import jsonio
+from .dataset import jsonio, liveness
 from .errors import ConfigError, InputError, TaskbenchError
 
 T = TypeVar("T")
@@ -61,6 +61,9 @@ class RunnerSummary(BaseModel):
     compacted: bool = Field(default=False, description="Whether the file was rewritten in input order.")
     seconds: float = Field(default=0.0, description="Wall seconds of this pass.")
     errors: list[str] = Field(default_factory=list, description="The first few failures, 'id: message'.")
+    previous_death: str | None = Field(
+        default=None, description="How the previous writer of this file died, when it did not end in an orderly "
+        "way (a native crash, SIGKILL): one line, e.g. 'the last run ... died (SIGILL: ...) at predict'.")
 
     @property
     def done(self) -> int:
@@ -184,7 +187,12 @@ async def run_records(
     if len(set(keys)) != len(keys):
         dup = next(k for k in keys if keys.count(k) > 1)
         raise InputError(f"two items share the id {dup!r}; ids must be unique", path=output)
-    with exclusive(output):
+    with exclusive(output), liveness.writing(output, stage=label or output.stem) as death:
+        if death is not None:
+            summary.previous_death = death.describe(f"the last run writing {output.name}") + "; resuming"
+            notice = getattr(display, "notice", None)
+            if callable(notice):
+                notice(summary.previous_death)
         appender = jsonio.JsonlAppender(output)  # repairs a torn tail first
         try:
             latest, order, count = read_records(output, check)

@@ -223,7 +223,9 @@ def run_command(
         out.print(st)
         for t in sec["text"][:1]:
             out.print(t.replace("**", ""), markup=False)
-    out.print(f"run directory: {output} (report.md, report.html, run_log.json) · {log.seconds:.1f} s")
+    resumed = f" · resumed {log.resumed} time{'s' if log.resumed != 1 else ''}" if log.resumed else ""
+    out.print(f"run directory: {output} (report.md, report.html, run_log.json) · {log.seconds:.1f} s{resumed}",
+              markup=False)
     if log.status == "incomplete":
         failed = sum(e.failures for e in log.entries)
         if failed:

@@ -73,6 +73,18 @@ class RichBarDisplay:
             self._started = True
         self._task = self._progress.add_task(label, total=total, completed=completed, **self._reset())
 
+    def notice(self, text: str) -> None:
+        """A warning worth a line of its own (e.g. that the last run on this output died); shown even when the
+        progress display is quiet."""
+        import sys
+
+        if self.console.quiet:
+            print(f"taskbench: warning: {text}", file=sys.stderr)
+        else:
+            from rich.markup import escape
+
+            self.console.print(f"taskbench: [yellow]warning:[/yellow] {escape(text)}")
+
     def finish(self, summary: Any) -> None:
         """A run ended."""
         self.summaries.append(summary)

@@ -315,6 +315,11 @@ class _Forward:
     def advance(self, record: dict[str, Any], *, failed: bool) -> None:
         self.display.advance(record, failed=failed)
 
+    def notice(self, text: str) -> None:
+        notice = getattr(self.display, "notice", None)
+        if callable(notice):
+            notice(text)
+
     def finish(self, summary: Any) -> None:
         pass
 

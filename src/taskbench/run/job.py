@@ -21,6 +21,7 @@ import datetime as _dt
 import os
 import platform
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -28,9 +29,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..dataset import jsonio
+from pydantic import ValidationError
+
+from ..dataset import jsonio, liveness
 from ..dataset.layout import Dataset, load_dataset, log_problems
-from ..errors import InputError
+from ..errors import ConfigError, InputError, validation_message
 from ..llm.registry import parse_model_string, provider_class
 from ..predict.demos import demo_candidates
 from ..predict.runner import (
@@ -44,8 +47,8 @@ from ..predict.runner import (
     read_done,
     select_samples,
 )
-from ..runner import RecordDisplay, run_sync
-from ..schema import Prediction, RunConfig, RunEntry, RunEnvironment, RunLog, Usage
+from ..runner import RecordDisplay, exclusive, run_sync
+from ..schema import Prediction, RunConfig, RunEntry, RunEnvironment, RunLog, RunPass, RunStage, Usage
 from .resolve import BUNDLED_DEMO_DATASETS, resolve_data
 
 DEFAULT_MODEL = "llamacpp/qwen2.5-coder-0.5b"
@@ -70,7 +73,20 @@ def model_slug(model: str) -> str:
 
 
 def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _last_activity(run_dir: Path) -> float | None:
+    """When anything in the run directory was last written (a died pass's end: records are appended as they
+    come, while the log is written only between stages)."""
+    latest = None
+    for path in run_dir.rglob("*"):
+        try:
+            mtime = path.stat().st_mtime
+        except OSError:
+            continue
+        latest = mtime if latest is None else max(latest, mtime)
+    return latest
 
 
 def git_revision(path: Path) -> tuple[str | None, bool | None]:
@@ -150,14 +166,110 @@ def score_entry(entry: RunEntry, ds: Dataset, run_dir: Path, *, bootstrap: int, 
     entry.status = "scored"
 
 
+RUN_LOCK_FILE = ".run.lock"
+"""Held (``flock``) by the process running a run directory; the kernel releases it however that process ends."""
+
+
 def _write_log(log: RunLog, run_dir: Path) -> None:
+    log.updated = _now()
+    if log.passes:
+        current = log.passes[-1]
+        current.stage, current.status = log.stage, log.status
+        current.finished = log.finished if log.status != "running" else log.updated
     jsonio.write_json(run_dir / RUN_LOG_FILE, log.model_dump(mode="json"))
+
+
+def _set_stage(log: RunLog, run_dir: Path, stage: str) -> None:
+    """Record what the run is doing now (in the log and the writer marker), so a death says where."""
+    log.stage = stage
+    liveness.update_stage(run_dir, stage)
+    _write_log(log, run_dir)
 
 
 def read_run_log(run_dir: str | Path) -> RunLog:
     """Load ``run_log.json`` from a run directory."""
     path = Path(run_dir) / RUN_LOG_FILE
-    return RunLog.model_validate(jsonio.read_json(path))
+    try:
+        return RunLog.model_validate(jsonio.read_json(path))
+    except ValidationError as exc:
+        raise InputError(f"not a taskbench run log: {validation_message(exc)}", path=path,
+                         hint="rerun the command into a fresh directory") from None
+
+
+def _lock_is_free(run_dir: Path) -> bool:
+    """True when no live process holds the run directory's lock."""
+    try:
+        with exclusive(run_dir / RUN_LOCK_FILE):
+            return True
+    except ConfigError:
+        return False
+    except OSError:
+        return True
+
+
+def run_state(run_dir: str | Path) -> tuple[RunLog, str | None]:
+    """The run log of ``run_dir`` and, when it says "running" but no process holds the run (it was killed or
+    crashed), one line saying how it died; the returned log's status is then "died"."""
+    run_dir = Path(run_dir)
+    log = read_run_log(run_dir)
+    if log.status != "running" or not _lock_is_free(run_dir):
+        return log, None
+    marker = liveness.read_marker(run_dir)
+    death = liveness.death_of(marker) if marker is not None else None
+    if death is None:
+        line = (f"the run in {run_dir} (pid {log.pid} on {log.host}) stopped without recording an end"
+                + (f" at {log.stage}" if log.stage else ""))
+    else:
+        death.stage = death.stage or log.stage
+        line = death.describe(f"the run in {run_dir}")
+    log.status = "died"
+    return log, line
+
+
+def _carry_over(log: RunLog, old: RunLog, death: str | None, run_dir: Path) -> list[RunStage]:
+    """Continue an earlier run's accounting: its passes (the last one marked as it ended), and its timings and
+    usage where the entry is the same work (model, dataset, samples)."""
+    passes = list(old.passes) or [RunPass(started=old.started, finished=old.finished, seconds=old.seconds,
+                                          status=old.status, pid=old.pid, host=old.host, stage=old.stage)]
+    last = passes[-1]
+    if last.status == "running":
+        last.status = "died"
+        last.error = death
+        ended = _last_activity(run_dir)
+        if ended is not None:
+            last.finished = _dt.datetime.fromtimestamp(ended, _dt.timezone.utc).isoformat(timespec="milliseconds")
+            last.seconds = max(0.0, ended - _parse_time(last.started))
+    log.passes = passes + log.passes
+    log.started = old.started
+    log.run_id = old.run_id
+    log.seconds = sum(p.seconds for p in passes)
+    for entry in log.entries:
+        before = old.entry(entry.model, entry.dataset)
+        if before is None or before.sample_ids != entry.sample_ids or before.predictions_path != entry.predictions_path:
+            continue
+        entry.predict_seconds = before.predict_seconds
+        entry.run_usage = before.run_usage
+        entry.cache_hits = before.cache_hits
+    return list(old.stages)  # this pass rebuilds the stages; _merge_stage adds the earlier figures
+
+
+def _parse_time(text: str) -> float:
+    try:
+        return _dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
+
+
+def _merge_stage(earlier: Sequence[RunStage], stage: RunStage) -> RunStage:
+    """Add an earlier pass's figures of the same stage (its calls, tokens, cache hits and seconds)."""
+    old = next((st for st in earlier if st.kind == stage.kind), None)
+    if old is None:
+        return stage
+    stage.seconds += old.seconds
+    for key in ("calls", "cache_hits", "tokens"):
+        if isinstance(stage.summary.get(key), int) and isinstance(old.summary.get(key), int):
+            stage.summary[key] += old.summary[key]
+    return stage
 
 
 async def _run_model(
@@ -191,6 +303,7 @@ async def _run_model(
             entry = log.entry(spec, name)
             assert entry is not None
             out = run_dir / entry.predictions_path
+            _set_stage(log, run_dir, f"predict {spec} on {name}")
             try:
                 if executor is not None:
                     summary = await apredict_sharded(ds.root, config, out, options, executor=executor,
@@ -207,15 +320,17 @@ async def _run_model(
             done = read_done(out)
             records = [Prediction.model_validate(done[i]) for i in entry.sample_ids if i in done]
             entry.records = list(records)
-            entry.predict_seconds = summary.seconds
+            entry.predict_seconds += summary.seconds
             entry.failures = sum(1 for r in records if r.failed)
-            entry.cache_hits = summary.cache_hits
+            entry.cache_hits += summary.cache_hits
             entry.parse_failures = sum(1 for r in records if r.error is not None and not r.failed)
             entry.usage = _sum_usage(records)
-            entry.run_usage = Usage(prompt_tokens=summary.prompt_tokens, completion_tokens=summary.completion_tokens,
-                                    seconds=summary.seconds, retries=summary.retries)
+            entry.run_usage = entry.run_usage + Usage(
+                prompt_tokens=summary.prompt_tokens, completion_tokens=summary.completion_tokens,
+                seconds=summary.seconds, retries=summary.retries)
             entry.error = summary.errors[0] if summary.errors else None
             entry.status = "predicted"
+            _set_stage(log, run_dir, f"score {spec} on {name}")
             score_entry(entry, ds, run_dir, bootstrap=bootstrap, seed=seed)
             if entry.failures:
                 entry.status = "incomplete"
@@ -287,7 +402,6 @@ async def arun_benchmark(
         raise InputError(f"two datasets share a name ({', '.join(names)}); give distinct directories")
     if len(set(models)) != len(models):
         raise InputError(f"a model is listed twice: {', '.join(models)}")
-    start = time.perf_counter()
     agent_env: str | None = None
     if agents:  # the agents stage runs demo_config's environment
         from ..agents.eval import DEMO_ENV
@@ -311,6 +425,8 @@ async def arun_benchmark(
     log = RunLog(
         run_id=f"{run_dir.resolve().name}@{started}", started=started, config=config,
         environment=environment(command), seeds={"sampling": options.seed, "bootstrap": seed},
+        pid=os.getpid(), host=socket.gethostname(), stage="start",
+        passes=[RunPass(started=started, pid=os.getpid(), host=socket.gethostname(), stage="start")],
     )
     # which samples and demos each dataset uses does not depend on the model: work it out once per dataset
     chosen = {
@@ -330,55 +446,85 @@ async def arun_benchmark(
                 predictions_path=str(Path("predictions") / name / f"{model_slug(spec)}.jsonl"),
                 sample_ids=list(sample_ids), demo_ids=list(demo_ids),
             ))
-    _write_log(log, run_dir)
+    with exclusive(run_dir / RUN_LOCK_FILE), liveness.writing(run_dir, stage="start") as death:
+        earlier: list[RunStage] = []
+        previous = _previous_log(run_dir)
+        death_line = death.describe("the last run") if death is not None else None
+        if previous is not None:
+            if previous.status == "running" and death_line is None:
+                death_line = "the last run stopped without recording an end" + (
+                    f" at {previous.stage}" if previous.stage else "")
+            earlier = _carry_over(log, previous, death_line, run_dir)
+        log.previous_death = death_line
+        notice = getattr(display, "notice", None)
+        if death_line and callable(notice):
+            notice(f"{death_line}; resuming (what it finished is kept)")
+        _write_log(log, run_dir)
+        start = time.perf_counter() - log.seconds  # wall seconds continue from the earlier passes
 
-    try:
-        for spec in models:
-            await _run_model(spec, loaded, log, run_dir, options, cache=cache, model_options=model_options or {},
-                             display=display, bootstrap=bootstrap, seed=seed, base_url=base_url,
-                             api_key_env=api_key_env, executor=executor)
-        if generate or agents:
-            await _run_stages(log, run_dir, models[0], generate=generate, generate_tools=generate_tools,
-                              agents=agents, agent_tasks=agent_tasks, cache=cache, model_options=model_options or {},
-                              endpoint=endpoint_options(models[0], base_url=base_url, api_key_env=api_key_env),
-                              display=display, stage_displays=stage_displays or {})
-    except BaseException as exc:
-        log.status = "interrupted" if isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError)) else "failed"
+        try:
+            for spec in models:
+                await _run_model(spec, loaded, log, run_dir, options, cache=cache,
+                                 model_options=model_options or {}, display=display, bootstrap=bootstrap, seed=seed,
+                                 base_url=base_url, api_key_env=api_key_env, executor=executor)
+            if generate or agents:
+                await _run_stages(log, run_dir, models[0], generate=generate, generate_tools=generate_tools,
+                                  agents=agents, agent_tasks=agent_tasks, cache=cache,
+                                  model_options=model_options or {},
+                                  endpoint=endpoint_options(models[0], base_url=base_url, api_key_env=api_key_env),
+                                  display=display, stage_displays=stage_displays or {}, earlier=earlier)
+        except BaseException as exc:
+            log.status = "interrupted" if isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError)) else "failed"
+            if log.passes:
+                log.passes[-1].error = f"{type(exc).__name__}: {exc}"[:500]
+            _finish(log, run_dir, start)
+            raise
+        unfinished = any(e.status == "incomplete" for e in log.entries) or any(
+            st.status != "complete" for st in log.stages)
+        log.status = "incomplete" if unfinished else "complete"
+        log.stage = "report"
         _finish(log, run_dir, start)
-        raise
-    unfinished = any(e.status == "incomplete" for e in log.entries) or any(
-        st.status != "complete" for st in log.stages)
-    log.status = "incomplete" if unfinished else "complete"
-    _finish(log, run_dir, start)
-    write_reports(log, run_dir, plots=plots)
+        write_reports(log, run_dir, plots=plots)
     return log
+
+
+def _previous_log(run_dir: Path) -> RunLog | None:
+    """The run log an earlier pass left, if there is a readable one."""
+    if not (run_dir / RUN_LOG_FILE).is_file():
+        return None
+    try:
+        return read_run_log(run_dir)
+    except (InputError, OSError):
+        return None
 
 
 async def _run_stages(log: RunLog, run_dir: Path, spec: str, *, generate: int, generate_tools: str | None,
                       agents: Sequence[str], agent_tasks: Sequence[str] | None, cache: bool,
                       model_options: dict[str, Any], endpoint: dict[str, Any], display: Any,
-                      stage_displays: Mapping[str, RecordDisplay]) -> None:
+                      stage_displays: Mapping[str, RecordDisplay], earlier: Sequence[RunStage] = ()) -> None:
     from .stages import DEFAULT_GENERATE_TOOLS, agents_stage, generation_stage
 
     _close(display)  # one live progress display at a time
     if generate:
         shown = stage_displays.get("generate")
+        _set_stage(log, run_dir, "generate")
         try:
             stage = await generation_stage(run_dir, spec, n=generate, tools=generate_tools or DEFAULT_GENERATE_TOOLS,
                                            seed=log.config.seed or 0, cache=cache, model_options=model_options,
                                            endpoint=endpoint, display=shown)
         finally:
             _close(shown)
-        log.stages.append(stage)
+        log.stages.append(_merge_stage(earlier, stage))
         _write_log(log, run_dir)
     if agents:
         shown = stage_displays.get("agents")
+        _set_stage(log, run_dir, "agents")
         try:
             stage = await agents_stage(run_dir, spec, agents=agents, tasks=agent_tasks, cache=cache,
                                        model_options=model_options, endpoint=endpoint, display=shown)
         finally:
             _close(shown)
-        log.stages.append(stage)
+        log.stages.append(_merge_stage(earlier, stage))
         _write_log(log, run_dir)
 
 
@@ -396,6 +542,8 @@ def run_benchmark(run_dir: str | Path, **kwargs: Any) -> RunLog:
 def _finish(log: RunLog, run_dir: Path, start: float) -> None:
     log.finished = _now()
     log.seconds = time.perf_counter() - start
+    if log.passes:
+        log.passes[-1].seconds = log.seconds - sum(p.seconds for p in log.passes[:-1])
     total = Usage()
     for e in log.entries:
         total = total + e.usage
@@ -416,5 +564,6 @@ __all__ = [
     "model_slug",
     "read_run_log",
     "run_benchmark",
+    "run_state",
     "score_entry",
 ]

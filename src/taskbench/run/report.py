@@ -209,7 +209,8 @@ def _facts(log: RunLog) -> list[tuple[str, str]]:
     facts = [
         ("started", log.started),
         ("finished", log.finished or "-"),
-        ("wall seconds", f"{log.seconds:.1f}"),
+        ("wall seconds", f"{log.seconds:.1f}" + (f" over {len(log.passes)} passes (resumed {log.resumed} "
+                                                  f"time{'s' if log.resumed != 1 else ''})" if log.resumed else "")),
         ("tokens (prompt/completion)", f"{log.usage.prompt_tokens:,}/{log.usage.completion_tokens:,}"),
         ("generation seconds", f"{log.usage.seconds:.1f}"),
         ("seeds", ", ".join(f"{k}={v}" for k, v in log.seeds.items())),
@@ -218,6 +219,10 @@ def _facts(log: RunLog) -> list[tuple[str, str]]:
         ("python / platform", f"{env.python} / {env.platform} / {env.cpu_count} CPUs"),
         ("packages", ", ".join(f"{k} {v}" for k, v in env.packages.items())),
     ]
+    for i, p in enumerate(log.passes if log.resumed else [], 1):
+        facts.append((f"pass {i}", f"{p.status}; started {p.started}; {p.seconds:.1f} s"
+                       + (f"; at {p.stage}" if p.stage and p.status != "complete" else "")
+                       + (f"; {p.error}" if p.error else "")))
     for e in log.entries:
         facts.append((
             f"{e.model} · {e.dataset}",

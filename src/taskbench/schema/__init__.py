@@ -41,7 +41,7 @@ from .tools import DEPENDENCY_KINDS, DependencyKind, Tool, ToolLibrary, ToolPara
 # The run log and the trajectory models are imported on first use: a prediction or scoring command that never
 # touches them does not pay for building them.
 if TYPE_CHECKING:  # pragma: no cover
-    from .run import RUN_LOG_SCHEMA_VERSION, RunConfig, RunEntry, RunEnvironment, RunLog, RunStage
+    from .run import RUN_LOG_SCHEMA_VERSION, RunConfig, RunEntry, RunEnvironment, RunLog, RunPass, RunStage
     from .trajectory import (
         AgentTask,
         CheckResult,
@@ -62,6 +62,7 @@ _LAZY: dict[str, str] = {
     "RunEntry": "run",
     "RunEnvironment": "run",
     "RunLog": "run",
+    "RunPass": "run",
     "RunStage": "run",
     "AgentTask": "trajectory",
     "CheckResult": "trajectory",
@@ -111,6 +112,7 @@ __all__ = [
     "RunEntry",
     "RunEnvironment",
     "RunLog",
+    "RunPass",
     "RunStage",
     "Sample",
     "SampledSubgraph",

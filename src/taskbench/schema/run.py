@@ -14,10 +14,12 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 from .sample import Prediction, Usage
 from .trajectory import Trajectory
 
-RUN_LOG_SCHEMA_VERSION = 3
+RUN_LOG_SCHEMA_VERSION = 4
 """Version of the :class:`RunLog` layout written by this taskbench (2: records are predictions or trajectories,
 the config records everything needed to rerun, status may be 'incomplete'; 3: ``stages``, the generation and
-agent runs of the main job). Older logs load: the new fields have defaults."""
+agent runs of the main job; 4: ``passes`` (one per invocation, resumed ones included, with how each ended),
+the writer's ``pid`` and ``host``, the current ``stage``, status 'died', and timings and usage summed over
+passes). Older logs load: the new fields have defaults."""
 
 
 def _record_kind(value: Any) -> str:
@@ -108,15 +110,16 @@ class RunEntry(BaseModel):
         description="Progress: 'incomplete' when some calls failed for good (scored as they are; rerun to retry).",
     )
     error: str | None = Field(default=None, description="Why the entry failed, if it did.")
-    predict_seconds: float = Field(default=0.0, description="Wall seconds of the last prediction pass.")
+    predict_seconds: float = Field(default=0.0, description="Wall seconds of prediction, summed over the passes "
+                                   "of a resumed run.")
     evaluate_seconds: float = Field(default=0.0, description="Wall seconds of scoring.")
     usage: Usage = Field(default_factory=Usage, description="Tokens and generation seconds over the records.")
     run_usage: Usage = Field(
-        default_factory=Usage, description="What the last pass itself spent (cache hits cost no tokens here)."
-    )
-    failures: int = Field(default=0, description="Model calls that failed for good in the last pass.")
+        default_factory=Usage, description="What the passes themselves spent, summed over the passes of a resumed "
+        "run (cache hits cost no tokens here).")
+    failures: int = Field(default=0, description="Records whose model call failed for good (rerun retries them).")
     parse_failures: int = Field(default=0, description="Records with a parse error.")
-    cache_hits: int = Field(default=0, description="Answers served from the response cache in the last pass.")
+    cache_hits: int = Field(default=0, description="Answers served from the response cache, summed over passes.")
     strict: dict[str, Any] | None = Field(default=None, description="Strict metrics document (all groups).")
     compat: dict[str, Any] | None = Field(
         default=None, description="Reference-compatible metrics, in the reference evaluator's layout."
@@ -140,11 +143,32 @@ class RunStage(BaseModel):
         default="pending", description="'incomplete': some model calls failed for good (rerun retries them); "
         "'failed': the stage stopped on an error (see ``error``).")
     error: str | None = Field(default=None, description="Why the stage failed or is incomplete, if it is.")
-    seconds: float = Field(default=0.0, description="Wall seconds of the stage in this invocation.")
+    seconds: float = Field(default=0.0, description="Wall seconds of the stage, summed over the passes of a "
+                           "resumed run.")
     summary: dict[str, Any] = Field(
         default_factory=dict, description="generate: the statistics (planned, answered, critics' pass counts, "
         "kept) and examples of kept samples; agents: the comparison rows (success rate, correct path rates, "
         "turns, tokens, seconds per agent).")
+
+
+RunStatus = Literal["running", "complete", "incomplete", "failed", "interrupted", "died"]
+
+
+class RunPass(BaseModel):
+    """One invocation of a run (the first, or a resume) and how it ended."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    started: str = Field(description="Start time, ISO 8601 UTC.")
+    finished: str | None = Field(default=None, description="End time (for a pass that died: its last update).")
+    seconds: float = Field(default=0.0, description="Wall seconds of the pass (a died pass: up to its last "
+                           "update).")
+    status: RunStatus = Field(default="running", description="How the pass ended ('died': killed by a signal "
+                              "or a native crash, without a chance to record it).")
+    pid: int | None = Field(default=None, description="Process id of the pass.")
+    host: str | None = Field(default=None, description="Host name of the pass.")
+    stage: str | None = Field(default=None, description="What the pass was doing last (where it died, if it did).")
+    error: str | None = Field(default=None, description="Why it failed or how it died, one line.")
 
 
 class RunLog(BaseModel):
@@ -154,20 +178,35 @@ class RunLog(BaseModel):
 
     schema_version: int = Field(default=RUN_LOG_SCHEMA_VERSION, description="Layout version of this log.")
     run_id: str = Field(description="Identifier of the run (the run directory's name plus start time).")
-    status: Literal["running", "complete", "incomplete", "failed", "interrupted"] = Field(
+    status: RunStatus = Field(
         default="running",
         description="Where the run ended: 'incomplete' when some model calls failed for good (the run exits 1; "
-        "rerunning retries them), 'failed' on an error, 'interrupted' on Ctrl-C or SIGTERM.",
+        "rerunning retries them), 'failed' on an error, 'interrupted' on Ctrl-C or SIGTERM. A log that still "
+        "says 'running' while no process holds the run directory's lock belongs to a run that died "
+        "(:func:`taskbench.run.run_state` tells).",
     )
-    started: str = Field(description="Start time, ISO 8601 UTC.")
+    started: str = Field(description="Start time of the first pass, ISO 8601 UTC.")
     finished: str | None = Field(default=None, description="End time, ISO 8601 UTC.")
-    seconds: float = Field(default=0.0, description="Wall seconds of this invocation.")
+    updated: str | None = Field(default=None, description="When this log was last written, ISO 8601 UTC.")
+    seconds: float = Field(default=0.0, description="Wall seconds, summed over every pass of the run.")
+    pid: int | None = Field(default=None, description="Process id of the pass that wrote this log last.")
+    host: str | None = Field(default=None, description="Host name of that process.")
+    stage: str | None = Field(default=None, description="What the run was doing when this log was written.")
+    passes: list[RunPass] = Field(default_factory=list, description="Every invocation of the run, in order; "
+                                  "more than one when it was resumed.")
+    previous_death: str | None = Field(default=None, description="How the pass before this one ended, when it "
+                                       "died (a native crash, SIGKILL): one line, as the CLI printed it.")
     config: RunConfig = Field(description="What was asked for.")
     environment: RunEnvironment = Field(description="Software and machine.")
     seeds: dict[str, int | None] = Field(default_factory=dict, description="Every seed used, by purpose.")
     entries: list[RunEntry] = Field(default_factory=list, description="One per (model, dataset).")
     usage: Usage = Field(default_factory=Usage, description="Totals over all entries' records.")
     stages: list[RunStage] = Field(default_factory=list, description="Generation and agent stages, in run order.")
+
+    @property
+    def resumed(self) -> int:
+        """How many times the run was resumed (passes after the first)."""
+        return max(0, len(self.passes) - 1)
 
     def entry(self, model: str, dataset: str) -> RunEntry | None:
         """The entry of a (model, dataset) pair, if any."""
@@ -177,4 +216,5 @@ class RunLog(BaseModel):
         return None
 
 
-__all__ = ["RUN_LOG_SCHEMA_VERSION", "RunConfig", "RunEntry", "RunEnvironment", "RunLog", "RunRecord", "RunStage"]
+__all__ = ["RUN_LOG_SCHEMA_VERSION", "RunConfig", "RunEntry", "RunEnvironment", "RunLog", "RunPass", "RunRecord",
+           "RunStage", "RunStatus"]
