@@ -1,7 +1,15 @@
 """The main job (`taskbench run`): predict and evaluate models x datasets into a run directory with a run log
 and reports. See :mod:`taskbench.run.job`."""
 
-from .job import DEFAULT_LIMIT, DEFAULT_MAX_TOKENS, DEFAULT_MODEL, RUN_LOG_FILE, read_run_log, run_benchmark
+from .job import (
+    DEFAULT_LIMIT,
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_MODEL,
+    RUN_LOG_FILE,
+    read_run_log,
+    run_benchmark,
+    run_state,
+)
 from .resolve import BUNDLED_DEMO_DATASETS, resolve_data
 
 __all__ = [
@@ -13,4 +21,5 @@ __all__ = [
     "read_run_log",
     "resolve_data",
     "run_benchmark",
+    "run_state",
 ]
