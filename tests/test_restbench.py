@@ -285,3 +285,18 @@ def test_messy_restbench_files_load_and_are_reported(restbench_dir: Path, tmp_pa
     text = "\n".join(env.problems)
     assert "record 2 has no 'query'" in text and "record 3 has no 'solution'" in text and "query 1: its text changed" in text
     assert query_hash(records[1]["query"]) in text
+
+
+def test_long_responses_keep_every_gold_value(restbench_dir: Path, tmp_path: Path) -> None:
+    """The TMDB responses are long now (the spec's fields, full credits); every checker value and solution
+    answer of the 100 RestBench queries and our 20 tasks is what it was with the short fixtures
+    (tests/data/restbench_tmdb_gold.json, written by tests/restbench_gold.py before the change)."""
+    from restbench_gold import GOLD, environments, gold_values
+
+    recorded = json.loads(GOLD.read_text(encoding="utf-8"))
+    now: dict[str, Any] = {}
+    for env in environments(restbench_dir, tmp_path):
+        now.update(gold_values(env))
+    assert set(now) == set(recorded) and len(now) == 120
+    changed = {k: (recorded[k], now[k]) for k in now if now[k] != json.loads(json.dumps(recorded[k]))}
+    assert not changed, f"{len(changed)} tasks changed their gold: {list(changed.items())[:2]}"
