@@ -27,10 +27,13 @@ from typing import Any, cast
 
 from .dataset import load_fixtures
 from .ids import hex_id, image_path
-from .service import ApiError, Backend
+from .service import ApiError, Backend, Documented, documented, prune
 from .validate import Problems
 
 PAGE = 20
+# RestBench's TMDB spec documents these only in part: trending's schema and example are movies (the API also
+# trends shows and people), /credit's are a TV credit (the API also has movie credits)
+PARTLY_DOCUMENTED = ("GET /trending/{media_type}/{time_window}", "GET /credit/{credit_id}")
 _DEPARTMENTS = {
     "Director": "Directing", "Co-Director": "Directing", "Screenplay": "Writing", "Writer": "Writing",
     "Novel": "Writing", "Story": "Writing", "Characters": "Writing", "Creator": "Writing", "Teleplay": "Writing",
@@ -307,6 +310,24 @@ class TMDB(Backend):
             return 400, self.error(400, "Invalid page: Pages start at 1 and max at 500. They are expected to be an integer.", 22)
         return 400, self.error(400, f"Invalid parameters: Your request parameters are incorrect. ({problems.text()})", 5)
 
+    # ------------------------------------------------------------------------------------- the spec's fields
+
+    def document(self, tools: list[Any]) -> None:
+        """Answer in the fields the served spec documents (its schema and example response), as the API did
+        when the spec was written; operations whose spec describes only part of what they return keep
+        everything (:data:`PARTLY_DOCUMENTED`)."""
+        self.fields: dict[str, Documented] = {}
+        for tool in tools:
+            http = tool.http
+            if http is None or tool.name in PARTLY_DOCUMENTED or not (http.response_schema or http.response_example):
+                continue
+            self.fields[tool.name] = documented(http.response_schema, http.response_example)
+
+    def handle(self, op: str, args: dict[str, Any], session: str) -> tuple[int, Any]:
+        status, body = super().handle(op, args, session)
+        tree = self.__dict__.get("fields", {}).get(op)
+        return (status, prune(body, tree)) if tree is not None and status < 300 else (status, body)
+
     # ------------------------------------------------------------------------------------- handlers
 
     def handlers(self) -> dict[str, Any]:
@@ -318,4 +339,4 @@ class TMDB(Backend):
         return h
 
 
-__all__ = ["PAGE", "TMDB"]
+__all__ = ["PAGE", "PARTLY_DOCUMENTED", "TMDB"]
