@@ -131,10 +131,37 @@ def family(op: str) -> str:
     return f"{path[0]} {literals[-1]}"
 
 
-def size_table(env: RestBenchEnv) -> list[tuple[str, int, int, int]]:
-    """(family, calls, median bytes, p90 bytes) of the sample responses, plus an "all" row."""
+def gold_path_responses(env: RestBenchEnv) -> list[tuple[str, dict[str, Any], int | None, Any]]:
+    """What the service answered to every call of every task's solution script (the gold paths)."""
+    from taskbench.envs.restbench import solve
+
+    seen: list[tuple[str, dict[str, Any], int | None, Any]] = []
+    real = env.call
+
+    async def call(tool_call: ToolCall) -> Any:
+        result = await real(tool_call)
+        seen.append((tool_call.name, dict(tool_call.arguments), result.status, result.content))
+        return result
+
+    async def main() -> None:
+        for task in env.tasks():
+            await env.reset(0, task)
+            await solve(env, task)
+        await env.aclose()
+
+    env.call = call  # type: ignore[method-assign]
+    try:
+        asyncio.run(main())
+    finally:
+        del env.call
+    return seen
+
+
+def size_table(env: RestBenchEnv, gold: bool = False) -> list[tuple[str, int, int, int]]:
+    """(family, calls, median bytes, p90 bytes) of the sample responses (``gold``: of the calls along the
+    tasks' solution scripts), plus an "all" row."""
     groups: dict[str, list[int]] = {}
-    for op, _args, status, body in responses(env):
+    for op, _args, status, body in (gold_path_responses(env) if gold else responses(env)):
         if status is not None and status < 300 and body is not None:
             n = len(json.dumps(body, ensure_ascii=False).encode())
             groups.setdefault(family(op), []).append(n)
@@ -150,6 +177,7 @@ def size_table(env: RestBenchEnv) -> list[tuple[str, int, int, int]]:
 if __name__ == "__main__":  # pragma: no cover - a measuring script
     where = Path(sys.argv[1] if len(sys.argv) > 1 else "/work/shared/reference/restbench")
     for api in sys.argv[2:] or ["tmdb", "spotify"]:
-        print(f"{api}: family | calls | median bytes | p90 bytes")
-        for row in size_table(RestBenchEnv(api, restbench_dir=where, task_set="restbench")):
-            print(" | ".join(str(x) for x in row))
+        for gold in (False, True):
+            print(f"{api} ({'gold paths' if gold else 'one request per operation'}): family | calls | median | p90 bytes")
+            for row in size_table(RestBenchEnv(api, restbench_dir=where, task_set="restbench"), gold):
+                print(" | ".join(str(x) for x in row))
