@@ -73,7 +73,8 @@ def test_every_environment_tool_documents_itself() -> None:
         env = open_environment(name)
         for spec in env.tools():
             doc = tooldocs.execution_doc(spec, "fn")
-            assert doc.startswith("fn(") and "Returns: " in doc and len(doc) < 4000, (name, spec.name)
+            # the complete response shape: Spotify's /search (seven paged kinds of item) is the longest, ~5 kB
+            assert doc.startswith("fn(") and "Returns: " in doc and len(doc) < 6000, (name, spec.name)
 
 
 def test_schemas_accept_what_the_parsers_read() -> None:

@@ -285,3 +285,39 @@ def test_messy_restbench_files_load_and_are_reported(restbench_dir: Path, tmp_pa
     text = "\n".join(env.problems)
     assert "record 2 has no 'query'" in text and "record 3 has no 'solution'" in text and "query 1: its text changed" in text
     assert query_hash(records[1]["query"]) in text
+
+
+@pytest.mark.slow
+def test_long_responses_keep_every_gold_value(restbench_dir: Path, tmp_path: Path) -> None:
+    """The TMDB responses are long now (the spec's fields, full credits); every checker value and solution
+    answer of the 100 RestBench queries and our 20 tasks is what it was with the short fixtures
+    (tests/data/restbench_tmdb_gold.json, written by tests/restbench_gold.py before the change). The one
+    change allowed: a pool of acceptable answers ("any" / "at_least ... of") may have grown by the added
+    supporting cast, keeping every value it had (the task's meaning, "name two of its cast", is the same)."""
+    from restbench_gold import GOLD, environments, gold_values
+
+    recorded = json.loads(GOLD.read_text(encoding="utf-8"))
+    now: dict[str, Any] = {}
+    for env in environments(restbench_dir, tmp_path):
+        now.update(gold_values(env))
+    assert set(now) == set(recorded) and len(now) == 120
+
+    def same(old: dict[str, Any], new: dict[str, Any]) -> bool:
+        if old["answer"] != new["answer"] or len(old["values"]) != len(new["values"]):
+            return False
+        for was, now_ in zip(old["values"], json.loads(json.dumps(new["values"])), strict=True):
+            for key in set(was) | set(now_):
+                a, b = was.get(key), now_.get(key)
+                grown = key in ("any", "of") and isinstance(a, list) and isinstance(b, list) and \
+                    all(x in b for x in a) and all(x in people for x in b if x not in a)
+                if a != b and not grown:
+                    return False
+        return True
+
+    from taskbench.envs.restbench.tmdb import TMDB
+
+    people = {p["name"] for p in TMDB().crowd.values()}
+    pools = sum(1 for k in now if now[k]["values"] != recorded[k]["values"])
+    changed = {k: (recorded[k], now[k]) for k in now if not same(recorded[k], now[k])}
+    assert pools == 1, f"{pools} pools grew (only query 29's, the cast of Titanic, should)"
+    assert not changed, f"{len(changed)} tasks changed their gold: {list(changed.items())[:2]}"

@@ -135,75 +135,263 @@ def argument_help(spec: ToolSpec, *, limit: int = 8, width: int = 100) -> str:
     return "\n".join(lines)
 
 
-def shape(schema: Any, *, depth: int = 3, max_keys: int = 12) -> str:
-    """A compact picture of a JSON Schema: ``{"results": [{"id": int, "name": str, ...}], "page": int}``."""
-    return _shape(schema, depth, max_keys)
+# A shape node: ("leaf", "int") | ("object", {key: node}) | ("array", node | None) | ("alt", [node, ...])
+# | ("ref", name) (a named sub-shape, defined once).
+_Node = tuple[str, Any]
+_ANY: _Node = ("leaf", "Any")
+_NONE: _Node = ("leaf", "None")
+_NAME_KEYS = ("x-spotify-docs-type", "title")
+_RESERVED = {"str", "int", "float", "bool", "None", "Any", "dict", "list"}
+_MAX_NODES = 5000  # schema nodes read per shape; past it, sub-schemas show as Any
+_MAX_LEVEL = 48  # nesting of schema keywords followed per shape
+_EXAMPLE_ITEMS = 50
+RETURNS_DEPTH = 8  # nesting shown to the execution agent per line (Spotify's /search needs 6)  # list items of an example merged into the item shape
 
 
-def _shape(schema: Any, depth: int, max_keys: int) -> str:
-    if not isinstance(schema, dict):
-        return "Any"
-    for key in ("oneOf", "anyOf", "allOf"):
-        options = schema.get(key)
-        if isinstance(options, list) and options:
-            return _shape(options[0], depth, max_keys)
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        kind = next((k for k in kind if k != "null"), None)
-    if kind == "array" or (kind is None and "items" in schema):
-        if depth <= 0:
-            return "[...]"
-        return f"[{_shape(schema.get('items'), depth - 1, max_keys)}, ...]"
-    props = schema.get("properties")
-    if kind == "object" or isinstance(props, dict):
-        if not isinstance(props, dict) or not props:
-            return "dict"
-        if depth <= 0:
-            return "{...}"
-        items = [f"{json.dumps(k)}: {_shape(v, depth - 1, max_keys)}" for k, v in list(props.items())[:max_keys]]
-        if len(props) > max_keys:
-            items.append("...")
-        return "{" + ", ".join(items) + "}"
-    return _type(schema)
+def _ident(name: str) -> str:
+    ident = re.sub(r"\W+", "_", name).strip("_") or "Shape"
+    ident = f"_{ident}" if ident[0].isdigit() else ident
+    return f"{ident}_" if ident in _RESERVED else ident
 
 
-def example_shape(value: Any, *, depth: int = 3, max_keys: int = 12) -> str:
-    """The same picture drawn from an example value (for specs that give an example but no schema)."""
-    if isinstance(value, dict):
-        if not value:
-            return "{}"
-        if depth <= 0:
-            return "{...}"
-        items = [f"{json.dumps(k)}: {example_shape(v, depth=depth - 1, max_keys=max_keys)}"
-                 for k, v in list(value.items())[:max_keys]]
-        if len(value) > max_keys:
-            items.append("...")
-        return "{" + ", ".join(items) + "}"
-    if isinstance(value, list):
-        if not value:
-            return "[]"
-        if depth <= 0:
-            return "[...]"
-        return f"[{example_shape(value[0], depth=depth - 1, max_keys=max_keys)}, ...]"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "int"
-    if isinstance(value, float):
-        return "float"
-    if isinstance(value, str):
-        return "str"
-    return "None" if value is None else "Any"
+class _Shapes:
+    """JSON Schemas (and example values) read into shape nodes: allOf merged, anyOf/oneOf as alternatives,
+    ``$ref`` followed once per pointer (memoised; a cycle becomes a reference to the name being defined)."""
+
+    def __init__(self, root: Any) -> None:
+        self.root = root
+        self.defs: dict[str, _Node] = {}
+        self.names: dict[str, str] = {}  # memo key (a pointer, or a named schema's text) -> name
+        self.count = 0
+
+    # ------------------------------------------------------------------------------ reading
+
+    def node(self, schema: Any, level: int = 0) -> _Node:
+        self.count += 1
+        if not isinstance(schema, dict) or level > _MAX_LEVEL or self.count > _MAX_NODES:
+            return _ANY
+        ref = schema.get("$ref")
+        if isinstance(ref, str):
+            target = self._pointer(ref)
+            if target is None:
+                return _ANY
+            named = self._named(ref.rstrip("/").rsplit("/", 1)[-1] or "Root", f"ref:{ref}",
+                                lambda: self.node(target, level + 1) if "$ref" in target else self._plain(target, level + 1))
+            rest = {k: v for k, v in schema.items() if k in ("properties", "items", "allOf", "anyOf", "oneOf")}
+            return self.merge(named, self._plain(rest, level + 1)) if rest else named
+        name = next((schema[k] for k in _NAME_KEYS if isinstance(schema.get(k), str) and schema[k].strip()), None)
+        if name is not None and isinstance(schema.get("properties"), dict) | isinstance(schema.get("allOf"), list):
+            key = "named:" + json.dumps(schema, sort_keys=True, default=str)
+            return self._named(name, key, lambda: self._plain(schema, level + 1))
+        return self._plain(schema, level)
+
+    def _pointer(self, ref: str) -> Any:
+        if not ref.startswith("#"):
+            return None
+        target = self.root
+        for part in [p for p in ref[1:].split("/") if p]:
+            part = part.replace("~1", "/").replace("~0", "~")
+            if not isinstance(target, dict) or part not in target:
+                return None
+            target = target[part]
+        return target if isinstance(target, dict) else None
+
+    def _named(self, name: str, key: str, build: Any) -> _Node:
+        if key in self.names:
+            return ("ref", self.names[key])
+        base = unique = _ident(name)
+        n = 2
+        while unique in self.defs:
+            unique, n = f"{base}{n}", n + 1
+        self.names[key] = unique
+        self.defs[unique] = _ANY  # a use inside its own definition refers to the name
+        self.defs[unique] = build()
+        return ("ref", unique)
+
+    def _plain(self, schema: dict[str, Any], level: int) -> _Node:
+        out = self._typed(schema, level)
+        parts = schema.get("allOf")
+        if isinstance(parts, list):
+            for part in parts:
+                out = self.merge(out, self.node(part, level + 1))
+        for key in ("anyOf", "oneOf"):
+            options = schema.get(key)
+            if isinstance(options, list) and options:
+                nodes = [n for n in (self.node(o, level + 1) for o in options) if n != _NONE]
+                alternatives: _Node = _NONE if not nodes else nodes[0] if len(nodes) == 1 else ("alt", nodes)
+                out = self.merge(out, alternatives)
+        return out
+
+    def _typed(self, schema: dict[str, Any], level: int) -> _Node:
+        kind = schema.get("type")
+        if isinstance(kind, list):
+            kind = next((k for k in kind if k != "null"), "null" if kind else None)
+        props = schema.get("properties")
+        if kind == "null":
+            return _NONE
+        if kind == "array" or (kind is None and "items" in schema):
+            items = schema.get("items")
+            return ("array", self.node(items, level + 1) if isinstance(items, dict) else None)
+        if kind == "object" or isinstance(props, dict):
+            keys = {str(k): self.node(v, level + 1) for k, v in props.items()} if isinstance(props, dict) else {}
+            return ("object", keys)
+        return ("leaf", _PY_TYPES.get(kind, kind)) if isinstance(kind, str) else _ANY
+
+    def example(self, value: Any) -> _Node:
+        """The shape of an example value (a list's items merged into one shape)."""
+        self.count += 1
+        if self.count > _MAX_NODES:
+            return _ANY
+        if isinstance(value, dict):
+            return ("object", {str(k): self.example(v) for k, v in value.items()})
+        if isinstance(value, list):
+            item: _Node | None = None
+            for v in value[:_EXAMPLE_ITEMS]:
+                item = self.example(v) if item is None else self.merge(item, self.example(v))
+            return ("array", item)
+        if value is None:
+            return _NONE
+        return ("leaf", {bool: "bool", int: "int", float: "float", str: "str"}.get(type(value), "Any"))
+
+    # ------------------------------------------------------------------------------ merging (allOf, schema + example)
+
+    def _deref(self, node: _Node, seen: frozenset[str] = frozenset()) -> _Node:
+        while node[0] == "ref" and node[1] not in seen:
+            seen = seen | {node[1]}
+            node = self.defs.get(node[1], _ANY)
+        return node
+
+    def merge(self, a: _Node, b: _Node) -> _Node:
+        if a == b or b == _ANY:
+            return a
+        if a == _ANY:
+            return b
+        if a[0] == "ref" or b[0] == "ref":
+            return self.merge(self._deref(a), self._deref(b)) if self._deref(a) != a or self._deref(b) != b else a
+        if a[0] == "alt" or b[0] == "alt":
+            options = list(a[1]) if a[0] == "alt" else [a]
+            for new in b[1] if b[0] == "alt" else [b]:
+                at = next((i for i, o in enumerate(options) if o[0] == new[0] and o[0] != "leaf"), None)
+                if at is not None:
+                    options[at] = self.merge(options[at], new)
+                elif new not in options:
+                    options.append(new)
+            return ("alt", options)
+        if a[0] == "object" and b[0] == "object":
+            keys = dict(a[1])
+            for k, v in b[1].items():
+                keys[k] = self.merge(keys[k], v) if k in keys else v
+            return ("object", keys)
+        if a[0] == "array" and b[0] == "array":
+            return ("array", b[1] if a[1] is None else a[1] if b[1] is None else self.merge(a[1], b[1]))
+        vague = (_NONE, ("leaf", "dict"), ("leaf", "list"))
+        if a in vague and b[0] != "leaf" or a == _NONE:
+            return b
+        if b in vague and a[0] != "leaf" or b == _NONE:
+            return a
+        return ("alt", [a, b])
+
+    # ------------------------------------------------------------------------------ drawing
+
+    def render(self, root: _Node, depth: int, max_keys: int | None) -> str:
+        uses: dict[str, int] = {}
+
+        def count(node: _Node | None) -> None:
+            if node is None:
+                return
+            if node[0] == "ref":
+                uses[node[1]] = uses.get(node[1], 0) + 1
+                if uses[node[1]] == 1:
+                    count(self.defs.get(node[1]))
+            elif node[0] == "object":
+                for v in node[1].values():
+                    count(v)
+            elif node[0] == "array":
+                count(node[1])
+            elif node[0] == "alt":
+                for o in node[1]:
+                    count(o)
+
+        count(root)
+        inline = {n for n, k in uses.items() if k <= 1 or self.defs.get(n, _ANY)[0] == "leaf"}
+        pending: list[str] = []
+
+        def draw(node: _Node | None, d: int) -> str:
+            if node is None:
+                return "Any"
+            kind, body = node
+            if kind == "ref":
+                if body in inline and (d > 0 or max_keys is not None):
+                    # in the complete picture (max_keys None) a named shape past the depth gets its own line
+                    return draw(self.defs.get(body, _ANY), d)
+                if body not in pending:
+                    pending.append(body)
+                return str(body)
+            if kind == "object":
+                if not body:
+                    return "dict"
+                if d <= 0:
+                    return "{...}"
+                keys = list(body.items())
+                shown = keys if max_keys is None else keys[:max_keys]
+                items = [f"{json.dumps(k)}: {draw(v, d - 1)}" for k, v in shown]
+                return "{" + ", ".join(items + (["..."] if len(shown) < len(keys) else [])) + "}"
+            if kind == "array":
+                if body is None:
+                    return "list"
+                return "[...]" if d <= 0 else f"[{draw(body, d - 1)}, ...]"
+            if kind == "alt":
+                drawn: list[str] = []
+                for option in body:
+                    text = draw(option, d)
+                    if text not in drawn:
+                        drawn.append(text)
+                return " | ".join(drawn)
+            return str(body)
+
+        lines = [draw(root, depth)]
+        done = 0
+        while done < len(pending):
+            name = pending[done]
+            lines.append(f"{name} = {draw(self.defs.get(name, _ANY), depth)}")
+            done += 1
+        return "\n".join(lines)
+
+
+def shape(schema: Any, *, depth: int = 3, max_keys: int | None = 12, example: Any = None) -> str:
+    """A compact picture of a JSON Schema: ``{"results": [{"id": int, "name": str}, ...], "page": int}``.
+
+    ``allOf`` parts are merged into one shape, ``anyOf`` / ``oneOf`` are shown as alternatives (``A | B``; a
+    ``null`` alternative is left out), local ``$ref`` pointers (``#/$defs/X``, ``#/components/schemas/X``) are
+    followed, once per pointer. A named sub-schema (a ``$ref``, or a schema with a ``title`` or Spotify's
+    ``x-spotify-docs-type``) that is used more than once, or recursively, is shown once on its own line
+    ``Name = {...}`` and by its name where it is used. Objects and lists nest at most ``depth`` levels per
+    line (deeper: ``{...}``), objects show at most ``max_keys`` keys. ``max_keys=None`` asks for the complete
+    picture: every key, and a named shape past the depth on its own line instead of ``{...}``. An
+    ``example`` value, when given, is merged in: keys the example has and the schema lacks are shown too.
+    """
+    shapes = _Shapes(schema)
+    root = shapes.node(schema) if isinstance(schema, dict) and schema else _ANY
+    if example is not None:
+        root = shapes.merge(root, shapes.example(example))
+    return shapes.render(root, depth, max_keys)
+
+
+def example_shape(value: Any, *, depth: int = 3, max_keys: int | None = 12) -> str:
+    """The same picture drawn from an example value (for specs that give an example but no schema); a list's
+    items are merged into one shape."""
+    shapes = _Shapes(None)
+    return shapes.render(shapes.example(value), depth, max_keys)
 
 
 def returns(spec: ToolSpec) -> str:
-    """What the tool returns, as a shape (output schema, else the spec's example response, else types)."""
-    if spec.output_schema:
-        return shape(spec.output_schema)
-    if spec.http is not None and spec.http.response_schema:
-        return shape(spec.http.response_schema)
-    if spec.http is not None and spec.http.response_example is not None:
-        return example_shape(spec.http.response_example)
+    """What the tool returns, as a shape: its output schema with the spec's example response merged in
+    (specs drift from their examples: RestBench's TMDB schema names a list ``""`` that its example, and the
+    API, calls ``results``); else the tool's output types."""
+    schema = spec.output_schema or (spec.http.response_schema if spec.http is not None else None)
+    example = spec.http.response_example if spec.http is not None else None
+    if schema or example is not None:
+        return shape(schema, example=example, depth=RETURNS_DEPTH, max_keys=None)
     if spec.output_types:
         return ('{"artifact": str (pass it to later tools), "type": str, "content": str, "provenance": str}'
                 f"  (produces: {', '.join(spec.output_types)})")

@@ -81,10 +81,80 @@ class Backend:
         """A JSON view of ``session``'s state (what end-state checkers read); None when stateless."""
         return None
 
+    def document(self, tools: list[ToolSpec]) -> None:  # noqa: B027
+        """Learn the spec being served (a backend that answers in the spec's documented fields reads them)."""
+
     def missing(self, ops: Iterable[str]) -> list[str]:
         """Operations of ``ops`` this backend has no handler for."""
         known = self.handlers()
         return [op for op in ops if op not in known]
+
+
+# ----------------------------------------------------------------------------------------- documented fields
+
+# The keys a response schema (with its example) documents: {"keys": {key: tree} or None (any key), "item": tree}
+Documented = dict[str, Any]
+
+
+def documented(schema: Any, example: Any = None) -> Documented:
+    """The key tree of a response as its spec documents it: the schema's properties (allOf / anyOf / oneOf
+    united, list items) together with the example's keys. An object neither gives keys for is open (any key)."""
+    tree = _from_schema(schema, 0) if isinstance(schema, dict) and schema else {"keys": None, "item": None}
+    return (_unite(tree, _from_example(example)) or tree) if example is not None else tree
+
+
+def _from_schema(schema: Any, level: int) -> Documented:
+    if not isinstance(schema, dict) or level > 40:
+        return {"keys": None, "item": None}
+    props, items = schema.get("properties"), schema.get("items")
+    tree: Documented = {"keys": {str(k): _from_schema(v, level + 1) for k, v in props.items()}
+                        if isinstance(props, dict) and props else None,
+                        "item": _from_schema(items, level + 1) if isinstance(items, dict) else None}
+    for key in ("allOf", "anyOf", "oneOf"):
+        parts = schema.get(key)
+        if isinstance(parts, list):
+            for part in parts:
+                if isinstance(part, dict):
+                    tree = _unite(tree, _from_schema(part, level + 1)) or tree
+    return tree
+
+
+def _from_example(value: Any) -> Documented:
+    if isinstance(value, dict):
+        return {"keys": {str(k): _from_example(v) for k, v in value.items()}, "item": None}
+    tree: Documented = {"keys": None, "item": None}
+    if isinstance(value, list):
+        for v in value:
+            tree["item"] = _from_example(v) if tree["item"] is None else _unite(tree["item"], _from_example(v))
+    return tree
+
+
+def _unite(a: Documented | None, b: Documented | None) -> Documented | None:
+    """Both trees' keys; a side that gives no keys adds none (the other side's keys stand)."""
+    if a is None or b is None:
+        return a if b is None else b
+    ka, kb = a["keys"], b["keys"]
+    if ka is None or kb is None:
+        keys = ka if kb is None else kb
+    else:
+        keys = dict(ka)
+        for k, v in kb.items():
+            keys[k] = _unite(keys[k], v) if k in keys else v
+    return {"keys": keys, "item": _unite(a["item"], b["item"])}
+
+
+def prune(value: Any, tree: Documented | None) -> Any:
+    """``value`` without the keys ``tree`` does not document (open objects are kept whole)."""
+    if tree is None:
+        return value
+    if isinstance(value, dict):
+        keys = tree["keys"]
+        if keys is None:
+            return value
+        return {k: prune(v, keys[k]) for k, v in value.items() if k in keys}
+    if isinstance(value, list):
+        return [prune(v, tree["item"]) for v in value]
+    return value
 
 
 def _route_order(spec: ToolSpec) -> tuple[int, int, str]:
@@ -109,6 +179,7 @@ def build_app(backend: Backend, tools: list[ToolSpec], prefix: str) -> Any:
             f"the {backend.api} service has no handler for {len(missing)} operation(s) of the spec: "
             + ", ".join(missing[:8])
         )
+    backend.document(operations)
     app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
 
     def respond(status: int, body: Any) -> Any:
@@ -255,6 +326,8 @@ __all__ = [
     "Service",
     "acquire",
     "build_app",
+    "documented",
+    "prune",
     "release",
     "running_services",
     "server_prefix",

@@ -180,7 +180,8 @@ class Spotify(Backend):
         return out
 
     def playlist_items(self, p: dict[str, Any], state: dict[str, Any]) -> list[dict[str, Any]]:
-        return [{"added_at": item.get("added_at", self.now), "added_by": self.user_public(p["owner"], state),
+        added_by = {k: v for k, v in self.user_public(p["owner"], state).items() if k != "display_name"}  # PlaylistUserObject
+        return [{"added_at": item.get("added_at", self.now), "added_by": added_by,
                  "is_local": False, "track": self.track_full(item["id"])} for item in p.get("tracks", [])]
 
     @staticmethod

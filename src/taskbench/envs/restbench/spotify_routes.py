@@ -370,7 +370,9 @@ def routes(db: Spotify) -> dict[str, Handler]:  # noqa: C901 - one table of smal
             return 204, None
         out: dict[str, Any] = {"timestamp": 1692100800000, "context": context_obj(s), "progress_ms": player.get("progress_ms", 0),
                                "is_playing": bool(player.get("is_playing")), "item": db.track_full(player["item"]),
-                               "currently_playing_type": "track", "actions": {"disallows": {"resuming": bool(player.get("is_playing"))}}}
+                               "currently_playing_type": "track",
+                               # the spec's DisallowsObject itself (the live API wraps it in "disallows")
+                               "actions": {"resuming": bool(player.get("is_playing"))}}
         if with_device:
             device = next((d for d in s.get("devices", []) if d.get("is_active")), None)
             out = {"device": device, "repeat_state": player.get("repeat", "off"), "shuffle_state": bool(player.get("shuffle")), **out}

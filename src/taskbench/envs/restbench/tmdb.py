@@ -27,16 +27,21 @@ from typing import Any, cast
 
 from .dataset import load_fixtures
 from .ids import hex_id, image_path
-from .service import ApiError, Backend
+from .service import ApiError, Backend, Documented, documented, prune
+from .tmdb_crowd import DEPARTMENTS as CROWD_DEPARTMENTS
 from .validate import Problems
 
 PAGE = 20
+# RestBench's TMDB spec documents these only in part: trending's schema and example are movies (the API also
+# trends shows and people), /credit's are a TV credit (the API also has movie credits)
+PARTLY_DOCUMENTED = ("GET /trending/{media_type}/{time_window}", "GET /credit/{credit_id}")
 _DEPARTMENTS = {
     "Director": "Directing", "Co-Director": "Directing", "Screenplay": "Writing", "Writer": "Writing",
     "Novel": "Writing", "Story": "Writing", "Characters": "Writing", "Creator": "Writing", "Teleplay": "Writing",
     "Producer": "Production", "Executive Producer": "Production", "Co-Producer": "Production",
     "Original Music Composer": "Sound", "Music": "Sound", "Director of Photography": "Camera",
     "Editor": "Editing", "Casting": "Production", "Production Design": "Art", "Host": "Crew",
+    **CROWD_DEPARTMENTS,
 }
 
 
@@ -83,9 +88,27 @@ class TMDB(Backend):
         self.networks = {n["id"]: n for n in db.get("networks", [])}
         self.reviews: dict[str, dict[str, Any]] = {}
         self.credits: dict[str, dict[str, Any]] = {}
+        self.crowd: dict[int, dict[str, Any]] = {}  # made-up supporting cast and crew (see tmdb_crowd)
+        if meta.get("crowd", True):
+            self._add_crowd()
         self._index()
 
     # ------------------------------------------------------------------------------------- indexes
+
+    def _add_crowd(self) -> None:
+        """Complete every movie's and show's credits the way the live API lists them (:mod:`.tmdb_crowd`)."""
+        from .tmdb_crowd import ID_BASE, crowd
+
+        taken = {p["name"] for p in self.people.values()}
+        next_id = ID_BASE
+        for kind, table in (("movie", self.movies), ("tv", self.tv)):
+            for key in sorted(table):
+                media = table[key] = dict(table[key])
+                cast, crew, people = crowd(kind, media, taken, next_id)
+                next_id += len(people)
+                media["cast"] = [*media.get("cast", []), *cast]
+                media["crew"] = [*media.get("crew", []), *crew]
+                self.crowd.update((p["id"], p) for p in people)
 
     def _index(self) -> None:
         self.person_movies: dict[int, list[tuple[str, dict[str, Any], int, str]]] = {}
@@ -200,8 +223,35 @@ class TMDB(Backend):
             out["media_type"] = "person"
         return out
 
+    def biography(self, p: dict[str, Any]) -> str:
+        """A biography of the live API's length (TMDB's run to a few paragraphs): the fixture's own, then
+        what the database knows (birth, department, the best-known titles with year and role), same every run."""
+        name, parts = p["name"], [p.get("bio") or ""]
+        born = p.get("birthday")
+        if born:
+            where = f" in {p['place']}" if p.get("place") else ""
+            died = f" and died on {p['deathday']}" if p.get("deathday") else ""
+            parts.append(f"{name} was born on {born}{where}{died}.")
+        works = [(w.get("pop", 0), str(w.get("title") or w.get("name")), (w.get("date") or "")[:4], what, kind)
+                 for kind, w, _n, what in self.person_movies.get(p["id"], []) + self.person_tv.get(p["id"], [])]
+        works.sort(key=lambda w: (-w[0], w[1]))
+        seen: list[str] = []
+        for _pop, title, year, what, kind in works:
+            if title in seen or len(seen) >= 10:
+                continue
+            seen.append(title)
+            role = f"as {what}" if kind == "cast" and what else f"({what})" if what else ""
+            parts.append(f"{title} ({year or 'unreleased'}) {role}".strip() + ";")
+        if seen:
+            parts.insert(len(parts) - len(seen), f"Working mainly in {p.get('dept', 'Acting').lower()}, {name} is "
+                         f"best known for the following titles:")
+            parts[-1] = parts[-1].rstrip(";") + "."
+        parts.append(f"{name}'s filmography, images and credits are listed on the person's pages; the "
+                     "biography is written by the community and may be incomplete.")
+        return "\n\n".join(x for x in [parts[0], " ".join(parts[1:])] if x)
+
     def _credit_person(self, pid: int) -> dict[str, Any]:
-        p = self.people.get(pid) or {"id": pid, "name": f"person {pid}"}
+        p = self.people.get(pid) or self.crowd.get(pid) or {"id": pid, "name": f"person {pid}"}
         return {"adult": False, "gender": p.get("gender", 0), "id": pid, "known_for_department": p.get("dept", "Acting"),
                 "name": p["name"], "original_name": p.get("original_name", p["name"]), "popularity": p.get("pop", 1.0),
                 "profile_path": image_path("person", pid, "profile", 0)}
@@ -307,6 +357,24 @@ class TMDB(Backend):
             return 400, self.error(400, "Invalid page: Pages start at 1 and max at 500. They are expected to be an integer.", 22)
         return 400, self.error(400, f"Invalid parameters: Your request parameters are incorrect. ({problems.text()})", 5)
 
+    # ------------------------------------------------------------------------------------- the spec's fields
+
+    def document(self, tools: list[Any]) -> None:
+        """Answer in the fields the served spec documents (its schema and example response), as the API did
+        when the spec was written; operations whose spec describes only part of what they return keep
+        everything (:data:`PARTLY_DOCUMENTED`)."""
+        self.fields: dict[str, Documented] = {}
+        for tool in tools:
+            http = tool.http
+            if http is None or tool.name in PARTLY_DOCUMENTED or not (http.response_schema or http.response_example):
+                continue
+            self.fields[tool.name] = documented(http.response_schema, http.response_example)
+
+    def handle(self, op: str, args: dict[str, Any], session: str) -> tuple[int, Any]:
+        status, body = super().handle(op, args, session)
+        tree = self.__dict__.get("fields", {}).get(op)
+        return (status, prune(body, tree)) if tree is not None and status < 300 else (status, body)
+
     # ------------------------------------------------------------------------------------- handlers
 
     def handlers(self) -> dict[str, Any]:
@@ -318,4 +386,4 @@ class TMDB(Backend):
         return h
 
 
-__all__ = ["PAGE", "TMDB"]
+__all__ = ["PAGE", "PARTLY_DOCUMENTED", "TMDB"]

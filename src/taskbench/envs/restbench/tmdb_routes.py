@@ -284,11 +284,11 @@ def routes(db: TMDB) -> dict[str, Handler]:  # noqa: C901 - one table of small c
     # ------------------------------------------------------------------------------------ people
 
     def person(args: dict[str, Any]) -> dict[str, Any]:
-        return db._get(people, args["person_id"])
+        return db.crowd.get(args["person_id"]) or db._get(people, args["person_id"])
 
     def get_person(args: dict[str, Any], _s: str) -> Any:
         p = person(args)
-        return {"adult": False, "also_known_as": list(p.get("aka", [])), "biography": p.get("bio", ""),
+        return {"adult": False, "also_known_as": list(p.get("aka", [])), "biography": db.biography(p),
                 "birthday": p.get("birthday"), "deathday": p.get("deathday"), "gender": p.get("gender", 0),
                 "homepage": p.get("homepage"), "id": p["id"], "imdb_id": p.get("imdb_id"),
                 "known_for_department": p.get("dept", "Acting"), "name": p["name"],
@@ -330,7 +330,7 @@ def routes(db: TMDB) -> dict[str, Handler]:  # noqa: C901 - one table of small c
         credit = db.credits.get(args["credit_id"])
         if credit is None:
             raise ApiError(404, "The resource you requested could not be found.", 34)
-        media, p = credit["media"], people.get(credit["person"], {"id": credit["person"], "name": ""})
+        media, p = credit["media"], people.get(credit["person"]) or db.crowd.get(credit["person"], {"id": credit["person"], "name": ""})
         if credit["kind"] == "movie":
             media_obj: dict[str, Any] = db.movie_brief(media)
         else:
