@@ -121,6 +121,9 @@ def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
     _logging()
     _tolerant_streams()
+    from ..run.spec import load_dotenv
+
+    load_dotenv()  # TASKBENCH_* defaults (e.g. TASKBENCH_MODEL) from ./.env
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _terminate)
     try:

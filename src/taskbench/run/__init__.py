@@ -3,6 +3,7 @@ and reports. See :mod:`taskbench.run.job`."""
 
 from .job import DEFAULT_LIMIT, DEFAULT_MAX_TOKENS, DEFAULT_MODEL, RUN_LOG_FILE, read_run_log, run_benchmark
 from .resolve import BUNDLED_DEMO_DATASETS, resolve_data
+from .spec import RunSpec, default_model
 
 __all__ = [
     "BUNDLED_DEMO_DATASETS",
@@ -10,6 +11,8 @@ __all__ = [
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_MODEL",
     "RUN_LOG_FILE",
+    "RunSpec",
+    "default_model",
     "read_run_log",
     "resolve_data",
     "run_benchmark",
