@@ -4,6 +4,7 @@ directory (run log, report.md, report.html)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -133,9 +134,8 @@ def run_command(
         taskbench run -m openai-compatible/qwen --base-url http://n1:8000/v1 --base-url http://n2:8000/v1 --executor ray --ray-address auto -o runs/big
     """
 
-    from ..predict.progress import RichPredictDisplay, summary_table
+    from ..predict.progress import RichPredictDisplay
     from ..run.job import run_benchmark
-    from ..run.report import overview_header, overview_rows
     from ..run.spec import RunSpec
     from .options import parse_model_options
 
@@ -160,30 +160,8 @@ def run_command(
     finally:
         if runner is not None:
             runner.close()
-    from rich.table import Table
 
-    out = make_console()
-    out.print(summary_table(display.summaries))
-    table = Table(title="Leaderboard (overall, %; strict unless marked compat)", title_justify="left")
-    head = overview_header()
-    keep = [i for i, h in enumerate(head) if h in CLI_COLUMNS]
-    for i in keep:
-        table.add_column(head[i], justify="left" if i < 2 else "right")
-    for row in overview_rows(log):
-        table.add_row(*(row[i] for i in keep))
-    out.print(table)
-    from ..run.report import stage_sections
-
-    for sec in stage_sections(log):
-        st = Table(title=sec["title"], title_justify="left")
-        for i, h in enumerate(sec["head"]):
-            st.add_column(h, justify="left" if i == 0 and h == "agent" else "right")
-        for row in sec["rows"]:
-            st.add_row(*row)
-        out.print(st)
-        for t in sec["text"][:1]:
-            out.print(t.replace("**", ""), markup=False)
-    out.print(f"run directory: {output} (report.md, report.html, run_log.json) · {log.seconds:.1f} s")
+    _print_results(log, output, display.summaries)
     if log.status == "incomplete":
         failed = sum(e.failures for e in log.entries)
         if failed:
@@ -198,6 +176,56 @@ def run_command(
                 typer.echo(f"taskbench: run incomplete: the {stage.kind} stage failed: {stage.error}; fix that and "
                            f"rerun (what is done is kept)", err=True)
         raise typer.Exit(1)
+
+
+RUN_DROP_FIRST = ("compat v-F1", "predict s", "parse fail", "compat n-F1", "v-F1", "NED", "e-F1")
+"""Leaderboard columns left out first when the terminal is narrow (dataset, model, samples, n-F1 stay)."""
+
+
+def _print_results(log: Any, output: Path, summaries: Any) -> None:
+    """The end of a run on stdout: predictions, leaderboard, verdict, small-n warning, glossary, stages, and
+    the next commands with the run's real paths; every table fitted to the terminal (columns left out say so)."""
+    from rich.table import Table
+
+    from ..predict.progress import summary_table
+    from ..report.tables import fit_width
+    from ..run.report import explanations, next_commands, overview_header, overview_rows, stage_sections
+
+    out = make_console()
+    width = out.width
+    out.print(fit_width(summary_table(summaries), width, keep=2))
+    table = Table(title="Leaderboard (overall, %; strict unless marked compat)", title_justify="left")
+    head = overview_header()
+    keep = [i for i, h in enumerate(head) if h in CLI_COLUMNS]
+    for i in keep:
+        table.add_column(head[i], justify="left" if i < 2 else "right")
+    for row in overview_rows(log):
+        table.add_row(*(row[i] for i in keep))
+    shown = [head[i] for i in keep]
+    out.print(fit_width(table, width, keep=3, drop_first=RUN_DROP_FIRST))
+    notes = explanations(log)
+    for v in notes["verdicts"]:
+        out.print(f"Verdict: {v}", markup=False, highlight=False)
+    for w in notes["warnings"]:
+        out.print(f"Warning: {w}", style="yellow", markup=False, highlight=False)
+    labels = {h.removeprefix("compat ") for h in shown}
+    for g in notes["glossary"]:
+        if g.split(":")[0] in labels:
+            out.print(f"  {g}", style="dim", markup=False, highlight=False)
+    for sec in stage_sections(log, output):
+        st = Table(title=sec["title"], title_justify="left")
+        for i, h in enumerate(sec["head"]):
+            st.add_column(h, justify="left" if i == 0 and h == "agent" else "right")
+        for row in sec["rows"]:
+            st.add_row(*row)
+        out.print(fit_width(st, width, keep=1))
+        for t in sec["text"][:1]:
+            out.print(t.replace("**", ""), markup=False, highlight=False)
+    out.print(f"run directory: {output} (report.md, report.html, run_log.json) · {log.seconds:.1f} s",
+              markup=False, highlight=False)
+    out.print("next:", markup=False)
+    for c in next_commands(log, output):
+        out.print(f"  {c}", markup=False, highlight=False, soft_wrap=True)  # a command stays one line to copy
 
 
 def _names(text: str) -> list[str]:

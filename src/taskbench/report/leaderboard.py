@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import html
 import io
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -33,6 +33,64 @@ BOARD_METRICS: tuple[tuple[str, str], ...] = (
 """(metric key, column header) in display order; NED is lower-is-better, the rest higher-is-better."""
 
 LOWER_IS_BETTER = {"edit_distance", "parse_failure_rate", "missing_rate"}
+
+GLOSSARY: tuple[tuple[str, str], ...] = (
+    ("n-F1", "node F1: were the right tools chosen (predicted tool names against the gold ones); higher is better"),
+    ("e-F1", "edge F1: were the right dependencies between the tool calls predicted (the graph's links); higher "
+             "is better"),
+    ("t-F1", "argument-name F1: the right parameter names for each tool; higher is better"),
+    ("v-F1", "argument-value F1: the right parameter names with the right values; higher is better"),
+    ("NED", "normalized edit distance between the predicted and the gold tool sequence: 0 = the same, 100 = "
+            "nothing in common; LOWER is better"),
+    ("R-L", "ROUGE-L of the predicted task steps against the gold steps (wording overlap); higher is better"),
+    ("graph acc", "samples whose whole tool graph is exactly right; higher is better"),
+    ("parse fail", "answers without a usable task graph; lower is better"),
+)
+"""What each column measures and which way is better (printed under every report and CLI table)."""
+
+SMALL_N = 30
+"""Below this many samples a group's 95% CIs are too wide to rank models on (the report says so)."""
+
+
+def glossary_lines(shown: Collection[str] | None = None) -> list[str]:
+    """``"label: meaning"`` for the glossary entries whose label is in ``shown`` (all when None)."""
+    return [f"{k}: {v}" for k, v in GLOSSARY if shown is None or k in shown]
+
+
+def small_n_warning(n: int | None) -> str | None:
+    """A warning when ``n`` samples are too few to rank on (None when there are enough or n is unknown)."""
+    if n is None or n >= SMALL_N:
+        return None
+    return (f"only {n} sample{'s' if n != 1 else ''} per model: the 95% CIs are very wide (at n=3 they can span "
+            "[0, 100]), so differences between models of tens of points can be chance; score more samples "
+            "(e.g. --limit 0 for all) before drawing conclusions")
+
+
+def verdict(board: Leaderboard, dataset: str | None = None) -> str:
+    """One line: who leads on the ranking metric, by how much, and whether the CIs settle it."""
+    m = board.rank_by
+    where = f" on {dataset}" if dataset else ""
+    rows = [r for r in board.rows if r.get(m) is not None]
+    if not rows:
+        return f"No {header(m)} scores{where}."
+
+    def show(r: Mapping[str, Any]) -> str:
+        return f"{r['model']} ({cell_text(r, m)}, n={_n(r)})"
+
+    if len(rows) == 1:
+        return f"{show(rows[0])} is the only model scored{where}: {header(m)} {_cell(rows[0][m])}%."
+    best, second = rows[0], rows[1]
+    gap = abs(100 * (best[m] - second[m]))
+    a, b = (best.get("ci") or {}).get(m), (second.get("ci") or {}).get(m)
+    if a and b and a[0] <= b[1] and b[0] <= a[1]:
+        settled = "; their 95% CIs overlap, so the order is not settled"
+    elif a and b:
+        settled = "; their 95% CIs do not overlap"
+    else:
+        settled = ""
+    if gap == 0:
+        return f"{show(best)} and {show(second)} tie on {header(m)}{where}{settled}."
+    return f"{show(best)} leads{where} on {header(m)}, {gap:.2f} points ahead of {show(second)}{settled}."
 
 _COMPAT_NAMES = {
     "node_micro_f1_no_matching": "node_micro_f1",
@@ -490,6 +548,11 @@ def rank_correlations(board: Leaderboard, other: Mapping[str, float]) -> list[di
 
 __all__ = [
     "BOARD_METRICS",
+    "GLOSSARY",
+    "SMALL_N",
+    "glossary_lines",
+    "small_n_warning",
+    "verdict",
     "BoardEntry",
     "Leaderboard",
     "board_warnings",

@@ -1,0 +1,89 @@
+"""Reports and the run's terminal output explain their numbers: a verdict, a small-n warning, a glossary (NED
+lower is better), real next commands; report.html has no raw markdown and no empty header row; tables fit 80
+and 100 columns without cutting a column to nothing."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from cli_runner import run
+from taskbench.predict.runner import PredictOptions
+from taskbench.run import run_benchmark
+from taskbench.run.report import STRICT_COMPAT, agents_title
+
+
+@pytest.fixture()
+def cache_dir(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("TASKBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("TASKBENCH_MODEL", raising=False)
+    return tmp_path / "cache"
+
+
+def test_reports_explain_the_numbers(tmp_path, cache_dir) -> None:
+    run_dir = tmp_path / "run"
+    run_benchmark(run_dir, models=["mock/echo", "mock/empty"], datasets=["multimedia"],
+                  options=PredictOptions(limit=3), bootstrap=100, agents=["react"])
+    md = (run_dir / "report.md").read_text()
+    assert "**Verdict:** mock/" in md and "on multimedia" in md and "CIs overlap, so the order is not settled" in md
+    assert "> **Warning:** Only 3 samples" in md and "[0, 100]" in md
+    assert "## What the numbers mean" in md and "NED: normalized edit distance" in md and "LOWER is better" in md
+    assert f"`taskbench agents show {run_dir / 'agents'}`" in md and f"open {run_dir / 'report.html'}" in md
+    assert "## Agents (react)" in md and "ConAgents against" not in md
+    page = (run_dir / "report.html").read_text()
+    text = re.sub(r"<[^>]+>", "", page.split("<body>")[1])
+    assert "`" not in text and "**" not in text  # markdown turned into HTML, not shown raw
+    assert "<th></th><th></th>" not in page  # the Run table has no empty header row
+    assert STRICT_COMPAT.replace("'", "&#x27;") in page or STRICT_COMPAT in text
+    assert 'class="warning"' in page and "Verdict:" in page and "<dt>NED</dt>" in page
+    assert f"<code>taskbench agents show {run_dir / 'agents'}</code>" in page
+
+
+def test_verdict_names_the_leader_the_gap_and_whether_the_cis_settle_it() -> None:
+    from taskbench.report.leaderboard import BoardEntry, build_board, small_n_warning, verdict
+
+    def entry(model, v, ci):
+        return BoardEntry(model=model, source="strict", path="", groups={"overall_overall": {"node_micro_f1": v}},
+                          n={"overall_overall": 200}, ci={"overall_overall": {"node_micro_f1": ci}})
+
+    board = build_board([entry("a", 0.5, (0.45, 0.55)), entry("b", 0.8, (0.75, 0.85))])
+    line = verdict(board, "mm")
+    assert line.startswith("b (80.00") and "leads on mm on n-F1, 30.00 points ahead of a" in line
+    assert "do not overlap" in line
+    board = build_board([entry("a", 0.5, (0.3, 0.7)), entry("b", 0.6, (0.4, 0.8))])
+    assert "overlap, so the order is not settled" in verdict(board)
+    assert small_n_warning(200) is None and "[0, 100]" in (small_n_warning(3) or "")
+
+
+def test_agents_title_names_the_agents_run() -> None:
+    assert agents_title(["react"]) == "Agents (react)"
+    assert agents_title(["conagents-auto", "conagents-adaptive", "react"]) == "Agents (ConAgents against ReAct)"
+    assert agents_title(["conagents-auto"]) == "Agents (conagents-auto)"
+
+
+def _cells(line: str) -> list[str]:
+    return line.strip()[1:-1].split("│") if line.strip().startswith("│") else []
+
+
+@pytest.mark.parametrize("width", [80, 100])
+def test_run_tables_fit_the_terminal_without_cutting_a_column(width, tmp_path, cache_dir, monkeypatch,
+                                                               capsys) -> None:
+    monkeypatch.setenv("COLUMNS", str(width))
+    out_dir = tmp_path / "r"
+    code, out, err = run(capsys, "run", "-m", "mock/echo", "-d", "huggingface", "-d", "dailylifeapis", "--limit",
+                         "3", "--bootstrap", "50", "-q", "-o", str(out_dir), "--agents", "react")
+    assert code == 0, err
+    assert "…" not in out  # no name cut
+    rows = [line for line in out.splitlines() if line.strip().startswith("│")]
+    assert rows
+    for line in rows:
+        assert len(line) <= width, line
+        assert all(c.strip() for c in _cells(line)), f"a column cut to nothing: {line}"
+    for name in ("huggingface", "dailylifeapis", "mock/echo"):
+        assert any(name in _cells(line)[i].strip() for line in rows for i in range(len(_cells(line)))), name
+    if "left out at" in out:
+        assert f"left out at {width} columns" in out
+    assert "Verdict:" in out and "Warning: Only 3 samples" in out and "LOWER is better" in out
+    assert f"taskbench agents show {out_dir / 'agents'}" in out and "Agents (react)" in out
