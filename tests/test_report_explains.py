@@ -87,3 +87,26 @@ def test_run_tables_fit_the_terminal_without_cutting_a_column(width, tmp_path, c
         assert f"left out at {width} columns" in out
     assert "Verdict:" in out and "Warning: Only 3 samples" in out and "LOWER is better" in out
     assert f"taskbench agents show {out_dir / 'agents'}" in out and "Agents (react)" in out
+
+
+def test_leaderboard_takes_run_directories_and_globs_grouped_by_dataset(tmp_path, cache_dir, monkeypatch,
+                                                                       capsys) -> None:
+    monkeypatch.setenv("COLUMNS", "100")
+    run_dir = tmp_path / "run"
+    run_benchmark(run_dir, models=["mock/echo", "mock/empty"], datasets=["multimedia", "huggingface"],
+                  options=PredictOptions(limit=3), bootstrap=0, plots=False)
+    for args in ([str(run_dir)], [str(run_dir / "metrics" / "*" / "*.json")]):
+        code, out, err = run(capsys, "leaderboard", *args)
+        assert code == 0, err
+        assert "Leaderboard multimedia" in out and "Leaderboard huggingface" in out
+        assert "mock/echo" in out and "mock/empty" in out and "mock_echo" not in out  # named by the run log
+    csv_path = tmp_path / "results.csv"
+    code, _, err = run(capsys, "leaderboard", str(run_dir), "-o", str(csv_path))
+    assert code == 0, err
+    lines = csv_path.read_text().splitlines()
+    assert lines[0].startswith("model,") and "multimedia n-F1" in lines[0] and "huggingface NED" in lines[0]
+    assert {line.split(",")[0] for line in lines[1:]} == {"mock/echo", "mock/empty"}
+    code, _, err = run(capsys, "leaderboard", str(run_dir), "-o", str(tmp_path / "b.png"))
+    assert code == 2 and "2 datasets" in err
+    code, _, err = run(capsys, "leaderboard", str(tmp_path / "nothing*.json"))
+    assert code == 2 and "no file matches" in err

@@ -238,24 +238,123 @@ def _jsonl_kind(path: Path) -> str | None:
     return None
 
 
-def load_entries(paths: Sequence[str | Path], *, source: str = "auto") -> list[BoardEntry]:
-    """Board entries from metrics files; two files with the same stem are an error."""
+def load_entries(paths: Sequence[str | Path], *, source: str = "auto",
+                 models: Sequence[str] | None = None) -> list[BoardEntry]:
+    """Board entries from metrics files (``models``: their names, default the file stems); two files for one
+    model are an error."""
     if source not in ("auto", "strict", "compat"):
         raise ConfigError(f"--source must be auto, strict or compat, not {source!r} "
                           f"({did_you_mean(source, ('auto', 'strict', 'compat'))})")
     out: list[BoardEntry] = []
     seen: dict[str, str] = {}
-    for p in paths:
+    for i, p in enumerate(paths):
         p = Path(p)
-        model = p.stem
+        model = models[i] if models is not None else p.stem
         if model in seen:
             raise InputError(f"two metrics files for model {model!r} ({seen[model]})", path=p,
-                             hint="rename one of them; the file name is the model name")
+                             hint="rename one of them (the file name is the model name), or give files of one "
+                             "dataset at a time")
         seen[model] = str(p)
         out.append(entry_from_json(_read_metrics(p), model=model, path=str(p), source=source))
     if not out:
         raise InputError("no metrics files given")
     return out
+
+
+def _doc_label(path: Path) -> tuple[str | None, str | None]:
+    """(dataset, model) a metrics file records about itself (top-level "dataset"/"model"), else (None, None)."""
+    import json
+
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(1 << 16)
+        doc = json.loads(head) if len(head) < (1 << 16) else None
+    except (OSError, ValueError, RecursionError):
+        return None, None
+    if not isinstance(doc, dict):
+        return None, None
+    ds, model = doc.get("dataset"), doc.get("model")
+    return (ds if isinstance(ds, str) else None), (model if isinstance(model, str) else None)
+
+
+def _run_models(run_dir: Path) -> dict[str, tuple[str, str]]:
+    """metrics path (resolved) -> (dataset, model) from a run directory's run log ({} when there is none)."""
+    from ..dataset.jsonio import read_json
+
+    log = run_dir / "run_log.json"
+    if not log.is_file():
+        return {}
+    try:
+        doc = read_json(log)
+    except InputError:
+        return {}
+    out: dict[str, tuple[str, str]] = {}
+    for e in doc.get("entries") or [] if isinstance(doc, dict) else []:
+        if isinstance(e, dict) and e.get("metrics_path"):
+            out[str((run_dir / e["metrics_path"]).resolve())] = (str(e.get("dataset")), str(e.get("model")))
+    return out
+
+
+def expand_sources(paths: Sequence[str | Path]) -> list[tuple[str, str, Path]]:
+    """(dataset, model, file) for every metrics file named by ``paths``: files, run directories of
+    `taskbench run` (their metrics/<dataset>/<model>.json, named by the run log), directories of metrics files
+    and glob patterns. The dataset is what the file or the run log records, else the folder of a run's
+    metrics/<dataset>/ layout, else "" (one board)."""
+    import glob
+
+    files: list[Path] = []
+    for raw in paths:
+        p = Path(raw)
+        if not p.exists() and any(ch in str(raw) for ch in "*?["):
+            matched = sorted(glob.glob(str(raw), recursive=True))
+            if not matched:
+                raise InputError(f"no file matches {str(raw)!r}")
+            files += [Path(m) for m in matched]
+        elif p.is_dir():
+            found = sorted((p / "metrics").glob("*/*.json")) if (p / "metrics").is_dir() else sorted(p.glob("*.json"))
+            if not found:
+                raise InputError("no metrics files in this directory (expected RUN_DIR/metrics/*/*.json or *.json)",
+                                 path=p)
+            files += found
+        else:
+            files.append(p)
+    out: list[tuple[str, str, Path]] = []
+    runs: dict[Path, dict[str, tuple[str, str]]] = {}
+    for f in files:
+        ds, model = _doc_label(f) if f.is_file() else (None, None)
+        in_run = f.parent.parent.name == "metrics"
+        if in_run:
+            root = f.parent.parent.parent
+            named = runs.setdefault(root, _run_models(root)).get(str(f.resolve()))
+            if named:
+                ds, model = ds or named[0], model or named[1]
+            ds = ds or f.parent.name
+        out.append((ds or "", model or f.stem, f))
+    return out
+
+
+def load_grouped(paths: Sequence[str | Path], *, source: str = "auto") -> dict[str, list[BoardEntry]]:
+    """:func:`load_entries` over :func:`expand_sources`, one list per dataset (in the order first seen)."""
+    groups: dict[str, list[tuple[str, Path]]] = {}
+    for ds, model, f in expand_sources(paths):
+        groups.setdefault(ds, []).append((model, f))
+    return {ds: load_entries([f for _, f in items], source=source, models=[m for m, _ in items])
+            for ds, items in groups.items()}
+
+
+def results_table(boards: Mapping[str, Leaderboard]) -> tuple[list[str], list[list[str]]]:
+    """One row per model, per dataset its headline metrics (%), as BFCL's data_overall.csv: (header, rows)."""
+    shown = ("node_micro_f1", "link_f1", "argument_value_f1", "edit_distance")
+    head = ["model"] + [f"{ds or 'all'} {header(m)}" for ds in boards for m in shown]
+    models = list(dict.fromkeys(r["model"] for b in boards.values() for r in b.rows))
+    rows = []
+    for model in models:
+        row = [model]
+        for b in boards.values():
+            found = next((r for r in b.rows if r["model"] == model), {})
+            row += [_cell(found.get(m)) if found else "" for m in shown]
+        rows.append(row)
+    return head, rows
 
 
 class Leaderboard(BaseModel):
@@ -561,7 +660,10 @@ __all__ = [
     "entry_from_json",
     "header",
     "html_cell",
+    "expand_sources",
     "load_entries",
+    "load_grouped",
+    "results_table",
     "plot_board",
     "plot_png",
     "rank_correlations",
