@@ -110,3 +110,29 @@ def test_leaderboard_takes_run_directories_and_globs_grouped_by_dataset(tmp_path
     assert code == 2 and "2 datasets" in err
     code, _, err = run(capsys, "leaderboard", str(tmp_path / "nothing*.json"))
     assert code == 2 and "no file matches" in err
+
+
+def test_plot_leaves_out_empty_tool_counts_draws_error_bars_and_shows_zero_bars() -> None:
+    import matplotlib.pyplot as plt
+
+    from taskbench.report.leaderboard import BoardEntry, _board_figure, build_board
+
+    def entry(model, v):
+        groups = {g: {"node_micro_f1": v} for g in ("overall_overall", "single_overall", "chain_overall",
+                                                     "dag_overall", "overall_1", "overall_4")}
+        ci = {g: {"node_micro_f1": (max(0.0, v - 0.1), min(1.0, v + 0.1))} for g in groups}
+        return BoardEntry(model=model, source="strict", path="", groups=groups, n={g: 3 for g in groups}, ci=ci)
+
+    fig = _board_figure(build_board([entry("good", 0.6), entry("zero", 0.0)]), None)
+    try:
+        ax1, ax2 = fig.axes[:2]
+        texts = [t.get_text() for ax in (ax1, ax2) for t in ax.texts]
+        assert not any("no data" in t for t in texts)
+        assert [t.get_text().split("\n")[0] for t in ax2.get_xticklabels()] == ["1", "4"]
+        assert "no samples: 2-3, 5-10" in ax2.get_title()
+        assert ax1.containers and any(getattr(c, "has_yerr", False) for c in ax1.containers)  # CI error bars
+        assert ax1.collections, "a zero bar must be drawn visibly"
+        lo, hi = ax2.get_xlim()
+        assert lo < 0 and hi > 1  # the last tick is not at the edge
+    finally:
+        plt.close(fig)

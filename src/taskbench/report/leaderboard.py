@@ -523,10 +523,12 @@ def html_cell(row: Mapping[str, Any], metric: str) -> str:
 def _board_figure(board: Leaderboard, metric: str | None) -> Any:
     """The two-panel matplotlib figure of :func:`plot_board` (the caller closes it).
 
-    Left: one bar per model and structure, its sample count above it; a structure a model has no samples of
-    gets a hatched stub labelled "no data" (a 0 is a bar of height 0 with its n). Right: one line per model
-    over the tool count; counts without samples are gaps, marked "no data" under the axis when no model has
-    any. Tick labels give the samples per group when every model has the same count."""
+    Left: one bar per model and structure with its 95% CI as an error bar (strict files) and its value and
+    sample count above it; a 0 is drawn as a thick line on the axis in the model's colour (a bar of height 0
+    is invisible); a structure a model has no samples of gets a hatched stub labelled "no data". Right: one line
+    per model over the tool counts that have samples (with CI error bars); counts no model has samples of are
+    left out and named in the title. Tick labels give the samples per group when every model has the same
+    count."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -540,41 +542,82 @@ def _board_figure(board: Leaderboard, metric: str | None) -> Any:
     width = 0.8 / max(len(models), 1)
     x = np.arange(len(STRUCTURES))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+
+    def err(e: BoardEntry, group: str, v: float) -> list[list[float]] | None:
+        ci = e.interval(metric, group)
+        if ci is None:
+            return None
+        return [[max(0.0, 100 * (v - ci[0]))], [max(0.0, 100 * (ci[1] - v))]]
+
     for i, m in enumerate(models):
         color = colors[i % len(colors)]
         pos = x + i * width - 0.4 + width / 2
         for xp, s in zip(pos, STRUCTURES, strict=True):
-            v, n = entries[m].value(metric, f"{s}_overall"), entries[m].samples(f"{s}_overall")
+            group = f"{s}_overall"
+            v, n = entries[m].value(metric, group), entries[m].samples(group)
             if v is None:
                 ax1.bar(xp, 6, width, color="none", edgecolor=color, hatch="//", linewidth=0.8)
                 ax1.text(xp, 7, "no data", ha="center", va="bottom", fontsize=7, rotation=90, color="#555")
                 continue
-            ax1.bar(xp, 100 * v, width, color=color, label=m if s == STRUCTURES[0] else None)
-            if n is not None:
-                ax1.text(xp, 100 * v + 1, f"n={n}", ha="center", va="bottom", fontsize=7)
+            yerr = err(entries[m], group, v)
+            ax1.bar(xp, 100 * v, width, color=color, label=m if s == STRUCTURES[0] else None, yerr=yerr,
+                    capsize=3, error_kw={"elinewidth": 0.9, "ecolor": "#333"})
+            if v == 0:  # visible in the model's colour
+                ax1.hlines(0.8, xp - width * 0.45, xp + width * 0.45, colors=color, linewidth=4)
+            top = 100 * v + (yerr[1][0] if yerr else 0.0)
+            ax1.text(xp, top + 1.5, f"{100 * v:.0f}" + (f"\nn={n}" if n is not None else ""), ha="center",
+                     va="bottom", fontsize=7)
     ax1.set_xticks(x, [_tick(s, [entries[m].samples(f"{s}_overall") for m in models]) for s in STRUCTURES])
     ax1.set_ylabel(f"{header(metric)} (%)")
-    ax1.set_title(f"{header(metric)} per structure (n = samples)")
-    counts = [str(n) for n in range(1, 11)]
+    ax1.set_title(f"{header(metric)} per structure (bars: 95% CI)" if any(
+        e.interval(metric, f"{s}_overall") for e in entries.values() for s in STRUCTURES)
+        else f"{header(metric)} per structure")
+    counts = [str(n) for n in range(1, 11)
+              if any(entries[m].value(metric, f"overall_{n}") is not None for m in models)]
+    missing = [str(n) for n in range(1, 11) if str(n) not in counts]
+    xs = np.arange(len(counts))
     for i, m in enumerate(models):
+        color = colors[i % len(colors)]
         vals = [entries[m].value(metric, f"overall_{n}") for n in counts]
-        ax2.plot(range(1, 11), [100 * v if v is not None else np.nan for v in vals], marker="o", label=m,
-                 color=colors[i % len(colors)])
-    for k, count in enumerate(counts, 1):
-        if all(entries[m].value(metric, f"overall_{count}") is None for m in models):
-            ax2.text(k, 2, "no data", ha="center", va="bottom", fontsize=7, rotation=90, color="#555")
-    ax2.set_xticks(range(1, 11), [_tick(n, [entries[m].samples(f"overall_{n}") for m in models]) for n in counts],
-                   fontsize=8)
+        ys = [100 * v if v is not None else np.nan for v in vals]
+        errs = [err(entries[m], f"overall_{n}", v) if v is not None else None for n, v in zip(counts, vals,
+                                                                                               strict=True)]
+        low = [e[0][0] if e else 0.0 for e in errs]
+        high = [e[1][0] if e else 0.0 for e in errs]
+        ax2.errorbar(xs + (i - (len(models) - 1) / 2) * 0.06, ys, yerr=[low, high] if any(errs) else None,
+                     marker="o", label=m, color=color, capsize=3, elinewidth=0.9)
+    if counts:
+        ax2.set_xticks(xs, [_tick(n, [entries[m].samples(f"overall_{n}") for m in models]) for n in counts],
+                       fontsize=8)
+        ax2.set_xlim(-0.5, len(counts) - 0.5)
+    else:
+        ax2.text(0.5, 0.5, "no samples with a tool count", ha="center", transform=ax2.transAxes)
     ax2.set_xlabel("number of tools")
     ax2.set_ylabel(f"{header(metric)} (%)")
-    ax2.set_title(f"{header(metric)} per tool count (gaps: no data)")
+    left_out = f" (no samples: {_ranges(missing)})" if missing and counts else ""
+    ax2.set_title(f"{header(metric)} per tool count{left_out}")
     for ax in (ax1, ax2):
-        ax.set_ylim(0, 110)
+        ax.set_ylim(0, 115)
         ax.grid(axis="y", alpha=0.3)
     handles, labels = ax2.get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=min(len(models), 6), fontsize="small", frameon=False)
     fig.tight_layout(rect=(0, 0.08, 1, 1))
     return fig
+
+
+def _ranges(values: Sequence[str]) -> str:
+    """'3, 5-10' for ['3', '5', '6', ..., '10']."""
+    nums = sorted(int(v) for v in values)
+    out: list[str] = []
+    start = prev = nums[0]
+    for n in nums[1:] + [None]:  # type: ignore[list-item]
+        if n is not None and n == prev + 1:
+            prev = n
+            continue
+        out.append(str(start) if start == prev else f"{start}-{prev}")
+        if n is not None:
+            start = prev = n
+    return ", ".join(out)
 
 
 def _tick(label: str, ns: Sequence[int | None]) -> str:
@@ -588,7 +631,7 @@ def _save_figure(board: Leaderboard, target: Any, metric: str | None) -> None:
 
     fig = _board_figure(board, metric)
     try:
-        fig.savefig(target, dpi=110, format="png")
+        fig.savefig(target, dpi=110, format="png", bbox_inches="tight", pad_inches=0.15)
     finally:
         plt.close(fig)
 

@@ -340,7 +340,7 @@ def render_html(log: RunLog, plots: dict[str, Path] | None = None, run_dir: Path
     parts.append(_table(None, [[k, v] for k, v in _facts(log)]))
     style = ("body{font-family:sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;margin:1em 0}"
              "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td:first-child,th:first-child,"
-             "td:nth-child(2){text-align:left}img{max-width:100%}code{background:#f4f4f4}"
+             "td:nth-child(2),th:nth-child(2){text-align:left}img{max-width:100%}code{background:#f4f4f4}"
              ".warning{background:#fff4e0;border-left:4px solid #e69500;padding:6px 10px}"
              "dt{font-weight:bold;float:left;width:6em}dd{margin:0 0 4px 7em}")
     return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>taskbench run {e(log.run_id)}</title>"
