@@ -114,3 +114,29 @@ def test_graph_llm_inference_takes_timeout_and_retries_but_not_the_env_model(mon
     assert code == 0 and "--timeout" in flat and "--max-retries" in flat and "-c" in flat
     code, out, err = run(capsys, "graph", "build", "multimedia")
     assert code == 0, err
+
+
+def test_docs_name_the_run_logs_schema_version() -> None:
+    import re
+
+    from taskbench.schema import RUN_LOG_SCHEMA_VERSION
+
+    doc = (Path(__file__).parents[1] / "docs" / "predict-and-run.md").read_text()
+    found = re.findall(r"`schema_version` (\d+)", doc)
+    assert found and all(int(v) == RUN_LOG_SCHEMA_VERSION for v in found)
+
+
+def test_evaluate_limit_scores_the_samples_predict_limit_predicted(tmp_path, capsys, cache_dir) -> None:
+    import json
+
+    preds = tmp_path / "p.jsonl"
+    code, _, err = run(capsys, "predict", "-m", "mock/echo", "-d", "multimedia", "--limit", "12", "-q", "-o",
+                       str(preds))
+    assert code == 0, err
+    metrics = tmp_path / "m.json"
+    code, _, err = run(capsys, "evaluate", "-d", "multimedia", "-p", str(preds), "--limit", "12", "-o", str(metrics),
+                       "--bootstrap", "0")
+    assert code == 0, err
+    doc = json.loads(metrics.read_text())
+    assert doc["n_gold"] == 12
+    assert "no prediction" not in err and "missing" not in err.lower(), err  # every chosen sample was predicted
