@@ -114,8 +114,8 @@ def test_the_default_run_asks_for_both_stages(monkeypatch, tmp_path, cache_dir):
 
     seen = {}
 
-    def fake(run_dir, **kw):
-        seen.update(kw)
+    def fake(spec, **kw):
+        seen.update(spec.benchmark_kwargs())
         raise SystemExit(0)
 
     monkeypatch.setattr(job, "run_benchmark", fake)

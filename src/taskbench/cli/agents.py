@@ -9,6 +9,15 @@ from pathlib import Path
 import typer
 
 from .console import make_console
+from .options import (
+    PANEL,
+    api_key_env_option,
+    base_url_option,
+    max_retries_option,
+    model_option,
+    no_cache_option,
+    timeout_option,
+)
 
 agents_app = typer.Typer(
     name="agents",
@@ -31,7 +40,7 @@ def eval_command(
     env: str = typer.Option(..., "--env", "-e", help="Environment: restbench-tmdb, restbench-spotify, "
                             "taskbench-huggingface|multimedia|dailylifeapis, or mcp:COMMAND (an MCP server)."),
     agent: list[str] = typer.Option(..., "--agent", "-a", help=AGENTS_HELP),
-    model: str = typer.Option(..., "--model", "-m", help="Model (provider/model) of every role without its own."),
+    model: str = model_option(help="Model (provider/model) of every role without its own."),
     model_grounding: str | None = typer.Option(None, "--model-grounding", help="Model of the grounding agent."),
     model_execution: str | None = typer.Option(None, "--model-execution", help="Model of the execution agent."),
     model_review: str | None = typer.Option(None, "--model-review", help="Model of the review agent."),
@@ -55,11 +64,13 @@ def eval_command(
     concurrency: int = typer.Option(1, "--concurrency", "-c", min=1, help="Episodes at once."),
     unsafe_local: bool = typer.Option(False, "--unsafe-local", help="Run agent code WITHOUT confinement where "
                                       "bwrap is missing (only for code you would run yourself)."),
-    base_url: str | None = typer.Option(None, "--base-url", help="Server URL for openai-compatible models."),
-    api_key_env: str | None = typer.Option(None, "--api-key-env", help="Name of the variable holding the key."),
-    option: list[str] | None = typer.Option(None, "--option", "-O", help="Provider option KEY=VALUE, e.g. "
+    base_url: str | None = base_url_option(),
+    api_key_env: str | None = api_key_env_option(),
+    timeout: float | None = timeout_option(),
+    max_retries: int | None = max_retries_option(),
+    option: list[str] | None = typer.Option(None, "--option", "-O", rich_help_panel=PANEL, help="Provider option KEY=VALUE, e.g. "
                                             "-O n_threads=1 (repeatable)."),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the response cache."),
+    no_cache: bool = no_cache_option(),
     bootstrap: int = typer.Option(1000, "--bootstrap", min=0, help="Bootstrap replicates of the CIs (0: none)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
@@ -86,7 +97,7 @@ def eval_command(
     from ..agents.eval import AgentEvalConfig, run_agents
     from ..predict.progress import RichPredictDisplay
     from ..report.agents import comparison_markdown, paired_markdown
-    from .predict import parse_model_options
+    from .options import call_options
 
     role_models = {r: m for r, m in (("grounding", model_grounding), ("execution", model_execution),
                                      ("review", model_review)) if m}
@@ -101,7 +112,7 @@ def eval_command(
     display = RichPredictDisplay(console)
     with display:
         result = run_agents(config, output, display=display, cache=not no_cache, base_url=base_url,
-                            api_key_env=api_key_env, model_options=parse_model_options(option))
+                            api_key_env=api_key_env, model_options=call_options(option, timeout, max_retries))
     out = make_console()
     out.print(comparison_markdown(result.metrics), markup=False, highlight=False)
     paired = paired_markdown(result.metrics)

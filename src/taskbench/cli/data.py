@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from . import options
 from .console import exit_if_calls_failed, make_console
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -192,13 +193,16 @@ def fetch_command(
 def judge_command(
     dirs: list[Path] = typer.Argument(..., metavar="DIR...", help="Generated dataset directories (one per method, "
                                       "for the paper's Table 2).", show_default=False),
-    model: str = typer.Option(..., "--model", "-m", help="The judge, as provider/model."),
+    model: str = options.model_option(help="The judge, as provider/model."),
     limit: int | None = typer.Option(None, "--limit", min=1, help="Judge at most N samples per directory "
                                      "(stratified over single/chain/dag; the paper rated 50)."),
     concurrency: int = typer.Option(1, "--concurrency", "-c", min=1, help="Requests in flight at once."),
-    base_url: str | None = typer.Option(None, "--base-url", help="Server URL for openai-compatible models."),
-    api_key_env: str | None = typer.Option(None, "--api-key-env", help="Name of the variable holding the API key."),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the response cache."),
+    base_url: str | None = options.base_url_option(),
+    api_key_env: str | None = options.api_key_env_option(),
+    timeout: float | None = options.timeout_option(),
+    max_retries: int | None = options.max_retries_option(),
+    option: list[str] | None = options.provider_option(),
+    no_cache: bool = options.no_cache_option(),
     output: Path | None = typer.Option(None, "--output", "-o", help="Also write the table here (.json or .md)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
@@ -221,7 +225,8 @@ def judge_command(
     from ..predict.progress import RichPredictDisplay
     from ..predict.runner import open_model
 
-    m = open_model(model, concurrency=concurrency, cache=not no_cache, base_url=base_url, api_key_env=api_key_env)
+    m = open_model(model, concurrency=concurrency, cache=not no_cache, base_url=base_url, api_key_env=api_key_env,
+                   options=options.call_options(option, timeout, max_retries))
     display = RichPredictDisplay(make_console(stderr=True, quiet=quiet))
     try:
         with display:

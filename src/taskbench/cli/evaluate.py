@@ -37,6 +37,18 @@ EXECUTE_HELP = (
 DEP_HELP = "Override the dataset's dependency kind: resource (links from `<node-j>` arguments) or temporal (task_links)."
 
 
+def _stratified(data_path: Path, aligned: set[str] | None, wanted: list[str] | None, limit: int) -> list[str]:
+    """The ids of at most ``limit`` gold samples (of those in ``aligned`` and ``wanted``), stratified over the
+    structures exactly as ``predict --limit`` chooses them."""
+    from ..dataset.layout import load_dataset
+    from ..predict.runner import select_samples
+
+    keep = set(wanted) if wanted is not None else None
+    samples = [s for s in load_dataset(data_path.parent).samples
+               if (aligned is None or s.id in aligned) and (keep is None or s.id in keep)]
+    return [s.id for s in select_samples(samples, limit)]
+
+
 def _load(
     data: str | Path, dependency: str | None, alignment: str | None
 ) -> tuple[ToolLibrary, Path, set[str] | None]:
@@ -162,7 +174,8 @@ def evaluate_command(
         None, "--ids", help="Score only these gold ids: a comma list, or @FILE with one id per line."
     ),
     limit: int | None = typer.Option(
-        None, "--limit", help="Score only the first N gold samples (in file order, after --alignment/--ids)."
+        None, "--limit", help="Score at most N gold samples (after --alignment/--ids), stratified over "
+        "single/chain/dag: the same N that `predict --limit N` and `run --limit N` pick."
     ),
     unusable: str = typer.Option(
         "skip", "--unusable", help="A gold record that cannot be scored (broken JSON, no usable id, a field of "
@@ -241,6 +254,8 @@ def evaluate_command(
         return
     with gc_paused():  # the parsed JSON is millions of objects no collection needs to walk
         library, data_path, aligned = _load(data, dependency, alignment)
+        if limit is not None:  # the samples predict --limit N picked, not the first N in file order
+            wanted, limit = _stratified(data_path, aligned, wanted, limit), None
         stream = run_mode == "strict"  # compat reads the gold records as they are: it keeps them
         gold_problems: list[InputError] | None = [] if unusable == "skip" else None
         pred_problems: list[InputError] = []

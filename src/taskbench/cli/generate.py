@@ -8,7 +8,17 @@ from typing import Any
 import typer
 
 from .console import exit_if_calls_failed, make_console
-from .predict import MODEL_HELP, OPTION_HELP, RETRIES_HELP, TIMEOUT_HELP, call_options
+from .options import (
+    PANEL,
+    api_key_env_option,
+    base_url_option,
+    call_options,
+    max_retries_option,
+    model_option,
+    no_cache_option,
+    provider_option,
+    timeout_option,
+)
 
 
 def _size_weights(text: str | None) -> dict[int, float] | None:
@@ -49,7 +59,7 @@ def generate_command(
         None, "--graph", help="A tool graph (graph_desc.json, e.g. from `taskbench graph build`).", show_default=False),
     out: Path = typer.Option(..., "--out", "-o", help="Output directory (the reference layout); resumed if it exists."),
     n: int | None = typer.Option(None, "--n", "-n", min=0, help="Plan entries to generate (samples attempted)."),
-    model: str | None = typer.Option(None, "--model", "-m", help=MODEL_HELP),
+    model: str | None = model_option(required=False),
     seed: int | None = typer.Option(None, "--seed", "-s", help="Plan seed (default 0): the same seed, the same plan."),
     method: str | None = typer.Option(
         None, "--method", help="back-instruct (default: one call, as released), two-stage (the paper's equations 1 "
@@ -76,13 +86,14 @@ def generate_command(
     top_p: float | None = typer.Option(None, "--top-p", help="Nucleus sampling mass (default 1.0)."),
     max_tokens: int | None = typer.Option(None, "--max-tokens", min=64, help="Most tokens per answer (default 2048); "
                                           "an answer cut off here is a failed attempt."),
-    base_url: str | None = typer.Option(None, "--base-url", help="Server URL for openai-compatible models."),
-    critic_base_url: str | None = typer.Option(None, "--critic-base-url", help="Server URL of the critic model."),
-    api_key_env: str | None = typer.Option(None, "--api-key-env", help="Name of the variable holding the API key."),
-    timeout: float | None = typer.Option(None, "--timeout", min=0.1, help=TIMEOUT_HELP),
-    max_retries: int | None = typer.Option(None, "--max-retries", min=0, help=RETRIES_HELP),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the response cache."),
-    option: list[str] | None = typer.Option(None, "--option", "-O", help=OPTION_HELP),
+    base_url: str | None = base_url_option(),
+    critic_base_url: str | None = typer.Option(None, "--critic-base-url", help="Server URL of the critic model.",
+                                               rich_help_panel=PANEL),
+    api_key_env: str | None = api_key_env_option(),
+    timeout: float | None = timeout_option(),
+    max_retries: int | None = max_retries_option(),
+    no_cache: bool = no_cache_option(),
+    option: list[str] | None = provider_option(),
     fmt: str = typer.Option("auto", "--format", "-f", help="Format of --tools: auto, taskbench, openai, mcp, openapi."),
     dependency: str | None = typer.Option(None, "--dependency", "-D", help="Override: resource or temporal."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),

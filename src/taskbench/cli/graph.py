@@ -9,6 +9,14 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from .console import make_console
+from .options import (
+    api_key_env_option,
+    base_url_option,
+    call_options,
+    max_retries_option,
+    model_option,
+    timeout_option,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..schema import ToolGraph
@@ -97,11 +105,14 @@ def build_command(
                                      show_default=False),
     output: Path | None = typer.Option(None, "--output", "-o", help="Write graph_desc.json here (default: stdout)."),
     infer: str = typer.Option("auto", "--infer", "-i", help=INFER_HELP),
-    model: str | None = typer.Option(None, "--model", "-m", help="provider/model for --infer llm, e.g. "
+    model: str | None = model_option(required=False, env=False, help="provider/model for --infer llm, e.g. "
                                      "llamacpp/qwen2.5-coder-0.5b or openai-compatible/NAME with --base-url."),
-    base_url: str | None = typer.Option(None, "--base-url", help="Server URL for an openai-compatible --model."),
-    concurrency: int | None = typer.Option(None, "--concurrency", help="Simultaneous model calls (--infer llm).",
-                                           min=1),
+    base_url: str | None = base_url_option(),
+    api_key_env: str | None = api_key_env_option(),
+    timeout: float | None = timeout_option(),
+    max_retries: int | None = max_retries_option(),
+    concurrency: int | None = typer.Option(None, "--concurrency", "-c", help="Simultaneous model calls "
+                                           "(--infer llm).", min=1),
     report: Path | None = typer.Option(None, "--report", help="--infer llm: write what the model proposed, kept "
                                        "and dropped (with why) to this JSON file."),
     overrides: Path | None = typer.Option(None, "--overrides", help=OVERRIDES_HELP),
@@ -159,7 +170,11 @@ def build_command(
         from ..graph.infer_llm import infer_graph_llm
         from ..llm import get_model
 
-        options: dict[str, Any] = {"base_url": base_url} if base_url else {}
+        options: dict[str, Any] = call_options(None, timeout, max_retries)
+        if base_url:
+            options["base_url"] = base_url
+        if api_key_env:
+            options["api_key_env"] = api_key_env
         if concurrency is not None:
             options["concurrency"] = concurrency
         with get_model(model, **options) as llm:

@@ -10,9 +10,13 @@ from .console import make_console
 
 
 def leaderboard_command(
-    files: list[Path] = typer.Argument(..., help="Metrics JSON files (one per model; file stem = model name)."),
+    files: list[str] = typer.Argument(
+        ..., metavar="PATH...", help="Metrics JSON files (one per model; the model is what the file records, else "
+        "its stem), run directories of `taskbench run` (every dataset's metrics) or glob patterns.",
+    ),
     output: Path | None = typer.Option(
-        None, "--output", "-o", help="Write the board: .md (markdown), .html, .png (plots) or .json."
+        None, "--output", "-o", help="Write the board: .md (markdown), .html, .png (plots), .json, or .csv (one "
+        "row per model, each dataset's headline metrics: the results table across models and datasets).",
     ),
     against: Path | None = typer.Option(
         None, "--against", help="Another ranking ({model: score}, [best, ..., worst] or a board .json): report "
@@ -34,9 +38,13 @@ def leaderboard_command(
     say when rows are not comparable: files scored in different modes (strict vs compat), on different
     sample counts, or whose evaluation reported coverage problems.
 
+    Files of several datasets (a run directory, or RUN/metrics/*/*.json) give one board per dataset.
+
     Example:
 
         taskbench leaderboard metrics/*.json -o board.md --against human_ranking.json
+
+        taskbench leaderboard runs/default runs/big -o results.csv
 
         taskbench leaderboard metrics/*.json --group chain_overall --rank-by link_f1
     """
@@ -49,55 +57,81 @@ def leaderboard_command(
         build_board,
         cell_text,
         header,
-        load_entries,
+        load_grouped,
         plot_board,
         rank_correlations,
         read_ranking,
+        results_table,
         to_html,
         to_markdown,
     )
     from ..report.tables import fit_width
 
     suffix = output.suffix.lower() if output is not None else ""
-    if output is not None and suffix not in (".md", ".html", ".htm", ".png", ".json"):
-        raise ConfigError(f"unsupported output {output.name!r}; use .md, .html, .png or .json")
-    board = build_board(load_entries(files, source=source), group=group, rank_by=rank_by)
-    correlations = rank_correlations(board, read_ranking(against, group=group)) if against else None
+    if output is not None and suffix not in (".md", ".html", ".htm", ".png", ".json", ".csv"):
+        raise ConfigError(f"unsupported output {output.name!r}; use .md, .html, .png, .json or .csv")
+    grouped = load_grouped(files, source=source)
+    boards = {ds: build_board(entries, group=group, rank_by=rank_by) for ds, entries in grouped.items()}
+    if len(boards) > 1 and suffix in (".html", ".htm", ".png"):
+        raise ConfigError(f"{len(boards)} datasets ({', '.join(boards)}): {suffix} holds one board; pass one "
+                          "dataset's files, or write .md, .json or .csv")
+    ranking = read_ranking(against, group=group) if against else None
+    correlations = {ds: rank_correlations(b, ranking) if ranking is not None else None for ds, b in boards.items()}
 
     console = make_console()
-    with_ci = any(r.get("ci") for r in board.rows)
-    table = Table(title=f"Leaderboard ({board.group}, ranked by {board.rank_by}; %" + ("; [95% CI]" if with_ci else "")
-                  + ")", show_lines=with_ci)
-    table.add_column("#", justify="right")
-    table.add_column("model", style="bold", overflow="fold")
-    table.add_column("n", justify="right")
-    for m in board.metrics:
-        table.add_column(header(m), justify="right")
-    for i, row in enumerate(board.rows, 1):
-        n = "-" if row.get("n") is None else str(row["n"])
-        table.add_row(str(i), row["model"], n, *[cell_text(row, m, sep="\n") for m in board.metrics])
-    console.print(fit_width(table, console.width, keep=3))
-    if correlations and against is not None:  # correlations come only with --against
-        ct = Table(title=f"Rank correlation with {against.name}")
-        for col in ("metric", "models", "Kendall's tau", "Spearman's rho"):
-            ct.add_column(col)
-        for c in correlations:
-            ct.add_row(c["metric"], str(c["n"]), _coefficient(c["kendall_tau"]), _coefficient(c["spearman_rho"]))
-        console.print(ct)
-    _warn(board.warnings)
+    for ds, board in boards.items():
+        with_ci = any(r.get("ci") for r in board.rows)
+        title = (f"Leaderboard{' ' + ds if ds else ''} ({board.group}, ranked by {header(board.rank_by)}; %"
+                 + ("; [95% CI]" if with_ci else "") + ")")
+        table = Table(title=title, show_lines=with_ci, title_justify="left")
+        table.add_column("#", justify="right")
+        table.add_column("model", style="bold", overflow="fold")
+        table.add_column("n", justify="right")
+        for m in board.metrics:
+            table.add_column(header(m), justify="right")
+        for i, row in enumerate(board.rows, 1):
+            n = "-" if row.get("n") is None else str(row["n"])
+            table.add_row(str(i), row["model"], n, *[cell_text(row, m, sep="\n") for m in board.metrics])
+        console.print(fit_width(table, console.width, keep=3))
+        corr = correlations[ds]
+        if corr and against is not None:  # correlations come only with --against
+            ct = Table(title=f"Rank correlation with {against.name}")
+            for col in ("metric", "models", "Kendall's tau", "Spearman's rho"):
+                ct.add_column(col)
+            for c in corr:
+                ct.add_row(c["metric"], str(c["n"]), _coefficient(c["kendall_tau"]), _coefficient(c["spearman_rho"]))
+            console.print(ct)
+        _warn([f"{ds}: {w}" if ds and len(boards) > 1 else w for w in board.warnings])
     if output is None:
         return
+    from ..dataset.jsonio import _atomic_write
+
+    only = next(iter(boards))
     if suffix == ".md":
-        output.write_text(to_markdown(board, correlations), encoding="utf-8")
+        _atomic_write(output, "\n".join((f"## {ds}\n\n" if ds else "") + to_markdown(b, correlations[ds])
+                                        for ds, b in boards.items()))
     elif suffix in (".html", ".htm"):
-        output.write_text(to_html(board, correlations), encoding="utf-8")
+        _atomic_write(output, to_html(boards[only], correlations[only]))
     elif suffix == ".png":
-        plot_board(board, output)
+        plot_board(boards[only], output)
+    elif suffix == ".csv":
+        import csv
+        import io
+
+        head, rows = results_table(boards)
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(head)
+        writer.writerows(rows)
+        _atomic_write(output, buf.getvalue())
     else:
-        doc = board.model_dump(mode="json", exclude={"entries"})
-        if correlations is not None:
-            doc["correlations"] = correlations
-        write_json(output, to_jsonable(doc))
+        docs = {}
+        for ds, b in boards.items():
+            doc = b.model_dump(mode="json", exclude={"entries"})
+            if correlations[ds] is not None:
+                doc["correlations"] = correlations[ds]
+            docs[ds] = doc
+        write_json(output, to_jsonable(docs[only] if len(docs) == 1 else {"datasets": docs}))
     console.print(f"wrote {output}", markup=False, highlight=False)
 
 

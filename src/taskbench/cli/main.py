@@ -126,6 +126,9 @@ def main(argv: list[str] | None = None) -> None:
         from ..dataset.liveness import enable_crash_log
 
         enable_crash_log()
+    from ..run.spec import load_dotenv
+
+    load_dotenv()  # TASKBENCH_* defaults (e.g. TASKBENCH_MODEL) from ./.env
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _terminate)
     try:

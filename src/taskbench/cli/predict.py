@@ -2,27 +2,28 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
 
 from .console import exit_if_calls_failed, make_console
+from .options import (
+    api_key_env_option,
+    base_url_option,
+    call_options,
+    endpoint_concurrency_option,
+    max_retries_option,
+    model_option,
+    no_cache_option,
+    provider_option,
+    timeout_option,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..executors import Executor
 
 DATA_HELP = "Dataset directory in the reference layout, or a bundled dataset name (huggingface, multimedia, dailylifeapis)."
-MODEL_HELP = "Model as provider/model, e.g. llamacpp/qwen2.5-coder-0.5b, openai/gpt-4o-mini, openai-compatible/NAME."
-OPTION_HELP = "Provider option KEY=VALUE (VALUE parsed as JSON when it can be), repeatable, e.g. -O n_ctx=4096."
-TIMEOUT_HELP = "Seconds one attempt may take before it is retried (default: 120; 900 for embedded models)."
-RETRIES_HELP = "Retries of a failed call (429, 5xx, timeouts, resets) before it fails for good (default: 5; 0 embedded)."
-BASE_URL_HELP = (
-    "Server URL for openai-compatible models, e.g. http://127.0.0.1:8000/v1. Repeat it (or give @FILE, one URL "
-    "a line) for replicas of one model: requests are load-balanced, a failing replica is taken out and put back."
-)
-ENDPOINT_HELP = "With several --base-url: requests in flight per replica at most (default: --concurrency)."
 EXECUTOR_HELP = (
     "Where predictions run: 'local' (this process) or 'ray' (sharded over Ray workers, merged in input order; "
     "extra [ray]). Same output, same resume semantics."
@@ -50,16 +51,6 @@ def make_executor(executor: str, ray_address: str | None, workers: int | None) -
     return get_executor(executor, address=ray_address, workers=workers)
 
 
-def call_options(option: list[str] | None, timeout: float | None, max_retries: int | None) -> dict[str, Any]:
-    """Model options from ``-O KEY=VALUE`` plus ``--timeout`` and ``--max-retries``."""
-    out = parse_model_options(option)
-    if timeout is not None:
-        out["timeout"] = timeout
-    if max_retries is not None:
-        out["max_retries"] = max_retries
-    return out
-
-
 DEMOS_HELP = (
     "How demonstrations are chosen: 'fixed' (the reference scripts' demo ids) or 'retrieved' (per request, the "
     "most similar other samples of the dataset by BM25; never the sample itself or a near duplicate)."
@@ -75,22 +66,6 @@ PLAN_HELP = (
 )
 
 
-def parse_model_options(items: list[str] | None) -> dict[str, Any]:
-    """``["k=v", ...]`` -> ``{k: json-or-string}``."""
-    from ..errors import ConfigError
-
-    out: dict[str, Any] = {}
-    for item in items or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"--option expects KEY=VALUE, got {item!r}")
-        try:
-            out[key.strip()] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key.strip()] = value
-    return out
-
-
 def prompt_options(demos: str, shortlist: int, plan: bool) -> dict[str, Any]:
     """The PredictOptions fields of --demos, --shortlist and --plan/--graph-schema (checked)."""
     from ..errors import ConfigError
@@ -102,7 +77,7 @@ def prompt_options(demos: str, shortlist: int, plan: bool) -> dict[str, Any]:
 
 def predict_command(
     data: str = typer.Option(..., "--data", "-d", help=DATA_HELP),
-    model: str = typer.Option(..., "--model", "-m", help=MODEL_HELP),
+    model: str = model_option(),
     output: Path = typer.Option(..., "--output", "-o", help="Predictions file (JSON Lines); resumed if it exists."),
     shots: int = typer.Option(0, "--shots", min=0, max=3, help="Demonstrations in the prompt (0-3)."),
     demos: str = typer.Option("fixed", "--demos", help=DEMOS_HELP),
@@ -126,16 +101,14 @@ def predict_command(
         None, "--max-tokens", min=16, help="Most tokens per answer (default 1024; 512 for embedded models)."
     ),
     seed: int = typer.Option(0, "--seed", help="Sampling seed sent to the backend."),
-    base_url: list[str] | None = typer.Option(None, "--base-url", help=BASE_URL_HELP),
-    endpoint_concurrency: int | None = typer.Option(None, "--endpoint-concurrency", min=1, help=ENDPOINT_HELP),
-    api_key_env: str | None = typer.Option(
-        None, "--api-key-env", help="Name of the environment variable holding the API key."
-    ),
-    timeout: float | None = typer.Option(None, "--timeout", min=0.1, help=TIMEOUT_HELP),
-    max_retries: int | None = typer.Option(None, "--max-retries", min=0, help=RETRIES_HELP),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the response cache."),
+    base_url: list[str] | None = base_url_option(replicas=True),
+    endpoint_concurrency: int | None = endpoint_concurrency_option(),
+    api_key_env: str | None = api_key_env_option(),
+    timeout: float | None = timeout_option(),
+    max_retries: int | None = max_retries_option(),
+    no_cache: bool = no_cache_option(),
     template: Path | None = typer.Option(None, "--template", help="Custom Jinja2 prompt template file."),
-    option: list[str] | None = typer.Option(None, "--option", "-O", help=OPTION_HELP),
+    option: list[str] | None = provider_option(),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
     executor: str = typer.Option("local", "--executor", help=EXECUTOR_HELP),
     ray_address: str | None = typer.Option(None, "--ray-address", help=RAY_ADDRESS_HELP),
@@ -173,9 +146,7 @@ def predict_command(
         template=str(template) if template else None, **prompt_options(demos, shortlist, plan),
     )
     path = resolve_data(data)
-    model_options = call_options(option, timeout, max_retries)
-    if endpoint_concurrency is not None:
-        model_options["endpoint_concurrency"] = endpoint_concurrency
+    model_options = call_options(option, timeout, max_retries, endpoint_concurrency)
     runner = make_executor(executor, ray_address, workers)
     console = make_console(stderr=True, quiet=quiet)
     display = RichPredictDisplay(console)

@@ -4,56 +4,50 @@ directory (run log, report.md, report.html)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
+from ..run.spec import DEFAULT_OUTPUT, DEFAULT_SHORTLIST, DEFAULT_SHOTS
 from .console import make_console
+from .options import (
+    api_key_env_option,
+    base_url_option,
+    endpoint_concurrency_option,
+    max_retries_option,
+    model_option,
+    no_cache_option,
+    provider_option,
+    timeout_option,
+)
 from .predict import (
-    BASE_URL_HELP,
     DEMOS_HELP,
-    ENDPOINT_HELP,
     EXECUTOR_HELP,
-    OPTION_HELP,
     PLAN_HELP,
     RAY_ADDRESS_HELP,
-    RETRIES_HELP,
     SHORTLIST_HELP,
-    TIMEOUT_HELP,
     WORKERS_HELP,
     base_urls,
-    call_options,
     make_executor,
-    prompt_options,
 )
 
 CLI_COLUMNS = ("dataset", "model", "samples", "n-F1", "e-F1", "v-F1", "NED", "parse fail", "compat n-F1",
                "compat v-F1", "predict s")
 """Columns of the leaderboard printed at the end (report.md has them all)."""
 
-DEFAULT_SHOTS = 2
-"""Demonstrations in the default run (the embedded model, no --shots): measured on the released TaskBench gold
-samples, the 0.5B model with 2 retrieved demos scored node F1 0.37 / 0.19 / 0.59 (huggingface / multimedia /
-dailylifeapis) against 0.28 / 0.00 / 0.50 zero-shot, and zero-shot it sometimes walks the whole tool list
-until the token limit (docs/embedded-model.md)."""
-
-DEFAULT_SHORTLIST = 10
-"""Tool shortlist of the default run: the answer chooses among the 10 tools most similar to the request plus
-the demos' tools. Measured on the gold samples with 2 retrieved demos, the 0.5B model's node F1 went from
-0.37 / 0.19 / 0.59 to 0.37 / 0.38 / 0.71; the shortlist kept 87% / 92% / 93% of the gold tools (all 86 gold
-samples). Other models get every tool unless --shortlist is given: the recall is a ceiling for a strong model."""
-
 
 def run_command(
-    model: list[str] | None = typer.Option(
-        None, "--model", "-m",
-        help="Model(s) as provider/model, repeatable. Default: the embedded llamacpp/qwen2.5-coder-0.5b.",
+    model: list[str] | None = model_option(
+        required=False,
+        help="Model(s) as provider/model, repeatable. Default: $TASKBENCH_MODEL, else the embedded "
+        "llamacpp/qwen2.5-coder-0.5b.",
     ),
     data: list[str] | None = typer.Option(
         None, "--data", "-d",
         help="Dataset directories or bundled names, repeatable. Default: huggingface, multimedia, dailylifeapis.",
     ),
     output: Path = typer.Option(
-        Path("runs/default"), "--output", "-o", help="Run directory; an existing one is resumed."
+        DEFAULT_OUTPUT, "--output", "-o", help="Run directory; an existing one is resumed."
     ),
     shots: int | None = typer.Option(
         None, "--shots", min=0, max=3,
@@ -83,16 +77,13 @@ def run_command(
     ),
     seed: int = typer.Option(0, "--seed", help="Sampling seed (and bootstrap seed)."),
     bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap replicates for strict CIs (0 = none)."),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the response cache."),
-    base_url: list[str] | None = typer.Option(None, "--base-url", help=BASE_URL_HELP),
-    endpoint_concurrency: int | None = typer.Option(None, "--endpoint-concurrency", min=1, help=ENDPOINT_HELP),
-    api_key_env: str | None = typer.Option(
-        None, "--api-key-env", help="Name of the environment variable holding the API key (openai and "
-        "openai-compatible models); the key itself is never written anywhere.",
-    ),
-    timeout: float | None = typer.Option(None, "--timeout", min=0.1, help=TIMEOUT_HELP),
-    max_retries: int | None = typer.Option(None, "--max-retries", min=0, help=RETRIES_HELP),
-    option: list[str] | None = typer.Option(None, "--option", "-O", help=OPTION_HELP),
+    no_cache: bool = no_cache_option(),
+    base_url: list[str] | None = base_url_option(replicas=True),
+    endpoint_concurrency: int | None = endpoint_concurrency_option(),
+    api_key_env: str | None = api_key_env_option(),
+    timeout: float | None = timeout_option(),
+    max_retries: int | None = max_retries_option(),
+    option: list[str] | None = provider_option(),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
     executor: str = typer.Option("local", "--executor", help=EXECUTOR_HELP),
     ray_address: str | None = typer.Option(None, "--ray-address", help=RAY_ADDRESS_HELP),
@@ -143,45 +134,20 @@ def run_command(
         taskbench run -m openai-compatible/qwen --base-url http://n1:8000/v1 --base-url http://n2:8000/v1 --executor ray --ray-address auto -o runs/big
     """
 
-    from ..errors import ConfigError
-    from ..predict.progress import RichPredictDisplay, summary_table
-    from ..predict.runner import PredictOptions
-    from ..run.job import DEFAULT_LIMIT, DEFAULT_MODEL, default_max_tokens, run_benchmark
-    from ..run.report import overview_header, overview_rows
-    from ..run.resolve import BUNDLED_DEMO_DATASETS
+    from ..predict.progress import RichPredictDisplay
+    from ..run.job import run_benchmark
+    from ..run.spec import RunSpec
+    from .options import parse_model_options
 
-    if reformat and structured:
-        raise ConfigError("--reformat needs --free (structured output always parses)")
-    models = list(model or [DEFAULT_MODEL])
-    default_model = models == [DEFAULT_MODEL]
-    if limit is None:
-        limit = DEFAULT_LIMIT if default_model else 0
-    if max_tokens is None:
-        max_tokens = min(default_max_tokens(m) for m in models)
-    if shots is None:
-        shots = DEFAULT_SHOTS if default_model else 0
-    if demos is None:
-        demos = "retrieved" if default_model else "fixed"
-    if shortlist is None:
-        shortlist = DEFAULT_SHORTLIST if default_model else 0
-    options = PredictOptions(
-        shots=shots, structured=structured, reformat=reformat, limit=limit or None, concurrency=concurrency,
-        temperature=temperature, max_tokens=max_tokens, seed=seed, **prompt_options(demos, shortlist, plan),
-    )
-    model_options = call_options(option, timeout, max_retries)
-    if endpoint_concurrency is not None:
-        model_options["endpoint_concurrency"] = endpoint_concurrency
-    from ..run.stages import DEFAULT_AGENTS, DEFAULT_GENERATE
-
-    if generate is None:
-        generate = DEFAULT_GENERATE if default_model else 0
-    stage_agents = _names(agents) if agents is not None else (list(DEFAULT_AGENTS) if default_model else [])
-    tasks = _names(agent_tasks) if agent_tasks else None
-    if stage_agents:
-        from ..agents.config import parse_agent
-
-        for name in stage_agents:  # a bad name is refused before any model is loaded
-            parse_agent(name)
+    spec = RunSpec(
+        models=list(model) if model else None, datasets=list(data) if data else None, output=output, shots=shots,
+        demos=demos, shortlist=shortlist, plan=plan, limit=limit, structured=structured, reformat=reformat,
+        concurrency=concurrency, temperature=temperature, max_tokens=max_tokens, seed=seed, bootstrap=bootstrap,
+        cache=not no_cache, base_url=base_urls(base_url), endpoint_concurrency=endpoint_concurrency,
+        api_key_env=api_key_env, timeout=timeout, max_retries=max_retries, model_options=parse_model_options(option),
+        generate=generate, generate_tools=generate_tools, agents=_names(agents) if agents is not None else None,
+        agent_tasks=_names(agent_tasks) if agent_tasks else None,
+    ).resolved()  # the defaults and the checks live in RunSpec: run_benchmark(RunSpec()) is this command
     runner = make_executor(executor, ray_address, workers)
     err = make_console(stderr=True, quiet=quiet)
     display = RichPredictDisplay(err)
@@ -190,42 +156,12 @@ def run_command(
     stage_displays = {"generate": RichGenerateDisplay(err), "agents": RichPredictDisplay(err)}
     try:
         with display:
-            log = run_benchmark(
-                output, models=models, datasets=list(data or BUNDLED_DEMO_DATASETS), options=options,
-                cache=not no_cache, model_options=model_options, bootstrap=bootstrap, seed=seed,
-                display=display, base_url=base_urls(base_url), api_key_env=api_key_env, executor=runner,
-                generate=generate, generate_tools=generate_tools, agents=stage_agents, agent_tasks=tasks,
-                stage_displays=stage_displays,
-            )
+            log = run_benchmark(spec, display=display, executor=runner, stage_displays=stage_displays)
     finally:
         if runner is not None:
             runner.close()
-    from rich.table import Table
 
-    out = make_console()
-    out.print(summary_table(display.summaries))
-    table = Table(title="Leaderboard (overall, %; strict unless marked compat)", title_justify="left")
-    head = overview_header()
-    keep = [i for i, h in enumerate(head) if h in CLI_COLUMNS]
-    for i in keep:
-        table.add_column(head[i], justify="left" if i < 2 else "right")
-    for row in overview_rows(log):
-        table.add_row(*(row[i] for i in keep))
-    out.print(table)
-    from ..run.report import stage_sections
-
-    for sec in stage_sections(log):
-        st = Table(title=sec["title"], title_justify="left")
-        for i, h in enumerate(sec["head"]):
-            st.add_column(h, justify="left" if i == 0 and h == "agent" else "right")
-        for row in sec["rows"]:
-            st.add_row(*row)
-        out.print(st)
-        for t in sec["text"][:1]:
-            out.print(t.replace("**", ""), markup=False)
-    resumed = f" · resumed {log.resumed} time{'s' if log.resumed != 1 else ''}" if log.resumed else ""
-    out.print(f"run directory: {output} (report.md, report.html, run_log.json) · {log.seconds:.1f} s{resumed}",
-              markup=False)
+    _print_results(log, output, display.summaries)
     if log.status == "incomplete":
         failed = sum(e.failures for e in log.entries)
         if failed:
@@ -240,6 +176,57 @@ def run_command(
                 typer.echo(f"taskbench: run incomplete: the {stage.kind} stage failed: {stage.error}; fix that and "
                            f"rerun (what is done is kept)", err=True)
         raise typer.Exit(1)
+
+
+RUN_DROP_FIRST = ("compat v-F1", "predict s", "parse fail", "compat n-F1", "v-F1", "NED", "e-F1")
+"""Leaderboard columns left out first when the terminal is narrow (dataset, model, samples, n-F1 stay)."""
+
+
+def _print_results(log: Any, output: Path, summaries: Any) -> None:
+    """The end of a run on stdout: predictions, leaderboard, verdict, small-n warning, glossary, stages, and
+    the next commands with the run's real paths; every table fitted to the terminal (columns left out say so)."""
+    from rich.table import Table
+
+    from ..predict.progress import summary_table
+    from ..report.tables import fit_width
+    from ..run.report import explanations, next_commands, overview_header, overview_rows, stage_sections
+
+    out = make_console()
+    width = out.width
+    out.print(fit_width(summary_table(summaries), width, keep=2))
+    table = Table(title="Leaderboard (overall, %; strict unless marked compat)", title_justify="left")
+    head = overview_header()
+    keep = [i for i, h in enumerate(head) if h in CLI_COLUMNS]
+    for i in keep:
+        table.add_column(head[i], justify="left" if i < 2 else "right")
+    for row in overview_rows(log):
+        table.add_row(*(row[i] for i in keep))
+    shown = [head[i] for i in keep]
+    out.print(fit_width(table, width, keep=3, drop_first=RUN_DROP_FIRST))
+    notes = explanations(log)
+    for v in notes["verdicts"]:
+        out.print(f"Verdict: {v}", markup=False, highlight=False)
+    for w in notes["warnings"]:
+        out.print(f"Warning: {w}", style="yellow", markup=False, highlight=False)
+    labels = {h.removeprefix("compat ") for h in shown}
+    for g in notes["glossary"]:
+        if g.split(":")[0] in labels:
+            out.print(f"  {g}", style="dim", markup=False, highlight=False)
+    for sec in stage_sections(log, output):
+        st = Table(title=sec["title"], title_justify="left")
+        for i, h in enumerate(sec["head"]):
+            st.add_column(h, justify="left" if i == 0 and h == "agent" else "right")
+        for row in sec["rows"]:
+            st.add_row(*row)
+        out.print(fit_width(st, width, keep=1))
+        for t in sec["text"][:1]:
+            out.print(t.replace("**", ""), markup=False, highlight=False)
+    resumed = f" · resumed {log.resumed} time{'s' if log.resumed != 1 else ''}" if log.resumed else ""
+    out.print(f"run directory: {output} (report.md, report.html, run_log.json) · {log.seconds:.1f} s{resumed}",
+              markup=False, highlight=False)
+    out.print("next:", markup=False)
+    for c in next_commands(log, output):
+        out.print(f"  {c}", markup=False, highlight=False, soft_wrap=True)  # a command stays one line to copy
 
 
 def _names(text: str) -> list[str]:

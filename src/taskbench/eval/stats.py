@@ -225,13 +225,17 @@ def bootstrap_groups(
     if not table.names:
         return out
     rng = rng_for(seed, key)
-    chunk = max(1, min(n_boot, _WEIGHTS_PER_CHUNK // len(table.rows)))
+    # the weights are drawn for every sample in input order (then picked in cell order), and the blocks are
+    # sized by the number of samples: a group's replicates, so its CI, do not depend on which other groups
+    # (--splits) are scored alongside it
+    n_all = len(next(iter(columns.values())))
+    chunk = max(1, min(n_boot, _WEIGHTS_PER_CHUNK // n_all))
     parts: dict[str, dict[str, list[np.ndarray]]] = {g: {} for g in table.names}
     done = 0
     with one_blas_thread():
         while done < n_boot:
             b = min(chunk, n_boot - done)
-            for g, sums in table.sums(poisson_weights(len(table.rows), b, rng)).items():
+            for g, sums in table.sums(poisson_weights(n_all, b, rng)[:, table.rows]).items():
                 for metric, values in statistic(sums).items():
                     values = np.asarray(values, dtype=float)
                     if values.ndim == 1:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import html
 import io
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -33,6 +33,64 @@ BOARD_METRICS: tuple[tuple[str, str], ...] = (
 """(metric key, column header) in display order; NED is lower-is-better, the rest higher-is-better."""
 
 LOWER_IS_BETTER = {"edit_distance", "parse_failure_rate", "missing_rate"}
+
+GLOSSARY: tuple[tuple[str, str], ...] = (
+    ("n-F1", "node F1: were the right tools chosen (predicted tool names against the gold ones); higher is better"),
+    ("e-F1", "edge F1: were the right dependencies between the tool calls predicted (the graph's links); higher "
+             "is better"),
+    ("t-F1", "argument-name F1: the right parameter names for each tool; higher is better"),
+    ("v-F1", "argument-value F1: the right parameter names with the right values; higher is better"),
+    ("NED", "normalized edit distance between the predicted and the gold tool sequence: 0 = the same, 100 = "
+            "nothing in common; LOWER is better"),
+    ("R-L", "ROUGE-L of the predicted task steps against the gold steps (wording overlap); higher is better"),
+    ("graph acc", "samples whose whole tool graph is exactly right; higher is better"),
+    ("parse fail", "answers without a usable task graph; lower is better"),
+)
+"""What each column measures and which way is better (printed under every report and CLI table)."""
+
+SMALL_N = 30
+"""Below this many samples a group's 95% CIs are too wide to rank models on (the report says so)."""
+
+
+def glossary_lines(shown: Collection[str] | None = None) -> list[str]:
+    """``"label: meaning"`` for the glossary entries whose label is in ``shown`` (all when None)."""
+    return [f"{k}: {v}" for k, v in GLOSSARY if shown is None or k in shown]
+
+
+def small_n_warning(n: int | None) -> str | None:
+    """A warning when ``n`` samples are too few to rank on (None when there are enough or n is unknown)."""
+    if n is None or n >= SMALL_N:
+        return None
+    return (f"only {n} sample{'s' if n != 1 else ''} per model: the 95% CIs are very wide (at n=3 they can span "
+            "[0, 100]), so differences between models of tens of points can be chance; score more samples "
+            "(e.g. --limit 0 for all) before drawing conclusions")
+
+
+def verdict(board: Leaderboard, dataset: str | None = None) -> str:
+    """One line: who leads on the ranking metric, by how much, and whether the CIs settle it."""
+    m = board.rank_by
+    where = f" on {dataset}" if dataset else ""
+    rows = [r for r in board.rows if r.get(m) is not None]
+    if not rows:
+        return f"No {header(m)} scores{where}."
+
+    def show(r: Mapping[str, Any]) -> str:
+        return f"{r['model']} ({cell_text(r, m)}, n={_n(r)})"
+
+    if len(rows) == 1:
+        return f"{show(rows[0])} is the only model scored{where}: {header(m)} {_cell(rows[0][m])}%."
+    best, second = rows[0], rows[1]
+    gap = abs(100 * (best[m] - second[m]))
+    a, b = (best.get("ci") or {}).get(m), (second.get("ci") or {}).get(m)
+    if a and b and a[0] <= b[1] and b[0] <= a[1]:
+        settled = "; their 95% CIs overlap, so the order is not settled"
+    elif a and b:
+        settled = "; their 95% CIs do not overlap"
+    else:
+        settled = ""
+    if gap == 0:
+        return f"{show(best)} and {show(second)} tie on {header(m)}{where}{settled}."
+    return f"{show(best)} leads{where} on {header(m)}, {gap:.2f} points ahead of {show(second)}{settled}."
 
 _COMPAT_NAMES = {
     "node_micro_f1_no_matching": "node_micro_f1",
@@ -180,24 +238,123 @@ def _jsonl_kind(path: Path) -> str | None:
     return None
 
 
-def load_entries(paths: Sequence[str | Path], *, source: str = "auto") -> list[BoardEntry]:
-    """Board entries from metrics files; two files with the same stem are an error."""
+def load_entries(paths: Sequence[str | Path], *, source: str = "auto",
+                 models: Sequence[str] | None = None) -> list[BoardEntry]:
+    """Board entries from metrics files (``models``: their names, default the file stems); two files for one
+    model are an error."""
     if source not in ("auto", "strict", "compat"):
         raise ConfigError(f"--source must be auto, strict or compat, not {source!r} "
                           f"({did_you_mean(source, ('auto', 'strict', 'compat'))})")
     out: list[BoardEntry] = []
     seen: dict[str, str] = {}
-    for p in paths:
+    for i, p in enumerate(paths):
         p = Path(p)
-        model = p.stem
+        model = models[i] if models is not None else p.stem
         if model in seen:
             raise InputError(f"two metrics files for model {model!r} ({seen[model]})", path=p,
-                             hint="rename one of them; the file name is the model name")
+                             hint="rename one of them (the file name is the model name), or give files of one "
+                             "dataset at a time")
         seen[model] = str(p)
         out.append(entry_from_json(_read_metrics(p), model=model, path=str(p), source=source))
     if not out:
         raise InputError("no metrics files given")
     return out
+
+
+def _doc_label(path: Path) -> tuple[str | None, str | None]:
+    """(dataset, model) a metrics file records about itself (top-level "dataset"/"model"), else (None, None)."""
+    import json
+
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(1 << 16)
+        doc = json.loads(head) if len(head) < (1 << 16) else None
+    except (OSError, ValueError, RecursionError):
+        return None, None
+    if not isinstance(doc, dict):
+        return None, None
+    ds, model = doc.get("dataset"), doc.get("model")
+    return (ds if isinstance(ds, str) else None), (model if isinstance(model, str) else None)
+
+
+def _run_models(run_dir: Path) -> dict[str, tuple[str, str]]:
+    """metrics path (resolved) -> (dataset, model) from a run directory's run log ({} when there is none)."""
+    from ..dataset.jsonio import read_json
+
+    log = run_dir / "run_log.json"
+    if not log.is_file():
+        return {}
+    try:
+        doc = read_json(log)
+    except InputError:
+        return {}
+    out: dict[str, tuple[str, str]] = {}
+    for e in doc.get("entries") or [] if isinstance(doc, dict) else []:
+        if isinstance(e, dict) and e.get("metrics_path"):
+            out[str((run_dir / e["metrics_path"]).resolve())] = (str(e.get("dataset")), str(e.get("model")))
+    return out
+
+
+def expand_sources(paths: Sequence[str | Path]) -> list[tuple[str, str, Path]]:
+    """(dataset, model, file) for every metrics file named by ``paths``: files, run directories of
+    `taskbench run` (their metrics/<dataset>/<model>.json, named by the run log), directories of metrics files
+    and glob patterns. The dataset is what the file or the run log records, else the folder of a run's
+    metrics/<dataset>/ layout, else "" (one board)."""
+    import glob
+
+    files: list[Path] = []
+    for raw in paths:
+        p = Path(raw)
+        if not p.exists() and any(ch in str(raw) for ch in "*?["):
+            matched = sorted(glob.glob(str(raw), recursive=True))
+            if not matched:
+                raise InputError(f"no file matches {str(raw)!r}")
+            files += [Path(m) for m in matched]
+        elif p.is_dir():
+            found = sorted((p / "metrics").glob("*/*.json")) if (p / "metrics").is_dir() else sorted(p.glob("*.json"))
+            if not found:
+                raise InputError("no metrics files in this directory (expected RUN_DIR/metrics/*/*.json or *.json)",
+                                 path=p)
+            files += found
+        else:
+            files.append(p)
+    out: list[tuple[str, str, Path]] = []
+    runs: dict[Path, dict[str, tuple[str, str]]] = {}
+    for f in files:
+        ds, model = _doc_label(f) if f.is_file() else (None, None)
+        in_run = f.parent.parent.name == "metrics"
+        if in_run:
+            root = f.parent.parent.parent
+            named = runs.setdefault(root, _run_models(root)).get(str(f.resolve()))
+            if named:
+                ds, model = ds or named[0], model or named[1]
+            ds = ds or f.parent.name
+        out.append((ds or "", model or f.stem, f))
+    return out
+
+
+def load_grouped(paths: Sequence[str | Path], *, source: str = "auto") -> dict[str, list[BoardEntry]]:
+    """:func:`load_entries` over :func:`expand_sources`, one list per dataset (in the order first seen)."""
+    groups: dict[str, list[tuple[str, Path]]] = {}
+    for ds, model, f in expand_sources(paths):
+        groups.setdefault(ds, []).append((model, f))
+    return {ds: load_entries([f for _, f in items], source=source, models=[m for m, _ in items])
+            for ds, items in groups.items()}
+
+
+def results_table(boards: Mapping[str, Leaderboard]) -> tuple[list[str], list[list[str]]]:
+    """One row per model, per dataset its headline metrics (%), as BFCL's data_overall.csv: (header, rows)."""
+    shown = ("node_micro_f1", "link_f1", "argument_value_f1", "edit_distance")
+    head = ["model"] + [f"{ds or 'all'} {header(m)}" for ds in boards for m in shown]
+    models = list(dict.fromkeys(r["model"] for b in boards.values() for r in b.rows))
+    rows = []
+    for model in models:
+        row = [model]
+        for b in boards.values():
+            found = next((r for r in b.rows if r["model"] == model), {})
+            row += [_cell(found.get(m)) if found else "" for m in shown]
+        rows.append(row)
+    return head, rows
 
 
 class Leaderboard(BaseModel):
@@ -366,10 +523,12 @@ def html_cell(row: Mapping[str, Any], metric: str) -> str:
 def _board_figure(board: Leaderboard, metric: str | None) -> Any:
     """The two-panel matplotlib figure of :func:`plot_board` (the caller closes it).
 
-    Left: one bar per model and structure, its sample count above it; a structure a model has no samples of
-    gets a hatched stub labelled "no data" (a 0 is a bar of height 0 with its n). Right: one line per model
-    over the tool count; counts without samples are gaps, marked "no data" under the axis when no model has
-    any. Tick labels give the samples per group when every model has the same count."""
+    Left: one bar per model and structure with its 95% CI as an error bar (strict files) and its value and
+    sample count above it; a 0 is drawn as a thick line on the axis in the model's colour (a bar of height 0
+    is invisible); a structure a model has no samples of gets a hatched stub labelled "no data". Right: one line
+    per model over the tool counts that have samples (with CI error bars); counts no model has samples of are
+    left out and named in the title. Tick labels give the samples per group when every model has the same
+    count."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -383,41 +542,82 @@ def _board_figure(board: Leaderboard, metric: str | None) -> Any:
     width = 0.8 / max(len(models), 1)
     x = np.arange(len(STRUCTURES))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+
+    def err(e: BoardEntry, group: str, v: float) -> list[list[float]] | None:
+        ci = e.interval(metric, group)
+        if ci is None:
+            return None
+        return [[max(0.0, 100 * (v - ci[0]))], [max(0.0, 100 * (ci[1] - v))]]
+
     for i, m in enumerate(models):
         color = colors[i % len(colors)]
         pos = x + i * width - 0.4 + width / 2
         for xp, s in zip(pos, STRUCTURES, strict=True):
-            v, n = entries[m].value(metric, f"{s}_overall"), entries[m].samples(f"{s}_overall")
+            group = f"{s}_overall"
+            v, n = entries[m].value(metric, group), entries[m].samples(group)
             if v is None:
                 ax1.bar(xp, 6, width, color="none", edgecolor=color, hatch="//", linewidth=0.8)
                 ax1.text(xp, 7, "no data", ha="center", va="bottom", fontsize=7, rotation=90, color="#555")
                 continue
-            ax1.bar(xp, 100 * v, width, color=color, label=m if s == STRUCTURES[0] else None)
-            if n is not None:
-                ax1.text(xp, 100 * v + 1, f"n={n}", ha="center", va="bottom", fontsize=7)
+            yerr = err(entries[m], group, v)
+            ax1.bar(xp, 100 * v, width, color=color, label=m if s == STRUCTURES[0] else None, yerr=yerr,
+                    capsize=3, error_kw={"elinewidth": 0.9, "ecolor": "#333"})
+            if v == 0:  # visible in the model's colour
+                ax1.hlines(0.8, xp - width * 0.45, xp + width * 0.45, colors=color, linewidth=4)
+            top = 100 * v + (yerr[1][0] if yerr else 0.0)
+            ax1.text(xp, top + 1.5, f"{100 * v:.0f}" + (f"\nn={n}" if n is not None else ""), ha="center",
+                     va="bottom", fontsize=7)
     ax1.set_xticks(x, [_tick(s, [entries[m].samples(f"{s}_overall") for m in models]) for s in STRUCTURES])
     ax1.set_ylabel(f"{header(metric)} (%)")
-    ax1.set_title(f"{header(metric)} per structure (n = samples)")
-    counts = [str(n) for n in range(1, 11)]
+    ax1.set_title(f"{header(metric)} per structure (bars: 95% CI)" if any(
+        e.interval(metric, f"{s}_overall") for e in entries.values() for s in STRUCTURES)
+        else f"{header(metric)} per structure")
+    counts = [str(n) for n in range(1, 11)
+              if any(entries[m].value(metric, f"overall_{n}") is not None for m in models)]
+    missing = [str(n) for n in range(1, 11) if str(n) not in counts]
+    xs = np.arange(len(counts))
     for i, m in enumerate(models):
+        color = colors[i % len(colors)]
         vals = [entries[m].value(metric, f"overall_{n}") for n in counts]
-        ax2.plot(range(1, 11), [100 * v if v is not None else np.nan for v in vals], marker="o", label=m,
-                 color=colors[i % len(colors)])
-    for k, count in enumerate(counts, 1):
-        if all(entries[m].value(metric, f"overall_{count}") is None for m in models):
-            ax2.text(k, 2, "no data", ha="center", va="bottom", fontsize=7, rotation=90, color="#555")
-    ax2.set_xticks(range(1, 11), [_tick(n, [entries[m].samples(f"overall_{n}") for m in models]) for n in counts],
-                   fontsize=8)
+        ys = [100 * v if v is not None else np.nan for v in vals]
+        errs = [err(entries[m], f"overall_{n}", v) if v is not None else None for n, v in zip(counts, vals,
+                                                                                               strict=True)]
+        low = [e[0][0] if e else 0.0 for e in errs]
+        high = [e[1][0] if e else 0.0 for e in errs]
+        ax2.errorbar(xs + (i - (len(models) - 1) / 2) * 0.06, ys, yerr=[low, high] if any(errs) else None,
+                     marker="o", label=m, color=color, capsize=3, elinewidth=0.9)
+    if counts:
+        ax2.set_xticks(xs, [_tick(n, [entries[m].samples(f"overall_{n}") for m in models]) for n in counts],
+                       fontsize=8)
+        ax2.set_xlim(-0.5, len(counts) - 0.5)
+    else:
+        ax2.text(0.5, 0.5, "no samples with a tool count", ha="center", transform=ax2.transAxes)
     ax2.set_xlabel("number of tools")
     ax2.set_ylabel(f"{header(metric)} (%)")
-    ax2.set_title(f"{header(metric)} per tool count (gaps: no data)")
+    left_out = f" (no samples: {_ranges(missing)})" if missing and counts else ""
+    ax2.set_title(f"{header(metric)} per tool count{left_out}")
     for ax in (ax1, ax2):
-        ax.set_ylim(0, 110)
+        ax.set_ylim(0, 115)
         ax.grid(axis="y", alpha=0.3)
     handles, labels = ax2.get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=min(len(models), 6), fontsize="small", frameon=False)
     fig.tight_layout(rect=(0, 0.08, 1, 1))
     return fig
+
+
+def _ranges(values: Sequence[str]) -> str:
+    """'3, 5-10' for ['3', '5', '6', ..., '10']."""
+    nums = sorted(int(v) for v in values)
+    out: list[str] = []
+    start = prev = nums[0]
+    for n in nums[1:] + [None]:  # type: ignore[list-item]
+        if n is not None and n == prev + 1:
+            prev = n
+            continue
+        out.append(str(start) if start == prev else f"{start}-{prev}")
+        if n is not None:
+            start = prev = n
+    return ", ".join(out)
 
 
 def _tick(label: str, ns: Sequence[int | None]) -> str:
@@ -431,7 +631,7 @@ def _save_figure(board: Leaderboard, target: Any, metric: str | None) -> None:
 
     fig = _board_figure(board, metric)
     try:
-        fig.savefig(target, dpi=110, format="png")
+        fig.savefig(target, dpi=110, format="png", bbox_inches="tight", pad_inches=0.15)
     finally:
         plt.close(fig)
 
@@ -490,6 +690,11 @@ def rank_correlations(board: Leaderboard, other: Mapping[str, float]) -> list[di
 
 __all__ = [
     "BOARD_METRICS",
+    "GLOSSARY",
+    "SMALL_N",
+    "glossary_lines",
+    "small_n_warning",
+    "verdict",
     "BoardEntry",
     "Leaderboard",
     "board_warnings",
@@ -498,7 +703,10 @@ __all__ = [
     "entry_from_json",
     "header",
     "html_cell",
+    "expand_sources",
     "load_entries",
+    "load_grouped",
+    "results_table",
     "plot_board",
     "plot_png",
     "rank_correlations",

@@ -11,6 +11,7 @@ from .job import (
     run_state,
 )
 from .resolve import BUNDLED_DEMO_DATASETS, resolve_data
+from .spec import RunSpec, default_model
 
 __all__ = [
     "BUNDLED_DEMO_DATASETS",
@@ -18,6 +19,8 @@ __all__ = [
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_MODEL",
     "RUN_LOG_FILE",
+    "RunSpec",
+    "default_model",
     "read_run_log",
     "resolve_data",
     "run_benchmark",

@@ -50,6 +50,7 @@ from ..predict.runner import (
 from ..runner import RecordDisplay, exclusive, run_sync
 from ..schema import Prediction, RunConfig, RunEntry, RunEnvironment, RunLog, RunPass, RunStage, Usage
 from .resolve import BUNDLED_DEMO_DATASETS, resolve_data
+from .spec import RunSpec
 
 DEFAULT_MODEL = "llamacpp/qwen2.5-coder-0.5b"
 """The embedded default model (no server, no key)."""
@@ -534,8 +535,15 @@ def _close(display: Any) -> None:
         close()
 
 
-def run_benchmark(run_dir: str | Path, **kwargs: Any) -> RunLog:
-    """:func:`arun_benchmark` for plain code (blocks; safe inside a running event loop too)."""
+def run_benchmark(run_dir: str | Path | RunSpec, **kwargs: Any) -> RunLog:
+    """:func:`arun_benchmark` for plain code (blocks; safe inside a running event loop too).
+
+    Given a :class:`~taskbench.run.spec.RunSpec` instead of a directory, runs what `taskbench run` runs with
+    the same flags (its defaults filled); ``kwargs`` then add the runtime objects (display, executor, ...)."""
+    if isinstance(run_dir, RunSpec):
+        spec_kwargs = run_dir.benchmark_kwargs()
+        path: str | Path = spec_kwargs.pop("run_dir")
+        return run_sync(arun_benchmark(path, **{**spec_kwargs, **kwargs}))
     return run_sync(arun_benchmark(run_dir, **kwargs))
 
 

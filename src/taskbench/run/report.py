@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +71,41 @@ def overview_header() -> list[str]:
             + [f"compat {h}" for _, h in COMPAT_SUMMARY] + ["tokens", "predict s"])
 
 
+STRICT_COMPAT = ("Strict: every selected gold sample counts, a missing or unparseable prediction scores as an "
+                 "empty graph. Compat: the reference TaskBench evaluator's numbers (unparseable predictions are "
+                 "dropped, so compat can look better than strict).")
+
+
+def explanations(log: RunLog) -> dict[str, list[str]]:
+    """What the report says above and below its numbers: one verdict line per dataset, the small-sample
+    warnings, and the glossary of the columns shown."""
+    from ..report.leaderboard import glossary_lines, small_n_warning, verdict
+
+    verdicts, warnings = [], []
+    for ds, boards in _boards(log).items():
+        if "strict" in boards:
+            verdicts.append(verdict(boards["strict"], ds))
+    ns = sorted({len(e.sample_ids) for e in log.entries if e.strict is not None})
+    if ns and (w := small_n_warning(ns[0])):
+        warnings.append(w[0].upper() + w[1:] + ".")
+    shown = {h for _, h in SUMMARY_METRICS} | {"t-F1"}
+    return {"verdicts": verdicts, "warnings": warnings, "glossary": glossary_lines(shown)}
+
+
+def next_commands(log: RunLog, run_dir: str | Path) -> list[str]:
+    """The commands to look further into a run directory, with its real paths."""
+    d = Path(run_dir)
+    out = [f"open {d / 'report.html'}  (report.md next to it)"]
+    if any(e.metrics_path for e in log.entries):
+        out.append(f"taskbench leaderboard {d}  (every dataset of this run, or pass metrics files)")
+    for st in log.stages:
+        if st.kind == "generate":
+            out.append(f"taskbench review {d / st.path} --include-rejected  (the generated samples)")
+        elif st.kind == "agents":
+            out.append(f"taskbench agents show {d / st.path}  (the episodes; add --task ID for one trajectory)")
+    return out
+
+
 def _boards(log: RunLog) -> dict[str, dict[str, Any]]:
     """Per dataset: strict and compat leaderboards."""
     from ..report.leaderboard import build_board, entry_from_json
@@ -116,12 +152,13 @@ def render_markdown(log: RunLog, plots: dict[str, Path] | None = None, run_dir: 
         f"limit: {cfg.limit if cfg.limit else 'all'} per dataset · "
         f"output: {'structured' if cfg.structured else 'free text'} · max tokens: {cfg.max_tokens}",
         "",
-        "## Overview (overall, values in %)",
-        "",
-        "Strict: every selected gold sample counts, a missing or unparseable prediction scores as an empty "
-        "graph. Compat: the reference TaskBench evaluator's numbers (unparseable predictions are dropped).",
-        "",
     ]
+    notes = explanations(log)
+    if notes["verdicts"]:
+        lines += [f"**Verdict:** {v}" for v in notes["verdicts"]] + [""]
+    if notes["warnings"]:
+        lines += [f"> **Warning:** {w}" for w in notes["warnings"]] + [""]
+    lines += ["## Overview (overall, values in %)", "", STRICT_COMPAT, ""]
     head = overview_header()
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|" + "|".join([":---", ":---"] + ["---:"] * (len(head) - 2)) + "|")
@@ -134,7 +171,7 @@ def render_markdown(log: RunLog, plots: dict[str, Path] | None = None, run_dir: 
         if ds in plots:
             rel = plots[ds].relative_to(run_dir) if run_dir else plots[ds]
             lines += [f"![{ds}: n-F1 per structure and tool count]({rel.as_posix()})", ""]
-    for sec in stage_sections(log):
+    for sec in stage_sections(log, run_dir):
         lines += ["", f"## {sec['title']}", ""]
         for t in sec["text"]:
             lines += [t, ""]
@@ -142,6 +179,9 @@ def render_markdown(log: RunLog, plots: dict[str, Path] | None = None, run_dir: 
         lines.append("|" + "|".join("---:" if i or sec["head"][0] != "agent" else ":---"
                                     for i in range(len(sec["head"]))) + "|")
         lines += ["| " + " | ".join(r) + " |" for r in sec["rows"]]
+    lines += ["", "## What the numbers mean", ""] + [f"- {g}" for g in notes["glossary"]]
+    if run_dir is not None:
+        lines += ["", "## Next", ""] + [f"- `{c}`" for c in next_commands(log, run_dir)]
     lines += ["", "## Run", ""]
     lines += _facts_md(log)
     return "\n".join(lines).rstrip() + "\n"
@@ -170,8 +210,20 @@ def _num(v: Any, pct: bool = False, whole: bool = False) -> str:
     return f"{v:,}" if isinstance(v, int) else f"{float(v):,.1f}"
 
 
-def stage_sections(log: RunLog) -> list[dict[str, Any]]:
-    """One section per stage of the run (generation, agents): title, text lines, table head and rows."""
+def agents_title(agents: list[str]) -> str:
+    """The agents section's title, after the agents actually run."""
+    con = any(a.startswith("conagents") for a in agents)
+    base = [a for a in agents if not a.startswith("conagents")]
+    if con and base:
+        pretty = {"react": "ReAct"}
+        return f"Agents (ConAgents against {', '.join(pretty.get(b, b) for b in base)})"
+    return f"Agents ({', '.join(agents) or 'none'})"
+
+
+def stage_sections(log: RunLog, run_dir: str | Path | None = None) -> list[dict[str, Any]]:
+    """One section per stage of the run (generation, agents): title, text lines, table head and rows
+    (``run_dir`` puts the real paths into the commands the text names)."""
+    root = Path(run_dir) if run_dir is not None else Path("RUN_DIR")
     out: list[dict[str, Any]] = []
     for st in log.stages:
         s = st.summary
@@ -194,13 +246,14 @@ def stage_sections(log: RunLog) -> list[dict[str, Any]]:
             text.append(f"Agents on {s.get('env', '?')} tasks {', '.join(tasks) if isinstance(tasks, list) else tasks} "
                         f"({s.get('tools')} tools, at most {s.get('max_steps')} steps); success by the environment's "
                         "checker, correct path against the gold calls; the code runs in the sandbox. "
-                        "Trajectories: `taskbench agents show`.")
+                        f"Trajectories: `taskbench agents show {root / st.path}`.")
             head = ["agent"] + [h for _, h in AGENT_COLUMNS]
             rows = [[str(r.get("agent"))] + [_num(r.get(k), pct=k in ("success_rate", "correct_path_lcs",
                                                                       "correct_path_contains"),
                                                   whole=k == "tokens")
                                              for k, _ in AGENT_COLUMNS] for r in s.get("comparison") or []]
-            out.append({"title": "Agents (ConAgents against ReAct)", "text": text, "head": head, "rows": rows})
+            run = [str(r.get("agent")) for r in s.get("comparison") or []] or list(log.config.agents)
+            out.append({"title": agents_title(run), "text": text, "head": head, "rows": rows})
     return out
 
 
@@ -238,7 +291,14 @@ def _facts_md(log: RunLog) -> list[str]:
     return out
 
 
-def render_html(log: RunLog, plots: dict[str, Path] | None = None) -> str:
+def inline_html(text: str) -> str:
+    """Escape ``text`` and turn its markdown `code` and **bold** spans into HTML."""
+    out = html.escape(text, quote=False)
+    out = re.sub(r"`([^`]+)`", r"<code>\1</code>", out)
+    return re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", out)
+
+
+def render_html(log: RunLog, plots: dict[str, Path] | None = None, run_dir: Path | None = None) -> str:
     """report.html: the same content as report.md in one self-contained page (plots inlined)."""
     from ..report.leaderboard import cell_text, header
 
@@ -252,7 +312,11 @@ def render_html(log: RunLog, plots: dict[str, Path] | None = None) -> str:
         f"{cfg.limit if cfg.limit else 'all'} per dataset · "
         f"{'structured' if cfg.structured else 'free text'} output · max tokens {cfg.max_tokens}</p>"
     )
+    notes = explanations(log)
+    parts += [f'<p class="verdict"><b>Verdict:</b> {inline_html(v)}</p>' for v in notes["verdicts"]]
+    parts += [f'<p class="warning"><b>Warning:</b> {inline_html(w)}</p>' for w in notes["warnings"]]
     parts.append("<h2>Overview (overall, values in %)</h2>")
+    parts.append(f"<p>{inline_html(STRICT_COMPAT)}</p>")
     parts.append(_table(overview_header(), overview_rows(log)))
     for ds, boards in _boards(log).items():
         parts.append(f"<h2>{e(ds)}</h2>")
@@ -265,22 +329,33 @@ def render_html(log: RunLog, plots: dict[str, Path] | None = None) -> str:
         if ds in plots and plots[ds].is_file():
             data = base64.b64encode(plots[ds].read_bytes()).decode("ascii")
             parts.append(f'<img alt="{e(ds)} plot" src="data:image/png;base64,{data}">')
-    for sec in stage_sections(log):
+    for sec in stage_sections(log, run_dir):
         parts.append(f"<h2>{e(sec['title'])}</h2>")
-        parts += [f"<p>{e(t).replace('**', '')}</p>" for t in sec["text"]]
+        parts += [f"<p>{inline_html(t)}</p>" for t in sec["text"]]
         parts.append(_table(sec["head"], sec["rows"]))
+    parts.append("<h2>What the numbers mean</h2><dl>")
+    for g in notes["glossary"]:
+        term, _, meaning = g.partition(": ")
+        parts.append(f"<dt>{e(term)}</dt><dd>{e(meaning)}</dd>")
+    parts.append("</dl>")
+    if run_dir is not None:
+        parts.append("<h2>Next</h2><ul>" + "".join(f"<li><code>{e(c)}</code></li>"
+                                                   for c in next_commands(log, run_dir)) + "</ul>")
     parts.append("<h2>Run</h2>")
-    parts.append(_table(["", ""], [[k, v] for k, v in _facts(log)]))
+    parts.append(_table(None, [[k, v] for k, v in _facts(log)]))
     style = ("body{font-family:sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;margin:1em 0}"
              "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td:first-child,th:first-child,"
-             "td:nth-child(2){text-align:left}img{max-width:100%}code{background:#f4f4f4}")
+             "td:nth-child(2),th:nth-child(2){text-align:left}img{max-width:100%}code{background:#f4f4f4}"
+             ".warning{background:#fff4e0;border-left:4px solid #e69500;padding:6px 10px}"
+             "dt{font-weight:bold;float:left;width:6em}dd{margin:0 0 4px 7em}")
     return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>taskbench run {e(log.run_id)}</title>"
             f"<style>{style}</style></head><body>\n" + "\n".join(parts) + "\n</body></html>\n")
 
 
-def _table(head: list[str], rows: list[list[str]]) -> str:
+def _table(head: list[str] | None, rows: list[list[str]]) -> str:
+    """An HTML table; ``head`` None: no header row (a key-value table)."""
     e = html.escape
-    out = ["<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr>"]
+    out = ["<table>" + ("<tr>" + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr>" if head else "")]
     for r in rows:
         out.append("<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in r) + "</tr>")
     return "\n".join(out) + "</table>"
@@ -294,12 +369,17 @@ def write_reports(log: RunLog, run_dir: str | Path, *, plots: bool = True) -> tu
     pngs = write_plots(log, run_dir) if plots else {}
     md, page = run_dir / "report.md", run_dir / "report.html"
     _atomic_write(md, render_markdown(log, pngs, run_dir))
-    _atomic_write(page, render_html(log, pngs))
+    _atomic_write(page, render_html(log, pngs, run_dir))
     return md, page
 
 
 __all__ = [
     "COMPAT_SUMMARY",
+    "STRICT_COMPAT",
+    "agents_title",
+    "explanations",
+    "inline_html",
+    "next_commands",
     "SUMMARY_METRICS",
     "compat_overall",
     "overview_header",

@@ -1,0 +1,95 @@
+"""The model options every model-using command shares, declared once (help panel "Model options").
+
+Each ``*_option()`` returns a fresh ``typer.Option`` with the same name, short flag, help and panel in every
+command; :func:`call_options` turns the parsed values into the model's options. The default model comes from
+``TASKBENCH_MODEL`` (or a ``.env`` file in the working directory, loaded by the entry point).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import typer
+
+PANEL = "Model options"
+"""The help panel the shared model options are listed under."""
+
+MODEL_HELP = "Model as provider/model, e.g. llamacpp/qwen2.5-coder-0.5b, openai/gpt-4o-mini, openai-compatible/NAME."
+OPTION_HELP = "Provider option KEY=VALUE (VALUE parsed as JSON when it can be), repeatable, e.g. -O n_ctx=4096."
+TIMEOUT_HELP = "Seconds one attempt may take before it is retried (default: 120; 900 for embedded models)."
+RETRIES_HELP = "Retries of a failed call (429, 5xx, timeouts, resets) before it fails for good (default: 5; 0 embedded)."
+BASE_URL_HELP = (
+    "Server URL for openai-compatible models, e.g. http://127.0.0.1:8000/v1. Repeat it (or give @FILE, one URL "
+    "a line) for replicas of one model: requests are load-balanced, a failing replica is taken out and put back."
+)
+SINGLE_BASE_URL_HELP = "Server URL for openai-compatible models, e.g. http://127.0.0.1:8000/v1."
+API_KEY_HELP = ("Name of the environment variable holding the API key (openai and openai-compatible models); the "
+                "key itself is never written anywhere.")
+ENDPOINT_HELP = "With several --base-url: requests in flight per replica at most (default: --concurrency)."
+MODEL_ENV = "TASKBENCH_MODEL"
+
+
+def model_option(required: bool = True, help: str = MODEL_HELP, env: bool = True) -> Any:
+    """``--model/-m``, defaulting to ``$TASKBENCH_MODEL`` (shown in --help) unless ``env`` is False (a command
+    whose model is optional and changes what it does)."""
+    return typer.Option(... if required else None, "--model", "-m", help=help, envvar=MODEL_ENV if env else None,
+                        show_envvar=env, rich_help_panel=PANEL)
+
+
+def base_url_option(replicas: bool = False) -> Any:
+    return typer.Option(None, "--base-url", help=BASE_URL_HELP if replicas else SINGLE_BASE_URL_HELP,
+                        rich_help_panel=PANEL)
+
+
+def api_key_env_option() -> Any:
+    return typer.Option(None, "--api-key-env", help=API_KEY_HELP, rich_help_panel=PANEL)
+
+
+def timeout_option() -> Any:
+    return typer.Option(None, "--timeout", min=0.1, help=TIMEOUT_HELP, rich_help_panel=PANEL)
+
+
+def max_retries_option() -> Any:
+    return typer.Option(None, "--max-retries", min=0, help=RETRIES_HELP, rich_help_panel=PANEL)
+
+
+def provider_option() -> Any:
+    return typer.Option(None, "--option", "-O", help=OPTION_HELP, rich_help_panel=PANEL)
+
+
+def no_cache_option() -> Any:
+    return typer.Option(False, "--no-cache", help="Do not read or write the response cache.", rich_help_panel=PANEL)
+
+
+def endpoint_concurrency_option() -> Any:
+    return typer.Option(None, "--endpoint-concurrency", min=1, help=ENDPOINT_HELP, rich_help_panel=PANEL)
+
+
+def parse_model_options(items: list[str] | None) -> dict[str, Any]:
+    """``["k=v", ...]`` -> ``{k: json-or-string}``."""
+    from ..errors import ConfigError
+
+    out: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--option expects KEY=VALUE, got {item!r}")
+        try:
+            out[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key.strip()] = value
+    return out
+
+
+def call_options(option: list[str] | None, timeout: float | None, max_retries: int | None,
+                 endpoint_concurrency: int | None = None) -> dict[str, Any]:
+    """Model options from ``-O KEY=VALUE`` plus ``--timeout``, ``--max-retries`` and ``--endpoint-concurrency``."""
+    out = parse_model_options(option)
+    if timeout is not None:
+        out["timeout"] = timeout
+    if max_retries is not None:
+        out["max_retries"] = max_retries
+    if endpoint_concurrency is not None:
+        out["endpoint_concurrency"] = endpoint_concurrency
+    return out
