@@ -77,5 +77,8 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         reports.append(_crash_report(item, status))
     for rep in reports:
         ihook.pytest_runtest_logreport(report=rep)
+    # the child tore down its copy of what this process had set up (module fixtures of earlier tests); do the
+    # same here, or the next test would find this module still on the setup stack
+    item.session._setupstate.teardown_exact(nextitem)
     ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
     return True
