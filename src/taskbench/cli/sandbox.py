@@ -64,7 +64,7 @@ def run_command(
 
     Exit codes: 0 the code ran to its end; 1 it raised an exception (or crashed); 2 bad usage, or no sandbox
     here and no --unsafe-local; 3 a limit stopped it (cpu, wall, memory, processes, files, output); 4 the
-    sandbox itself failed (its supervisor died: the code can kill it).
+    sandbox itself failed (its supervisor died or stopped answering).
     """
     from ..envs.sandbox import SandboxLimits
     from ..errors import InputError

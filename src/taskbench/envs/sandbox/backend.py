@@ -9,7 +9,11 @@ The bwrap sandbox (see docs/sandbox.md for the threat model):
   working directory) and ``/tmp``; nothing of ``/etc``, ``/home``, ``/root`` or the project;
 - an empty environment (``PATH``, ``HOME=/work``, ``TMPDIR``, ``LANG`` only);
 - the tool socket and one socket per allowed port, bound read-only under ``/run/taskbench``;
-- a seccomp deny list (:mod:`.seccomp`) and ``no_new_privs``.
+- a seccomp filter (:mod:`.seccomp`) and ``no_new_privs``;
+- the supervisor itself is the sandbox's pid 1 (``--as-pid-1``: bwrap installs no init of its own). It is not
+  dumpable, so code of the same uid can neither read nor write its memory (``/proc/1/mem``) nor open its fds,
+  and as a namespace's init it receives no signal from inside that it has not asked for (it asks for none):
+  the code cannot kill it, stop it, or run code in it.
 
 As root, bwrap itself runs as an unprivileged uid (65534) whose user namespace maps only that uid and root:
 bwrap can still reach the interpreter under a root-only path while setting up, but the code runs as 65534 with
@@ -138,7 +142,8 @@ def bwrap_launch(
     fds: list[int] = []
     root = as_root()
     args = [bwrap, "--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
-            "--unshare-cgroup-try", "--hostname", "sandbox", "--die-with-parent", "--new-session", "--clearenv"]
+            "--unshare-cgroup-try", "--hostname", "sandbox", "--die-with-parent", "--new-session", "--clearenv",
+            "--as-pid-1"]
     for key, value in SANDBOX_ENV.items():
         args += ["--setenv", key, value]
     launch = Launch(argv=args, env={})

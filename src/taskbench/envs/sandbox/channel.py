@@ -25,7 +25,10 @@ ToolHandler = Callable[[ToolCall], Awaitable[Any] | Any]
 """``async (ToolCall) -> ToolResult`` (``Environment.call`` is one). A plain function works too (it runs in a
 thread), and a handler may return a bare JSON value instead of a ToolResult."""
 
-MAX_REQUEST = 8 * 1024 * 1024  # bytes of one tool-call line
+MAX_REQUEST = 1024 * 1024  # bytes of one tool-call line; a longer one is refused and its connection closed
+MAX_DEPTH = 64  # levels of nesting of a call's arguments
+MAX_CONNECTIONS = 16  # connections to the tool socket at once (one per thread of the code); more are closed
+MAX_RUN_BYTES = 16 * 1024 * 1024  # bytes of calls and replies one run may pass; past it calls are refused
 
 
 async def call_handler(handler: ToolHandler | None, call: ToolCall) -> ToolResult:
@@ -51,10 +54,13 @@ async def call_handler(handler: ToolHandler | None, call: ToolCall) -> ToolResul
 
 
 class _Record:
-    def __init__(self, run: int) -> None:
+    def __init__(self, run: int, max_calls: int) -> None:
         self.run = run
         self.calls: list[ToolCall] = []
         self.results: list[ToolResult | None] = []
+        self.max_calls = max_calls
+        self.bytes = 0
+        self.refused = 0
 
 
 class _UnixServer:
@@ -100,17 +106,21 @@ class ToolChannel(_UnixServer):
         super().__init__(path)
         self.handler = handler
         self._record: _Record | None = None
+        self.refused = 0
 
     async def start(self) -> None:
         await self._listen(limit=MAX_REQUEST)
 
-    def begin(self, run: int) -> None:
-        self._record = _Record(run)
+    def begin(self, run: int, max_calls: int = 1000) -> None:
+        self._record = _Record(run, max_calls)
+        self.refused = 0
 
     def end(self) -> tuple[list[ToolCall], list[ToolResult]]:
+        """The calls of the run and their results (``refused`` then holds how many calls were refused)."""
         record, self._record = self._record, None
         if record is None:
             return [], []
+        self.refused = record.refused
         done = [(c, r) for c, r in zip(record.calls, record.results, strict=True) if r is not None]
         pending = [c for c, r in zip(record.calls, record.results, strict=True) if r is None]
         results = [r for _, r in done]
@@ -122,11 +132,15 @@ class ToolChannel(_UnixServer):
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
+            if len(self._tasks) > MAX_CONNECTIONS:
+                return  # closed at once: at most MAX_CONNECTIONS partial calls are buffered here
             while True:
                 try:
                     line = await reader.readline()
                 except (ValueError, asyncio.LimitOverrunError):
-                    writer.write(_reply_error(f"tool call larger than {MAX_REQUEST} bytes"))
+                    if self._record is not None:
+                        self._record.refused += 1
+                    writer.write(_reply_error(f"tool call larger than {MAX_REQUEST} bytes: refused"))
                     break
                 if not line:
                     break
@@ -143,14 +157,31 @@ class ToolChannel(_UnixServer):
         record = self._record
         if record is None:
             return _reply_error("no run in progress")
+        if len(record.calls) >= record.max_calls:
+            record.refused += 1
+            return _reply_error(f"tool-call limit reached ({record.max_calls} calls per run): refused")
+        record.bytes += len(line)
+        if record.bytes > MAX_RUN_BYTES:
+            record.refused += 1
+            return _reply_error(f"tool-call data limit reached ({MAX_RUN_BYTES} bytes per run): refused")
         try:
             msg = json.loads(line)
+            if not isinstance(msg, dict):
+                raise TypeError("a call is a JSON object")
             name = msg["name"]
             arguments = msg.get("arguments") or {}
             if not isinstance(name, str) or not isinstance(arguments, dict):
                 raise TypeError("name must be a string and arguments an object")
+            if len(name) > 256:
+                raise ValueError("the tool name is longer than 256 characters")
+            if _too_deep(arguments):
+                raise ValueError(f"the arguments are nested more than {MAX_DEPTH} levels deep")
+        except RecursionError:
+            record.refused += 1
+            return _reply_error("malformed tool call: nested too deep to read")
         except (ValueError, KeyError, TypeError) as exc:
-            return _reply_error(f"malformed tool call: {exc}")
+            record.refused += 1
+            return _reply_error(f"malformed tool call: {exc}"[:500])
         index = len(record.calls)
         call = ToolCall(id=f"code{record.run}-{index + 1}", name=name, arguments=arguments)
         record.calls.append(call)
@@ -160,9 +191,22 @@ class ToolChannel(_UnixServer):
             record.results[index] = result
         payload = {"content": result.content, "error": result.error, "status": result.status}
         try:
-            return json.dumps(payload, ensure_ascii=False).encode("utf-8") + b"\n"
-        except (TypeError, ValueError) as exc:
-            return _reply_error(f"tool result is not JSON: {exc}")
+            reply = json.dumps(payload, ensure_ascii=False).encode("utf-8") + b"\n"
+        except (TypeError, ValueError, RecursionError) as exc:
+            return _reply_error(f"tool result is not JSON: {type(exc).__name__}")
+        record.bytes += len(reply)
+        return reply
+
+
+def _too_deep(value: Any) -> bool:
+    stack = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, (list, dict)):
+            if level > MAX_DEPTH:
+                return True
+            stack.extend((v, level + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return False
 
 def _reply_error(message: str) -> bytes:
     return json.dumps({"content": None, "error": message, "status": None}).encode("utf-8") + b"\n"
@@ -205,4 +249,4 @@ async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
         pass
 
 
-__all__ = ["MAX_REQUEST", "PortForward", "ToolChannel", "ToolHandler", "call_handler"]
+__all__ = ["MAX_CONNECTIONS", "MAX_REQUEST", "MAX_RUN_BYTES", "PortForward", "ToolChannel", "ToolHandler", "call_handler"]

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
@@ -11,6 +11,7 @@ from ...schema import CodeError, CodeRunEvent, ToolCall, ToolResult
 
 LimitName = Literal["cpu", "wall", "memory", "processes", "files", "output"]
 """The limit that stopped a run (``output`` also covers the disk quota of the scratch directories)."""
+LIMIT_NAMES: tuple[str, ...] = get_args(LimitName)
 
 Backend = Literal["bwrap", "unsafe-local"]
 
@@ -22,7 +23,11 @@ class SandboxLimits(BaseModel):
 
     cpu_seconds: float = Field(default=10.0, gt=0, description="CPU seconds of the code's process (RLIMIT_CPU).")
     wall_seconds: float = Field(default=30.0, gt=0, description="Wall-clock seconds of the run, tool calls included.")
-    memory_mb: int = Field(default=512, ge=32, description="Address space of the code's process, MB (RLIMIT_AS).")
+    memory_mb: int = Field(
+        default=512, ge=32, description="Memory of the run, MB: the address space of each of its processes "
+        "(RLIMIT_AS), and, in the bwrap sandbox, all its processes' memory (proportional set size) plus its files in "
+        "the scratch directories together, sampled every 20 ms.",
+    )
     processes: int = Field(
         default=32, ge=1,
         description="Processes and threads the code may have at once, its own main thread included (RLIMIT_NPROC "
@@ -34,7 +39,11 @@ class SandboxLimits(BaseModel):
         "the run is killed."
     )
     disk_mb: int = Field(
-        default=64, ge=1, description="Size of each scratch directory (/work, /tmp) and of any one file, MB."
+        default=64, ge=1, description="Size of each scratch directory (/work, /tmp, /dev/shm) and of any one file, MB."
+    )
+    tool_calls: int = Field(
+        default=1000, ge=0, description="Tool calls the code may make in one run; past it a call raises ToolError "
+        "(and is not recorded)."
     )
 
 
@@ -52,7 +61,11 @@ class SandboxResult(BaseModel):
     results: list[ToolResult] = Field(default_factory=list, description="Their results, in the same order.")
     seconds: float = Field(default=0.0, description="Wall seconds of the run (as the parent measured it).")
     cpu_seconds: float | None = Field(default=None, description="CPU seconds the code's process used.")
-    max_rss_mb: float | None = Field(default=None, description="Peak resident memory of the code's process, MB.")
+    max_rss_mb: float | None = Field(
+        default=None, description="Peak memory of the run, MB: the larger of the code's process's peak resident "
+        "size and the sampled total of all its processes and scratch files (bwrap sandbox).",
+    )
+    refused_calls: int = Field(default=0, description="Tool calls refused (over the per-run cap or too large).")
     exit: int | None = Field(default=None, description="Exit status of the code's process, if it exited.")
     signal: str | None = Field(default=None, description="Signal that killed the code's process, if one did.")
     truncated: bool = Field(default=False, description="Whether stdout/stderr were cut at the output limit.")
@@ -109,4 +122,4 @@ class SandboxStatus(BaseModel):
     python: str | None = Field(default=None, description="Interpreter the code runs on.")
 
 
-__all__ = ["Backend", "LimitName", "SandboxLimits", "SandboxResult", "SandboxStatus"]
+__all__ = ["Backend", "LIMIT_NAMES", "LimitName", "SandboxLimits", "SandboxResult", "SandboxStatus"]

@@ -15,10 +15,10 @@ from typing import Any
 from ..._loop import LoopThread
 from ...errors import ConfigError, SandboxUnavailableError
 from ...schema import CodeError, ToolCall, ToolResult, ToolSpec, api_names
-from ._supervisor import SETUP_FAILED
+from ._supervisor import SETUP_FAILED, check_report
 from .backend import SANDBOX_UID, as_root, bwrap_path, bwrap_version, interpreter
 from .channel import ToolHandler
-from .models import SandboxLimits, SandboxResult, SandboxStatus
+from .models import LIMIT_NAMES, LimitName, SandboxLimits, SandboxResult, SandboxStatus
 from .seccomp import seccomp_status
 from .worker import Worker, frame_error
 
@@ -130,16 +130,23 @@ class Sandbox:
             self._runs += 1
             job["id"] = self._runs
             start = time.monotonic()
-            try:
-                frame, calls, results = await worker.run(job)
-            except BaseException:  # cancelled (or worse) mid-run: that sandbox's state is unknown, drop it
-                self._worker = None
-                await asyncio.shield(worker.close())
-                raise
+            for attempt in range(2):
+                try:
+                    frame, calls, results = await worker.run(job)
+                except BaseException:  # cancelled (or worse) mid-run: that sandbox's state is unknown, drop it
+                    self._worker = None
+                    await asyncio.shield(worker.close())
+                    raise
+                # a worker the run changed (or could not be wiped after it) is replaced; so is one whose child
+                # could not set itself up: the code did not start, so it runs once more on a fresh worker
+                setup_failed = _setup_failed(frame) and not calls
+                if not self.warm or not worker.alive or frame_error(frame) or frame.get("tainted") or setup_failed:
+                    await worker.close()
+                    self._worker = None
+                if not (setup_failed and attempt == 0):
+                    break
+                worker = await self._ensure_worker(run_limits)
             seconds = time.monotonic() - start
-            if not self.warm or not worker.alive or frame_error(frame):
-                await worker.close()
-                self._worker = None
         return build_result(frame, calls, results, run_limits, seconds, self.backend)  # type: ignore[arg-type]
 
     async def _ensure_worker(self, limits: SandboxLimits) -> Worker:
@@ -283,6 +290,42 @@ def _limit_message(limit: str, limits: SandboxLimits, error: dict[str, Any] | No
             "stopped; print less")
 
 
+def _setup_failed(frame: dict[str, Any]) -> bool:
+    status = frame.get("status")
+    return not frame.get("report") and isinstance(status, dict) and status.get("exit") == SETUP_FAILED
+
+
+MAX_DEPTH = 100  # levels of nesting of a result value
+
+
+def _depth(value: Any) -> int:
+    """Nesting depth of a JSON value (iterative: the value may be deeper than the recursion limit)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, (list, dict)):
+            deepest = max(deepest, level)
+            if level > MAX_DEPTH:
+                return level
+            stack.extend((v, level + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def _load_result(text: str) -> tuple[Any, str | None]:
+    """The result value from its JSON text, or why it cannot be had."""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None, "the result could not be read back as JSON"
+    if _depth(value) > MAX_DEPTH:
+        return None, f"the result is nested more than {MAX_DEPTH} levels deep"
+    return value, None
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def build_result(
     frame: dict[str, Any],
     calls: list[ToolCall],
@@ -291,14 +334,26 @@ def build_result(
     seconds: float,
     backend: str,
 ) -> SandboxResult:
-    """A :class:`SandboxResult` from the supervisor's frame (or from what the parent knows when it died)."""
-    report = frame.get("report") or {}
+    """A :class:`SandboxResult` from the supervisor's frame (or from what the parent knows when it died).
+
+    Everything in the frame is checked first: the report in it was written by the code's own process, which can
+    forge it; what does not check out becomes the run's ``ReportError``, never an exception here."""
+    raw = frame.get("report") or {}
+    problem = check_report(raw)
+    report: dict[str, Any] = raw if problem is None else {
+        "error": {"type": "ReportError", "message": f"the run's report could not be read: {problem}"}}
     error: dict[str, Any] | None = report.get("error")
-    limit = frame.get("limit") or report.get("limit")
-    status = frame.get("status") or {}
-    sig = status.get("signal")
-    cpu = frame.get("cpu_seconds")
-    rss = frame.get("max_rss_kb")
+    limit: LimitName | None = None
+    for candidate in (frame.get("limit"), report.get("limit")):
+        if limit is None and candidate in LIMIT_NAMES:
+            limit = candidate
+    raw_status = frame.get("status")
+    status: dict[str, Any] = raw_status if isinstance(raw_status, dict) else {}
+    sig = status.get("signal") if isinstance(status.get("signal"), str) else None
+    if not isinstance(status.get("exit"), int) or isinstance(status.get("exit"), bool):
+        status = {**status, "exit": None}
+    cpu = _number(frame.get("cpu_seconds"))
+    rss = _number(frame.get("max_rss_kb"))
     if not limit and sig in ("SIGXCPU", "SIGKILL") and cpu is not None and cpu >= int(-(-limits.cpu_seconds // 1)):
         limit = "cpu"
     if not limit and sig == "SIGXFSZ":
@@ -324,15 +379,16 @@ def build_result(
                                f"{status.get('exit')} before its result was reported (os._exit?)")
     value = None
     if report.get("result") is not None:
-        try:
-            value = json.loads(report["result"])
-        except ValueError:
-            value = None
+        value, why = _load_result(report["result"])
+        if why is not None and code_error is None:
+            code_error = CodeError(type="ResultError", message=why)
+    stdout, stderr = (str(frame[k]) if isinstance(frame.get(k), str) else "" for k in ("stdout", "stderr"))
     return SandboxResult(
-        stdout=frame.get("stdout") or "", stderr=frame.get("stderr") or "", result=value, error=code_error,
+        stdout=stdout, stderr=stderr, result=value, error=code_error,
         limit=limit, calls=calls, results=results, seconds=round(seconds, 6), cpu_seconds=cpu,
         max_rss_mb=round(rss / 1024, 2) if rss else None, exit=status.get("exit"), signal=sig,
         truncated=bool(frame.get("truncated")), backend=backend,  # type: ignore[arg-type]
+        refused_calls=int(frame.get("refused_calls") or 0),
     )
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from ...errors import SandboxUnavailableError
 from .backend import RUN_DIR, WORKDIR, Interpreter, Launch, bwrap_launch, local_launch, write_id_maps
-from .channel import PortForward, ToolChannel, ToolHandler
+from .channel import MAX_REQUEST, PortForward, ToolChannel, ToolHandler
 
 START_TIMEOUT = 20.0  # seconds for bwrap + the interpreter to come up (a loaded 2-core machine is slow)
 BACKSTOP = 5.0  # seconds past the wall limit before the parent kills a supervisor that does not answer
@@ -94,7 +94,7 @@ class Worker:
                 assert self.bwrap is not None
                 launch = bwrap_launch(self.bwrap, self.python, child.fileno(), sockets, disk_mb=self.disk_mb,
                                       readonly=self.readonly, seccomp=self.seccomp)
-                hello = {"pidns": True, "workdir": WORKDIR, "scratch": [WORKDIR, "/tmp"],
+                hello = {"pidns": True, "workdir": WORKDIR, "scratch": [WORKDIR, "/tmp", "/dev/shm"],
                          "tools_socket": f"{RUN_DIR}/tools.sock",
                          "ports": [[p, f"{RUN_DIR}/port-{p}.sock"] for p in self.allow_ports]}
             else:
@@ -127,7 +127,7 @@ class Worker:
             if self.writer is None:
                 parent.close()
             raise
-        self._send({"op": "hello", "warm": self.warm, **hello})
+        self._send({"op": "hello", "warm": self.warm, "max_call": MAX_REQUEST, **hello})
         try:
             line = await asyncio.wait_for(self.reader.readline(), START_TIMEOUT)
         except asyncio.TimeoutError:
@@ -220,7 +220,7 @@ class Worker:
         """Run one snippet; returns the supervisor's frame (or one made up when it died) and the tool calls."""
         assert self.reader is not None and self.tools is not None
         self.runs += 1
-        self.tools.begin(int(job.get("id") or self.runs))
+        self.tools.begin(int(job.get("id") or self.runs), int(job["limits"].get("tool_calls", 1000)))
         wall = float(job["limits"]["wall_seconds"])
         try:
             self._send(job)
@@ -228,7 +228,7 @@ class Worker:
             line = await asyncio.wait_for(self.reader.readline(), wall + BACKSTOP)
         except asyncio.TimeoutError:
             await self.kill()
-            frame = {"op": "done", "limit": "wall", "report": None, "lost": "the supervisor did not answer"}
+            frame: dict[str, Any] = {"op": "done", "limit": "wall", "report": None, "lost": "the supervisor did not answer"}
         except (ConnectionError, ValueError, asyncio.LimitOverrunError) as exc:
             await self.kill()
             frame = {"op": "done", "report": None, "lost": f"the sandbox channel failed: {exc}"}
@@ -240,8 +240,11 @@ class Worker:
                          "lost": f"the sandbox's supervisor died during the run, killed by the code or the "
                                  f"system ({detail})"}
             else:
-                frame = json.loads(line)
+                frame = _parse_frame(line)
+                if frame_error(frame):
+                    await self.kill()
         calls, results = self.tools.end()
+        frame["refused_calls"] = int(self.tools.refused)
         return frame, calls, results
 
     # -------------------------------------------------------------------------------------------- stop
@@ -303,6 +306,17 @@ def _is_namespace_init(pid: int) -> bool:
     except OSError:
         return False
     return False
+
+
+def _parse_frame(line: bytes) -> dict[str, Any]:
+    """The supervisor's answer; one that is not a JSON object is a lost run (the worker is then replaced)."""
+    try:
+        frame = json.loads(line)
+    except (ValueError, RecursionError) as exc:
+        return {"op": "done", "report": None, "lost": f"the supervisor's answer is not JSON ({type(exc).__name__})"}
+    if not isinstance(frame, dict):
+        return {"op": "done", "report": None, "lost": "the supervisor's answer is not a JSON object"}
+    return frame
 
 
 def frame_error(frame: dict[str, Any]) -> str | None:
