@@ -140,3 +140,21 @@ def test_evaluate_limit_scores_the_samples_predict_limit_predicted(tmp_path, cap
     doc = json.loads(metrics.read_text())
     assert doc["n_gold"] == 12
     assert "no prediction" not in err and "missing" not in err.lower(), err  # every chosen sample was predicted
+
+
+@pytest.mark.parametrize("args, says", [
+    (["run", "--limt", "3"], "No such option: --limt"),
+    (["run", "--shots", "9"], "Invalid value for '--shots'"),
+    (["bogus"], "No such command 'bogus'"),
+])
+def test_usage_errors_are_one_taskbench_error_line(capsys, args, says) -> None:
+    code, out, err = run(capsys, *args)
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("taskbench: error: ") and says in lines[0], err
+    assert "--help" in lines[0] and "╭" not in err
+
+
+def test_no_arguments_still_print_the_help(capsys) -> None:
+    code, out, err = run(capsys)
+    assert code == 0 and "Usage" in out + err and "run" in out + err
