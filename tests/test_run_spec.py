@@ -158,3 +158,21 @@ def test_usage_errors_are_one_taskbench_error_line(capsys, args, says) -> None:
 def test_no_arguments_still_print_the_help(capsys) -> None:
     code, out, err = run(capsys)
     assert code == 0 and "Usage" in out + err and "run" in out + err
+
+
+def test_review_of_a_folder_where_nothing_was_kept_points_at_the_rejected(tmp_path, capsys) -> None:
+    import shutil
+
+    from taskbench.bundled import resolve_dir
+
+    ds = tmp_path / "gen"
+    shutil.copytree(resolve_dir("multimedia"), ds)
+    data = ds / "data.json"
+    lines = data.read_text().splitlines()[:3]
+    (ds / "data_error.json").write_text("\n".join(lines) + "\n")
+    data.write_text("")
+    for extra in ("user_requests.json", "alignment_ids.json"):
+        (ds / extra).unlink(missing_ok=True)
+    code, _, err = run(capsys, "review", str(ds))
+    assert code == 2, err
+    assert "the critics rejected 3" in err and "--include-rejected" in err

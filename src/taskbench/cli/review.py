@@ -92,6 +92,8 @@ def review(
     if not export and (out is not None or adjudicator is not None or keep_unreviewed):
         raise ConfigError("--out, --adjudicator and --keep-unreviewed go with --export")
     session = ReviewSession(dataset, include_rejected=include_rejected, dependency=dependency)
+    if not session.items and not include_rejected:
+        _nothing_kept(dataset)
     err = make_console(stderr=True, highlight=False, soft_wrap=True)
     for problem in session.problems[:20]:
         err.print(f"taskbench review: skipped {problem}")
@@ -147,6 +149,22 @@ def _serve(session: ReviewSession, reviewer: str, host: str, port: int, token: s
     typer.echo(f"taskbench review: {len(session.items)} samples in {session.root} ({done} reviewed by {reviewer}); "
                f"open {url} (Ctrl-C to stop)", err=True)
     uvicorn.run(app, host=host, port=port, log_level=log_level)
+
+
+def _nothing_kept(dataset: Path) -> None:
+    """No kept sample to review: say so, and point at the rejected ones when there are any (exit 2)."""
+    from ..dataset.layout import ERROR_FILE
+    from ..errors import InputError
+
+    rejected = dataset / ERROR_FILE
+    n = 0
+    if rejected.is_file():
+        with rejected.open("rb") as fh:
+            n = sum(1 for line in fh if line.strip())
+    if n:
+        raise InputError(f"no kept samples to review; the critics rejected {n} (in {ERROR_FILE})", path=dataset,
+                         hint="review those with --include-rejected")
+    raise InputError("no samples to review (data.json is empty or missing)", path=dataset)
 
 
 def register(app: typer.Typer) -> None:
