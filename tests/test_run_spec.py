@@ -176,3 +176,19 @@ def test_review_of_a_folder_where_nothing_was_kept_points_at_the_rejected(tmp_pa
     code, _, err = run(capsys, "review", str(ds))
     assert code == 2, err
     assert "the critics rejected 3" in err and "--include-rejected" in err
+
+
+@pytest.mark.parametrize("command", [["generate"], ["review"]])
+def test_output_is_the_one_name_and_out_a_hidden_alias(monkeypatch, capsys, command) -> None:
+    monkeypatch.setenv("COLUMNS", "100")
+    code, out, _ = run(capsys, *command, "--help")
+    assert code == 0 and "--output" in out and "--out " not in out and "--out," not in out
+
+
+def test_generate_takes_output_and_the_old_out(tmp_path, capsys, cache_dir) -> None:
+    for flag in ("--output", "--out"):
+        target = tmp_path / flag.strip("-")
+        code, _, err = run(capsys, "generate", "--tools", "multimedia", flag, str(target), "--n", "1",
+                           "--model", "mock/echo", "-q")
+        assert code in (0, 1), err  # 1: the mock's answer may be rejected; the directory is written either way
+        assert (target / "generation.json").is_file(), err

@@ -27,7 +27,7 @@ Decisions are appended to DIR/review_log.jsonl (reviewer, time, outcome, a JSON 
 Several reviewers can review the same samples (each with `--reviewer NAME`, or one server and the page's
 reviewer field); the page shows their agreement (Cohen's kappa).
 
-`--export` writes the verified dataset to `--out` (default DIR/verified): data.json and user_requests.json
+`--export` writes the verified dataset to `--output` (default DIR/verified): data.json and user_requests.json
 with fixes applied and discards dropped, alignment_ids.json, and the human-verification table
 (human_verification.json and .md). Conflicting reviewers: the adjudicator's decision if one is named, else
 the majority, ties to the stricter outcome (discard > fix > correct). It loads in `taskbench predict` and
@@ -43,7 +43,7 @@ Examples:
 
     taskbench review out/mm --host 0.0.0.0 --token "$(openssl rand -hex 16)"
 
-    taskbench review out/mm --export --out out/mm_verified --adjudicator ana
+    taskbench review out/mm --export --output out/mm_verified --adjudicator ana
 """
 
 
@@ -77,7 +77,8 @@ def review(
     dependency: str | None = typer.Option(None, "--dependency", "-D",
                                           help="Override the library's dependency kind: resource or temporal."),
     export: bool = typer.Option(False, "--export", help="Write the verified dataset instead of serving the page."),
-    out: Path | None = typer.Option(None, "--out", "-o", help="With --export: where (default DIR/verified)."),
+    output: Path | None = typer.Option(None, "--output", "-o", help="With --export: where (default DIR/verified)."),
+    out_alias: Path | None = typer.Option(None, "--out", hidden=True, help="Old name of --output (one release)."),
     adjudicator: str | None = typer.Option(None, "--adjudicator",
                                            help="With --export: this reviewer's decision settles disagreements."),
     keep_unreviewed: bool = typer.Option(False, "--keep-unreviewed",
@@ -89,8 +90,9 @@ def review(
     from ..report.review.session import ReviewSession
 
     check_dependency(dependency)
+    out = output or out_alias
     if not export and (out is not None or adjudicator is not None or keep_unreviewed):
-        raise ConfigError("--out, --adjudicator and --keep-unreviewed go with --export")
+        raise ConfigError("--output, --adjudicator and --keep-unreviewed go with --export")
     session = ReviewSession(dataset, include_rejected=include_rejected, dependency=dependency)
     if not session.items and not include_rejected:
         _nothing_kept(dataset)
