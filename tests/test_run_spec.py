@@ -192,3 +192,11 @@ def test_generate_takes_output_and_the_old_out(tmp_path, capsys, cache_dir) -> N
                            "--model", "mock/echo", "-q")
         assert code in (0, 1), err  # 1: the mock's answer may be rejected; the directory is written either way
         assert (target / "generation.json").is_file(), err
+
+
+def test_the_run_help_names_the_specs_defaults() -> None:
+    import taskbench.cli.run as cli
+    import taskbench.run.spec as spec
+
+    assert (cli.DEFAULT_OUTPUT, cli.DEFAULT_SHOTS, cli.DEFAULT_SHORTLIST) == (
+        spec.DEFAULT_OUTPUT, spec.DEFAULT_SHOTS, spec.DEFAULT_SHORTLIST)

@@ -121,9 +121,10 @@ def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
     _logging()
     _tolerant_streams()
-    from ..run.spec import load_dotenv
+    if os.path.isfile(".env"):  # TASKBENCH_* defaults (e.g. TASKBENCH_MODEL); imported only when there is one
+        from ..run.spec import load_dotenv
 
-    load_dotenv()  # TASKBENCH_* defaults (e.g. TASKBENCH_MODEL) from ./.env
+        load_dotenv()
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _terminate)
     try:  # typer >= 0.23 carries its own copy of click; its exceptions are the ones raised here
