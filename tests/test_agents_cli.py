@@ -76,9 +76,13 @@ def test_eval_command_writes_the_run_directory(tmp_path: Path) -> None:
     cmd = [sys.executable, "-m", "taskbench", "agents", "eval", "--env", "restbench-tmdb", "--task-set", "own",
            "--limit", "2", "--agent", "react,conagents-auto", "--model", "mock/echo", "--tools", "gold",
            "--max-steps", "2", "--bootstrap", "50", "-o", str(out), "-q", "--unsafe-local"]
-    proc = subprocess.run(cmd, env=_env(tmp_path), capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(cmd, env={**_env(tmp_path), "COLUMNS": "80"}, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    assert "| react |" in proc.stdout and "| conagents-auto |" in proc.stdout and "4 episodes" in proc.stdout
+    # a rich table fitted to 80 columns, with the run report's labels (no names cut, no column cut to nothing)
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("│")]
+    assert any(line.startswith("│ react ") for line in rows) and any("│ conagents-auto" in line for line in rows)
+    assert all(len(line) <= 80 and all(c.strip() for c in line[1:-1].split("│")) for line in rows)
+    assert "…" not in proc.stdout and "success %" in " ".join(proc.stdout.split()) and "4 episodes" in proc.stdout
     assert "- react - conagents-auto: success_rate +0.0 pts" in proc.stdout and "(2 tasks)" in proc.stdout
     metrics = json.loads((out / "metrics.json").read_text())
     assert set(metrics["agents"]) == {"react", "conagents-auto"} and metrics["tasks"] == 2
@@ -180,3 +184,4 @@ def test_plot_turns_from_a_sweep(tmp_path: Path) -> None:
     assert out.read_bytes()[:4] == b"\x89PNG"
     table = comparison_markdown(metrics)
     assert "| conagents-auto | 2 | 50.0 |" in table and "0.0-100.0" in table
+    assert "| agent | episodes | success % | path (LCS) % |" in table  # the run report's labels

@@ -140,3 +140,63 @@ def test_evaluate_limit_scores_the_samples_predict_limit_predicted(tmp_path, cap
     doc = json.loads(metrics.read_text())
     assert doc["n_gold"] == 12
     assert "no prediction" not in err and "missing" not in err.lower(), err  # every chosen sample was predicted
+
+
+@pytest.mark.parametrize("args, says", [
+    (["run", "--limt", "3"], "No such option: --limt"),
+    (["run", "--shots", "9"], "Invalid value for '--shots'"),
+    (["bogus"], "No such command 'bogus'"),
+])
+def test_usage_errors_are_one_taskbench_error_line(capsys, args, says) -> None:
+    code, out, err = run(capsys, *args)
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("taskbench: error: ") and says in lines[0], err
+    assert "--help" in lines[0] and "╭" not in err
+
+
+def test_no_arguments_still_print_the_help(capsys) -> None:
+    code, out, err = run(capsys)
+    assert code == 0 and "Usage" in out + err and "run" in out + err
+
+
+def test_review_of_a_folder_where_nothing_was_kept_points_at_the_rejected(tmp_path, capsys) -> None:
+    import shutil
+
+    from taskbench.bundled import resolve_dir
+
+    ds = tmp_path / "gen"
+    shutil.copytree(resolve_dir("multimedia"), ds)
+    data = ds / "data.json"
+    lines = data.read_text().splitlines()[:3]
+    (ds / "data_error.json").write_text("\n".join(lines) + "\n")
+    data.write_text("")
+    for extra in ("user_requests.json", "alignment_ids.json"):
+        (ds / extra).unlink(missing_ok=True)
+    code, _, err = run(capsys, "review", str(ds))
+    assert code == 2, err
+    assert "the critics rejected 3" in err and "--include-rejected" in err
+
+
+@pytest.mark.parametrize("command", [["generate"], ["review"]])
+def test_output_is_the_one_name_and_out_a_hidden_alias(monkeypatch, capsys, command) -> None:
+    monkeypatch.setenv("COLUMNS", "100")
+    code, out, _ = run(capsys, *command, "--help")
+    assert code == 0 and "--output" in out and "--out " not in out and "--out," not in out
+
+
+def test_generate_takes_output_and_the_old_out(tmp_path, capsys, cache_dir) -> None:
+    for flag in ("--output", "--out"):
+        target = tmp_path / flag.strip("-")
+        code, _, err = run(capsys, "generate", "--tools", "multimedia", flag, str(target), "--n", "1",
+                           "--model", "mock/echo", "-q")
+        assert code in (0, 1), err  # 1: the mock's answer may be rejected; the directory is written either way
+        assert (target / "generation.json").is_file(), err
+
+
+def test_the_run_help_names_the_specs_defaults() -> None:
+    import taskbench.cli.run as cli
+    import taskbench.run.spec as spec
+
+    assert (cli.DEFAULT_OUTPUT, cli.DEFAULT_SHOTS, cli.DEFAULT_SHORTLIST) == (
+        spec.DEFAULT_OUTPUT, spec.DEFAULT_SHOTS, spec.DEFAULT_SHORTLIST)

@@ -96,7 +96,7 @@ def eval_command(
     from ..agents.config import Budgets
     from ..agents.eval import AgentEvalConfig, run_agents
     from ..predict.progress import RichPredictDisplay
-    from ..report.agents import comparison_markdown, paired_markdown
+    from ..report.agents import comparison_rows, paired_markdown
     from .options import call_options
 
     role_models = {r: m for r, m in (("grounding", model_grounding), ("execution", model_execution),
@@ -114,7 +114,18 @@ def eval_command(
         result = run_agents(config, output, display=display, cache=not no_cache, base_url=base_url,
                             api_key_env=api_key_env, model_options=call_options(option, timeout, max_retries))
     out = make_console()
-    out.print(comparison_markdown(result.metrics), markup=False, highlight=False)
+    from rich.table import Table
+
+    from ..report.tables import fit_width
+
+    head, rows = comparison_rows(result.metrics)
+    table = Table(title="Agents (rates in %, means per episode)", title_justify="left")
+    for i, h in enumerate(head):
+        table.add_column(h, justify="left" if i == 0 else "right")
+    for r in rows:
+        table.add_row(*r)
+    out.print(fit_width(table, out.width, keep=2, drop_first=("success 95% CI", "s/episode", "tokens/solved",
+                                                               "extra calls")))
     paired = paired_markdown(result.metrics)
     if paired:
         out.print("\npaired (A - B, same tasks):\n" + paired, markup=False, highlight=False)

@@ -48,7 +48,7 @@ def _graph(tools: Path | None, graph: Path | None, out: Path, fmt: str, dependen
         return graph_from_path(resolve(tools), format=fmt, dependency=dependency)
     if (out / "graph_desc.json").is_file():
         return load_graph(out / "graph_desc.json", dependency)
-    raise ConfigError("give --tools FILE or --graph FILE (or --out a directory generated before, to resume it)")
+    raise ConfigError("give --tools FILE or --graph FILE (or --output a directory generated before, to resume it)")
 
 
 def generate_command(
@@ -57,7 +57,9 @@ def generate_command(
         "dataset directory or a bundled dataset name; its tool graph is built.", show_default=False),
     graph: Path | None = typer.Option(
         None, "--graph", help="A tool graph (graph_desc.json, e.g. from `taskbench graph build`).", show_default=False),
-    out: Path = typer.Option(..., "--out", "-o", help="Output directory (the reference layout); resumed if it exists."),
+    output: Path | None = typer.Option(None, "--output", "-o", show_default=False,
+                                       help="Output directory (the reference layout); resumed if it exists."),
+    out_alias: Path | None = typer.Option(None, "--out", hidden=True, help="Old name of --output (one release)."),
     n: int | None = typer.Option(None, "--n", "-n", min=0, help="Plan entries to generate (samples attempted)."),
     model: str | None = model_option(required=False),
     seed: int | None = typer.Option(None, "--seed", "-s", help="Plan seed (default 0): the same seed, the same plan."),
@@ -118,7 +120,7 @@ def generate_command(
 
     Example:
 
-        taskbench generate --tools multimedia --out gen/mm --n 30 --model llamacpp/qwen2.5-coder-0.5b
+        taskbench generate --tools multimedia --output gen/mm --n 30 --model llamacpp/qwen2.5-coder-0.5b
 
         taskbench generate --graph tmdb_graph.json -o gen/tmdb -n 200 -m openai-compatible/Qwen2.5-7B-Instruct --base-url http://127.0.0.1:8000/v1 -c 16 --method two-stage
     """
@@ -128,6 +130,9 @@ def generate_command(
     from ..graph.sampling import MODE_WEIGHTS, MODES, SIZE_WEIGHTS, parse_weights
     from ..predict.runner import open_model
 
+    out = output or out_alias
+    if out is None:
+        raise ConfigError("give --output DIR (the output directory)")
     old = read_manifest(out) if out.is_dir() else None
     if old is not None:  # resume: what is not given comes from the directory
         modes_old, sizes_old = weights_from_manifest(old)

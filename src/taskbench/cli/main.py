@@ -126,19 +126,39 @@ def main(argv: list[str] | None = None) -> None:
         from ..dataset.liveness import enable_crash_log
 
         enable_crash_log()
-    from ..run.spec import load_dotenv
+    if os.path.isfile(".env"):  # TASKBENCH_* defaults (e.g. TASKBENCH_MODEL); imported only when there is one
+        from ..run.spec import load_dotenv
 
-    load_dotenv()  # TASKBENCH_* defaults (e.g. TASKBENCH_MODEL) from ./.env
+        load_dotenv()
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _terminate)
+    try:  # typer >= 0.23 carries its own copy of click; its exceptions are the ones raised here
+        from typer._click import exceptions as cx
+    except ImportError:  # pragma: no cover - older typer on the real click
+        from click import exceptions as cx  # type: ignore[no-redef]
+
     try:
-        app(args=argv, standalone_mode=True)
+        code = app(args=argv, standalone_mode=False)
+    except cx.NoArgsIsHelpError as exc:  # `taskbench` or a group alone: its help
+        exc.show()
+        sys.exit(0)
+    except cx.ClickException as exc:  # a usage error: one line, like every other error
+        where = exc.ctx.command_path if isinstance(exc, cx.UsageError) and exc.ctx is not None else "taskbench"
+        print(f"taskbench: error: {exc.format_message()} (see: {where} --help)", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        print("taskbench: interrupted", file=sys.stderr)
+        sys.exit(130)
     except TaskbenchError as exc:
         print(f"taskbench: error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         print("taskbench: interrupted", file=sys.stderr)
         sys.exit(130)
+    code = code if isinstance(code, int) else 0
+    if code == 130:
+        print("taskbench: interrupted", file=sys.stderr)
+    sys.exit(code)  # as in click's standalone mode: main() always ends in SystemExit
 
 
 if __name__ == "__main__":  # pragma: no cover

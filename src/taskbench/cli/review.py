@@ -27,7 +27,7 @@ Decisions are appended to DIR/review_log.jsonl (reviewer, time, outcome, a JSON 
 Several reviewers can review the same samples (each with `--reviewer NAME`, or one server and the page's
 reviewer field); the page shows their agreement (Cohen's kappa).
 
-`--export` writes the verified dataset to `--out` (default DIR/verified): data.json and user_requests.json
+`--export` writes the verified dataset to `--output` (default DIR/verified): data.json and user_requests.json
 with fixes applied and discards dropped, alignment_ids.json, and the human-verification table
 (human_verification.json and .md). Conflicting reviewers: the adjudicator's decision if one is named, else
 the majority, ties to the stricter outcome (discard > fix > correct). It loads in `taskbench predict` and
@@ -43,7 +43,7 @@ Examples:
 
     taskbench review out/mm --host 0.0.0.0 --token "$(openssl rand -hex 16)"
 
-    taskbench review out/mm --export --out out/mm_verified --adjudicator ana
+    taskbench review out/mm --export --output out/mm_verified --adjudicator ana
 """
 
 
@@ -77,7 +77,8 @@ def review(
     dependency: str | None = typer.Option(None, "--dependency", "-D",
                                           help="Override the library's dependency kind: resource or temporal."),
     export: bool = typer.Option(False, "--export", help="Write the verified dataset instead of serving the page."),
-    out: Path | None = typer.Option(None, "--out", "-o", help="With --export: where (default DIR/verified)."),
+    output: Path | None = typer.Option(None, "--output", "-o", help="With --export: where (default DIR/verified)."),
+    out_alias: Path | None = typer.Option(None, "--out", hidden=True, help="Old name of --output (one release)."),
     adjudicator: str | None = typer.Option(None, "--adjudicator",
                                            help="With --export: this reviewer's decision settles disagreements."),
     keep_unreviewed: bool = typer.Option(False, "--keep-unreviewed",
@@ -89,9 +90,12 @@ def review(
     from ..report.review.session import ReviewSession
 
     check_dependency(dependency)
+    out = output or out_alias
     if not export and (out is not None or adjudicator is not None or keep_unreviewed):
-        raise ConfigError("--out, --adjudicator and --keep-unreviewed go with --export")
+        raise ConfigError("--output, --adjudicator and --keep-unreviewed go with --export")
     session = ReviewSession(dataset, include_rejected=include_rejected, dependency=dependency)
+    if not session.items and not include_rejected:
+        _nothing_kept(dataset)
     err = make_console(stderr=True, highlight=False, soft_wrap=True)
     for problem in session.problems[:20]:
         err.print(f"taskbench review: skipped {problem}")
@@ -147,6 +151,22 @@ def _serve(session: ReviewSession, reviewer: str, host: str, port: int, token: s
     typer.echo(f"taskbench review: {len(session.items)} samples in {session.root} ({done} reviewed by {reviewer}); "
                f"open {url} (Ctrl-C to stop)", err=True)
     uvicorn.run(app, host=host, port=port, log_level=log_level)
+
+
+def _nothing_kept(dataset: Path) -> None:
+    """No kept sample to review: say so, and point at the rejected ones when there are any (exit 2)."""
+    from ..dataset.layout import ERROR_FILE
+    from ..errors import InputError
+
+    rejected = dataset / ERROR_FILE
+    n = 0
+    if rejected.is_file():
+        with rejected.open("rb") as fh:
+            n = sum(1 for line in fh if line.strip())
+    if n:
+        raise InputError(f"no kept samples to review; the critics rejected {n} (in {ERROR_FILE})", path=dataset,
+                         hint="review those with --include-rejected")
+    raise InputError("no samples to review (data.json is empty or missing)", path=dataset)
 
 
 def register(app: typer.Typer) -> None:

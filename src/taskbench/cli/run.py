@@ -8,7 +8,6 @@ from typing import Any
 
 import typer
 
-from ..run.spec import DEFAULT_OUTPUT, DEFAULT_SHORTLIST, DEFAULT_SHOTS
 from .console import make_console
 from .options import (
     api_key_env_option,
@@ -34,6 +33,12 @@ from .predict import (
 CLI_COLUMNS = ("dataset", "model", "samples", "n-F1", "e-F1", "v-F1", "NED", "parse fail", "compat n-F1",
                "compat v-F1", "predict s")
 """Columns of the leaderboard printed at the end (report.md has them all)."""
+
+# the help names run/spec.py's defaults; importing taskbench.run here would load the data model on every
+# command's start (tests/test_run_spec.py checks these agree)
+DEFAULT_OUTPUT = Path("runs/default")
+DEFAULT_SHOTS = 2
+DEFAULT_SHORTLIST = 10
 
 
 def run_command(

@@ -15,10 +15,10 @@ from typing import Any
 
 COMPARISON_COLUMNS = (
     ("agent", "agent"),
-    ("episodes", "n"),
-    ("success_rate", "success"),
-    ("correct_path_lcs", "CPR (LCS)"),
-    ("correct_path_contains", "CPR (contains)"),
+    ("episodes", "episodes"),
+    ("success_rate", "success %"),
+    ("correct_path_lcs", "path (LCS) %"),
+    ("correct_path_contains", "path (contains) %"),
     ("extra_calls", "extra calls"),
     ("turns", "turns"),
     ("tokens", "tokens/episode"),
@@ -35,6 +35,19 @@ def _cell(value: Any, key: str) -> str:
     if isinstance(value, float):
         return f"{value:,.1f}" if abs(value) >= 10 else f"{value:.2f}"
     return str(value)
+
+
+def comparison_rows(metrics: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """(header, rows) of the comparison table (rates in %; the labels of the run report's agents table), with
+    the success rate's 95% CI."""
+    head = [label for _, label in COMPARISON_COLUMNS] + ["success 95% CI"]
+    rows = []
+    for row in metrics.get("comparison", []):
+        ci = ((metrics.get("agents") or {}).get(row["agent"], {}).get("ci95") or {}).get("success_rate")
+        cells = [_cell(row.get(k), k) for k, _ in COMPARISON_COLUMNS]
+        cells.append(f"{100 * ci[0]:.1f}-{100 * ci[1]:.1f}" if ci else "-")
+        rows.append(cells)
+    return head, rows
 
 
 def comparison_markdown(metrics: Mapping[str, Any]) -> str:
