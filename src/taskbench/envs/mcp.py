@@ -17,8 +17,8 @@ and forwards each :class:`~taskbench.schema.ToolCall` as ``tools/call``:
 The client runs on its own event loop in a background thread, so the environment works from any caller (the
 protocol's async methods, or :meth:`MCPEnvironment.close` from synchronous code) and ``tools()`` needs no
 event loop. MCP servers have no reset: :meth:`reset` starts a new episode of call records, and the server's
-own state carries over (restart the environment for a clean server). There is no checker either: the default
-:meth:`Environment.check` reports the calls made.
+own state carries over (a task's ``setup`` calls, or a new environment, give a known state). Tasks and their
+checkers come from a task file (:mod:`taskbench.envs.tasks`); settings and transports: :func:`parse_server`.
 """
 
 from __future__ import annotations
