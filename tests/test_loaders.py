@@ -196,3 +196,133 @@ def test_parameters_from_schema_edge_cases() -> None:
                                                     "z": {"properties": {}}}})
     assert [(p.name, p.type, p.required) for p in params] == [
         ("x", "string", False), ("y", "array[number]", False), ("z", "object", False)]
+
+
+# ------------------------------------------------------------------------------------------ hostile specs
+
+
+def _fanout_spec(schemas: int = 14, props: int = 12) -> dict[str, object]:
+    """Each schema has ``props`` properties, all pointing at the next schema: 12**14 paths if expanded."""
+    comps = {
+        f"S{i}": {"type": "object", "properties": {f"p{j}": {"$ref": f"#/components/schemas/S{i + 1}"}
+                                                 for j in range(props)}}
+        for i in range(schemas)
+    }
+    comps[f"S{schemas}"] = {"type": "string"}
+    return {
+        "openapi": "3.0.0", "info": {"title": "fan", "version": "1"},
+        "paths": {"/x": {"post": {
+            "operationId": "make",
+            "requestBody": {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/S0"}}}},
+            "responses": {"200": {"description": "ok", "content": {"application/json": {
+                "schema": {"$ref": "#/components/schemas/S0"}}}}},
+        }}},
+        "components": {"schemas": comps},
+    }
+
+
+@pytest.mark.timeout(20)
+def test_openapi_ref_fan_out_is_bounded(tmp_path: Path) -> None:
+    """The fuzz case of issue 24: 14 schemas x 12 properties each pointing to the next used to hang."""
+    import time
+
+    path = write(tmp_path, "fan.json", _fanout_spec())
+    start = time.monotonic()
+    lib = load_tools(path)
+    assert time.monotonic() - start < 5
+    tool = lib.tools[0]
+    size = len(json.dumps(tool.output_schema))
+    assert size < 2_000_000  # the inlined schema is capped, not 12**14 nodes
+    assert tool.output_schema is not None and "p0" in tool.output_schema["properties"]
+
+
+def test_inline_schema_keeps_small_shared_refs_exact() -> None:
+    """The cap must not change ordinary specs: a schema used twice is inlined twice, in full."""
+    from taskbench.graph.loaders import inline_schema
+
+    doc = {"components": {"schemas": {"Pet": {"type": "object", "properties": {"name": {"type": "string"}}}}}}
+    ref = {"$ref": "#/components/schemas/Pet"}
+    out = inline_schema(doc, {"type": "object", "properties": {"a": ref, "b": ref}})
+    assert out["properties"]["a"] == out["properties"]["b"] == doc["components"]["schemas"]["Pet"]
+
+
+PETSTORE_YAML = """\
+openapi: "3.0.0"
+info: {title: Petstore, version: "1.0"}
+paths:
+  /pets/{petId}:
+    get:
+      operationId: showPetById
+      summary: Info for a specific pet
+      parameters:
+        - name: petId
+          in: path
+          required: true
+          schema: {type: string}
+      responses:
+        '200':
+          description: Expected response to a valid request
+          content:
+            application/json:
+              schema: {$ref: '#/components/schemas/Pet'}
+components:
+  schemas:
+    Pet:
+      type: object
+      required: [id, name]
+      properties:
+        id: {type: integer, format: int64}
+        name: {type: string}
+"""
+
+
+@pytest.mark.parametrize("suffix", [".yaml", ".yml", ".json"])
+def test_openapi_yaml_spec_loads(tmp_path: Path, suffix: str) -> None:
+    """A YAML spec loads, whatever its suffix (a .json suffix on YAML text is still read as YAML)."""
+    path = tmp_path / f"petstore{suffix}"
+    path.write_text(PETSTORE_YAML, encoding="utf-8")
+    lib = load_tools(path)
+    assert [t.id for t in lib.tools] == ["showPetById"]
+    assert lib.tools[0].output_schema is not None and set(lib.tools[0].output_schema["properties"]) == {"id", "name"}
+
+
+def test_yaml_syntax_error_says_yaml(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("openapi: 3.0.0\npaths:\n  /x:\n    get: [unclosed\n", encoding="utf-8")
+    with pytest.raises(InputError) as info:
+        load_tools(path)
+    text = str(info.value)
+    assert "YAML" in text and "JSON" not in text
+    assert info.value.line is not None
+
+
+def test_json_syntax_error_still_says_json(tmp_path: Path) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text('{"nodes": [ {"id": "a",, } ]}', encoding="utf-8")
+    with pytest.raises(InputError, match="invalid JSON"):
+        load_tools(path)
+
+
+@pytest.mark.timeout(20)
+def test_yaml_alias_bomb_is_refused(tmp_path: Path) -> None:
+    """A billion-laughs document is refused quickly with a one-line error, not expanded."""
+    lines = ['a0: &a0 ["x","x","x","x","x","x","x","x","x","x"]']
+    for i in range(1, 10):
+        lines.append(f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 10) + "]")
+    lines.append("paths: {/x: {get: {operationId: boom, parameters: *a9}}}")
+    lines.append('openapi: "3.0.0"')
+    path = tmp_path / "bomb.yaml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(InputError) as info:
+        load_tools(path)
+    assert "aliases expand" in info.value.message
+
+
+def test_yaml_line_numbers_in_semantic_errors(tmp_path: Path) -> None:
+    """Errors about a tool in a YAML file name its line, as for JSON files."""
+    path = tmp_path / "tools.yaml"
+    path.write_text("tools:\n  - name: a\n    inputSchema: {type: object}\n  - name: a\n    inputSchema: {}\n",
+                    encoding="utf-8")
+    with pytest.raises(InputError, match="duplicate tool id") as info:
+        load_tools(path)
+    assert info.value.line == 4

@@ -180,3 +180,104 @@ def test_async_with_closes_the_server():
 
     env, pid = asyncio.run(go())
     assert not env.alive and _gone(pid)
+
+
+# ------------------------------------------------------------------------------------------ settings, transports
+
+
+def test_parse_server_settings_and_forms():
+    from taskbench.envs.mcp import parse_server
+
+    s = parse_server("--cwd=/tmp/w MEMORY_FILE_PATH=/tmp/w/m.json TOKEN=$TOKEN npx -y server-memory")
+    assert (s.transport, s.argv, s.cwd) == ("stdio", ("npx", "-y", "server-memory"), "/tmp/w")
+    assert s.env == (("MEMORY_FILE_PATH", "/tmp/w/m.json"), ("TOKEN", "$TOKEN"))
+    assert s.expanded({"TOKEN": "s3cret"})[0] == {"MEMORY_FILE_PATH": "/tmp/w/m.json", "TOKEN": "s3cret"}
+    with pytest.raises(ConfigError, match=r"\$TOKEN is not set"):
+        s.expanded({})
+    assert parse_server("http://127.0.0.1:9/mcp").transport == "http"
+    assert parse_server("http://127.0.0.1:9/sse").transport == "sse"
+    h = parse_server("'--header=Authorization: Bearer ${KEY}' --transport=sse http://127.0.0.1:9/events")
+    assert (h.transport, h.headers) == ("sse", (("Authorization", "Bearer ${KEY}"),))
+    for bad, message in [("--cwd=/x http://127.0.0.1:9/mcp", "not a URL"), ("--transport=http python s.py", "needs a URL"),
+                         ("--nope=1 python s.py", "unknown setting"), ("A=1", "no command"),
+                         ("--transport=ftp http://x", "unknown transport")]:
+        with pytest.raises(ConfigError, match=message):
+            parse_server(bad)
+
+
+def test_env_and_cwd_reach_the_server_and_a_secret_stays_out_of_the_name(tmp_path, monkeypatch):
+    """The secret is given as $NAME: the server sees its value, the environment's recorded name does not."""
+    monkeypatch.setenv("TB_SECRET_FOR_TEST", "hunter2-secret")
+    spec = f"mcp:--cwd={tmp_path} TB_TEST_VAR=$TB_SECRET_FOR_TEST {COMMAND}"
+    e = open_environment(spec, call_timeout=5)
+    try:
+        where, value = call(e, "whereami").content.split("|")
+        assert Path(where).resolve() == tmp_path.resolve()
+        assert value == "hunter2-secret"
+        assert "hunter2" not in e.name and "$TB_SECRET_FOR_TEST" in e.name
+    finally:
+        e.close()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("flag", ["--http", "--sse"])
+def test_http_and_sse_servers(flag):
+    import subprocess
+
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, str(SERVER), flag, str(port)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        url = f"http://127.0.0.1:{port}/" + ("mcp" if flag == "--http" else "sse")
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                with socket_probe(port):
+                    break
+            except OSError:
+                time.sleep(0.2)
+        e = open_environment(f"mcp:{url}", call_timeout=5, startup_timeout=20)
+        try:
+            assert "add" in [t.name for t in e.tools()]
+            assert call(e, "add", a=2, b=3).content == {"total": 5, "terms": [2, 3]}
+        finally:
+            e.close()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def socket_probe(port: int):
+    import socket
+
+    return socket.create_connection(("127.0.0.1", port), timeout=1)
+
+
+def test_graph_build_from_an_mcp_server(tmp_path, capsys):
+    """`graph build "mcp:<command>"` lists the server's tools (no SDK client to write) and builds the graph."""
+    import json
+
+    from cli_runner import run
+
+    out = tmp_path / "graph.json"
+    code, _, err = run(capsys, "graph", "build", f"mcp:{COMMAND}", "-o", str(out))
+    assert code == 0, err
+    doc = json.loads(out.read_text())
+    assert {"add", "echo", "whereami"} <= {n["id"] for n in doc["nodes"]}
+
+
+def test_graph_build_from_a_missing_mcp_command_is_one_line(tmp_path, capsys):
+    from cli_runner import run
+
+    code, _, err = run(capsys, "graph", "build", "mcp:no-such-mcp-server-xyz", "-o", str(tmp_path / "g.json"))
+    assert code == 2
+    assert "command not found" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "g.json").exists()

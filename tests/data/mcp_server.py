@@ -3,7 +3,8 @@
 Tools: add (structured output), echo (text), make_note / notes (state), fail (an error result), crash (the
 process dies mid-call), hang (never answers), pid (its process id), pixel (an image content block). With ``--die-on-start`` it
 exits before speaking MCP; with ``--silent`` it never answers at all; ``--pid-file PATH`` writes its process id
-there first.
+there first; ``--http PORT`` / ``--sse PORT`` serve streamable HTTP / SSE on 127.0.0.1 instead of
+stdio.
 """
 
 from __future__ import annotations
@@ -100,5 +101,17 @@ def pixel() -> Image:
     return Image(data=png, format="png")
 
 
+@server.tool(structured_output=False)
+def whereami() -> str:
+    """The server's working directory and the value of TB_TEST_VAR."""
+    return f"{os.getcwd()}|{os.environ.get('TB_TEST_VAR', '')}"
+
+
 if __name__ == "__main__":
-    server.run()
+    if "--http" in sys.argv or "--sse" in sys.argv:  # --http PORT / --sse PORT: a loopback HTTP server
+        flag = "--http" if "--http" in sys.argv else "--sse"
+        port = int(sys.argv[sys.argv.index(flag) + 1])
+        transport = "streamable-http" if flag == "--http" else "sse"
+        server.run(transport, host="127.0.0.1", port=port)  # type: ignore[call-overload]
+    else:
+        server.run()

@@ -74,6 +74,8 @@ class AgentEvalConfig(BaseModel):
     seeds: int = Field(default=1, ge=1, description="Episodes per (agent, task), seeds 0..K-1 (pass^k).")
     limit: int | None = Field(default=None, ge=1, description="Only the first N tasks.")
     task_ids: list[str] | None = Field(default=None, description="Only these tasks (in the environment's order).")
+    tasks_file: str | None = Field(default=None, description="Tasks from this JSON Lines file instead of the "
+                                   "environment's own (taskbench.envs.tasks).")
     alpha: int = Field(default=DEFAULT_ALPHA, ge=0, description="Planning-review turns (conagents-auto).")
     beta: int = Field(default=DEFAULT_BETA, ge=0, description="Execution-review turns.")
     ablations: list[str] = Field(default_factory=list, description="Ablation variants to add (ConAgents).")
@@ -101,6 +103,8 @@ class AgentEvalConfig(BaseModel):
         """A hash of what decides an episode's record besides its agent, task and seed."""
         what = {"env": self.env, "env_options": self.env_options, "tools": self.tools, "models": self.models_by_role(),
                 "budgets": self.budgets.model_dump(), "temperature": self.temperature}
+        if self.tasks_file is not None:  # only then: the fingerprints of earlier runs stay as they were
+            what["tasks_file"] = self.tasks_file
         return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -225,6 +229,11 @@ async def arun_agents(
         raise ConfigError(f"--tools {config.tools!r}: expected one of {', '.join(TOOL_SETTINGS)}")
     specs = config.specs()
     role_models = config.models_by_role()
+    file_tasks = None
+    if config.tasks_file is not None:  # read before anything is written: a bad file leaves no directory behind
+        from ..envs.tasks import load_tasks
+
+        file_tasks = load_tasks(config.tasks_file, env=config.env)
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)
     fingerprint = config.fingerprint()
@@ -243,9 +252,10 @@ async def arun_agents(
     models = dict(models) if models is not None else open_models(config, cache=cache, base_url=base_url,
                                                                  api_key_env=api_key_env, options=model_options)
     try:
-        tasks = select_tasks(envs[0].tasks(), limit=config.limit, task_ids=config.task_ids)
+        tasks = select_tasks(file_tasks if file_tasks is not None else envs[0].tasks(), limit=config.limit,
+                             task_ids=config.task_ids)
         if not tasks:
-            raise ConfigError(f"environment {config.env!r} has no tasks to run")
+            raise ConfigError(f"environment {config.env!r} has no tasks to run (give them in a file: --tasks FILE)")
         items = [_Item(spec=s, task=t, seed=k) for s in specs for t in tasks for k in range(config.seeds)]
         names = {s.name: s for s in specs}
 

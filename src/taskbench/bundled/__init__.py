@@ -46,9 +46,16 @@ def path(name: str) -> Path:
     return directory
 
 
+MCP_PREFIX = "mcp:"
+
+
 def resolve(spec: str | Path) -> Path:
-    """Where a ``--data``/``GRAPH`` argument points: an existing file or directory as given, else the bundled
-    dataset of that name. Raises :class:`~taskbench.errors.InputError` naming both choices otherwise."""
+    """Where a ``--data``/``GRAPH``/``--tools`` argument points: an existing file or directory as given, else the
+    bundled dataset of that name, else, for ``mcp:<server>``, the ``tools/list`` result of that MCP server
+    (started, listed and shut down; saved to a temporary file removed at exit). Raises
+    :class:`~taskbench.errors.InputError` naming the choices otherwise."""
+    if str(spec).startswith(MCP_PREFIX):
+        return _mcp_listing(str(spec))
     given = Path(spec)
     if given.exists():
         return given
@@ -59,8 +66,31 @@ def resolve(spec: str | Path) -> Path:
         "no such file or directory, and no bundled dataset of that name",
         path=spec,
         hint=(f"did you mean {close[0]!r}? " if close else "")
-        + f"pass a path, or one of the bundled datasets: {', '.join(NAMES)}",
+        + f"pass a path, mcp:<command> for an MCP server, or one of the bundled datasets: {', '.join(NAMES)}",
     )
+
+
+_LISTINGS: dict[str, Path] = {}
+
+
+def _mcp_listing(spec: str) -> Path:
+    """The saved ``tools/list`` of the MCP server ``spec`` (one start per process and server)."""
+    import atexit
+    import re
+    import shutil
+    import tempfile
+
+    # a typer Path argument folds "http://" into "http:/": put the URL back as written
+    text = re.sub(r"\b(https?):/(?!/)", r"\1://", spec[len(MCP_PREFIX):])
+    if text in _LISTINGS and _LISTINGS[text].is_file():
+        return _LISTINGS[text]
+    from ..envs.mcp import save_listing
+
+    directory = tempfile.mkdtemp(prefix="taskbench-mcp-")
+    atexit.register(shutil.rmtree, directory, True)
+    found = save_listing(text, directory)
+    _LISTINGS[text] = found
+    return found
 
 
 def resolve_dir(spec: str | Path) -> Path:

@@ -50,6 +50,9 @@ def eval_command(
                               "pass^k (use --temperature > 0, or the episodes repeat)."),
     limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N tasks of the environment."),
     task: list[str] | None = typer.Option(None, "--task", help="Only these task ids (comma-separated, repeatable)."),
+    tasks_file: Path | None = typer.Option(None, "--tasks", help="Tasks from this JSON Lines file instead of the "
+                                           "environment's own: {id, query, gold_path, setup, checker} a line "
+                                           "(any environment, e.g. mcp:...; see docs/mcp.md).", show_default=False),
     task_set: str | None = typer.Option(None, "--task-set", help="RestBench: restbench | own | all | auto "
                                         "(default auto: RestBench's queries when its files are found)."),
     output: Path = typer.Option(..., "--output", "-o", help="Run directory (resumed if it exists)."),
@@ -104,7 +107,7 @@ def eval_command(
     env_options = {"task_set": task_set} if task_set else {}
     config = AgentEvalConfig(
         env=env, agents=_split(agent), model=model, role_models=role_models, tools=tools, seeds=seeds, limit=limit,
-        task_ids=_split(task) or None, alpha=alpha, beta=beta, ablations=_split(ablation), sweep=sweep_turns,
+        task_ids=_split(task) or None, tasks_file=str(tasks_file) if tasks_file else None, alpha=alpha, beta=beta, ablations=_split(ablation), sweep=sweep_turns,
         budgets=Budgets(max_steps=max_steps), temperature=temperature, unsafe_local=unsafe_local,
         concurrency=concurrency, env_options=env_options, bootstrap=bootstrap,
     )

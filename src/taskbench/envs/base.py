@@ -65,7 +65,8 @@ class Environment(ABC):
         return "\n".join(parts)
 
     def tasks(self) -> list[AgentTask]:
-        """The tasks this environment ships with (may be empty: then tasks come from a file)."""
+        """The tasks this environment ships with (may be empty: then tasks come from a task file, ``agents eval
+        --tasks FILE``, read by :func:`taskbench.envs.tasks.load_tasks`)."""
         return []
 
     # -------------------------------------------------------------------------------------------- episode
@@ -77,6 +78,10 @@ class Environment(ABC):
         self.task = task
         self.seed = seed
         await self._reset(seed, task)
+        if task is not None and isinstance(task.meta.get("setup"), list):
+            from .tasks import run_setup
+
+            await run_setup(task, self._execute)  # a task file's setup calls: unrecorded
 
     async def _reset(self, seed: int, task: AgentTask | None) -> None:  # noqa: B027 - optional hook
         """Restore state (stateful environments override this)."""
@@ -113,10 +118,13 @@ class Environment(ABC):
         return list(self._results)
 
     async def check(self, task: AgentTask, answer: str | None) -> CheckResult:
-        """Was ``task`` solved by the calls made and the final ``answer``? The default knows no answer and
-        only reports the calls; environments with checkers override it."""
-        return CheckResult(success=False, reason="this environment has no checker for the task",
-                           calls=[c.name for c in self._calls], gold_path=list(task.gold_path))
+        """Was ``task`` solved by the calls made and the final ``answer``? The default runs the task's
+        ``checker`` (a task file's, see :mod:`taskbench.envs.tasks`), calling this environment's tools
+        unrecorded where it reads state; a task without one is not solved, and the reason says why."""
+        from .tasks import check_task
+
+        return await check_task(task, answer, [c.name for c in self._calls], self._execute,
+                                lambda name: self.tool(name) is not None)
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release processes, servers and files."""

@@ -17,20 +17,24 @@ and forwards each :class:`~taskbench.schema.ToolCall` as ``tools/call``:
 The client runs on its own event loop in a background thread, so the environment works from any caller (the
 protocol's async methods, or :meth:`MCPEnvironment.close` from synchronous code) and ``tools()`` needs no
 event loop. MCP servers have no reset: :meth:`reset` starts a new episode of call records, and the server's
-own state carries over (restart the environment for a clean server). There is no checker either: the default
-:meth:`Environment.check` reports the calls made.
+own state carries over (a task's ``setup`` calls, or a new environment, give a known state). Tasks and their
+checkers come from a task file (:mod:`taskbench.envs.tasks`); settings and transports: :func:`parse_server`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import json
+import os
+import re
 import shlex
 import tempfile
 import threading
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -101,14 +105,120 @@ def specs_from_listing(tools: list[Any], command: str) -> list[ToolSpec]:
     return [t.spec() for t in loaded]
 
 
+_VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+TRANSPORTS = ("stdio", "http", "sse")
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """Where an MCP server is and how to reach it, parsed from the text after ``mcp:`` (see :func:`parse_server`).
+
+    ``env`` and ``headers`` hold the text as written (``$NAME`` not yet expanded): :meth:`expanded` reads the
+    host's values when the server is opened, so a secret given as ``TOKEN=$TOKEN`` never reaches a record."""
+
+    transport: str
+    argv: tuple[str, ...] = ()
+    url: str = ""
+    env: tuple[tuple[str, str], ...] = ()
+    cwd: str | None = None
+    headers: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def label(self) -> str:
+        return self.url or shlex.join(self.argv)
+
+    def expanded(self, environ: Mapping[str, str] | None = None) -> tuple[dict[str, str], dict[str, str]]:
+        """(environment variables, HTTP headers) with every ``$NAME`` / ``${NAME}`` replaced by the host's
+        value; an unset name is a :class:`ConfigError` naming it."""
+        source = os.environ if environ is None else environ
+
+        def expand(text: str) -> str:
+            def one(m: re.Match[str]) -> str:
+                name = m.group(1) or m.group(2)
+                if name not in source:
+                    raise ConfigError(f"mcp: ${name} is not set in this environment (export it, or write the value)")
+                return source[name]
+
+            return _VAR.sub(one, text)
+
+        return {k: expand(v) for k, v in self.env}, {k: expand(v) for k, v in self.headers}
+
+
+def parse_server(text: str) -> ServerSpec:
+    """The text after ``mcp:``: settings, then a command (stdio) or a URL (streamable HTTP, or SSE).
+
+    Settings, each one word before the command: ``NAME=VALUE`` (an environment variable for the server;
+    ``$NAME``/``${NAME}`` in the value is read from the host's environment when the server starts, so
+    ``GITHUB_TOKEN=$GITHUB_TOKEN`` passes a secret without writing it anywhere), ``--cwd=DIR`` (the server's
+    working directory), ``--header=NAME:VALUE`` (an HTTP header, ``$NAME`` expanded too) and
+    ``--transport=stdio|http|sse`` (default: stdio for a command; http for a URL, sse when its path ends in
+    ``/sse``). Examples: ``mcp:uvx mcp-server-time``, ``mcp:--cwd=/tmp/w MEMORY_FILE_PATH=/tmp/w/m.json npx -y
+    @modelcontextprotocol/server-memory``, ``mcp:http://127.0.0.1:8000/mcp``."""
+    try:
+        words = shlex.split(text)
+    except ValueError as exc:
+        raise ConfigError(f"mcp:{text}: {exc} (quote the command as a shell would)") from None
+    env: list[tuple[str, str]] = []
+    headers: list[tuple[str, str]] = []
+    cwd: str | None = None
+    transport: str | None = None
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word.startswith("--cwd="):
+            cwd = word[len("--cwd="):]
+        elif word.startswith("--header="):
+            name, sep, value = word[len("--header="):].partition(":")
+            if not sep or not name.strip():
+                raise ConfigError(f"mcp: {word!r}: expected --header=NAME:VALUE")
+            headers.append((name.strip(), value.strip()))
+        elif word.startswith("--transport="):
+            transport = word[len("--transport="):]
+            if transport not in TRANSPORTS:
+                raise ConfigError(f"mcp: unknown transport {transport!r} (use one of: {', '.join(TRANSPORTS)})")
+        elif word.startswith("--"):
+            raise ConfigError(f"mcp: unknown setting {word!r} (settings: NAME=VALUE, --cwd=DIR, "
+                              "--header=NAME:VALUE, --transport=stdio|http|sse)")
+        elif _ASSIGN.match(word):
+            name, _, value = word.partition("=")
+            env.append((name, value))
+        else:
+            break
+        i += 1
+    rest = words[i:]
+    if not rest:
+        raise ConfigError("mcp: no command given (use mcp:<command ...>, e.g. mcp:python my_server.py, or "
+                          "mcp:http://127.0.0.1:8000/mcp)")
+    if rest[0].startswith(("http://", "https://")):
+        if len(rest) > 1:
+            raise ConfigError(f"mcp: a server URL takes no arguments (got {shlex.join(rest[1:])!r})")
+        url = rest[0]
+        kind = transport or ("sse" if url.split("?")[0].rstrip("/").endswith("/sse") else "http")
+        if kind == "stdio":
+            raise ConfigError(f"mcp: {url} is a URL; --transport=stdio needs a command")
+        if env or cwd:
+            raise ConfigError("mcp: NAME=VALUE and --cwd are for servers started as a command, not a URL")
+        return ServerSpec(transport=kind, url=url, headers=tuple(headers))
+    if transport not in (None, "stdio"):
+        raise ConfigError(f"mcp: --transport={transport} needs a URL, not a command")
+    if headers:
+        raise ConfigError("mcp: --header is for servers reached by URL")
+    return ServerSpec(transport="stdio", argv=tuple(rest), env=tuple(env), cwd=cwd)
+
+
 class _Connection:
     """One MCP client session on a private event loop in a daemon thread."""
 
-    def __init__(self, argv: list[str], env: Mapping[str, str] | None, cwd: str | Path | None) -> None:
-        self.argv = argv
-        self.label = shlex.join(argv)
+    def __init__(self, server: ServerSpec, env: Mapping[str, str] | None, cwd: str | Path | None,
+                 headers: Mapping[str, str] | None = None) -> None:
+        self.server = server
+        self.argv = list(server.argv)
+        self.label = server.label
         self.env = dict(env) if env is not None else None
         self.cwd = cwd
+        self.headers = dict(headers or {})
+        self.server_name = ""
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name=f"mcp {self.label}", daemon=True)
         self.stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")
@@ -142,15 +252,16 @@ class _Connection:
             raise ConfigError(f"MCP server {self.label!r} failed to start: {_describe(exc)}{self._tail}") from None
 
     async def _run(self, ready: concurrent.futures.Future[list[Any]]) -> None:
-        from mcp import ClientSession, StdioServerParameters, stdio_client
+        from mcp import ClientSession
 
         self.stop = asyncio.Event()
         self.task = asyncio.current_task()
-        params = StdioServerParameters(command=self.argv[0], args=self.argv[1:], env=self.env, cwd=self.cwd)
         try:
-            async with stdio_client(params, errlog=self.stderr) as streams:
+            async with self._transport() as streams:
                 async with ClientSession(streams[0], streams[1]) as session:
-                    await session.initialize()
+                    init = _dump(await session.initialize())
+                    info = init.get("serverInfo")
+                    self.server_name = str(info.get("name") or "") if isinstance(info, Mapping) else ""
                     tools = await _list_tools(session)
                     self.session = session
                     ready.set_result(tools)
@@ -163,6 +274,36 @@ class _Connection:
                 raise
         finally:
             self.finished.set()
+
+    @contextlib.asynccontextmanager
+    async def _transport(self) -> AsyncIterator[Any]:
+        """The SDK's client transport for this server: the (read, write) streams, closed on exit."""
+        if self.server.transport == "stdio":
+            from mcp import StdioServerParameters, stdio_client
+            from mcp.client.stdio import get_default_environment
+
+            env = {**get_default_environment(), **self.env} if self.env else None  # merged in SDK 1.x too
+            params = StdioServerParameters(command=self.argv[0], args=self.argv[1:], env=env, cwd=self.cwd)
+            async with stdio_client(params, errlog=self.stderr) as streams:
+                yield streams
+        elif self.server.transport == "sse":
+            from mcp.client.sse import sse_client
+
+            async with sse_client(self.server.url, headers=self.headers or None) as streams:
+                yield streams
+        else:
+            import mcp.client.streamable_http as http
+
+            if hasattr(http, "streamable_http_client"):  # SDK 2.x: headers through an HTTP client we own
+                from mcp.shared._httpx_utils import create_mcp_http_client
+
+                async with create_mcp_http_client(headers=self.headers or None) as client:
+                    async with http.streamable_http_client(self.server.url, http_client=client) as streams:
+                        yield streams
+            else:  # pragma: no cover - SDK 1.x
+                legacy: Any = http
+                async with legacy.streamablehttp_client(self.server.url, headers=self.headers or None) as streams:
+                    yield streams
 
     def close(self, timeout: float = 15.0) -> None:
         """Stop the session (close stdin, then terminate and kill as the SDK does), then the loop."""
@@ -279,20 +420,32 @@ class MCPEnvironment(Environment):
         call_timeout: float = 60.0,
     ) -> None:
         super().__init__()
+        text = command if isinstance(command, str) else shlex.join(str(a) for a in command)
+        server = parse_server(text)
         _require_mcp()
-        argv = shlex.split(command) if isinstance(command, str) else [str(a) for a in command]
-        if not argv:
-            raise ConfigError("mcp: no command given (use mcp:<command ...>, e.g. mcp:python my_server.py)")
-        self.command = argv
-        self.name = f"mcp:{shlex.join(argv)}"  # type: ignore[misc]
+        extra_env, headers = server.expanded()
+        if env:
+            extra_env.update(env)
+        self.server = server
+        self.command = list(server.argv)
+        self.name = f"mcp:{text.strip()}"  # type: ignore[misc]  # as written: $NAME values stay unexpanded
         self.call_timeout = call_timeout
-        self._conn = _Connection(argv, env, cwd)
+        self._conn = _Connection(server, extra_env or None, cwd if cwd is not None else server.cwd, headers)
         self._finalizer = weakref.finalize(self, self._conn.close)
         self._conn.start(startup_timeout)
         self._specs = specs_from_listing(self._conn.tools, self._conn.label)
 
     def tools(self) -> list[ToolSpec]:
         return list(self._specs)
+
+    @property
+    def server_name(self) -> str:
+        """The name the server gave in its ``initialize`` answer (``serverInfo.name``), or ""."""
+        return self._conn.server_name
+
+    def listing(self) -> dict[str, Any]:
+        """The server's ``tools/list`` result as it sent it (every page), ``{"tools": [...]}``."""
+        return {"tools": list(self._conn.tools)}
 
     @property
     def alive(self) -> bool:
@@ -310,4 +463,21 @@ class MCPEnvironment(Environment):
         await asyncio.to_thread(self.close)
 
 
-__all__ = ["MCPEnvironment", "convert_result", "specs_from_listing"]
+def save_listing(spec: str, directory: str | Path, *, startup_timeout: float = 30.0) -> Path:
+    """Start the MCP server ``spec`` (the text after ``mcp:``), save its ``tools/list`` result as
+    ``<server name>.json`` in ``directory`` (a tool library any loader reads) and shut it down."""
+    from ..dataset.jsonio import write_json
+
+    env = MCPEnvironment(spec, startup_timeout=startup_timeout)
+    try:
+        doc = env.listing()
+        base = env.server_name or (Path(env.command[-1]).name if env.command else "") or "mcp-server"
+    finally:
+        env.close()
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", base).strip("-.") or "mcp-server"
+    out = Path(directory) / f"{stem}.json"
+    write_json(out, doc)
+    return out
+
+
+__all__ = ["MCPEnvironment", "ServerSpec", "convert_result", "parse_server", "save_listing", "specs_from_listing"]

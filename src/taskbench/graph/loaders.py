@@ -31,6 +31,7 @@ from pydantic import ValidationError
 from ..errors import InputError, did_you_mean, suggest, validation_message
 from ..schema import DEPENDENCY_KINDS, Tool, ToolLibrary, ToolParameter, infer_dependency
 from ..schema.chat import HttpOperation, HttpParameter, ParameterLocation
+from .yamldoc import read_yaml, yaml_line
 
 FORMATS: tuple[str, ...] = ("auto", "taskbench", "openai", "mcp", "openapi")
 """Values accepted by ``load_tools(format=...)``."""
@@ -54,6 +55,8 @@ class JsonSource:
         self.path = Path(path) if path is not None else None
         self.text = text
         self.doc = doc
+        self.yaml_node: Any = None
+        """The composed YAML node tree when the text was YAML (for line numbers), else None."""
 
     @classmethod
     def read(cls, path: str | Path) -> JsonSource:
@@ -73,12 +76,21 @@ class JsonSource:
 
     @classmethod
     def parse(cls, text: str, *, path: str | Path | None = None) -> JsonSource:
-        """Parse JSON text (``path`` only names it in errors)."""
+        """Parse JSON or YAML text (``path`` only names it in errors).
+
+        YAML is read when the file is named ``.yaml``/``.yml``, or when the text is not JSON and does not start
+        like JSON (``{`` or ``[``): so an OpenAPI spec or a ``tools/list`` result saved as YAML loads, and a
+        JSON file with a syntax error is still reported as JSON."""
         if not text.strip():
-            raise InputError("the file is empty", path=path, hint="expected a JSON document")
+            raise InputError("the file is empty", path=path, hint="expected a JSON or YAML document")
+        suffix = Path(path).suffix.lower() if path is not None else ""
+        if suffix in (".yaml", ".yml"):
+            return cls._parse_yaml(text, path)
         try:
             doc = json.loads(text)
         except json.JSONDecodeError as exc:
+            if text.lstrip()[:1] not in ("{", "[", '"'):
+                return cls._parse_yaml(text, path)
             raise InputError(
                 f"invalid JSON: {exc.msg} (column {exc.colno})",
                 path=path,
@@ -91,8 +103,17 @@ class JsonSource:
             raise InputError(f"invalid JSON: {exc}", path=path) from None
         return cls(path, text, doc)
 
+    @classmethod
+    def _parse_yaml(cls, text: str, path: str | Path | None) -> JsonSource:
+        node, doc = read_yaml(text, path=path)
+        src = cls(path, text, doc)
+        src.yaml_node = node
+        return src
+
     def line(self, *keys: Key) -> int | None:
         """1-based line where the value at ``keys`` (object keys / array indices) starts, or None."""
+        if self.yaml_node is not None:
+            return yaml_line(self.yaml_node, keys)
         pos = _locate(self.text, keys)
         return None if pos is None else self.text.count("\n", 0, pos) + 1
 
@@ -579,35 +600,62 @@ def tools_from_openapi(src: JsonSource, *, ids: str = "operationId") -> list[Too
     return _finish(tools, src, lambda i: where[i])
 
 
+INLINE_MAX_NODES = 5_000
+"""Most schema objects one inlined schema may hold: a spec whose references fan out (each schema pointing
+several times at the next) would otherwise expand exponentially."""
+
+
 def inline_schema(doc: Any, schema: Any, *, depth: int = 0, stack: tuple[str, ...] = ()) -> dict[str, Any]:
     """``schema`` with every local ``$ref`` replaced by its target, recursively (a self-contained JSON Schema).
 
     A reference cycle, or nesting deeper than 24 levels, becomes ``{}`` (any value) at the point where it would
-    repeat; unknown references become ``{}`` too.
+    repeat; unknown references become ``{}`` too. The result holds at most :data:`INLINE_MAX_NODES` schema
+    objects: once that many are written, every further reference becomes ``{}`` (so a fan-out of references
+    costs linear time, not exponential).
     """
-    if not isinstance(schema, dict) or depth > 24:
-        return {}
-    ref = schema.get("$ref")
-    if isinstance(ref, str):
-        if ref in stack:
+    return _Inliner(doc).inline(schema, depth, stack)
+
+
+class _Inliner:
+    """One :func:`inline_schema` call: a budget of schema objects, and the size of each reference's expansion
+    (so a reference too big for what is left is cut at once, without expanding it again)."""
+
+    def __init__(self, doc: Any) -> None:
+        self.doc = doc
+        self.left = INLINE_MAX_NODES
+        self.sizes: dict[str, int] = {}
+        self.targets: dict[str, Any] = {}
+
+    def inline(self, schema: Any, depth: int, stack: tuple[str, ...]) -> dict[str, Any]:
+        if not isinstance(schema, dict) or depth > 24 or self.left <= 0:
             return {}
-        target = _resolve(doc, {"$ref": ref})
-        rest = {k: v for k, v in schema.items() if k != "$ref"}
-        merged = {**target, **rest} if isinstance(target, dict) else rest
-        return inline_schema(doc, merged, depth=depth + 1, stack=(*stack, ref))
-    out: dict[str, Any] = {}
-    for key, value in schema.items():
-        if key in ("properties", "patternProperties", "$defs", "definitions") and isinstance(value, dict):
-            out[key] = {k: inline_schema(doc, v, depth=depth + 1, stack=stack) for k, v in value.items()}
-        elif key in ("items", "additionalProperties", "not", "contains", "propertyNames") and isinstance(value, dict):
-            out[key] = inline_schema(doc, value, depth=depth + 1, stack=stack)
-        elif key in ("anyOf", "oneOf", "allOf", "prefixItems") and isinstance(value, list):
-            out[key] = [inline_schema(doc, v, depth=depth + 1, stack=stack) for v in value]
-        elif key == "items" and isinstance(value, list):
-            out[key] = [inline_schema(doc, v, depth=depth + 1, stack=stack) for v in value]
-        else:
-            out[key] = value
-    return out
+        ref = schema.get("$ref")
+        if isinstance(ref, str):
+            if ref in stack or self.sizes.get(ref, 0) > self.left:
+                return {}
+            if ref not in self.targets:
+                self.targets[ref] = _resolve(self.doc, {"$ref": ref})
+            target = self.targets[ref]
+            rest = {k: v for k, v in schema.items() if k != "$ref"}
+            merged = {**target, **rest} if isinstance(target, dict) else rest
+            before = self.left
+            expanded = self.inline(merged, depth + 1, (*stack, ref))
+            self.sizes[ref] = max(self.sizes.get(ref, 0), before - self.left)
+            return expanded
+        self.left -= 1
+        out: dict[str, Any] = {}
+        for key, value in schema.items():
+            if key in ("properties", "patternProperties", "$defs", "definitions") and isinstance(value, dict):
+                out[key] = {k: self.inline(v, depth + 1, stack) for k, v in value.items()}
+            elif key in ("items", "additionalProperties", "not", "contains", "propertyNames") and isinstance(value, dict):
+                out[key] = self.inline(value, depth + 1, stack)
+            elif key in ("anyOf", "oneOf", "allOf", "prefixItems") and isinstance(value, list):
+                out[key] = [self.inline(v, depth + 1, stack) for v in value]
+            elif key == "items" and isinstance(value, list):
+                out[key] = [self.inline(v, depth + 1, stack) for v in value]
+            else:
+                out[key] = value
+        return out
 
 
 def _success_response(doc: Any, op: dict[str, Any]) -> tuple[dict[str, Any] | None, Any]:

@@ -1,0 +1,247 @@
+"""Tasks from a file, for any environment: ``agents eval --tasks FILE``.
+
+A task file is JSON Lines, one task a line::
+
+    {"id": "tokyo", "query": "It is 09:00 in London. What time is it in Tokyo?",
+     "gold_path": ["convert_time"],
+     "setup": [{"call": "write_query", "args": {"query": "DELETE FROM orders"}}],
+     "checker": [{"any": ["17:00", "18:00"]}]}
+
+- ``query`` (required): what the user asks. ``id``: unique (default ``line-N``). ``gold_path``: the tool names
+  of a solution, in call order (for the path metrics). ``answer``: any JSON, kept with the task.
+- ``setup``: tool calls made before the episode, not recorded and not shown to the agent (``{"call": TOOL,
+  "args": {...}}``), so an episode starts from a known state (a table filled, a file written). A setup call that
+  fails stops the episode with an error naming the task.
+- ``checker``: the conditions of RestBench's checkers (:mod:`taskbench.envs.restbench.checking`): ``all``,
+  ``any``, ``at_least``/``of``, ``none``, ``yes``, ``picks``/``over`` on the final answer, ``called`` on the
+  calls made, and a VALUE may be ``{"api": TOOL, "args": {...}, "expr": JMESPATH}``: what that tool answers
+  *at check time* (after the episode). An end-state condition reads the environment by calling a tool:
+  ``{"call": TOOL, "args": {...}, "expr": JMESPATH, "equals" | "same_items" | "includes" | "excludes" |
+  "one_of" | "below": VALUE}``. A tool result that is JSON text is read as JSON; ``expr`` is applied to it.
+
+An environment's own checker (RestBench's) reads the same ``checker`` and ``setup`` keys, so a task file for
+``restbench-tmdb`` uses its fixture-backed VALUEs. Every problem in the file is one ``file:line`` error.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, InputError
+from ..schema import AgentTask, CheckResult, ToolCall, ToolResult
+
+TASK_KEYS = frozenset({"id", "query", "gold_path", "checker", "setup", "answer", "meta"})
+STATE_TESTS = ("equals", "same_items", "includes", "excludes", "one_of", "below")
+ANSWER_TESTS = ("all", "any", "at_least", "none", "yes", "picks", "called")
+MAX_CHECK_CALLS = 64
+"""Tool calls one check may make (VALUEs and end-state conditions together)."""
+
+Executor = Callable[[ToolCall], Awaitable[ToolResult]]
+
+
+BUNDLED = ("mcp-time", "mcp-sqlite", "mcp-filesystem")
+"""Example task files shipped with taskbench (``--tasks mcp-sqlite``): for mcp-server-time, mcp-server-sqlite
+and @modelcontextprotocol/server-filesystem, offline (docs/mcp.md gives the commands)."""
+
+
+def task_file(spec: str | Path) -> Path:
+    """A task file as given, else the bundled example of that name."""
+    path = Path(spec)
+    if not path.exists() and str(spec) in BUNDLED:
+        from importlib import resources
+
+        return Path(str(resources.files("taskbench.bundled") / "tasks" / f"{spec}.jsonl"))
+    return path
+
+
+def load_tasks(path: str | Path, *, env: str | None = None) -> list[AgentTask]:
+    """Read a task file (see the module docstring), or a bundled one by name (:data:`BUNDLED`); every problem
+    is an :class:`InputError` with its line."""
+    path = task_file(path)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise InputError("file not found", path=path, hint="pass a JSON Lines file of tasks, or one of the "
+                         f"bundled examples: {', '.join(BUNDLED)}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read the task file ({exc})", path=path) from None
+    tasks: list[AgentTask] = []
+    seen: dict[str, int] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except (json.JSONDecodeError, RecursionError, ValueError) as exc:
+            raise InputError(f"invalid JSON ({exc})", path=path, line=number,
+                             hint="one JSON object a line") from None
+        tasks.append(_task(item, path, number, env))
+        if tasks[-1].id in seen:
+            raise InputError(f"duplicate task id {tasks[-1].id!r} (also on line {seen[tasks[-1].id]})", path=path,
+                             line=number, hint="give every task its own id")
+        seen[tasks[-1].id] = number
+    if not tasks:
+        raise InputError("the task file has no tasks", path=path, hint='one {"query": ...} a line')
+    return tasks
+
+
+def _task(item: Any, path: Path, line: int, env: str | None) -> AgentTask:
+    def bad(message: str, hint: str | None = None) -> InputError:
+        return InputError(message, path=path, line=line, hint=hint)
+
+    if not isinstance(item, dict):
+        raise bad("a task is a JSON object", 'e.g. {"query": "...", "checker": [{"all": ["..."]}]}')
+    unknown = sorted(set(item) - TASK_KEYS)
+    if unknown:
+        raise bad(f"unknown key {unknown[0]!r}", f"keys: {', '.join(sorted(TASK_KEYS))}")
+    query = item.get("query")
+    if not isinstance(query, str) or not query.strip():
+        raise bad("'query' must be a non-empty string")
+    task_id = item.get("id", f"line-{line}")
+    if not isinstance(task_id, str) or not task_id.strip() or "/" in task_id:
+        raise bad("'id' must be a non-empty string without '/'")
+    gold = item.get("gold_path", [])
+    if not isinstance(gold, list) or not all(isinstance(g, str) for g in gold):
+        raise bad("'gold_path' must be a list of tool names")
+    meta = dict(item.get("meta") or {}) if isinstance(item.get("meta", {}), dict) else None
+    if meta is None:
+        raise bad("'meta' must be an object")
+    checker = item.get("checker")
+    if checker is not None:
+        if not isinstance(checker, list) or not all(isinstance(c, dict) and c for c in checker):
+            raise bad("'checker' must be a list of conditions", 'e.g. [{"all": ["17:00"]}]')
+        for cond in checker:
+            if not any(k in cond for k in (*ANSWER_TESTS, "state", "call")):
+                raise bad(f"a checker condition tests nothing: {json.dumps(cond)[:80]}",
+                          f"use one of: {', '.join(ANSWER_TESTS)}, or call/state with {', '.join(STATE_TESTS)}")
+            if "call" in cond and (not isinstance(cond["call"], str) or not any(k in cond for k in STATE_TESTS)):
+                raise bad("an end-state condition is {\"call\": TOOL, \"args\": {...}, \"expr\": ..., "
+                          f"<test>: VALUE}} with a test among {', '.join(STATE_TESTS)}")
+        meta["checker"] = checker
+    setup = item.get("setup")
+    if setup is not None:
+        calls = setup if isinstance(setup, list) else None
+        if calls is not None:
+            for step in calls:
+                if not (isinstance(step, dict) and isinstance(step.get("call"), str)
+                        and isinstance(step.get("args", {}), dict)):
+                    raise bad("each setup step is {\"call\": TOOL, \"args\": {...}}")
+        elif not isinstance(setup, dict):  # RestBench's own setup is an object (its fixture changes)
+            raise bad("'setup' must be a list of tool calls")
+        meta["setup"] = setup
+    return AgentTask(id=task_id, query=query, gold_path=gold, answer=item.get("answer"), env=env, meta=meta)
+
+
+# --------------------------------------------------------------------------------------------- episodes
+
+
+def _value(result: ToolResult) -> Any:
+    """What a tool result says, for expressions: JSON text read as JSON."""
+    if result.error is not None:
+        raise ConfigError(f"tool {result.name!r} failed: {result.error}")
+    content = result.content
+    if isinstance(content, str):
+        try:
+            return json.loads(content)
+        except (json.JSONDecodeError, RecursionError, ValueError):
+            pass
+        if content[:1] in "[{(" and len(content) < 1_000_000:  # a Python repr (mcp-server-sqlite answers so)
+            import ast
+
+            try:
+                return ast.literal_eval(content)
+            except (ValueError, SyntaxError, RecursionError, MemoryError, TypeError):
+                pass
+    return content
+
+
+async def run_setup(task: AgentTask, execute: Executor) -> None:
+    """Make the task's setup calls (a list of ``{"call", "args"}``), unrecorded; a failure is a ConfigError."""
+    setup = task.meta.get("setup")
+    if not isinstance(setup, list):
+        return
+    for i, step in enumerate(setup):
+        if not isinstance(step, dict):
+            continue
+        name, args = str(step.get("call")), step.get("args") or {}
+        result = await execute(ToolCall(id=f"setup-{i}", name=name, arguments=dict(args) if isinstance(args, dict) else {}))
+        if result.error is not None:
+            raise ConfigError(f"task {task.id!r}: setup call {i + 1} ({name}) failed: {result.error}")
+
+
+async def check_task(task: AgentTask, answer: str | None, calls: list[str], execute: Executor,
+                     known: Callable[[str], bool]) -> CheckResult:
+    """The verdict of a task's ``checker`` (see the module docstring), calling tools through ``execute``
+    (unrecorded) for VALUEs and end-state conditions. No checker: not solved, and the reason says so."""
+    from .restbench.checking import evaluate, resolve_checker, search
+    from .restbench.env import path_scores
+
+    checker: Any = task.meta.get("checker")
+    gold = list(task.gold_path)
+    if not isinstance(checker, list):
+        return CheckResult(success=False, reason="this task has no checker (add one in the task file: "
+                           "--tasks FILE, key 'checker')", calls=calls, gold_path=gold)
+    answers: dict[str, Any] = {}
+    used = 0
+
+    class _Need(Exception):
+        def __init__(self, key: str, name: str, args: dict[str, Any]) -> None:
+            self.key, self.name, self.arguments = key, name, args
+
+    def api(name: str, args: dict[str, Any]) -> Any:
+        key = json.dumps([name, args], sort_keys=True, default=str)
+        if key not in answers:
+            raise _Need(key, name, args)
+        return answers[key]
+
+    async def ask(key: str, name: str, args: dict[str, Any]) -> None:
+        nonlocal used
+        used += 1
+        if used > MAX_CHECK_CALLS:
+            raise ConfigError(f"task {task.id!r}: the checker needs more than {MAX_CHECK_CALLS} tool calls")
+        if not known(name):
+            raise ConfigError(f"task {task.id!r}: the checker calls {name!r}, which this environment lacks")
+        answers[key] = _value(await execute(ToolCall(id=f"check-{used}", name=name, arguments=args)))
+
+    # answer conditions (VALUEs resolved by calling tools until every call they need is answered)
+    plain = [c for c in checker if "call" not in c]
+    try:
+        while True:
+            try:
+                resolved = resolve_checker(plain, api=api, initial=None)
+                break
+            except _Need as need:
+                await ask(need.key, need.name, need.arguments)
+        # end-state conditions: read the state by calling the tool, then test it as RestBench's "state"
+        state: dict[str, Any] = {}
+        for i, cond in enumerate(c for c in checker if "call" in c):
+            args = dict(cond.get("args") or {})
+            key = json.dumps([cond["call"], args], sort_keys=True, default=str)
+            await ask(key, str(cond["call"]), args)  # at check time, after any earlier reads
+            got = answers[key]
+            try:
+                state[f"s{i}"] = search(str(cond["expr"]), got) if cond.get("expr") else got
+            except Exception as exc:  # noqa: BLE001 - a bad expression, or a result of another shape
+                raise ConfigError(f"expression {cond['expr']!r} over {cond['call']}: {type(exc).__name__}: {exc}") from None
+            test = {k: v for k, v in cond.items() if k not in ("call", "args", "expr")}
+            while True:
+                try:
+                    test = resolve_checker([test], api=api, initial=None)[0]
+                    break
+                except _Need as need:
+                    await ask(need.key, need.name, need.arguments)
+            label = f"{cond['call']}({json.dumps(args, ensure_ascii=False)})" + (f".{cond['expr']}" if cond.get("expr") else "")
+            resolved.append({**test, "state": f"s{i}", "why": test.get("why") or label})
+    except Exception as exc:  # noqa: BLE001 - a broken checker fails the check, it does not end the run
+        why = str(exc) if isinstance(exc, ConfigError) else f"{type(exc).__name__}: {exc}"
+        return CheckResult(success=False, reason=f"the checker could not run: {why}", calls=calls,
+                           gold_path=gold)
+    ok, failures = evaluate(resolved, answer, state, calls)
+    return CheckResult(success=ok, reason="solved" if ok else "; ".join(failures), calls=calls, gold_path=gold,
+                       details={"failures": list(failures), "path": path_scores(calls, gold)})
+
+
+__all__ = ["check_task", "load_tasks", "run_setup"]
