@@ -49,7 +49,7 @@ from .config import (
     select_tools,
 )
 from .episode import Episode
-from .metrics import EpisodeRow, episode_row, metrics_document
+from .metrics import EpisodeRow, episode_row, mechanism, metrics_document
 
 EPISODES_FILE = "episodes.jsonl"
 METRICS_FILE = "metrics.json"
@@ -370,6 +370,7 @@ async def _episode(item: _Item, env: Any, models: Mapping[str, Any], role_models
         return {**base, "failed": True, "error": error}
     traj.outcome = outcome
     traj.answer = ep.answer
+    outcome.details["mechanism"] = dict(mechanism(traj))  # what review did, in the trajectory's end line
     stop = ep.stop if ep.answer is not None else (ep.stop if ep.stop != "answer" else "no_answer")
     writer.finish("complete", error=None if stop == "answer" else f"stopped: {stop}")
     row = episode_row(traj, stop=stop)
