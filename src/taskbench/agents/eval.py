@@ -341,7 +341,8 @@ async def _episode(item: _Item, env: Any, models: Mapping[str, Any], role_models
         models={r: getattr(models.get(r) or models.get("agent"), "name", role_models.get(r, "")) for r in roles},
         tools=[tooldocs.slim(t) for t in offered], gold_path=list(task.gold_path),
         config={"protocol": spec.base, "alpha": spec.alpha, "beta": spec.beta, "ablation": spec.ablation,
-                "tools": config.tools, "max_steps": config.budgets.max_steps, "temperature": config.temperature},
+                "tools": config.tools, "max_steps": config.budgets.max_steps, "temperature": config.temperature,
+                "tool_order": [t.name for t in offered]},
     )
     path = trajectory_path(out, spec.name, task.id, seed)
     path.parent.mkdir(parents=True, exist_ok=True)
