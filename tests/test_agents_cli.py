@@ -47,14 +47,15 @@ def test_agent_names_and_variants() -> None:
     assert names == ["conagents-auto", "conagents-auto-no-exec-review", "conagents-auto-a1b1", "react"]
 
 
-def test_tool_settings_are_seeded_and_keep_the_environment_order() -> None:
+def test_tool_settings_are_seeded() -> None:
+    # (their order is shuffled per seed: tests/test_agents_confounds.py)
     tools = [ToolSpec(name=f"t{i:02d}") for i in range(30)]
     gold = ["t20", "t03", "t20"]
-    assert [t.name for t in select_tools(tools, gold, "gold", seed=0, task_id="x")] == ["t03", "t20"]
-    assert select_tools(tools, gold, "all", seed=0, task_id="x") == tools
+    assert sorted(t.name for t in select_tools(tools, gold, "gold", seed=0, task_id="x")) == ["t03", "t20"]
+    assert sorted(select_tools(tools, gold, "all", seed=0, task_id="x"), key=lambda t: t.name) == tools
     offered = select_tools(tools, gold, "gold+10", seed=0, task_id="x")
     names = [t.name for t in offered]
-    assert len(names) == 12 and {"t03", "t20"} <= set(names) and names == sorted(names)
+    assert len(names) == 12 and {"t03", "t20"} <= set(names)
     assert offered == select_tools(tools, gold, "gold+10", seed=0, task_id="x")  # the same episode, same tools
     others = {tuple(t.name for t in select_tools(tools, gold, "gold+10", seed=s, task_id="x")) for s in range(5)}
     assert len(others) > 1  # seeds draw other distractors
@@ -184,4 +185,4 @@ def test_plot_turns_from_a_sweep(tmp_path: Path) -> None:
     assert out.read_bytes()[:4] == b"\x89PNG"
     table = comparison_markdown(metrics)
     assert "| conagents-auto | 2 | 50.0 |" in table and "0.0-100.0" in table
-    assert "| agent | episodes | success % | path (LCS) % |" in table  # the run report's labels
+    assert "| agent | episodes | success % | path F1 (paper) % | path LCS (authors' code) % |" in table  # the run report's labels

@@ -162,3 +162,28 @@ def test_metrics_document() -> None:
     assert per_task[("t1", "conagents-auto")]["successes"] == 1
     sweep = {s["agent"]: (s["alpha"], s["beta"]) for s in doc["turns_sweep"]}
     assert sweep == {"conagents-auto": (3, 3), "conagents-auto-a1b1": (1, 1)}
+
+
+def test_the_three_path_rates_are_reported_side_by_side_and_named() -> None:
+    from taskbench.agents.metrics import correct_path_f1, metrics_document
+    from taskbench.report.agents import comparison_markdown
+
+    # calls [B, A, C] against gold [A, B]: F1 = 2*(2/3)*(1)/(5/3) = 0.8, LCS = 2/3 (B..finish or A..finish), not
+    # contained (order)
+    made, gold = [B, A, C], [A, B]
+    assert correct_path_f1(made, gold) == pytest.approx(0.8)
+    assert correct_path_lcs(made, gold, answered=True) == pytest.approx(2 / 3)
+    assert contains_path(made, gold) is False
+    assert correct_path_f1([], gold) == 0.0 and correct_path_f1(made, []) is None
+    row = EpisodeRow(agent="a", task="t", success=True, answered=True, calls=made, gold_path=gold,
+                     cpr_lcs=correct_path_lcs(made, gold, answered=True), cpr_contains=False,
+                     cpr_f1=correct_path_f1(made, gold))
+    doc = metrics_document({"a": [row]}, ["t"], n_boot=0)
+    s = doc["agents"]["a"]
+    assert (s["correct_path_f1"], s["correct_path_contains"]) == (0.8, 0.0)
+    assert s["correct_path_lcs"] == pytest.approx(2 / 3, abs=1e-6)
+    assert set(doc["path_rates"]) == {"correct_path_f1", "correct_path_lcs", "correct_path_contains"}
+    table = comparison_markdown(doc)
+    assert "path F1 (paper) %" in table and "path LCS (authors' code) %" in table
+    assert "path contained (RestBench) %" in table
+    assert "| 80.0 | 66.7 | 0.0 |" in table

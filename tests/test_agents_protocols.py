@@ -101,8 +101,10 @@ def test_beta_bounds_the_execution_calibration_turns(tmp_path: Path) -> None:
 
 
 def test_execution_review_can_route_to_the_grounding_agent(tmp_path: Path) -> None:
+    # the code ran; the review finds the result wrong and blames the step (a code error would go to execution:
+    # tests/test_agents_review.py)
     g = mock("g", [search_plan(), search_plan()])
-    x = mock("x", [BAD_CODE, SEARCH_CODE])
+    x = mock("x", [SEARCH_CODE, SEARCH_CODE])
     r = mock("r", [verdict(), verdict("revise", "grounding", "wrong_result", "search by the exact title"),
                    verdict(), verdict()])
     traj, rec, _ = run_one(tmp_path, "conagents-auto", {"grounding": g, "execution": x, "review": r}, max_steps=2)
@@ -111,8 +113,8 @@ def test_execution_review_can_route_to_the_grounding_agent(tmp_path: Path) -> No
                            "grounding", "review", "verdict:plan:accept", "execution", "code", "review",
                            "verdict:execution:accept"]
     second = prompts(traj, "grounding")[1]
-    assert "Feedback on your last plan: search by the exact title" in second and "FAILED: error" in second
-    assert rec["stop"] == "step_cap"
+    assert "Feedback on your last plan: search by the exact title" in second and "result: 155" in second
+    assert rec["stop"] == "step_cap" and rec["reroutes"] == 1 and rec["retries"] == 0
 
 
 def test_adaptive_protocol_reviews_nothing_when_executions_succeed(tmp_path: Path) -> None:

@@ -129,7 +129,7 @@ class ConAgents:
             return plan, note
         for _ in range(self.spec.alpha):
             verdict = await self.review(ep, "plan", render("review_plan", task=ep.task.query, steps=history,
-                                                           plan=plan.describe()))
+                                                           plan=plan.describe()), plan=plan)
             if verdict is None or verdict.accept:
                 break
             revised, _ = await self.ground(
@@ -175,7 +175,7 @@ class ConAgents:
                 verdict = await self.review(ep, "execution", render(
                     template, task=ep.task.query, steps=history,
                     plan=plan.describe(), code=outcome.code or "(no code)", outcome=outcome.observation),
-                    default_route="execution")
+                    plan=plan, outcome=outcome)
                 if verdict is None or verdict.accept:
                     break
                 if verdict.route == "grounding":
@@ -189,10 +189,12 @@ class ConAgents:
 
     # ------------------------------------------------------------------------------------------ review
 
-    async def review(self, ep: Episode, target: str, prompt: str, *, default_route: str = "grounding"
-                     ) -> Verdict | None:
-        """One review turn -> the verdict (recorded as a ReviewEvent), or None when the answer was unusable
-        (a failed turn, treated as no objection)."""
+    async def review(self, ep: Episode, target: str, prompt: str, *, plan: Plan,
+                     outcome: CodeOutcome | None = None) -> Verdict | None:
+        """One review turn -> the verdict (recorded as a ReviewEvent with the problem named and what the
+        protocol does with it), or None when the answer was unusable (a failed turn, treated as no
+        objection). A named problem is a revision (:attr:`Verdict.accept`); the route of an execution review
+        follows the fault (:func:`fault_route`), not the reviewer's word alone."""
         messages = [SystemMessage(content=render("review", tools=tooldocs.tool_list(ep.tools))),
                     UserMessage(content=prompt)]
         turn = await ep.generate("review", messages, max_tokens=ep.budgets.review_tokens, schema=review_schema(),
@@ -202,11 +204,42 @@ class ConAgents:
             return None
         if target == "plan":
             verdict.route = "grounding"
-        elif verdict.route not in ("grounding", "execution"):
-            verdict.route = default_route
+        else:
+            verdict.route = fault_route(verdict, plan, outcome)
+        if verdict.accept:
+            action = "none"
+        elif target == "plan":
+            action = "revise_plan"
+        else:
+            action = "replan" if verdict.route == "grounding" else "rewrite_code"
         ep.review(target, "accept" if verdict.accept else "revise", verdict.feedback,
-                  None if verdict.accept else verdict.route)
+                  None if verdict.accept else verdict.route, problem=verdict.problem or "none", action=action)
         return verdict
+
+
+_NOT_THE_CODE = ("ToolError", "EmptyResult", "LimitExceeded")
+
+
+def fault_route(verdict: Verdict, plan: Plan, outcome: CodeOutcome | None) -> str:
+    """Who must fix a faulted execution, by the evidence first:
+
+    - the tool rejected the call (a ToolError: 404 for a title passed as an id, a missing argument) and the
+      code passed the plan's argument values as given: the plan is wrong -> grounding (the code passed other
+      values: execution);
+    - the code itself raised (KeyError, TypeError, SyntaxError ...) or gave no code: execution;
+    - otherwise (an empty or wrong result, a run that hit a limit) the problem named decides (a plan problem
+      -> grounding, faulty code -> execution), and where it can be either, the reviewer's route (execution
+      when it gave none)."""
+    if outcome is not None and not outcome.ok and outcome.error_type:
+        if outcome.error_type == "ToolError":
+            followed = all(value.strip() in outcome.code for value in plan.arguments.values())
+            return "grounding" if followed else "execution"
+        if outcome.error_type not in _NOT_THE_CODE:
+            return "execution"
+    by_problem = verdict.fault_route()
+    if by_problem is not None:
+        return by_problem
+    return verdict.route if verdict.route in ("grounding", "execution") else "execution"
 
 
 def _call(ep: Episode, plan: Plan) -> str:
@@ -222,4 +255,4 @@ def _doc(ep: Episode, tool: str) -> str:
     return tooldocs.execution_doc(spec, ep.api[tool])
 
 
-__all__ = ["ConAgents", "Step", "step_view"]
+__all__ = ["ConAgents", "Step", "fault_route", "step_view"]

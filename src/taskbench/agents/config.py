@@ -13,7 +13,10 @@ Agent names (``--agent``):
 A ConAgents name takes variants as suffixes (also made by ``--ablation`` and ``--sweep-turns``):
 ``conagents-auto-no-plan-review``, ``conagents-auto-no-exec-review``, ``conagents-auto-compiler-feedback``
 (review replaced by static compiler feedback: the error text goes back to the execution agent), and
-``conagents-auto-a2b4`` (alpha = 2, beta = 4). :func:`parse_agent` reads them.
+``conagents-auto-a2b4`` (alpha = 2, beta = 4). :func:`parse_agent` reads them. Under the adaptive protocol
+only ``no-exec-review`` means something: ``conagents-adaptive-no-plan-review`` (it reviews no plans anyway)
+and ``conagents-adaptive-compiler-feedback`` (the same agent as ``conagents-auto-compiler-feedback``) are
+refused, and ``--ablation`` does not make them.
 """
 
 from __future__ import annotations
@@ -113,7 +116,28 @@ def parse_agent(name: str, *, alpha: int = DEFAULT_ALPHA, beta: int = DEFAULT_BE
     ablation = rest.lstrip("-") or None
     if ablation is not None and ablation not in ABLATIONS:
         raise ConfigError(f"unknown ablation {ablation!r} in agent {name!r} (known: {', '.join(ABLATIONS)})")
+    if ablation is not None and ablation not in applicable_ablations(base):
+        raise ConfigError(f"agent {name!r} would be the same as another: {ADAPTIVE_SAME[ablation]} (use "
+                          f"{', '.join('conagents-adaptive-' + a for a in applicable_ablations(base))}, or "
+                          f"conagents-auto-{ablation})")
     return AgentSpec(base=base, alpha=alpha, beta=beta, ablation=ablation)
+
+
+ADAPTIVE_SAME = {
+    "no-plan-review": "the adaptive protocol never reviews plans, so conagents-adaptive-no-plan-review is "
+                      "conagents-adaptive",
+    "compiler-feedback": "compiler feedback replaces the review agent, and without it the protocols do not "
+                         "differ, so it is conagents-auto-compiler-feedback",
+}
+"""Why an ablation means nothing under the adaptive protocol."""
+
+
+def applicable_ablations(base: str) -> tuple[str, ...]:
+    """The ablations that change ``base`` (the adaptive protocol reviews no plans, and compiler feedback is
+    one agent whichever protocol it replaces: named conagents-auto-compiler-feedback)."""
+    if base == "conagents-adaptive":
+        return tuple(a for a in ABLATIONS if a not in ADAPTIVE_SAME)
+    return ABLATIONS if base == "conagents-auto" else ()
 
 
 def expand_agents(
@@ -139,8 +163,9 @@ def expand_agents(
         out.append(spec)
         if not spec.base.startswith("conagents"):
             continue
-        for a in ablations:
-            out.append(spec.model_copy(update={"ablation": a}))
+        for a in ablations:  # only the variants that differ from an agent already made
+            if a in applicable_ablations(spec.base):
+                out.append(spec.model_copy(update={"ablation": a}))
         for k in sweep_values if sweep else ():
             update = {"alpha": k if sweep in ("alpha", "both") else spec.alpha,
                       "beta": k if sweep in ("beta", "both") else spec.beta}
@@ -181,15 +206,21 @@ class Budgets(BaseModel):
 def select_tools(
     tools: Sequence[ToolSpec], gold_path: Sequence[str], setting: str, *, seed: int, task_id: str
 ) -> list[ToolSpec]:
-    """The tools an episode offers, in the environment's order (so the order does not give the gold away).
+    """The tools an episode offers, in an order shuffled per seed and task (the spec's order puts the first
+    gold tool first in few tasks, and a small model takes the first tool; a fixed order would favour or
+    penalise agents by where the gold tool sits). The order is recorded in the trajectory.
 
     ``gold``: the gold path's tools; ``gold+10``: those and 10 distractors drawn at random from the rest,
-    seeded by ``seed`` and the task id (the same episode always gets the same tools); ``all``: every tool.
-    A task without a gold path gets 10 random tools with ``gold+10`` and none with ``gold``."""
+    seeded by ``seed`` and the task id (the same episode always gets the same tools in the same order);
+    ``all``: every tool. A task without a gold path gets 10 random tools with ``gold+10`` and none with
+    ``gold``."""
     if setting not in TOOL_SETTINGS:
         raise ConfigError(f"unknown tool setting {setting!r} (known: {', '.join(TOOL_SETTINGS)})")
+    order = random.Random(zlib.crc32(f"order:{seed}:{task_id}".encode()))
     if setting == "all":
-        return list(tools)
+        out = list(tools)
+        order.shuffle(out)
+        return out
     names = [t.name for t in tools]
     gold = [g for g in dict.fromkeys(gold_path) if g in names]
     chosen = set(gold)
@@ -197,14 +228,18 @@ def select_tools(
         rest = [n for n in names if n not in chosen]
         rng = random.Random(zlib.crc32(f"{seed}:{task_id}".encode()))
         chosen.update(rng.sample(rest, min(DISTRACTORS, len(rest))))
-    return [t for t in tools if t.name in chosen]
+    out = [t for t in tools if t.name in chosen]
+    order.shuffle(out)
+    return out
 
 
 ToolSetting = Literal["gold", "gold+10", "all"]
 
 __all__ = [
     "ABLATIONS",
+    "ADAPTIVE_SAME",
     "AgentSpec",
+    "applicable_ablations",
     "BASE_AGENTS",
     "Budgets",
     "DEFAULT_ALPHA",

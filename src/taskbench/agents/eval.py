@@ -49,7 +49,7 @@ from .config import (
     select_tools,
 )
 from .episode import Episode
-from .metrics import EpisodeRow, episode_row, metrics_document
+from .metrics import EpisodeRow, episode_row, mechanism, metrics_document
 
 EPISODES_FILE = "episodes.jsonl"
 METRICS_FILE = "metrics.json"
@@ -351,7 +351,8 @@ async def _episode(item: _Item, env: Any, models: Mapping[str, Any], role_models
         models={r: getattr(models.get(r) or models.get("agent"), "name", role_models.get(r, "")) for r in roles},
         tools=[tooldocs.slim(t) for t in offered], gold_path=list(task.gold_path),
         config={"protocol": spec.base, "alpha": spec.alpha, "beta": spec.beta, "ablation": spec.ablation,
-                "tools": config.tools, "max_steps": config.budgets.max_steps, "temperature": config.temperature},
+                "tools": config.tools, "max_steps": config.budgets.max_steps, "temperature": config.temperature,
+                "tool_order": [t.name for t in offered]},
     )
     path = trajectory_path(out, spec.name, task.id, seed)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -380,6 +381,7 @@ async def _episode(item: _Item, env: Any, models: Mapping[str, Any], role_models
         return {**base, "failed": True, "error": error}
     traj.outcome = outcome
     traj.answer = ep.answer
+    outcome.details["mechanism"] = dict(mechanism(traj))  # what review did, in the trajectory's end line
     stop = ep.stop if ep.answer is not None else (ep.stop if ep.stop != "answer" else "no_answer")
     writer.finish("complete", error=None if stop == "answer" else f"stopped: {stop}")
     row = episode_row(traj, stop=stop)

@@ -6,7 +6,11 @@ Per episode (:func:`episode_row`, from a :class:`~taskbench.schema.Trajectory`):
 - **correct path rate, LCS** (ConAgents' evaluation code): the longest common subsequence of the called
   tools and the gold path over the gold length, both lower-cased and, as that code does, each ending in a
   ``finish`` token (the calls get it when the episode gave an answer); :func:`correct_path_lcs`;
-- **correct path, contains** (RestGPT): 1 when the gold path is a subsequence of the calls;
+- **correct path rate, F1** (the paper's definition, section 5.1): F1 of the called tools against the gold
+  path as multisets; :func:`correct_path_f1`;
+- **correct path, contains** (RestBench/RestGPT): 1 when the gold path is a subsequence of the calls;
+- **mechanism** (:func:`mechanism`): what review did: verdicts that asked for a change, plans revised (and
+  changed), reroutes to grounding, code rewrites (and those that fixed a failed run);
 - **extra calls** (RestGPT's delta solution length): calls beyond the gold length, counted on successes;
 - turns (model calls of a planning or acting role), model calls, reviews, code runs, tool calls, tokens, the
   seconds the model calls took (replayed from the cache on a rerun) and wall seconds (this run's clock).
@@ -27,7 +31,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..schema import ModelCallEvent, Trajectory
+from ..schema import CodeRunEvent, ModelCallEvent, ReviewEvent, Trajectory
 
 FINISH_TOKEN = "finish"
 
@@ -55,6 +59,14 @@ class EpisodeRow(BaseModel):
     code_runs: int = Field(default=0, description="Code runs.")
     tool_calls: int = Field(default=0, description="Tool calls.")
     failed_turns: int = Field(default=0, description="Model answers cut off or not usable under their schema.")
+    revise_verdicts: int = Field(default=0, description="Review verdicts that asked for a change.")
+    revisions: int = Field(default=0, description="Plans revised after a planning review.")
+    plans_changed: int = Field(default=0, description="Revisions that changed the plan's tool or arguments.")
+    reroutes: int = Field(default=0, description="Execution reviews that sent their feedback to grounding.")
+    retries: int = Field(default=0, description="Code rewritten for the same step (review or compiler feedback).")
+    retries_fixed: int = Field(default=0, description="Rewrites that ran where the code before had failed.")
+    cpr_f1: float | None = Field(default=None, description="Correct path rate as the paper defines it: F1 of "
+                                                           "the called tools against the gold path (multisets).")
     prompt_tokens: int = Field(default=0, description="Prompt tokens.")
     completion_tokens: int = Field(default=0, description="Completion tokens.")
     model_seconds: float = Field(default=0.0, description="Seconds the model calls took (cache-replayed).")
@@ -101,6 +113,67 @@ def extra_calls(calls: Sequence[str], gold: Sequence[str]) -> int:
     return max(0, len(calls) - len(gold))
 
 
+MECHANISM = ("revise_verdicts", "revisions", "plans_changed", "reroutes", "retries", "retries_fixed")
+
+
+def _plan_key(e: ModelCallEvent) -> str | None:
+    """A grounding turn's plan as (tool, arguments) text, or None when it gave no usable plan."""
+    import json
+
+    from .prompts import parse_plan
+
+    if e.error or not e.output.content:
+        return None
+    try:
+        plan, _ = parse_plan(json.loads(e.output.content))
+    except ValueError:
+        return None
+    return None if plan is None else json.dumps([plan.tool, plan.arguments, plan.answer], sort_keys=True)
+
+
+def _ran(e: CodeRunEvent) -> bool:
+    return e.error is None and e.limit is None and bool(e.code) and e.result not in (None, "", [], {})
+
+
+def mechanism(traj: Trajectory) -> dict[str, int]:
+    """What review (or compiler feedback) did in a ConAgents trajectory: verdicts that asked for a change,
+    plans revised (and how many of those changed the tool or arguments), reroutes of execution feedback to
+    grounding, code rewrites for the same step (and how many ran where the code before had failed)."""
+    counts = dict.fromkeys(MECHANISM, 0)
+    if not (traj.agent or "").startswith("conagents"):
+        return counts
+    last_plan: str | None = None
+    pending_revision: str | None = None
+    revising = False
+    run_since_plan = False
+    last_run_ok = True
+    pending_fix = False
+    for e in traj.events:
+        if isinstance(e, ReviewEvent) and e.verdict == "revise":
+            counts["revise_verdicts"] += 1
+            if e.target == "plan":
+                counts["revisions"] += 1
+                revising, pending_revision = True, last_plan
+            elif e.route == "grounding":
+                counts["reroutes"] += 1
+        elif isinstance(e, ModelCallEvent) and e.role == "grounding":
+            key = _plan_key(e)
+            if revising and key is not None and key != pending_revision:
+                counts["plans_changed"] += 1
+            revising = False
+            last_plan, run_since_plan = key, False
+        elif isinstance(e, ModelCallEvent) and e.role == "execution":
+            if run_since_plan:
+                counts["retries"] += 1
+                pending_fix = not last_run_ok
+        elif isinstance(e, CodeRunEvent):
+            ok = _ran(e)
+            if pending_fix and ok:
+                counts["retries_fixed"] += 1
+            pending_fix, last_run_ok, run_since_plan = False, ok, True
+    return counts
+
+
 def episode_row(traj: Trajectory, *, stop: str | None = None, wall_seconds: float | None = None) -> EpisodeRow:
     """The figures of one finished trajectory."""
     totals = traj.compute_totals(traj.totals.seconds if wall_seconds is None else wall_seconds)
@@ -121,7 +194,24 @@ def episode_row(traj: Trajectory, *, stop: str | None = None, wall_seconds: floa
         reviews=totals.reviews, code_runs=totals.code_runs, tool_calls=totals.tool_calls, failed_turns=failed_turns,
         prompt_tokens=totals.usage.prompt_tokens, completion_tokens=totals.usage.completion_tokens,
         model_seconds=round(model_seconds, 6), wall_seconds=round(totals.seconds, 6),
+        cpr_f1=correct_path_f1(calls, gold), **mechanism(traj),
     )
+
+
+def correct_path_f1(calls: Sequence[str], gold: Sequence[str]) -> float | None:
+    """The paper's correct path rate (ConAgents, section 5.1): F1 between the generated and the gold tool
+    sequences, taken as multisets (precision over the calls, recall over the gold path); None without a gold
+    path."""
+    from collections import Counter
+
+    if not gold:
+        return None
+    made, want = Counter(calls), Counter(gold)
+    hit = sum((made & want).values())
+    if not hit:
+        return 0.0
+    precision, recall = hit / sum(made.values()), hit / sum(want.values())
+    return 2 * precision * recall / (precision + recall)
 
 
 def pass_hat_k(trials: Sequence[tuple[int, int]], k: int) -> float | None:
@@ -133,8 +223,9 @@ def pass_hat_k(trials: Sequence[tuple[int, int]], k: int) -> float | None:
 
 # ------------------------------------------------------------------------------------------------ columns
 
-COLUMNS = ("episodes", "success", "has_path", "cpr_lcs", "contains", "extra", "tokens", "turns", "model_calls",
-           "reviews", "tool_calls", "failed_turns", "model_seconds", "wall_seconds", "answered")
+COLUMNS = ("episodes", "success", "has_path", "cpr_lcs", "cpr_f1", "contains", "extra", "tokens", "turns",
+           "model_calls", "reviews", "tool_calls", "failed_turns", "model_seconds", "wall_seconds", "answered",
+           *MECHANISM, "acted", "acted_success")
 
 
 def task_columns(rows: Sequence[EpisodeRow], tasks: Sequence[str]) -> dict[str, np.ndarray]:
@@ -153,6 +244,12 @@ def task_columns(rows: Sequence[EpisodeRow], tasks: Sequence[str]) -> dict[str, 
         cols["answered"].append(sum(r.answered for r in rs))
         cols["has_path"].append(len(with_path))
         cols["cpr_lcs"].append(sum(r.cpr_lcs or 0.0 for r in with_path))
+        cols["cpr_f1"].append(sum(r.cpr_f1 or 0.0 for r in with_path))
+        for m in MECHANISM:
+            cols[m].append(sum(getattr(r, m) for r in rs))
+        acted = [r for r in rs if acted_on(r)]
+        cols["acted"].append(len(acted))
+        cols["acted_success"].append(sum(r.success for r in acted))
         cols["contains"].append(sum(bool(r.cpr_contains) for r in with_path))
         cols["extra"].append(sum(r.extra_calls for r in rs if r.success))
         cols["tokens"].append(sum(r.tokens for r in rs))
@@ -172,7 +269,19 @@ def _ratio(a: Any, b: Any) -> Any:
         return np.where(b > 0, a / np.where(b > 0, b, 1.0), np.nan)
 
 
-HEADLINE = ("success_rate", "correct_path_lcs", "correct_path_contains", "extra_calls", "tokens_per_solved")
+def acted_on(row: EpisodeRow) -> bool:
+    """Whether review (or compiler feedback) changed anything in the episode: a revision, reroute or retry."""
+    return bool(row.revisions or row.reroutes or row.retries)
+
+
+HEADLINE = ("success_rate", "correct_path_f1", "correct_path_lcs", "correct_path_contains", "extra_calls",
+            "tokens_per_solved")
+PATH_RATES = {
+    "correct_path_f1": "the paper's correct path rate: F1 of the called tools against the gold path",
+    "correct_path_lcs": "the authors' code: LCS of calls + finish and gold + finish, over the gold length + 1",
+    "correct_path_contains": "RestBench/RestGPT: the gold path is a subsequence of the calls",
+}
+"""The three path rates reported side by side, and what each one is."""
 
 
 def statistic(s: Mapping[str, Any]) -> dict[str, Any]:
@@ -180,6 +289,7 @@ def statistic(s: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "success_rate": _ratio(s["success"], s["episodes"]),
         "correct_path_lcs": _ratio(s["cpr_lcs"], s["has_path"]),
+        "correct_path_f1": _ratio(s["cpr_f1"], s["has_path"]),
         "correct_path_contains": _ratio(s["contains"], s["has_path"]),
         "extra_calls": _ratio(s["extra"], s["success"]),
         "tokens_per_solved": _ratio(s["tokens"], s["success"]),
@@ -223,12 +333,18 @@ def agent_summary(rows: Sequence[EpisodeRow], tasks: Sequence[str], *, seeds: in
         "pass_hat_k": {str(k): _num(p) if (p := pass_hat_k(trials, k)) is not None else None
                        for k in range(1, max(1, seeds) + 1)},
         "stops": dict(sorted(stops.items())),
+        "mechanism": {
+            "reviews": int(sums["reviews"]), **{m: int(sums[m]) for m in MECHANISM},
+            "episodes_acted": int(sums["acted"]),
+            "success_when_acted": _num(_ratio(sums["acted_success"], sums["acted"])),
+            "success_when_not": _num(_ratio(sums["success"] - sums["acted_success"], sums["episodes"] - sums["acted"])),
+        },
         "prompt_tokens": int(sum(r.prompt_tokens for r in rows)),
         "completion_tokens": int(sum(r.completion_tokens for r in rows)),
     }
 
 
-PAIRED = ("success_rate", "correct_path_lcs", "correct_path_contains", "tokens")
+PAIRED = ("success_rate", "correct_path_f1", "correct_path_lcs", "correct_path_contains", "tokens")
 
 
 def paired(rows_a: Sequence[EpisodeRow], rows_b: Sequence[EpisodeRow], tasks: Sequence[str], *,
@@ -260,6 +376,7 @@ def per_task(rows: Sequence[EpisodeRow]) -> list[dict[str, Any]]:
         with_path = [r for r in rs if r.cpr_lcs is not None]
         out.append({
             "task": task, "agent": agent, "episodes": len(rs), "successes": sum(r.success for r in rs),
+            "correct_path_f1": round(sum(r.cpr_f1 or 0 for r in with_path) / len(with_path), 6) if with_path else None,
             "correct_path_lcs": round(sum(r.cpr_lcs or 0 for r in with_path) / len(with_path), 6) if with_path else None,
             "correct_path_contains": round(sum(bool(r.cpr_contains) for r in with_path) / len(with_path), 6)
             if with_path else None,
@@ -285,7 +402,8 @@ def metrics_document(rows_by_agent: Mapping[str, Sequence[EpisodeRow]], tasks: S
         summary["failed"] = int(failed.get(name, 0))
         agents[name] = summary
     comparison = [{"agent": name, **{k: s.get(k) for k in (
-        "episodes", "success_rate", "correct_path_lcs", "correct_path_contains", "extra_calls", "turns",
+        "episodes", "success_rate", "correct_path_f1", "correct_path_lcs", "correct_path_contains", "extra_calls",
+        "turns",
         "model_calls", "tokens", "tokens_per_solved", "model_seconds", "wall_seconds")}} for name, s in agents.items()]
     names = list(rows_by_agent)
     pairs = []
@@ -293,7 +411,8 @@ def metrics_document(rows_by_agent: Mapping[str, Sequence[EpisodeRow]], tasks: S
         for b in names[i + 1:]:
             common = [t for t in tasks if _finished(rows_by_agent[a], t, seeds) and _finished(rows_by_agent[b], t, seeds)]
             pairs.append({"a": a, "b": b, "metrics": paired(rows_by_agent[a], rows_by_agent[b], common,
-                                                            n_boot=n_boot, seed=seed, key=f"{a}|{b}")})
+                                                            n_boot=n_boot, seed=seed, key=f"{a}|{b}"),
+                          "flips": flips(rows_by_agent[a], rows_by_agent[b], common)})
     all_rows = [r for rs in rows_by_agent.values() for r in rs]
     return {
         "schema": "taskbench.agents.metrics/1",
@@ -303,9 +422,21 @@ def metrics_document(rows_by_agent: Mapping[str, Sequence[EpisodeRow]], tasks: S
         "agents": agents,
         "comparison": comparison,
         "paired": pairs,
+        "path_rates": dict(PATH_RATES),
         "per_task": per_task(all_rows),
         "turns_sweep": turns_sweep(agents),
     }
+
+
+def flips(rows_a: Sequence[EpisodeRow], rows_b: Sequence[EpisodeRow], tasks: Sequence[str]) -> dict[str, int]:
+    """Episodes (task, seed) of ``tasks`` that both agents ran whose outcome differs: solved by A only, by B
+    only (for an agent and its ablation: the outcomes review flipped, each way)."""
+    wanted = set(tasks)
+    a = {(r.task, r.seed): r.success for r in rows_a if r.task in wanted}
+    b = {(r.task, r.seed): r.success for r in rows_b if r.task in wanted}
+    both = a.keys() & b.keys()
+    return {"episodes": len(both), "a_only": sum(1 for k in both if a[k] and not b[k]),
+            "b_only": sum(1 for k in both if b[k] and not a[k])}
 
 
 def _finished(rows: Sequence[EpisodeRow], task: str, seeds: int) -> bool:
@@ -327,12 +458,19 @@ def turns_sweep(agents: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]
             continue
         out.append({"agent": name, "protocol": spec.base, "ablation": spec.ablation, "alpha": spec.alpha,
                     "beta": spec.beta, "success_rate": summary.get("success_rate"),
+                    "correct_path_f1": summary.get("correct_path_f1"),
                     "correct_path_lcs": summary.get("correct_path_lcs")})
     return out
 
 
 __all__ = [
+    "MECHANISM",
+    "PATH_RATES",
     "EpisodeRow",
+    "acted_on",
+    "correct_path_f1",
+    "flips",
+    "mechanism",
     "agent_summary",
     "contains_path",
     "correct_path_lcs",

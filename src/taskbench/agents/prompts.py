@@ -165,12 +165,25 @@ class Verdict(BaseModel):
         return "" if value is None else str(value).strip()
 
     @property
+    def named_problem(self) -> bool:
+        """True when the verdict names a problem (anything but "none")."""
+        return self.problem.lower() not in ("", "none")
+
+    @property
     def accept(self) -> bool:
-        """True when the work is accepted (a verdict of accept, or no problem named and no feedback)."""
-        verdict = self.verdict.lower()
-        if verdict in ("accept", "revise"):
-            return verdict == "accept"
-        return self.problem.lower() in ("", "none")
+        """True when the work is accepted: no problem named and no verdict of revise. A named problem is a
+        revision whatever the verdict says (small models name a problem, then write "accept")."""
+        return not self.named_problem and self.verdict.lower() != "revise"
+
+    def fault_route(self) -> str | None:
+        """The agent the named problem belongs to: a plan problem to grounding, faulty code to execution;
+        None for problems that can be either (a tool error, an empty or wrong result)."""
+        problem = self.problem.lower()
+        if problem in PLAN_PROBLEMS and problem != "none":
+            return "grounding"
+        if problem == "faulty_code":
+            return "execution"
+        return None
 
 
 def _as_text(value: Any) -> str:

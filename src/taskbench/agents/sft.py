@@ -8,7 +8,8 @@ trajectories. :func:`export_sft` reads the trajectories of one or more run direc
 
 What is kept, by default (``all_turns=True`` keeps every usable turn):
 
-- a grounding turn whose plan was not sent back by a planning review (the plan that went on);
+- a grounding turn whose plan no review blamed: not sent back by a planning review, and not the plan an
+  execution (or failure) review routed to grounding;
 - an execution turn whose code ran without error and was not sent back by an execution review;
 - every review turn whose verdict was usable;
 - never a failed turn (cut off at the token limit, not valid under its schema).
@@ -59,7 +60,9 @@ def kept_turns(traj: Trajectory, *, all_turns: bool = False) -> list[ModelCallEv
             continue
         following = _until_next_turn(events, i)
         if e.role == "grounding":
-            if not any(isinstance(x, ReviewEvent) and x.target == "plan" and x.verdict == "revise" for x in following):
+            blamed = any(isinstance(x, ReviewEvent) and x.verdict == "revise" and x.route == "grounding"
+                         for x in _until_next_plan(events, i))
+            if not blamed:
                 out.append(e)
         elif e.role == "execution":
             runs = [x for x in following if isinstance(x, CodeRunEvent)]
@@ -76,6 +79,17 @@ def _until_next_turn(events: Sequence[Any], i: int) -> list[Any]:
     out = []
     for e in events[i + 1:]:
         if isinstance(e, ModelCallEvent) and e.role in ("grounding", "execution"):
+            break
+        out.append(e)
+    return out
+
+
+def _until_next_plan(events: Sequence[Any], i: int) -> list[Any]:
+    """Events after ``events[i]`` up to the next grounding model call: everything that judged that plan (its
+    planning review, and the review of its execution, which may blame the plan)."""
+    out = []
+    for e in events[i + 1:]:
+        if isinstance(e, ModelCallEvent) and e.role == "grounding":
             break
         out.append(e)
     return out

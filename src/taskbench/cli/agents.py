@@ -81,8 +81,9 @@ def eval_command(
 
     Every (agent, task, seed) is one episode: its trajectory is written event by event to
     OUTPUT/trajectories/AGENT/TASK__sSEED.jsonl, its record to OUTPUT/episodes.jsonl, and OUTPUT/metrics.json
-    holds per agent the success rate (the environment's checker), both correct-path rates (LCS, ConAgents;
-    gold path contained, RestGPT), extra calls on successes, turns, tokens, tokens per solved task, seconds,
+    holds per agent the success rate (the environment's checker), three correct-path rates (F1, the
+    paper's definition; LCS, the authors' code; gold path contained, RestBench), what review did (revisions,
+    reroutes, retries), extra calls on successes, turns, tokens, tokens per solved task, seconds,
     bootstrap CIs, pass^k, a paired comparison of every two agents, a per-task table and the comparison
     table printed at the end. A rerun with the same -o resumes: finished episodes are kept, interrupted ones
     are run again, episodes whose model calls failed for good are retried.
@@ -99,7 +100,7 @@ def eval_command(
     from ..agents.config import Budgets
     from ..agents.eval import AgentEvalConfig, run_agents
     from ..predict.progress import RichPredictDisplay
-    from ..report.agents import comparison_rows, paired_markdown
+    from ..report.agents import comparison_rows, mechanism_markdown, paired_markdown
     from .options import call_options
 
     role_models = {r: m for r, m in (("grounding", model_grounding), ("execution", model_execution),
@@ -129,6 +130,9 @@ def eval_command(
         table.add_row(*r)
     out.print(fit_width(table, out.width, keep=2, drop_first=("success 95% CI", "s/episode", "tokens/solved",
                                                                "extra calls")))
+    mech = mechanism_markdown(result.metrics)
+    if mech:
+        out.print("\nwhat review did:\n" + mech, markup=False, highlight=False)
     paired = paired_markdown(result.metrics)
     if paired:
         out.print("\npaired (A - B, same tasks):\n" + paired, markup=False, highlight=False)

@@ -17,8 +17,9 @@ COMPARISON_COLUMNS = (
     ("agent", "agent"),
     ("episodes", "episodes"),
     ("success_rate", "success %"),
-    ("correct_path_lcs", "path (LCS) %"),
-    ("correct_path_contains", "path (contains) %"),
+    ("correct_path_f1", "path F1 (paper) %"),
+    ("correct_path_lcs", "path LCS (authors' code) %"),
+    ("correct_path_contains", "path contained (RestBench) %"),
     ("extra_calls", "extra calls"),
     ("turns", "turns"),
     ("tokens", "tokens/episode"),
@@ -26,11 +27,13 @@ COMPARISON_COLUMNS = (
     ("wall_seconds", "s/episode"),
 )
 
+RATES = ("success_rate", "correct_path_f1", "correct_path_lcs", "correct_path_contains")
+
 
 def _cell(value: Any, key: str) -> str:
     if value is None:
         return "-"
-    if key in ("success_rate", "correct_path_lcs", "correct_path_contains"):
+    if key in RATES:
         return f"{100 * float(value):.1f}"
     if isinstance(value, float):
         return f"{value:,.1f}" if abs(value) >= 10 else f"{value:.2f}"
@@ -50,8 +53,32 @@ def comparison_rows(metrics: Mapping[str, Any]) -> tuple[list[str], list[list[st
     return head, rows
 
 
+def mechanism_markdown(metrics: Mapping[str, Any]) -> str:
+    """One line per ConAgents agent: what review did (verdicts asking for a change, revisions and how many
+    changed the plan, reroutes to grounding, code rewrites and how many fixed a failed run, episodes where it
+    acted and their success), and per pair the episodes whose outcome differs (solved by one only)."""
+    lines = []
+    for name, summary in (metrics.get("agents") or {}).items():
+        m = summary.get("mechanism")
+        if not name.startswith("conagents") or not m:
+            continue
+        acted = m.get("success_when_acted")
+        lines.append(f"- {name}: {m.get('reviews', 0)} reviews, {m.get('revise_verdicts', 0)} asked for a change; "
+                     f"{m.get('revisions', 0)} plan revisions ({m.get('plans_changed', 0)} changed the plan), "
+                     f"{m.get('reroutes', 0)} reroutes to grounding, {m.get('retries', 0)} code rewrites "
+                     f"({m.get('retries_fixed', 0)} fixed a failed run); acted in {m.get('episodes_acted', 0)} "
+                     f"episodes" + (f" (success {100 * acted:.1f}%)" if acted is not None else ""))
+    for pair in metrics.get("paired", []):
+        f = pair.get("flips")
+        if f and (f.get("a_only") or f.get("b_only")):
+            lines.append(f"- outcomes that differ, {pair['a']} vs {pair['b']}: solved by the first only "
+                         f"{f['a_only']}, by the second only {f['b_only']} (of {f['episodes']} episodes)")
+    return "\n".join(lines)
+
+
 def comparison_markdown(metrics: Mapping[str, Any]) -> str:
-    """The comparison table (rates in %) with 95% CIs of the success rate, as Markdown."""
+    """The comparison table (rates in %) with 95% CIs of the success rate, as Markdown. The three path
+    rates: F1 (the paper's correct path rate), LCS (the authors' evaluation code), contained (RestBench's)."""
     head = [label for _, label in COMPARISON_COLUMNS] + ["success 95% CI"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in metrics.get("comparison", []):
@@ -66,7 +93,7 @@ def paired_markdown(metrics: Mapping[str, Any], metric: str = "success_rate") ->
     """One line per pair of agents: the difference of ``metric`` (points for rates), its paired 95% CI and
     p-value, on the tasks both finished."""
     lines = []
-    rate = metric in ("success_rate", "correct_path_lcs", "correct_path_contains")
+    rate = metric in RATES
     scale = 100.0 if rate else 1.0
     unit = " pts" if rate else ""
     for pair in metrics.get("paired", []):
@@ -161,4 +188,4 @@ def plot_turns(metrics: Mapping[str, Any], path: str | Path) -> Path:
         plt.close(fig)
 
 
-__all__ = ["comparison_markdown", "paired_markdown", "plot_tokens", "plot_turns"]
+__all__ = ["RATES", "comparison_markdown", "mechanism_markdown", "paired_markdown", "plot_tokens", "plot_turns"]

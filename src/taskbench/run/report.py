@@ -190,8 +190,9 @@ def render_markdown(log: RunLog, plots: dict[str, Path] | None = None, run_dir: 
 AGENT_COLUMNS: tuple[tuple[str, str], ...] = (
     ("episodes", "episodes"),
     ("success_rate", "success %"),
-    ("correct_path_lcs", "path (LCS) %"),
-    ("correct_path_contains", "path (contains) %"),
+    ("correct_path_f1", "path F1 (paper) %"),
+    ("correct_path_lcs", "path LCS (authors' code) %"),
+    ("correct_path_contains", "path contained (RestBench) %"),
     ("turns", "turns"),
     ("model_calls", "model calls"),
     ("tokens", "tokens"),
@@ -245,11 +246,12 @@ def stage_sections(log: RunLog, run_dir: str | Path | None = None) -> list[dict[
             tasks = s.get("tasks")
             text.append(f"Agents on {s.get('env', '?')} tasks {', '.join(tasks) if isinstance(tasks, list) else tasks} "
                         f"({s.get('tools')} tools, at most {s.get('max_steps')} steps); success by the environment's "
-                        "checker, correct path against the gold calls; the code runs in the sandbox. "
+                        "checker; correct path against the gold calls three ways: F1 (the paper's definition), "
+                        "LCS (the authors' code), contained (RestBench); the code runs in the sandbox. "
                         f"Trajectories: `taskbench agents show {root / st.path}`.")
             head = ["agent"] + [h for _, h in AGENT_COLUMNS]
-            rows = [[str(r.get("agent"))] + [_num(r.get(k), pct=k in ("success_rate", "correct_path_lcs",
-                                                                      "correct_path_contains"),
+            rows = [[str(r.get("agent"))] + [_num(r.get(k), pct=k in ("success_rate", "correct_path_f1",
+                                                                      "correct_path_lcs", "correct_path_contains"),
                                                   whole=k == "tokens")
                                              for k, _ in AGENT_COLUMNS] for r in s.get("comparison") or []]
             run = [str(r.get("agent")) for r in s.get("comparison") or []] or list(log.config.agents)

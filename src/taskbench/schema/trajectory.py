@@ -136,6 +136,10 @@ class ReviewEvent(_Event):
     route: Literal["grounding", "execution"] | None = Field(
         default=None, description="Which agent the feedback goes to (adaptive protocol: who caused the error)."
     )
+    problem: str | None = Field(default=None, description="The problem the review named ('none' when accepted).")
+    action: Literal["none", "revise_plan", "rewrite_code", "replan"] | None = Field(
+        default=None, description="What the protocol did with the verdict: nothing, the plan revised, the code "
+                                  "rewritten, or the feedback sent to the next plan (a reroute to grounding).")
 
 
 class FinalAnswerEvent(_Event):

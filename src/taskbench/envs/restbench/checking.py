@@ -27,9 +27,26 @@ A VALUE is computed from the fixture database, never written out by hand where t
     {"initial": EXPR}               EXPR over the initial state (stateful APIs: what the episode started with)
     {"value": X} or a plain JSON value      a literal
 
-EXPR is JMESPath, plus ``split(text, sep)``, ``years(text)`` and ``day(datetime)``. "Mentions" compares normalised text: accents, case and punctuation are ignored; numbers
-match as whole numbers (or their English words up to twenty); a date YYYY-MM-DD also matches "June 8,
-1983" and "8 June 1983"; an image path matches as it is.
+EXPR is JMESPath, plus ``split(text, sep)``, ``years(text)`` and ``day(datetime)``. "Mentions" compares normalised text: accents, case and punctuation are ignored; a
+number must be stated as that number ("8", "eight"; "8.5" and "18" are not 8; a float may be rounded to the
+decimals given); a date YYYY-MM-DD also matches "June 8, 1983" and "8 June 1983"; an image path matches as
+it is.
+
+What makes success mean the task was solved, not that some text was said (:func:`evaluate`):
+
+- only *affirmed* clauses mention anything: in "It is not Christian Bale; it is Heath Ledger." the first
+  clause is negated (:func:`affirmed`);
+- the answer is bounded: at most ANSWER_CHARS plus twice the expected values' text (:func:`answer_limit`),
+  so the gold buried in noise fails;
+- an answer whose expected values are names may state at most 2 + (names required) / 2 other candidate
+  names (the fixtures' names and titles, passed as ``candidates``; names in the query do not count), so a
+  list of every candidate fails (:func:`distractors`);
+- a count is one number: beside it, no other number but years and numbers of the query or of an expected
+  text (:func:`other_numbers`), so "between 1, 2, ... 10" fails;
+- a checker with a ``yes`` condition is a yes/no question: a bare "Yes" or "No" answers it.
+
+The environment adds, in its default ``check="solved"`` mode, that a call on the task's gold path succeeded
+(``check="answer-only"`` is the RestBench-compatible mode: the answer alone decides).
 
 A **solution script** solves a task through the service::
 
@@ -50,6 +67,7 @@ import json
 import re
 import unicodedata
 from collections.abc import Awaitable, Callable, Mapping
+from functools import lru_cache
 from typing import Any
 
 from ...errors import MissingDependencyError
@@ -166,14 +184,109 @@ def surface_forms(value: Any) -> list[str]:
     return [normalize_text(text)]
 
 
+_NUMBER = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?(?![\w]|[.,]\d)")
+_ISO_DATE = re.compile(r"\b(\d{4})-\d{2}-\d{2}(?:T[0-9:.]+Z?)?\b")
+
+
+def numbers(text: str) -> list[float]:
+    """The numbers ``text`` states, in order: digits ("8", "8.5", "1,000"; an ISO date is no number) and the
+    English words two to twenty ("one" is too common a word to count). An ISO date states its year only."""
+    plain = _ISO_DATE.sub(lambda m: f" {m.group(1)} ", text)
+    spans: list[tuple[int, float]] = []
+    for m in _NUMBER.finditer(plain):
+        whole = m.group(1).replace(",", "")
+        spans.append((m.start(), float(f"{whole}.{m.group(2)}") if m.group(2) else float(whole)))
+    for i, word in enumerate(_NUMBER_WORDS[2:], 2):
+        spans += [(m.start(), float(i)) for m in re.finditer(rf"\b{word}\b", plain, re.I)]
+    return [v for _, v in sorted(spans)]
+
+
+def _number_matches(stated: float, value: float) -> bool:
+    if float(value).is_integer():
+        return stated == value
+    # a float: stated as it is, or rounded to the decimals the answer gives ("8.46" or "8.5" for 8.456)
+    text = f"{stated:g}"
+    decimals = len(text.split(".")[1]) if "." in text else 0
+    return stated == value or (decimals >= 1 and abs(round(value, decimals) - stated) < 1e-9)
+
+
 def mentions(answer: str, value: Any) -> bool:
-    """Whether ``answer`` mentions ``value`` (see the module docstring)."""
+    """Whether ``answer`` mentions ``value`` (see the module docstring); a number must be stated as that
+    number ("8.5" and "18" are not 8)."""
     if value is None:
         return False
     if isinstance(value, str) and value.startswith("/") and "." in value:  # an image path: as it is
         return value in answer
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return any(_number_matches(n, float(value)) for n in numbers(answer))
     norm = normalize_text(answer)
     return any(form.strip() and form in norm for form in surface_forms(value))
+
+
+_CLAUSE = re.compile(r"[.!?:](?=\s|$)|[;\n()]|,\s|\s[-\u2013\u2014]+\s|"
+                     r"\b(?:but|whereas|while|although|however|instead|rather)\b", re.I)
+_NEGATION = re.compile(r"\b(not|no|never|neither|nor|isnt|wasnt|arent|werent|doesnt|didnt|dont|cannot|cant|"
+                       r"couldnt|wont|without|except)\b")
+
+
+def affirmed(answer: str) -> str:
+    """``answer`` without its negated clauses: in "It is not Christian Bale; it is Heath Ledger." only the
+    second clause names anyone. Clauses end at sentence and clause punctuation and before "but", "while",
+    "instead" ...; a clause holding "not", "no", "never", "isn't" ... is negated."""
+    kept = [part for part in _CLAUSE.split(answer) if part and not _NEGATION.search(normalize_text(part))]
+    return " . ".join(kept)
+
+
+ANSWER_CHARS = 600
+"""How long an answer may be beyond what its expected values need (see :func:`answer_limit`)."""
+
+
+def answer_limit(expected: list[Any]) -> int:
+    """The longest answer accepted: ANSWER_CHARS plus twice the length of the expected values' text, so
+    that a list answer fits and the gold buried in pages of noise does not."""
+    return ANSWER_CHARS + 2 * sum(len(_text(v)) for v in expected)
+
+
+@lru_cache(maxsize=8)
+def _candidate_forms(candidates: tuple[str, ...]) -> tuple[str, ...]:
+    """Normalised candidate names worth counting: two words or more, or one long word (a one-word title such
+    as "Up" or "Heat" is an ordinary word in an answer)."""
+    out = []
+    for name in candidates:
+        form = normalize_text(str(name))
+        words = form.split()
+        if len(words) >= 2 or (len(words) == 1 and len(words[0]) >= 7 and not words[0].isdigit()):
+            out.append(form)
+    return tuple(dict.fromkeys(out))
+
+
+def distractors(answer: str, candidates: Any, expected: list[Any], query: str = "") -> list[str]:
+    """The candidate names ``answer`` states that are neither expected nor part of the query (nor part of an
+    expected value or of a longer stated name)."""
+    norm = normalize_text(affirmed(answer))
+    known = " | ".join(normalize_text(_text(v)) for v in expected if isinstance(v, str)) + " | " + normalize_text(query)
+    found = [form for form in _candidate_forms(tuple(str(c) for c in candidates or ())) if form in norm
+             and form not in known]
+    return [f.strip() for f in found if not any(f != g and f in g for g in found)]
+
+
+def other_numbers(answer: str, expected: list[Any], query: str = "") -> list[float]:
+    """The numbers ``answer`` states besides the expected ones: not a year (1800-2099), not in the query,
+    not part of an expected text or date."""
+    wanted = [float(v) for v in expected if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    allowed = set(numbers(query))
+    for v in expected:
+        if isinstance(v, str):
+            allowed.update(numbers(v))
+            allowed.update(numbers(" ".join(surface_forms(v))))
+    out = []
+    for n in numbers(affirmed(answer)):
+        if any(_number_matches(n, w) for w in wanted) or n in allowed:
+            continue
+        if n.is_integer() and 1800 <= n <= 2099:
+            continue
+        out.append(n)
+    return out
 
 
 def first_position(answer: str, value: Any) -> int | None:
@@ -276,14 +389,64 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
+_MENTION_KEYS = ("all", "any", "at_least", "picks")
+
+
+def expected_values(resolved: list[dict[str, Any]]) -> list[Any]:
+    """Every value a resolved checker expects the answer to mention (or may accept: ``of``, ``over``)."""
+    out: list[Any] = []
+    for cond in resolved:
+        for key in ("all", "any", "of", "picks", "over"):
+            if key in cond:
+                out.extend(_as_list(cond[key]))
+    return out
+
+
+def answer_problems(resolved: list[dict[str, Any]], answer: str, *, candidates: Any = None,
+                    query: str = "") -> list[str]:
+    """What makes ``answer`` no answer whatever it mentions: too long for what it must say, more candidate
+    names than a statement of the answer holds, or (for a count) other numbers beside it."""
+    expected = expected_values(resolved)
+    problems = []
+    limit = answer_limit(expected)
+    if len(answer) > limit:  # nothing else is looked at in an answer of that length
+        return [f"the answer is too long ({len(answer)} characters, at most {limit} for this task)"]
+    asks = any(k in c for c in resolved for k in _MENTION_KEYS)  # not an end-state-only checker
+    if asks and not any("yes" in c for c in resolved):
+        required = sum(len(_as_list(c["all"])) if "all" in c else int(c["at_least"]) if "at_least" in c else 1
+                       for c in resolved if any(k in c for k in _MENTION_KEYS))
+        allowed = 2 + required // 2
+        names = [v for v in expected if isinstance(v, str) and not _DATE.match(v.strip()) and not v.startswith("/")]
+        extra = distractors(answer, candidates, expected, query) if names else []  # names are the answer
+        if len(extra) > allowed:
+            problems.append(f"the answer lists {len(extra)} other candidates ({_short(extra[:5])}), at most "
+                            f"{allowed} beside the answer")
+        counts = [v for c in resolved for k in ("all", "any") if k in c for v in _as_list(c[k])
+                  if isinstance(v, int) and not isinstance(v, bool)]
+        if counts:
+            others = other_numbers(answer, expected, query)
+            if others:
+                problems.append(f"the answer states other numbers beside the count ({_short(others[:5])})")
+    return problems
+
+
 def evaluate(resolved: list[dict[str, Any]], answer: str | None, state: Any,
-             calls: list[str] | None = None) -> tuple[bool, list[str]]:
+             calls: list[str] | None = None, *, candidates: Any = None, query: str = "") -> tuple[bool, list[str]]:
     """(success, what failed) for a resolved checker, a final answer, the final state view and the names of the
-    calls made."""
-    text = answer or ""
-    failures: list[str] = []
+    calls made. ``candidates``: the names the answer could be drawn from (an answer listing many of them
+    fails); ``query``: the task's text (what it names is no distractor).
+
+    Mentions count only outside negated clauses (:func:`affirmed`). A checker with a ``yes`` condition is a
+    yes/no question: a bare "Yes" or "No" answers it, so its mention conditions are not required."""
+    raw = answer or ""
+    failures: list[str] = answer_problems(resolved, raw, candidates=candidates, query=query) if raw else []
+    too_long = len(raw) > answer_limit(expected_values(resolved))
+    text = "" if too_long else affirmed(raw)  # an answer of that length mentions nothing
+    yes_no = any("yes" in c for c in resolved)
     for cond in resolved:
         why = f" ({cond['why']})" if cond.get("why") else ""
+        if yes_no:
+            cond = {k: v for k, v in cond.items() if k not in (*_MENTION_KEYS, "of", "over")}
         if "called" in cond:
             it = iter(calls or [])
             wanted = [str(c) for c in _as_list(cond["called"])]
@@ -311,7 +474,7 @@ def evaluate(resolved: list[dict[str, Any]], answer: str | None, state: Any,
             if not picks(text, winner, others):
                 failures.append(f"the answer does not pick {_short(winner)} over {_short(others)}{why}")
         if "yes" in cond:
-            said = says_yes(text)
+            said = says_yes(raw)
             if said is not bool(cond["yes"]):
                 failures.append(f"the answer does not say {'yes' if cond['yes'] else 'no'}{why}")
         if "state" in cond:
@@ -381,7 +544,15 @@ async def run_script(script: Mapping[str, Any], call: Caller) -> tuple[str, dict
 
 
 __all__ = [
+    "ANSWER_CHARS",
     "ScriptError",
+    "affirmed",
+    "answer_limit",
+    "answer_problems",
+    "distractors",
+    "expected_values",
+    "numbers",
+    "other_numbers",
     "evaluate",
     "fill",
     "mentions",

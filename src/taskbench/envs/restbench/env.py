@@ -39,6 +39,9 @@ from .dataset import (
 )
 
 TASK_SETS = ("auto", "restbench", "own", "all")
+CHECK_MODES = ("solved", "answer-only")
+"""``solved`` (the default): the answer passes the checker *and* a call on the task's gold path succeeded;
+``answer-only``: the answer alone decides, as RestBench's evaluation does (no call required)."""
 
 
 def _backend(api: str) -> svc.Backend:
@@ -57,16 +60,23 @@ class RestBenchEnv(Environment):
     Options: ``restbench_dir`` (RestBench's data directory; default ``$TASKBENCH_RESTBENCH_DIR``, else
     ``shared/reference/restbench`` beside the checkout when present), ``spec`` (an OpenAPI file to serve
     instead), ``task_set``: ``restbench`` (the dataset's queries), ``own`` (our bundled tasks), ``all``, or
-    ``auto`` (RestBench's when its files are found, else ours).
+    ``auto`` (RestBench's when its files are found, else ours). ``check``: ``solved`` (default: the answer
+    passes the checker and a call on the gold path succeeded) or ``answer-only`` (RestBench-compatible: the
+    answer alone; see :data:`CHECK_MODES`).
     """
 
     def __init__(self, api: str, *, restbench_dir: str | Path | None = None, spec: str | Path | None = None,
-                 task_set: str = "auto", timeout: float = 30.0) -> None:
+                 task_set: str = "auto", timeout: float = 30.0, check: str = "solved") -> None:
         super().__init__()
         self.api = check_api(api)
         self.name = f"restbench-{api}"  # type: ignore[misc]
         if task_set not in TASK_SETS:
             raise ConfigError(f"unknown task_set {task_set!r} (known: {', '.join(TASK_SETS)})")
+        if check not in CHECK_MODES:
+            raise ConfigError(f"unknown check mode {check!r} (known: {', '.join(CHECK_MODES)}; answer-only is "
+                              "RestBench's answer-only evaluation)")
+        self.check_mode = check
+        self._candidates: list[str] | None = None
         self.restbench_dir = find_restbench_dir(restbench_dir)
         has_queries = self.restbench_dir is not None and (self.restbench_dir / f"{api}.json").is_file()
         if task_set == "auto":
@@ -259,10 +269,24 @@ class RestBenchEnv(Environment):
                                gold_path=list(task.gold_path))
         expected: Any = task.answer if isinstance(task.answer, list) else self._expected(task)
         state = self.backend.state(self.session)
-        ok, failures = evaluate(expected, answer, state, calls)
+        ok, failures = evaluate(expected, answer, state, calls, candidates=self.candidates(), query=task.query)
+        gold = set(task.gold_path)
+        on_path = [c.name for c, r in zip(self._calls, self._results, strict=False) if c.name in gold and r.error is None]
+        if self.check_mode == "solved" and gold and not on_path:
+            failures.append("no call on the task's gold path succeeded (the answer was not found through the "
+                            "tools; check=answer-only does not ask for one)")
+        ok = not failures
         return CheckResult(success=ok, reason="solved" if ok else "; ".join(failures), calls=calls,
                            gold_path=list(task.gold_path),
-                           details={"failures": list(failures), "path": path_scores(calls, task.gold_path)})
+                           details={"failures": list(failures), "check": self.check_mode,
+                                    "gold_calls_ok": len(on_path), "path": path_scores(calls, task.gold_path)})
+
+    def candidates(self) -> list[str]:
+        """Every name and title in this API's fixture data: the candidates an answer could list (the checker
+        fails an answer that lists many)."""
+        if self._candidates is None:
+            self._candidates = fixture_names(self.api)
+        return list(self._candidates)
 
     async def aclose(self) -> None:
         if self._client is not None:
@@ -288,6 +312,30 @@ def path_scores(calls: list[str], gold: list[str]) -> dict[str, Any]:
     subsequence = all(any(c == g for c in it) for g in gold)
     return {"precision": round(precision, 4), "recall": round(recall, 4), "f1": round(f1, 4),
             "contains_gold": subsequence}
+
+
+def fixture_names(api: str) -> list[str]:
+    """The ``name`` and ``title`` strings of the fixture files of ``api`` (data/<api>/*.json), in order."""
+    from importlib import resources
+
+    folder = resources.files("taskbench.envs.restbench").joinpath("data").joinpath(api)
+    out: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                if k in ("name", "title") and isinstance(v, str):
+                    out.append(v)
+                else:
+                    walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+
+    for item in sorted(folder.iterdir(), key=lambda i: i.name):
+        if item.name.endswith(".json"):
+            walk(json.loads(item.read_text(encoding="utf-8")))
+    return list(dict.fromkeys(out))
 
 
 def _text(value: Any) -> str:
@@ -329,4 +377,4 @@ async def solve(env: RestBenchEnv, task: AgentTask) -> str:
     return answer
 
 
-__all__ = ["TASK_SETS", "RestBenchEnv", "open_spotify", "open_tmdb", "path_scores", "solve"]
+__all__ = ["CHECK_MODES", "TASK_SETS", "RestBenchEnv", "fixture_names", "open_spotify", "open_tmdb", "path_scores", "solve"]
