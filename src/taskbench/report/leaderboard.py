@@ -32,7 +32,7 @@ BOARD_METRICS: tuple[tuple[str, str], ...] = (
 )
 """(metric key, column header) in display order; NED is lower-is-better, the rest higher-is-better."""
 
-LOWER_IS_BETTER = {"edit_distance", "parse_failure_rate", "missing_rate"}
+LOWER_IS_BETTER = {"edit_distance", "parse_failure_rate", "call_failure_rate", "missing_rate"}
 
 _COMPAT_NAMES = {
     "node_micro_f1_no_matching": "node_micro_f1",
