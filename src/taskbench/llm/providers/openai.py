@@ -341,12 +341,23 @@ class OpenAIProvider(Provider):
         return _to_response(data, self.secrets())
 
     async def aclose(self) -> None:
+        """Close the clients and stop the probes, on the event loop that opened them (connection pools belong
+        to a loop): this one, or another loop still running on its thread. Clients of a loop that has already
+        ended cannot be closed any more; close the provider before its loop ends."""
         clients = [c for ep in self.pool.endpoints for c in ep.state.pop("clients", None) or []]
-        if self._client_loop is asyncio.get_running_loop():
+        loop, self._client_loop = self._client_loop, None
+        if loop is None:
+            return
+
+        async def close_all() -> None:
             await self.pool.aclose()
             for client in clients:
                 await client.close()
-        self._client_loop = None
+
+        if loop is asyncio.get_running_loop():
+            await close_all()
+        elif loop.is_running() and not loop.is_closed():
+            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(close_all(), loop))
 
 
 class OpenAICompatibleProvider(OpenAIProvider):
