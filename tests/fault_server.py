@@ -11,6 +11,8 @@ under test has its loop to itself. Each request consumes the next scripted behav
 - ``("reset",)``                   close with a TCP RST (SO_LINGER 0)
 - ``("invalid_json",)``            200 with a complete but malformed JSON body
 - ``("message", message, finish)``  200 with this assistant message dict (tool calls, say) and finish reason
+- ``("raw", code, make[, content_type])``  status ``code`` with the body ``make(request_headers)`` (bytes or str;
+  a server that echoes what it was sent)
 
 When the script is used up, every further request gets ``("ok",)``. ``count`` and ``requests`` record what
 arrived (chat completion requests only), so tests count requests at the server. ``delay`` makes every ``ok``
@@ -151,6 +153,14 @@ class FaultServer:
             message = action[3] if len(action) > 3 else f"scripted {code}"
             err = {"error": {"message": message, "type": "test", "param": None, "code": None}}
             self._send(writer, code, err, extra)
+            await writer.drain()
+            return True
+        if kind == "raw":
+            made = action[2](self.headers[-1])
+            data = made.encode() if isinstance(made, str) else made
+            ctype = action[3] if len(action) > 3 else "text/plain"
+            writer.write(f"HTTP/1.1 {action[1]} Status\r\ncontent-type: {ctype}\r\n"
+                         f"content-length: {len(data)}\r\n\r\n".encode() + data)
             await writer.drain()
             return True
         if kind == "hang":

@@ -207,3 +207,31 @@ def test_pool_picks_least_loaded_and_waits_for_a_slot():
         assert await asyncio.wait_for(waiter, 1) is e2
 
     asyncio.run(main())
+
+
+def test_take_out_warning_says_only_what_is_true(caplog):
+    """One endpoint: nothing to take out of (the retry line says it all), so no warning at all; several endpoints
+    without a probe: no "health probe" promised; with a probe: the probe's real delay."""
+    import logging
+
+    async def main():
+        caplog.set_level(logging.INFO, logger="taskbench.llm.pool")
+        single = EndpointPool(["http://a"], limit=4, probe=_never_alive)
+        for _ in range(5):
+            single.release(await single.acquire(), error="HTTP 500: boom")
+        assert [r.getMessage() for r in caplog.records] == []
+        unprobed = EndpointPool(["http://a", "http://b"], limit=4, cooldown=0.25)
+        unprobed.release(await unprobed.acquire(), error="HTTP 500: boom")
+        assert ["probe" in r.getMessage() for r in caplog.records] == [False]
+        assert "back in 0.2 s" in caplog.records[0].getMessage()
+        caplog.clear()
+        probed = EndpointPool(["http://a", "http://b"], limit=4, cooldown=0.25, probe=_never_alive)
+        probed.release(await probed.acquire(), error="HTTP 500: boom")
+        assert [r.getMessage().split("; ")[-1] for r in caplog.records] == ["health probe in 0.2 s"]
+        await probed.aclose()
+
+    asyncio.run(main())
+
+
+async def _never_alive(endpoint) -> bool:
+    return False

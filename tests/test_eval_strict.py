@@ -191,3 +191,28 @@ def test_to_json_layouts():
     assert doc["groups"]["overall_overall"]["metrics"]["node_micro_f1"] == pytest.approx(6 / 7)
     assert doc["taxonomy"]["counts"]["missing_prediction"] == 1
     assert not any(isinstance(v, float) and math.isnan(v) for v in doc["groups"]["overall_overall"]["metrics"].values())
+
+
+def test_failed_calls_are_their_own_error_class():
+    """A call that failed for good (``"failed": true``, a refused connection, say) is not a parse failure: it
+    has its own rate and taxonomy label, so a run whose every connection was refused does not read as a model
+    that could not write JSON."""
+    gold = [sample("a", "single", [node("A", "x.jpg")]), sample("b", "single", [node("B", "y.jpg")]),
+            sample("c", "single", [node("A", "z.jpg")])]
+    refused = "openai-compatible/m failed after 6 attempts in 1.0 s; last error: connection error (ECONNREFUSED)"
+    preds = [{"id": "a", "error": refused, "failed": True}, {"id": "b", "result": None, "error": "not JSON"},
+             pred("c", [node("A", "z.jpg")])]
+    res = evaluate(gold, preds, LIB, bootstrap=0, splits=["overall"], n_tools=["overall"])
+    m = res.strict.groups["overall_overall"].metrics
+    assert m["call_failure_rate"] == pytest.approx(1 / 3)
+    assert m["parse_failure_rate"] == pytest.approx(1 / 3)
+    assert m["node_micro_f1"] == pytest.approx(0.5)  # still scored as an empty graph: tp 1, fn 2
+    labels = {e.id: e.labels for e in res.strict.errors}
+    assert labels["a"] == ["call_failure"] and labels["b"] == ["parse_failure"]
+    assert res.strict.errors[0].detail == refused
+    from taskbench.report.tables import strict_table
+
+    heads = [c.header for c in strict_table(res.strict.groups).columns]
+    assert "call fail" in heads and "parse fail" in heads
+    clean = evaluate(gold, preds[1:], LIB, bootstrap=0, splits=["overall"], n_tools=["overall"])
+    assert "call fail" not in [c.header for c in strict_table(clean.strict.groups).columns]  # only when it happened

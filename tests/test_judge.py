@@ -92,3 +92,29 @@ def test_cli_judge_prints_the_table_and_reports_bad_input_in_one_line(tmp_path, 
 def test_judge_help_has_an_example(capsys):
     code, out, _ = run(capsys, "data", "judge", "--help")
     assert code == 0 and "Example:" in out and "Naturalness" in " ".join(out.split())
+
+
+def test_cli_judge_closes_its_http_session(tmp_path, capsys, mm, monkeypatch, caplog):
+    """The judge's HTTP clients are closed on the event loop that opened them (no "Unclosed connector")."""
+    import gc
+    import warnings
+
+    from fault_server import FaultServer
+
+    monkeypatch.setenv("TASKBENCH_CACHE", str(tmp_path / "cache"))
+    a, _ = _two_methods(tmp_path, mm)
+    reply = '{"reason": "fine", "naturalness": 4, "complexity": 3, "alignment": 5}'
+    srv = FaultServer(reply=lambda body: reply).start()
+    try:
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            code, out, err = run(capsys, "data", "judge", str(a), "--model", "openai-compatible/j", "--base-url",
+                                 srv.base_url, "--no-cache", "-q")
+            gc.collect()
+    finally:
+        srv.stop()
+    assert code == 0, err
+    assert srv.count == 4
+    unclosed = [str(w.message) for w in seen if "nclosed" in str(w.message)]
+    unclosed += [r.getMessage() for r in caplog.records if "nclosed" in r.getMessage()]
+    assert unclosed == []

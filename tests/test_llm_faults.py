@@ -246,3 +246,31 @@ def test_secret_never_leaks(server, tmp_path, monkeypatch, caplog):
     assert all(SECRET.encode() not in data for data in files.values())
     assert len(ResponseCache(cache_path)) == 1
     assert any("attempt 1 failed" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_aclose_from_another_loop_closes_the_clients_on_theirs(server, transport):
+    """Clients opened on a loop running in another thread are closed there, not skipped (no open session)."""
+    import gc
+    import warnings
+
+    from taskbench._loop import LoopThread
+
+    model = _model(server, transport=transport)
+    thread = LoopThread("test-client-loop")
+    try:
+        out = thread.run(model.provider.complete(ProviderRequest([{"role": "user", "content": "x"}], timeout=5)))
+        assert out.text
+        clients = [c for ep in model.provider.pool.endpoints for c in ep.state["clients"]]
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            asyncio.run(model.provider.aclose())
+            gc.collect()
+        assert [str(w.message) for w in seen if "nclosed" in str(w.message)] == []
+        closed = [getattr(c, "_session", None) for c in clients]
+        if transport == "native":
+            assert all(s.closed for s in closed)
+        else:
+            assert all(c.is_closed() for c in clients)
+    finally:
+        thread.stop()

@@ -15,7 +15,9 @@ Every agent acts only through an :class:`Episode`, which records what happens as
 
 Budgets: :meth:`Episode.generate` raises :class:`StepCap` past ``max_model_calls``; the protocols count
 their own steps against ``max_steps``. Records hold what it cost to produce an answer (tokens, the latency
-the response cache replays), so a cached rerun writes the same figures.
+the response cache replays), so a cached rerun writes the same figures. Whether an answer came from the cache
+is a fact about the run, not the episode: it stays out of the trajectory (a resumed or concurrent run writes
+the events an uninterrupted one writes) and is counted by the Model wrapper (``Model.cache_hits``).
 """
 
 from __future__ import annotations
@@ -178,7 +180,7 @@ class Episode:
             finish_reason=out.finish_reason,
             usage=Usage(prompt_tokens=out.usage.prompt_tokens, completion_tokens=out.usage.completion_tokens,
                         seconds=out.latency),
-            latency=out.latency, cached=out.usage.cached, error=error,
+            latency=out.latency, error=error,
         )
         self.writer.add(event)
         return Turn(text=out.text or "", parsed=out.parsed, tool_calls=list(out.tool_calls), error=error,

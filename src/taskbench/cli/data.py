@@ -231,9 +231,9 @@ def judge_command(
     try:
         with display:
             summary = judge([_dataset_dir(str(d)) for d in dirs], m, limit=limit, concurrency=concurrency,
-                            display=display)
+                            display=display, close_model=True)
     finally:
-        m.close()
+        m.close()  # a no-op when judge closed it; releases it when reading the directories failed
     table = Table(title=f"LLM judge {summary.judge}: mean scores 1-5 (the paper's Table 2 dimensions)",
                   title_justify="left")
     for col in ("method", "n", "naturalness", "complexity", "alignment", "overall"):

@@ -30,7 +30,7 @@ from .predict import (
     make_executor,
 )
 
-CLI_COLUMNS = ("dataset", "model", "samples", "n-F1", "e-F1", "v-F1", "NED", "parse fail", "compat n-F1",
+CLI_COLUMNS = ("dataset", "model", "samples", "n-F1", "e-F1", "v-F1", "NED", "parse fail", "call fail", "compat n-F1",
                "compat v-F1", "predict s")
 """Columns of the leaderboard printed at the end (report.md has them all)."""
 

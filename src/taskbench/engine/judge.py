@@ -128,9 +128,18 @@ async def ajudge(
     return summary
 
 
-def judge(dirs: list[str | Path], model: Any, **kwargs: Any) -> JudgeSummary:
-    """:func:`ajudge` for plain code."""
-    return run_sync(ajudge(dirs, model, **kwargs))
+def judge(dirs: list[str | Path], model: Any, *, close_model: bool = False, **kwargs: Any) -> JudgeSummary:
+    """:func:`ajudge` for plain code. ``close_model`` closes the model at the end, on the event loop its
+    clients were opened on (closed from another loop, an HTTP session would be left open)."""
+
+    async def go() -> JudgeSummary:
+        try:
+            return await ajudge(dirs, model, **kwargs)
+        finally:
+            if close_model:
+                await model.aclose()
+
+    return run_sync(go())
 
 
 def _default_method(root: Path) -> str | None:

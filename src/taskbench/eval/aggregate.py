@@ -56,6 +56,7 @@ HEADLINE = (
     "edge_set_accuracy",
     "graph_accuracy",
     "parse_failure_rate",
+    "call_failure_rate",
     "missing_rate",
 )
 """Every metric :func:`metrics_from_sums` can report, in display order (missing columns -> left out)."""
@@ -72,6 +73,7 @@ _MEAN_COLUMNS = {
     "node_set_accuracy": "node_set_match",
     "graph_accuracy": "graph_match",
     "parse_failure_rate": "parse_failure",
+    "call_failure_rate": "call_failure",
     "missing_rate": "missing",
 }
 

@@ -61,7 +61,7 @@ _FAMILY = {
     "rouge": ("step_rouge1", "step_rouge2", "step_rougeL", "step_rougeLsum"),
     "bertscore": ("step_bertscore_precision", "step_bertscore_recall", "step_bertscore_f1"),
 }
-_ALWAYS = ("parse_failure_rate", "missing_rate")
+_ALWAYS = ("parse_failure_rate", "call_failure_rate", "missing_rate")
 
 
 def parse_metric_list(value: str | Sequence[str] | None) -> list[str]:

@@ -223,11 +223,11 @@ def sample_table(
         cols[f"tool_{part}"] = block
     flags = np.array(
         [(s.ned, s.node_set_match, s.edge_defined, s.edge_set_match, s.graph_match,
-          s.status == "parse_error", s.status == "missing") for s in scores],
+          s.status == "parse_error", s.status == "missing", s.status == "call_failed") for s in scores],
         dtype=float,
-    ).reshape(n, 7)
+    ).reshape(n, 8)
     for j, key in enumerate(("ned", "node_set_match", "edge_defined", "edge_set_match", "graph_match",
-                             "parse_failure", "missing")):
+                             "parse_failure", "missing", "call_failure")):
         cols[key] = flags[:, j].copy()
     cols["edge_set_match"] = cols["edge_set_match"] * cols["edge_defined"]
     for key, values_ in (extra or {}).items():

@@ -44,7 +44,7 @@ from .scoring import (
     score_sample,
 )
 
-ParseStatus = Literal["ok", "missing", "parse_error"]
+ParseStatus = Literal["ok", "missing", "parse_error", "call_failed"]
 
 SPLITS = ALL_SPLITS
 N_TOOLS = ALL_N_TOOLS
@@ -66,12 +66,17 @@ class ParsedPrediction:
 def parse_strict(sample_id: str, record: Mapping[str, Any] | None) -> ParsedPrediction:
     """Validate a prediction record ``{"id", "result": {...}}``; absent or malformed -> the empty graph.
 
-    ``missing``: no record for the id. ``parse_error``: no ``result`` object, no ``task_nodes`` list, a
-    result that does not fit :class:`TaskGraph` (e.g. a node without a string ``task``), or an answer that was
-    cut off by the token limit (``finish_reason: "length"``; whatever was repaired from it is not scored).
+    ``missing``: no record for the id. ``call_failed``: a failure record (``"failed": true``: the model call
+    failed for good, so there is no answer to parse). ``parse_error``: no ``result`` object, no ``task_nodes``
+    list, a result that does not fit :class:`TaskGraph` (e.g. a node without a string ``task``), or an answer
+    that was cut off by the token limit (``finish_reason: "length"``; whatever was repaired from it is not
+    scored).
     """
     if record is None:
         return ParsedPrediction(sample_id, "missing", TaskGraph(), "no prediction for this id")
+    if record.get("failed") is True:
+        return ParsedPrediction(sample_id, "call_failed", TaskGraph(),
+                                str(record.get("error") or "the model call failed"))
     if record.get("finish_reason") == "length":
         return ParsedPrediction(sample_id, "parse_error", TaskGraph(), TRUNCATED)
     result = record.get("result")

@@ -3,6 +3,8 @@
 Each prediction gets zero or more labels (:data:`CATEGORIES`):
 
 - ``missing_prediction``: no prediction for the gold id;
+- ``call_failure``: the model call failed for good (a failure record: refused connections, retries spent), so
+  there is no answer to read;
 - ``parse_failure``: a prediction exists but could not be read as a task graph;
 - ``missing_tool``: a gold tool (counted with multiplicity) is absent from the prediction;
 - ``extra_tool``: the prediction has a tool gold does not have (unnecessary or hallucinated);
@@ -31,6 +33,7 @@ from .strict import NormalGraph, ParsedPrediction, name_counts, normalise_graph,
 
 CATEGORIES = (
     "missing_prediction",
+    "call_failure",
     "parse_failure",
     "missing_tool",
     "extra_tool",
@@ -137,6 +140,8 @@ def classify_graphs(
     its tool names)."""
     if status == "missing":
         return PredictionErrors(id=sample_id, labels=["missing_prediction"], detail=detail)
+    if status == "call_failed":
+        return PredictionErrors(id=sample_id, labels=["call_failure"], detail=detail)
     if status == "parse_error" or g is None or p is None:
         return PredictionErrors(id=sample_id, labels=["parse_failure"], detail=detail)
     if same_graph(g, p):

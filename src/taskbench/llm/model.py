@@ -250,11 +250,11 @@ class Model:
         return self._store(call, resp, outcome.retries)
 
     def redact(self, text: str) -> str:
-        """``text`` with every secret of the provider (API keys) replaced by ``***``."""
-        for secret in self.provider.secrets():
-            if secret and len(secret) >= 6:
-                text = text.replace(secret, "***")
-        return text
+        """``text`` with every secret of the provider (API keys, and pieces of them) and anything shaped like a key
+        or a bearer token replaced by ``***`` (:func:`taskbench.llm.redact.redact`)."""
+        from .redact import redact
+
+        return redact(text, self.provider.secrets())
 
     def _failure(self, exc: Exception, retries: int) -> TaskbenchError:
         """The error a failed call raises: a taskbench error, its message redacted, carrying ``retries``."""

@@ -32,7 +32,7 @@ BOARD_METRICS: tuple[tuple[str, str], ...] = (
 )
 """(metric key, column header) in display order; NED is lower-is-better, the rest higher-is-better."""
 
-LOWER_IS_BETTER = {"edit_distance", "parse_failure_rate", "missing_rate"}
+LOWER_IS_BETTER = {"edit_distance", "parse_failure_rate", "call_failure_rate", "missing_rate"}
 
 GLOSSARY: tuple[tuple[str, str], ...] = (
     ("n-F1", "node F1: were the right tools chosen (predicted tool names against the gold ones); higher is better"),

@@ -8,7 +8,7 @@ from typing import Any
 from rich.table import Table
 
 # column header -> metric key, for strict results (shown when present)
-STRICT_DROP_FIRST = ("BERT-F1", "graph acc", "NED", "parse fail", "R-L")
+STRICT_DROP_FIRST = ("BERT-F1", "graph acc", "NED", "parse fail", "R-L", "call fail")
 """Columns of the strict table left out first when a terminal is too narrow (graph accuracy is also in the
 exact-match table)."""
 
@@ -22,7 +22,11 @@ STRICT_COLUMNS: tuple[tuple[str, str], ...] = (
     ("NED", "edit_distance"),
     ("graph acc", "graph_accuracy"),
     ("parse fail", "parse_failure_rate"),
+    ("call fail", "call_failure_rate"),
 )
+
+SHOWN_WHEN_NONZERO = frozenset({"call_failure_rate"})
+"""Columns shown only when some group has a nonzero value (calls that failed for good are rare)."""
 
 # the paper's appendix table: exact-match accuracies per tool count
 ACCURACY_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -74,6 +78,8 @@ def strict_table(
     """Groups x metrics (``columns``: header, key), each cell with its bootstrap 95% CI below when present.
     ``groups``: StrictResult.groups. Empty groups are left out."""
     shown = [(head, key) for head, key in columns if any(key in g.metrics for g in groups.values())]
+    shown = [(head, key) for head, key in shown
+             if key not in SHOWN_WHEN_NONZERO or any(g.metrics.get(key) for g in groups.values())]
     table = Table(title=title, show_lines=show_ci)
     table.add_column("group", style="bold", no_wrap=True)
     table.add_column("n", justify="right")

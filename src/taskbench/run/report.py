@@ -23,6 +23,7 @@ SUMMARY_METRICS: tuple[tuple[str, str], ...] = (
     ("step_rougeL", "R-L"),
     ("graph_accuracy", "graph acc"),
     ("parse_failure_rate", "parse fail"),
+    ("call_failure_rate", "call fail"),
 )
 """Headline strict metrics of the overview table (group overall_overall)."""
 

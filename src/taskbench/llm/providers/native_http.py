@@ -15,25 +15,28 @@ from __future__ import annotations
 import asyncio
 import errno
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from ..base import TransientProviderError
+from ..redact import clip
 from .openai import map_status
 
 
-def _error_message(text: str) -> str:
+def _error_message(text: str, secrets: Sequence[str] = ()) -> str:
+    """What an error body says (its ``error.message`` when it has one), redacted, then cut to 300 characters."""
     try:
         doc = json.loads(text)
     except (json.JSONDecodeError, RecursionError):
-        return " ".join(text.split())[:300] or "no body"
+        return clip(text, 300, secrets) or "no body"
     err = doc.get("error") if isinstance(doc, dict) else None
     if isinstance(err, dict) and err.get("message"):
-        return str(err["message"])
-    if isinstance(err, str):
-        return err
-    if isinstance(doc, dict) and doc.get("message"):
-        return str(doc["message"])
-    return " ".join(text.split())[:300]
+        text = str(err["message"])
+    elif isinstance(err, str):
+        text = err
+    elif isinstance(doc, dict) and doc.get("message"):
+        text = str(doc["message"])
+    return clip(text, 300, secrets) or "no body"
 
 
 def chat_url(base_url: str) -> str:
@@ -47,11 +50,13 @@ def chat_url(base_url: str) -> str:
 class NativeClient:
     """One aiohttp session (a connection pool of ``limit``) posting chat completions to one URL."""
 
-    def __init__(self, url: str, headers: dict[str, str], *, limit: int, timeout: float | None, provider: str) -> None:
+    def __init__(self, url: str, headers: dict[str, str], *, limit: int, timeout: float | None, provider: str,
+                 secrets: Sequence[str] = ()) -> None:
         import aiohttp
 
         self.url = url
         self.provider = provider
+        self.secrets = list(secrets)
         self._aiohttp = aiohttp
         self._session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=max(1, limit), limit_per_host=max(1, limit), ttl_dns_cache=300),
@@ -71,22 +76,25 @@ class NativeClient:
             async with self._session.post(self.url, **kwargs) as resp:
                 text = await resp.text()
                 if resp.status >= 400:
-                    raise map_status(resp.status, _error_message(text), resp.headers, self.provider)
+                    raise map_status(resp.status, _error_message(text, self.secrets), resp.headers, self.provider,
+                                     self.secrets)
         except (TimeoutError, asyncio.TimeoutError):
             raise TransientProviderError(f"no answer within {timeout} s (timeout)") from None
         except aiohttp.ClientPayloadError as exc:
-            raise TransientProviderError(f"connection error (truncated response body: {exc})") from None
+            raise TransientProviderError(
+                f"connection error (truncated response body: {clip(str(exc), 300, self.secrets)})") from None
         except aiohttp.ClientError as exc:
             kind = type(exc).__name__
             if isinstance(exc, OSError) and exc.errno == errno.ECONNRESET:
                 kind = "ConnectionResetError"
-            text_exc = " ".join(str(exc).split())[:300]
+            text_exc = clip(str(exc), 300, self.secrets)
             raise TransientProviderError(
                 f"connection error ({kind}: {text_exc})" if text_exc else f"connection error ({kind})") from None
         try:
             return json.loads(text)
         except (json.JSONDecodeError, RecursionError) as exc:
-            raise TransientProviderError(f"invalid response body ({type(exc).__name__}: {exc})") from None
+            why = clip(f"{type(exc).__name__}: {exc}", 300, self.secrets)
+            raise TransientProviderError(f"invalid response body ({why})") from None
 
     async def probe(self, timeout: float) -> bool:
         """``GET <base>/models``: True when the server answers below 500 (a health check)."""

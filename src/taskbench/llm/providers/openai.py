@@ -46,6 +46,7 @@ from typing import Any, ClassVar
 
 from ...errors import ConfigError, MissingDependencyError, ModelError
 from ..base import Provider, ProviderRequest, ProviderResponse, TransientProviderError
+from ..redact import clip
 from ..schemas import schema_instruction
 from .pool import Endpoint, EndpointPool, NoEndpointLeft, parse_urls
 
@@ -200,7 +201,7 @@ class OpenAIProvider(Provider):
             base = endpoint.url or "https://api.openai.com/v1"
             endpoint.state["url"] = chat_url(base)
             return NativeClient(endpoint.state["url"], headers, limit=-(-max(limit, 1) // self.pool_shards),
-                                timeout=self.timeout, provider=self.name)
+                                timeout=self.timeout, provider=self.name, secrets=self.secrets())
         import httpx2
         import openai
 
@@ -319,7 +320,7 @@ class OpenAIProvider(Provider):
     async def _post(self, endpoint: Endpoint, request: ProviderRequest, body: dict[str, Any]) -> ProviderResponse:
         client = self._get_client(endpoint)
         if self.transport == "native":
-            return _to_response(await client.post(body, request.timeout))
+            return _to_response(await client.post(body, request.timeout), self.secrets())
         import openai
 
         url = endpoint.state["url"]
@@ -331,20 +332,32 @@ class OpenAIProvider(Provider):
             # benchmarks/bench_harness.py and docs/models.md).
             data = await client.post(url, cast_to=object, body=body, options=options)
         except openai.APIStatusError as exc:
-            raise _map_status_error(exc, self.name) from None
+            raise _map_status_error(exc, self.name, self.secrets()) from None
         except openai.APIConnectionError as exc:  # includes APITimeoutError
-            raise _map_connection_error(exc, request.timeout) from None
+            raise _map_connection_error(exc, request.timeout, self.secrets()) from None
         except (json.JSONDecodeError, openai.APIResponseValidationError) as exc:
-            raise TransientProviderError(f"invalid response body ({type(exc).__name__}: {exc})") from None
-        return _to_response(data)
+            why = clip(f"{type(exc).__name__}: {exc}", 300, self.secrets())
+            raise TransientProviderError(f"invalid response body ({why})") from None
+        return _to_response(data, self.secrets())
 
     async def aclose(self) -> None:
+        """Close the clients and stop the probes, on the event loop that opened them (connection pools belong
+        to a loop): this one, or another loop still running on its thread. Clients of a loop that has already
+        ended cannot be closed any more; close the provider before its loop ends."""
         clients = [c for ep in self.pool.endpoints for c in ep.state.pop("clients", None) or []]
-        if self._client_loop is asyncio.get_running_loop():
+        loop, self._client_loop = self._client_loop, None
+        if loop is None:
+            return
+
+        async def close_all() -> None:
             await self.pool.aclose()
             for client in clients:
                 await client.close()
-        self._client_loop = None
+
+        if loop is asyncio.get_running_loop():
+            await close_all()
+        elif loop.is_running() and not loop.is_closed():
+            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(close_all(), loop))
 
 
 class OpenAICompatibleProvider(OpenAIProvider):
@@ -397,19 +410,20 @@ def strict_compatible(schema: Any) -> bool:
     return all(strict_compatible(s) for s in nested)
 
 
-def _to_response(data: Any) -> ProviderResponse:
-    """A chat completion JSON object -> ProviderResponse; a body without a usable choice is transient."""
+def _to_response(data: Any, secrets: Sequence[str] = ()) -> ProviderResponse:
+    """A chat completion JSON object -> ProviderResponse; a body without a usable choice is transient. Server text
+    in an error is redacted (``secrets`` and anything key-shaped) before it is cut."""
     try:
         choice = data["choices"][0]
         message = choice["message"]
     except (TypeError, KeyError, IndexError):
-        shown = data if isinstance(data, str) else json.dumps(data)[:200] if isinstance(data, dict) else type(data)
-        raise TransientProviderError(f"invalid response body: no choices ({str(shown)[:200]})") from None
+        shown = data if isinstance(data, str) else json.dumps(data) if isinstance(data, dict) else type(data).__name__
+        raise TransientProviderError(f"invalid response body: no choices ({clip(shown, 200, secrets)})") from None
     text = message.get("content")
     raw_calls = message.get("tool_calls") or []
     if text is None:
         if message.get("refusal"):
-            raise ModelError(f"the model refused: {message['refusal']}")
+            raise ModelError(f"the model refused: {clip(str(message['refusal']), 300, secrets)}")
         text = ""
     calls = []
     for i, call in enumerate(raw_calls if isinstance(raw_calls, list) else []):
@@ -433,7 +447,7 @@ def _to_response(data: Any) -> ProviderResponse:
     )
 
 
-def _map_connection_error(exc: Exception, timeout: float | None) -> TransientProviderError:
+def _map_connection_error(exc: Exception, timeout: float | None, secrets: Sequence[str] = ()) -> TransientProviderError:
     """An SDK connection or timeout error -> TransientProviderError naming what really happened.
 
     The SDK's aiohttp transport maps every aiohttp connection error (a reset, a server that hung up) to httpx's
@@ -453,7 +467,7 @@ def _map_connection_error(exc: Exception, timeout: float | None) -> TransientPro
         return TransientProviderError(f"no answer within {timeout} s (timeout)")
     # the deepest cause that says something (httpx's ReadError after a reset has an empty message)
     shown = next((c for c in reversed(broken or chain[1:]) if str(c)), chain[1] if len(chain) > 1 else exc)
-    text = " ".join(str(shown).split())[:300]
+    text = clip(str(shown), 300, secrets)
     return TransientProviderError(f"connection error ({type(shown).__name__}: {text})" if text else
                                   f"connection error ({type(shown).__name__})")
 
@@ -498,9 +512,11 @@ _RETRYABLE_STATUS = (408, 409, 425, 429)
 """HTTP statuses retried (besides every 5xx)."""
 
 
-def map_status(status: int, message: str, headers: Any, provider: str) -> Exception:
+def map_status(status: int, message: str, headers: Any, provider: str, secrets: Sequence[str] = ()) -> Exception:
     """An HTTP error status -> the error to raise: transient (retried, honouring ``Retry-After``) for 408, 409,
-    425, 429 and 5xx, else a ModelError with a hint. One rule for the SDK and the native transport."""
+    425, 429 and 5xx, else a ModelError with a hint. One rule for the SDK and the native transport. The server's
+    ``message`` is redacted (``secrets`` and anything key-shaped), then cut to 300 characters."""
+    message = clip(message, 300, secrets) or "no body"
     if status in _RETRYABLE_STATUS or status >= 500:
         return TransientProviderError(f"HTTP {status}: {message}", status=status, retry_after=_retry_after(headers))
     hint = ""
@@ -511,9 +527,9 @@ def map_status(status: int, message: str, headers: Any, provider: str) -> Except
     return ModelError(f"{provider}: HTTP {status}: {message}{hint}")
 
 
-def _map_status_error(exc: Any, provider: str) -> Exception:
+def _map_status_error(exc: Any, provider: str, secrets: Sequence[str] = ()) -> Exception:
     message = getattr(exc, "message", None) or str(exc)
-    return map_status(int(exc.status_code), message, exc.response.headers, provider)
+    return map_status(int(exc.status_code), message, exc.response.headers, provider, secrets)
 
 
 __all__ = ["GUIDED_MODES", "TRANSPORTS", "OpenAICompatibleProvider", "OpenAIProvider", "aiohttp_available"]

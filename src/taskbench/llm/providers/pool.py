@@ -162,8 +162,10 @@ class EndpointPool:
         now = self.clock()
         if probe:
             delay = min(self.max_cooldown, self.cooldown * 2 ** (endpoint.failures - 1))
-            if not endpoint.needs_probe:
-                logger.warning("endpoint %s taken out (%s); health probe in %.1f s", endpoint.url, error, delay)
+            if not endpoint.needs_probe and len(self.endpoints) > 1:
+                # a pool of one has nothing to take it out of: the retry line already says what failed
+                then = f"health probe in {delay:.1f} s" if self.probe is not None else f"back in {delay:.1f} s"
+                logger.warning("endpoint %s taken out (%s); %s", endpoint.url, error, then)
             endpoint.needs_probe = True
             endpoint.down_until = max(endpoint.down_until, now + delay)
             self._start_probe(endpoint)
