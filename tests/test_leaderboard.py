@@ -210,3 +210,20 @@ def test_plot_shows_no_data_apart_from_zero(files, tmp_path):
         plt.close(fig)
     assert "no data" in texts and any(t.endswith("\nn=5") for t in texts)  # value and n above each bar
     assert ticks == ["single\nn=5", "chain\nn=5", "dag\nn=0"]
+
+
+def test_read_ranking_board_uses_its_group_and_metric(files, tmp_path):
+    """A board JSON is read in the group asked for and by the metric it was ranked by, not node_micro_f1."""
+    board = build_board(load_entries(files), group="chain_overall", rank_by="edit_distance")
+    doc = board.model_dump(mode="json", exclude={"entries"})
+    # make the two metrics disagree, so reading the wrong one shows
+    for row in doc["rows"]:
+        row["node_micro_f1"] = {"strong": 0.05, "mid": 0.5, "weak": 0.95}[row["model"]]
+    (tmp_path / "board.json").write_text(json.dumps(doc))
+    scores = read_ranking(tmp_path / "board.json", group="chain_overall")
+    # the edit_distance column, negated so that higher is better as in the other formats
+    assert scores == {"strong": -0.1, "mid": -0.2, "weak": -0.4}
+    assert rank_correlations(board, scores)[0]["kendall_tau"] == pytest.approx(1.0)
+    assert read_ranking(tmp_path / "board.json", group="chain_overall", metric="node_micro_f1")["weak"] == 0.95
+    with pytest.raises(InputError, match="chain_overall"):
+        read_ranking(tmp_path / "board.json", group="overall_overall")

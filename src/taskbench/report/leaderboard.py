@@ -651,16 +651,25 @@ def plot_board(board: Leaderboard, path: str | Path, *, metric: str | None = Non
     return path
 
 
-def read_ranking(path: str | Path, *, group: str = "overall_overall", metric: str = "node_micro_f1") -> dict[str, float]:
-    """Scores per model from another source: ``{"model": score}``, a list of model names best first, or a
-    board JSON (``taskbench leaderboard -o board.json``) whose ``metric`` column is used."""
+def read_ranking(path: str | Path, *, group: str = "overall_overall", metric: str | None = None) -> dict[str, float]:
+    """Scores per model from another source, higher is better: ``{"model": score}``, a list of model names
+    best first, or a board JSON (``taskbench leaderboard -o board.json``). A board is read by ``metric``
+    (default: the metric it was ranked by; a lower-is-better one is negated) and must show ``group``."""
     from ..dataset.jsonio import read_json
 
     doc = read_json(path)
     if isinstance(doc, list) and all(isinstance(m, str) for m in doc):
         return {m: float(len(doc) - i) for i, m in enumerate(doc)}
     if isinstance(doc, dict) and isinstance(doc.get("rows"), list):
-        return {r["model"]: r[metric] for r in doc["rows"] if r.get(metric) is not None}
+        board_group = doc.get("group")
+        if board_group is not None and board_group != group:
+            raise InputError(
+                f"this board shows group {board_group!r}, not {group!r}", path=path,
+                hint=f"rebuild it with --group {group} or pass --group {board_group}",
+            )
+        key = metric or str(doc.get("rank_by") or "node_micro_f1")
+        sign = -1.0 if key in LOWER_IS_BETTER else 1.0
+        return {r["model"]: sign * float(r[key]) for r in doc["rows"] if r.get(key) is not None}
     if isinstance(doc, dict) and all(isinstance(v, (int, float)) for v in doc.values()) and doc:
         return {str(k): float(v) for k, v in doc.items()}
     raise InputError(
