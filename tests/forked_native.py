@@ -64,12 +64,25 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
             os._exit(code)
     os.close(write_fd)
     chunks = []
-    with os.fdopen(read_fd, "rb") as inp:
-        while chunk := inp.read(1 << 16):
-            chunks.append(chunk)
-    _, status = os.waitpid(pid, 0)
+    stopped: str | None = None
+    try:
+        with os.fdopen(read_fd, "rb") as inp:
+            while chunk := inp.read(1 << 16):
+                chunks.append(chunk)
+        _, status = os.waitpid(pid, 0)
+    except BaseException as exc:  # pytest-timeout's alarm fires here (in the parent), or Ctrl-C: stop the child
+        os.kill(pid, signal.SIGKILL)
+        _, status = os.waitpid(pid, 0)
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        stopped = f"{type(exc).__name__}: {exc}"
     reports: list[pytest.TestReport] = []
-    if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and chunks:
+    if stopped is not None:
+        path, line, _ = item.location
+        reports.append(pytest.TestReport(item.nodeid, item.location, {k: 1 for k in item.keywords}, "failed",
+                                         f"{path}:{(line or 0) + 1}: the forked test was stopped ({stopped})",
+                                         "call", [], 0.0))
+    elif os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and chunks:
         for doc in json.loads(b"".join(chunks)):
             rep = item.config.hook.pytest_report_from_serializable(config=item.config, data=doc)
             reports.append(rep)
