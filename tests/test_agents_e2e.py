@@ -1,4 +1,4 @@
-"""End to end with a real model: every agent on two bundled TMDB tasks with the tiny SmolLM2-135M through
+"""End to end with a real model: every agent on one bundled TMDB task with the tiny SmolLM2-135M through
 llama.cpp, the real offline service and the real sandbox. Scores are not asserted (the model is tiny); what
 must hold is that every episode runs to an end, is recorded whole and scored."""
 
@@ -12,7 +12,9 @@ from agent_helpers import sandbox_or_skip
 from taskbench.agents import BASE_AGENTS, AgentEvalConfig, run_agents
 from taskbench.dataset.trajectories import read_trajectory
 
-pytestmark = [pytest.mark.slow, pytest.mark.model]
+# one task per agent: with review that revises, an episode of the tiny model makes 7-20 calls (about a minute
+# each episode on an idle 2-core machine), and two tasks per agent ran past the 600 s test timeout
+pytestmark = [pytest.mark.slow, pytest.mark.model, pytest.mark.timeout(1200)]
 
 
 @pytest.fixture(scope="module")
@@ -29,13 +31,13 @@ def tiny_model() -> str:
 def test_every_agent_runs_end_to_end_with_the_tiny_model(tiny_model: str, tmp_path: Path) -> None:
     sandbox_or_skip()
     config = AgentEvalConfig(env="restbench-tmdb", agents=list(BASE_AGENTS), model=tiny_model, tools="gold+10",
-                             limit=2, env_options={"task_set": "own"}, bootstrap=100)
+                             limit=1, env_options={"task_set": "own"}, bootstrap=100)
     result = run_agents(config, tmp_path, cache=False, model_options={"n_threads": 1, "n_ctx": 4096})
-    assert result.complete and result.episodes == 10 and result.written == 10
+    assert result.complete and result.episodes == 5 and result.written == 5
     metrics = result.metrics
     assert list(metrics["agents"]) == list(BASE_AGENTS)
     for name, summary in metrics["agents"].items():
-        assert summary["episodes"] == 2 and summary["failed"] == 0, name
+        assert summary["episodes"] == 1 and summary["failed"] == 0, name
         assert summary["tokens"] > 0 and summary["success_rate"] is not None
     for rec in (tmp_path / "episodes.jsonl").read_text().splitlines():
         import json
