@@ -28,7 +28,8 @@ def test_react_thought_action_observation(tmp_path: Path) -> None:
     observation = second.messages[-1]
     assert observation.role == "tool" and '"id": 155' in observation.content  # the raw JSON, bounded
     assert len(observation.content) <= 1500 + 60
-    assert second.tools == [SEARCH, CREDITS, "final_answer"]  # the gold setting: the gold tools, and the way out
+    # the gold setting: the gold tools (offered in a seeded shuffle, see test_agents_confounds), and the way out
+    assert sorted(second.tools[:-1]) == sorted([SEARCH, CREDITS]) and second.tools[-1] == "final_answer"
 
 
 def test_react_gets_a_bad_call_back_as_an_error(tmp_path: Path) -> None:
