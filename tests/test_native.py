@@ -245,7 +245,7 @@ def test_a_native_crash_fails_its_test_and_the_suite_goes_on(pytester: pytest.Py
     result.assert_outcomes(passed=2, failed=2)
     out = result.stdout.str()
     assert "CRASHED with signal 4 (SIGILL)" in out
-    assert "the forked test was stopped" in out and "Timeout" in out  # a hung child is killed, the suite goes on
+    assert "the isolated test was stopped" in out and "Timeout" in out  # a hung child is killed, the suite goes on
     assert "2 failed, 2 passed" in out and "INTERNALERROR" not in out
 
 

@@ -24,8 +24,9 @@ def read_yaml(text: str, *, path: str | Path | None = None) -> tuple[Any, Any]:
         import yaml
     except ImportError:  # pragma: no cover - PyYAML ships with the usual environments
         raise InputError("reading YAML needs PyYAML", path=path, hint="pip install pyyaml, or save the file as JSON") from None
-    loader = yaml.SafeLoader(text)
+    loader = None
     try:
+        loader = yaml.SafeLoader(text)  # its reader already refuses control characters
         node = loader.get_single_node()
         if node is None:
             raise InputError("the file is empty", path=path, hint="expected a JSON or YAML document")
@@ -48,7 +49,8 @@ def read_yaml(text: str, *, path: str | Path | None = None) -> tuple[Any, Any]:
     except ValueError as exc:  # e.g. an integer longer than Python's conversion limit
         raise InputError(f"invalid YAML value: {exc}", path=path) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     return node, _json_compatible(doc, 0)
 
 
