@@ -28,9 +28,15 @@ MODEL_15B_PKGS := $(foreach i,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20
 
 .PHONY: demo test install lint bench clean model-1.5b sandbox-tools rebuild-llama doctor
 
-$(BIN)/python:
+# The venv counts as made only once pip is in it: a creation cut short (a kill, a full disk) leaves
+# $(BIN)/python without pip, and the next make repairs it instead of failing with "No module named pip".
+VENVOK := $(VENV)/.taskbench-venv
+$(BIN)/python: $(VENVOK)
+$(VENVOK):
 	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m ensurepip --upgrade --default-pip >/dev/null
 	$(PIP) install --quiet --upgrade pip
+	touch $@
 
 # the portable llama.cpp build goes in first, so that the project's [llamacpp] extra finds it satisfied
 $(LLAMA): | $(BIN)/python
