@@ -198,9 +198,9 @@ def test_export_sft_is_all_or_nothing_when_it_crashes(solved_run: Path, tmp_path
     before = {p.name: p.read_bytes() for p in out.iterdir()}
     real = sft.example
 
-    def poisoned(e: Any, traj: Any) -> dict[str, Any]:
+    def poisoned(e: object, traj: object) -> dict:
         ex = real(e, traj)
-        return {**ex, "bad": object()} if e.role == "execution" else ex
+        return {**ex, "bad": object()} if getattr(e, "role", None) == "execution" else ex
 
     monkeypatch.setattr(sft, "example", poisoned)
     with pytest.raises(TypeError):
