@@ -186,3 +186,23 @@ def test_plot_turns_from_a_sweep(tmp_path: Path) -> None:
     table = comparison_markdown(metrics)
     assert "| conagents-auto | 2 | 50.0 |" in table and "0.0-100.0" in table
     assert "| agent | episodes | success % | path F1 (paper) % | path LCS (authors' code) % |" in table  # the run report's labels
+
+
+def test_export_sft_is_all_or_nothing_when_it_crashes(solved_run: Path, tmp_path: Path, monkeypatch) -> None:
+    """A crash while writing leaves the previous export whole (issue 24.9: the role files were written in
+    place, so a crash left one role new, one cut short and the manifest old)."""
+    import taskbench.agents.sft as sft
+
+    out = tmp_path / "sft"
+    export_sft([solved_run], out)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    real = sft.example
+
+    def poisoned(e: object, traj: object) -> dict:
+        ex = real(e, traj)
+        return {**ex, "bad": object()} if getattr(e, "role", None) == "execution" else ex
+
+    monkeypatch.setattr(sft, "example", poisoned)
+    with pytest.raises(TypeError):
+        export_sft([solved_run], out, all_turns=True)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before

@@ -261,3 +261,16 @@ def test_compat_cli_reproduces_reference_json(parity_dir, tmp_path, capsys, doma
             assert a == pytest.approx(b, abs=1e-9), path
 
     same(ours, ref, domain)
+
+
+def test_compare_advice_names_only_options_compare_has(data, capsys):
+    """compare has neither --ids nor --limit: its missing-prediction warning must not send the user to them
+    (issue 22); it names --alignment, the subset option compare does have."""
+    d, good, half = data
+    code, _, err = run(["compare", str(good), str(half), "--data", str(d), "--bootstrap", "0",
+                        "--permutations", "0"], capsys)
+    assert code in (0, None)
+    line = next(w for w in err.splitlines() if "have no prediction" in w)
+    assert "--ids" not in line and "--limit" not in line and "--alignment" in line
+    code, _, err = run(["evaluate", "--data", str(d), "-p", str(half), "--bootstrap", "0"], capsys)
+    assert "use --ids or --limit" in err

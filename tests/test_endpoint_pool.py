@@ -177,11 +177,12 @@ def test_all_endpoints_down_raises_for_the_retry_policy():
         finally:
             await model.aclose()
 
-    from taskbench.errors import ModelError
+    from taskbench.errors import UnreachableError
 
-    with pytest.raises(ModelError, match="connection error"):
+    # nothing ever answered and both refused: not worth a retry (issue 22), one line naming both URLs
+    with pytest.raises(UnreachableError, match="nothing is listening at .*" + urls[1].replace(".", r"\.")):
         asyncio.run(main())
-    assert model.requests == 2  # two attempts (1 retry), each tried both endpoints
+    assert model.requests == 1  # one attempt, which tried both endpoints
 
 
 def test_pool_picks_least_loaded_and_waits_for_a_slot():
@@ -235,3 +236,27 @@ def test_take_out_warning_says_only_what_is_true(caplog):
 
 async def _never_alive(endpoint) -> bool:
     return False
+
+
+def test_a_server_that_answered_then_refuses_is_retried_not_called_unreachable():
+    """The fail-fast 'nothing is listening' is for a URL that never answered; a server that stops mid-run (a
+    restart) is retried as any connection error."""
+    from taskbench.errors import ModelError, UnreachableError
+
+    server = FaultServer().start()
+    model = get_model("openai-compatible/m", base_url=server.base_url, cache=False, max_retries=1,
+                      retry_base_delay=0.01, timeout=2)
+
+    async def main():
+        try:
+            await model.generate("x")
+            server.stop()
+            with pytest.raises(ModelError) as info:
+                await model.generate("y")
+            return info.value
+        finally:
+            await model.aclose()
+
+    err = asyncio.run(main())
+    assert not isinstance(err, UnreachableError) and "connection error" in str(err)
+    assert model.requests == 3  # one answered, then two attempts (1 retry) on the stopped server

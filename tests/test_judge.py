@@ -118,3 +118,23 @@ def test_cli_judge_closes_its_http_session(tmp_path, capsys, mm, monkeypatch, ca
     unclosed = [str(w.message) for w in seen if "nclosed" in str(w.message)]
     unclosed += [r.getMessage() for r in caplog.records if "nclosed" in r.getMessage()]
     assert unclosed == []
+
+
+def test_a_tampered_judge_file_never_leaves_data_json_rewritten_without_judge_json(tmp_path, mm):
+    """Issue 24.9: the judge records read back (a resumed run) were trusted; a record with scores that are not
+    1-5 numbers, or with no id, crashed judge_table after data.json had been rewritten, so data.json and
+    judge.json disagreed. Records read back are checked like fresh ones, and nothing is written before the
+    table is made."""
+    a = tmp_path / "bi"
+    generate(mm, _model(Oracle()), a, GenerateOptions(n=3, seed=1))
+    good = json.dumps({"reason": "ok", "naturalness": 4, "complexity": 3, "alignment": 5})
+    judge([a], _model(lambda r: good, name="mock/judge"))
+    path = next((a / "judge").glob("*.jsonl"))
+    recs = [json.loads(line) for line in path.read_text().splitlines()]
+    recs[0]["scores"] = {"naturalness": "high", "complexity": 3, "alignment": 5}
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    s = judge([a], _model(lambda r: good, name="mock/judge"))
+    table = json.loads((a / "judge.json").read_text())["table"]
+    assert table == s.table and table["back-instruct"]["n"] == 2  # the tampered one has no usable scores
+    data = read_jsonl(a / "data.json")
+    assert data[0].get("scores") != recs[0]["scores"]

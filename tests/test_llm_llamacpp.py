@@ -100,9 +100,10 @@ def test_registry_finds_the_provider() -> None:
 def test_missing_model_file_is_an_input_error(tmp_path) -> None:
     from taskbench.llm.providers.llamacpp import LlamaCppProvider
 
-    p = LlamaCppProvider(str(tmp_path / "nope.gguf"))  # loading is lazy: the error comes with the first call
+    # loading is lazy, but a name that is neither a known alias nor a file fails when the provider is made,
+    # before a command opens its output or draws its progress bar
     with pytest.raises(InputError, match="no such GGUF model file"):
-        _run(p.complete(ProviderRequest([{"role": "user", "content": "hi"}])))
+        LlamaCppProvider(str(tmp_path / "nope.gguf"))
 
 
 # ------------------------------------------------------------------------------------------ real generation

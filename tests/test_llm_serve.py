@@ -266,3 +266,25 @@ def test_predict_cli_closes_its_http_clients(tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
     assert "Unclosed" not in result.output
     assert not [w for w in caught if "Unclosed" in str(w.message) or issubclass(w.category, ResourceWarning)]
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "array", "minItems": 1_000_000_000},
+    {"type": "string", "minLength": 1_000_000_000},
+    {"type": "array", "minItems": 100_000, "items": {"type": "array", "minItems": 100_000}},
+    {"$defs": {"a": {"type": "object", "required": ["x"], "properties": {"x": {"$ref": "#/$defs/a"}}}},
+     "$ref": "#/$defs/a"},
+])
+def test_a_schema_whose_smallest_answer_is_huge_is_a_400_and_the_server_keeps_serving(schema):
+    """Issue 24.9: the mock model built a billion-item answer for minItems 1e9 on the event loop, blocking the
+    server. Its answer is now bounded: a 400 at once, and the next request is answered."""
+    served = get_model("mock/echo", cache=False)
+    with ServedModel(served) as srv:
+        start = time.monotonic()
+        resp = httpx.post(srv.base_url + "/chat/completions", timeout=30, json={
+            "messages": [{"role": "user", "content": "x"}],
+            "response_format": {"type": "json_schema", "json_schema": {"name": "big", "schema": schema}}})
+        assert time.monotonic() - start < 5
+        assert resp.status_code == 400 and "smallest valid answer" in resp.json()["error"]["message"]
+        ok = httpx.post(srv.base_url + "/chat/completions", json={"messages": [{"role": "user", "content": "hi"}]})
+        assert ok.status_code == 200

@@ -512,3 +512,50 @@ def test_a_killed_writer_loses_at_most_the_line_it_was_writing(tmp_path: Path):
     again = ReviewLog(path)
     assert again.problems == [] and again.decisions[-1].id == "after"
     assert len(again.decisions) == len(log.decisions)
+
+
+def _many_reviewers(s: ReviewSession, n: int) -> None:
+    """``n`` reviewers, each deciding one sample (round-robin), written straight into the review log."""
+    from taskbench.report.review.log import LOG_FILE, Decision
+
+    items = list(s.items.values())
+    lines = [Decision(id=items[i % len(items)].sample.id, reviewer=f"r{i:05d}", time="2026-01-01T00:00:00Z",
+                      outcome="correct" if i % 3 else "discard", base=items[i % len(items)].base).to_line()
+             for i in range(n)]
+    with (s.root / LOG_FILE).open("a", encoding="utf-8") as fh:
+        fh.write("".join(json.dumps(line) + "\n" for line in lines))
+
+
+def test_export_with_10000_reviewers_is_quick_and_bounded(rdir: Path, tmp_path: Path):
+    """Issue 24.9: pairwise kappa over every pair of 10,000 reviewers (50 million pairs) hung the export."""
+    import subprocess
+    import sys
+    import time
+
+    _many_reviewers(ReviewSession(rdir), 10_000)
+    out = tmp_path / "verified"
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "taskbench", "review", str(rdir), "--export", "-o", str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert time.monotonic() - start < 60
+    doc = json.loads((out / "human_verification.json").read_text())
+    assert len(doc["agreement"]["reviewers"]) == 10_000
+    assert 0 < len(doc["agreement"]["pairs"]) <= 1225  # pairs among the 50 most active reviewers at most
+    assert doc["agreement"]["pairs_left_out"] > 0
+
+
+def test_a_crash_before_the_table_leaves_no_half_export(rdir: Path, tmp_path: Path, monkeypatch):
+    """The dataset used to be saved before the agreement table was computed: a crash or a kill there left an
+    export with its data but without its table. Everything is computed first and the files land together."""
+    s = ReviewSession(rdir)
+    _review_three(s)
+    out = tmp_path / "verified"
+
+    def boom(self: ReviewSession) -> dict:
+        raise MemoryError("the agreement table")
+
+    monkeypatch.setattr(ReviewSession, "agreement", boom)
+    with pytest.raises(MemoryError):
+        export_review(s, out)
+    assert not out.exists() or list(out.iterdir()) == []

@@ -150,20 +150,20 @@ def _dead_url() -> str:
     return f"http://127.0.0.1:{port}/v1"
 
 
-def test_predict_against_a_server_that_is_not_there_exits_1_and_says_why(tmp_path):
+def test_predict_against_a_server_that_is_not_there_exits_2_and_says_why(tmp_path):
     out = tmp_path / "p.jsonl"
     cmd = [sys.executable, "-m", "taskbench", "predict", "--data", "huggingface", "-m", "openai-compatible/x",
            "--base-url", _dead_url(), "--limit", "3", "--max-retries", "1", "--timeout", "2", "-o", str(out),
            "--no-cache", "-q"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 1, proc.stderr
-    assert "3 of 3 model calls failed for good" in proc.stderr and "connection" in proc.stderr.lower()
+    # nothing listens there: one line after the first refusal, not a retried failure per sample (issue 22)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "nothing is listening" in proc.stderr and "--base-url" in proc.stderr
     assert "Traceback" not in proc.stderr
-    records = _lines(out)
-    assert len(records) == 3 and all(r["failed"] for r in records)
+    assert _lines(out) == []
 
 
-def test_run_against_a_dead_server_is_incomplete_and_exits_1(tmp_path):
+def test_run_against_a_dead_server_stops_at_once_and_exits_2(tmp_path):
     from taskbench.run.job import read_run_log
 
     run_dir = tmp_path / "run"
@@ -171,11 +171,10 @@ def test_run_against_a_dead_server_is_incomplete_and_exits_1(tmp_path):
            "-d", "huggingface", "--limit", "2", "--max-retries", "0", "--bootstrap", "0", "-o", str(run_dir),
            "--no-cache", "-q"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 1, proc.stderr
-    assert "run incomplete: 2 model calls failed for good" in proc.stderr
+    assert proc.returncode == 2, proc.stderr
+    assert "nothing is listening" in proc.stderr and "--base-url" in proc.stderr
     log = read_run_log(run_dir)
-    assert log.status == "incomplete" and log.entries[0].status == "incomplete" and log.entries[0].failures == 2
-    assert "incomplete" in (run_dir / "report.md").read_text()
+    assert log.status == "failed" and log.entries[0].status == "failed"
 
 
 def test_an_api_key_echoed_by_the_server_is_redacted_everywhere(tmp_path, monkeypatch):

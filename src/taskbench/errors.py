@@ -8,6 +8,8 @@ The tree (catch the narrowest one you can handle)::
     │   │                          it as one line ``path:line: message (hint)`` and exits with code 2.
     │   └── SchemaError            a record parsed as JSON but does not fit the data model
     ├── ConfigError                a bad option combination or unknown name (provider, metric, split, ...)
+    │   └── UnreachableError       nothing listens at the model's --base-url (connection refused before any
+    │                              answer): stops the whole command at once instead of failing every call
     ├── MissingDependencyError     an optional package is not installed; the message holds the exact
     │                              ``pip install`` line
     ├── ModelError                 a model call failed for good (after the retry budget was spent)
@@ -32,6 +34,7 @@ __all__ = [
     "InputError",
     "SchemaError",
     "ConfigError",
+    "UnreachableError",
     "MissingDependencyError",
     "ModelError",
     "ModelRefusedError",
@@ -99,6 +102,11 @@ class ConfigError(TaskbenchError):
     """A bad option, option combination or unknown name."""
 
     exit_code = 2
+
+
+class UnreachableError(ConfigError):
+    """Nothing listens at a model server's URL and it never answered: the whole command stops (every other call
+    would fail the same way), so runners re-raise it instead of recording a failed item."""
 
 
 class MissingDependencyError(TaskbenchError):

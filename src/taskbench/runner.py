@@ -40,7 +40,7 @@ from typing import Any, Protocol, TypeVar
 from pydantic import BaseModel, Field
 
 from .dataset import jsonio, liveness
-from .errors import ConfigError, InputError, TaskbenchError
+from .errors import ConfigError, InputError, TaskbenchError, UnreachableError
 
 T = TypeVar("T")
 Record = dict[str, Any]
@@ -238,6 +238,8 @@ async def _drain(
             try:
                 rec = await work(item)
             except catch as exc:
+                if isinstance(exc, UnreachableError):  # every other item would fail the same way: stop
+                    raise
                 rec = failure(item, exc)
                 rec.setdefault(FAILED, True)
             rec = {"id": keys[index], **{k: v for k, v in rec.items() if k != "id"}}

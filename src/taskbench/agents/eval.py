@@ -235,9 +235,7 @@ async def arun_agents(
 
         file_tasks = load_tasks(config.tasks_file, env=config.env)
     out = Path(output)
-    out.mkdir(parents=True, exist_ok=True)
     fingerprint = config.fingerprint()
-    _write_config(out, config, fingerprint)
     _check_sandbox(specs, config.unsafe_local)
 
     def new_env() -> Any:
@@ -245,7 +243,15 @@ async def arun_agents(
 
     start = time.perf_counter()
     pool: asyncio.Queue[Any] = asyncio.Queue()
-    envs = [new_env() for _ in range(config.concurrency)]
+    envs: list[Any] = []
+    try:  # the environments open before anything is written: a misspelled --env leaves no config.json behind
+        envs += [new_env() for _ in range(config.concurrency)]
+        out.mkdir(parents=True, exist_ok=True)
+        _write_config(out, config, fingerprint)
+    except BaseException:
+        for e in envs:
+            await e.aclose()
+        raise
     for e in envs:
         pool.put_nowait(e)
     owned_models = models is None

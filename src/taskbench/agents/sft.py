@@ -27,7 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ..dataset.jsonio import write_json
+from ..dataset.jsonio import write_json, write_text
 from ..dataset.trajectories import read_trajectory
 from ..errors import InputError
 from ..schema import CodeRunEvent, ModelCallEvent, ReviewEvent, Trajectory, to_openai_messages
@@ -141,12 +141,12 @@ def export_sft(runs: Sequence[str | Path], output: str | Path, *, all_turns: boo
                     continue
                 seen.add(digest)
                 sets[e.role].append(ex)
-    for role, rows in sets.items():
-        path = out / f"{role}.jsonl"
-        with path.open("w", encoding="utf-8") as f:
-            for row in rows:
-                f.write(json.dumps(row, ensure_ascii=False) + "\n")
-        summary.examples[role] = len(rows)
+    # every file's text first, then each written atomically, the manifest last: a crash while serializing
+    # leaves the previous export whole, and no reader ever sees a role file cut short
+    texts = {role: "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows) for role, rows in sets.items()}
+    for role, text in texts.items():
+        write_text(out / f"{role}.jsonl", text)
+        summary.examples[role] = len(sets[role])
     summary.skipped = dict(sorted(summary.skipped.items()))
     write_json(out / "manifest.json", summary.model_dump(mode="json"))
     return summary

@@ -167,6 +167,11 @@ def write_jsonl(path: str | Path, values: list[Any]) -> None:
     _atomic_write(Path(path), "".join(dumps_line(v) + "\n" for v in values))
 
 
+def write_text(path: str | Path, text: str) -> None:
+    """Write ``text`` (UTF-8) atomically (temporary file + rename): readers see the old file or the new one."""
+    _atomic_write(Path(path), text)
+
+
 def _atomic_write(path: Path, text: str | bytes) -> None:
     """Write ``text`` to ``path`` atomically (see :func:`atomic_writer`)."""
     with atomic_writer(path) as fh:

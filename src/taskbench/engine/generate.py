@@ -394,6 +394,9 @@ async def agenerate(
     :class:`taskbench.llm.Model` objects (anything with ``name`` and ``async generate(messages, schema=,
     config=)``)."""
     options.check_choices()
+    from ..graph.sampling import check_plan_size
+
+    check_plan_size(options.n)  # before anything is written
     if options.keep in ("both", "llm") and not options.check and critic_model is None:
         raise ConfigError(f"--keep {options.keep} needs an LLM critic: drop --no-check or pass --critic-model")
     out = Path(out_dir)

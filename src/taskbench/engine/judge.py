@@ -118,10 +118,12 @@ async def ajudge(
         summary.failed_calls += ran.failed
         summary.errors.extend(ran.errors[: max(0, 5 - len(summary.errors))])
         records = [rec for _, rec in iter_jsonl(path) if isinstance(rec, dict) and not is_failed(rec)]
-        records = list({r["id"]: r for r in records}.values())
+        records = list({str(r.get("id")): _checked(r) for r in records}.values())
         summary.unusable += sum(1 for r in records if "scores" not in r)
-        _write_scores(root / DATA_FILE, {r["id"]: r["scores"] for r in records if "scores" in r})
-        write_json(root / JUDGE_FILE, {"judge": model.name, "table": judge_table(records)})
+        # both documents made before either is written: nothing can fail between data.json and judge.json
+        table = {"judge": model.name, "table": judge_table(records)}
+        _write_scores(root / DATA_FILE, {str(r["id"]): r["scores"] for r in records if "scores" in r})
+        write_json(root / JUDGE_FILE, table)
         all_records.extend(records)
     summary.table = judge_table(all_records)
     summary.seconds = clock() - start
@@ -157,6 +159,17 @@ def _scores(parsed: dict[str, Any]) -> dict[str, float] | None:
             return None
         out[name] = float(value)
     return out
+
+
+def _checked(rec: dict[str, Any]) -> dict[str, Any]:
+    """A judge record read back from its file (a resumed run: the file may have been edited), its scores held to
+    the rule fresh answers meet (:func:`_scores`); scores that break it are dropped and the record is unusable."""
+    scores = rec.get("scores")
+    valid = _scores(scores) if isinstance(scores, dict) else None
+    if valid is None:
+        return {k: v for k, v in rec.items() if k != "scores"} | ({"error": "unusable scores in the judge file"}
+                                                                    if "scores" in rec else {})
+    return {**rec, "scores": valid}
 
 
 def _write_scores(path: Path, scores: dict[str, dict[str, float]]) -> None:

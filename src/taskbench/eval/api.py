@@ -647,7 +647,7 @@ def compare_predictions(
                        duplicates=list(tally.duplicates), no_id=tally.no_id,
                        predicted_nodes=sum(s.node[0] + s.node[1] for s in scored.scores),
                        foreign_nodes=sum(len(s.hallucinated) for s in scored.scores))
-        warnings += [f"{name}: {w}" for w in coverage_warnings(cov)]
+        warnings += [f"{name}: {w}" for w in coverage_warnings(cov, subset_hint=COMPARE_SUBSET_HINT)]
     warnings[:0] = coverage_warnings(Coverage(selected=sa.ids, gold_ids=sa.gold_ids, predicted=set(sa.ids),
                                               unusable_gold=kw["gold_problems"]))
     statistic = _statistic(_selected(metrics))
@@ -663,6 +663,11 @@ def compare_predictions(
         groups[key] = GroupComparison(split=split, n_tools=n, n_samples=int(mask.sum()), results=results)
     return Comparison(a=names[0], b=names[1], n_boot=n_boot, n_perm=n_perm, seed=seed, groups=groups,
                       warnings=warnings)
+
+
+COMPARE_SUBSET_HINT = ("predict the same samples for both, or use --alignment to compare one alignment set on "
+                       "purpose")
+"""compare's advice for missing predictions: it has --alignment, not evaluate's --ids or --limit."""
 
 
 def _require_gold(scored: ScoredSet | tuple[Sequence[str], set[str]], gold_path: str | Path | None,

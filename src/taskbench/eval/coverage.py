@@ -95,8 +95,13 @@ def _ids(ids: Sequence[str], n: int = _SHOW) -> str:
     return shown + (f", ... ({len(ids) - n} more)" if len(ids) > n else "")
 
 
-def coverage_warnings(cov: Coverage, *, strict: bool = True) -> list[str]:
-    """One line per coverage problem (empty when the predictions fit the gold)."""
+SUBSET_HINT = "use --ids or --limit to score a subset on purpose"
+"""What the missing-prediction warning advises (``evaluate``'s options; a caller with other options passes its own)."""
+
+
+def coverage_warnings(cov: Coverage, *, strict: bool = True, subset_hint: str = SUBSET_HINT) -> list[str]:
+    """One line per coverage problem (empty when the predictions fit the gold); ``subset_hint`` ends the
+    missing-prediction line with the options the calling command really has."""
     out: list[str] = []
     n = len(cov.selected)
     if cov.unusable_gold:
@@ -125,7 +130,7 @@ def coverage_warnings(cov: Coverage, *, strict: bool = True) -> list[str]:
         how = "scored as empty graphs" if strict else "left out by the reference's rules"
         out.append(
             f"{len(cov.missing)} of {n} gold samples have no prediction ({how}): {_ids(cov.missing)}; "
-            "use --ids or --limit to score a subset on purpose"
+            f"{subset_hint}"
         )
     if cov.unmatched:
         out.append(f"{len(cov.unmatched)} prediction id(s) are not in the gold data and were ignored: "

@@ -267,6 +267,21 @@ def iter_plan(
     return sampler.iter(start, n)
 
 
+MAX_PLAN = 1_000_000
+"""Entries one materialized plan (:func:`sample_plan`, what ``generate`` runs) may hold: it is built whole before
+the first model call, so ``--n 100000000000`` would hang and then exhaust memory. :func:`iter_plan` is lazy and
+unbounded."""
+
+
+def check_plan_size(n: int) -> None:
+    """ConfigError unless ``0 <= n <= MAX_PLAN``."""
+    if n < 0:
+        raise ConfigError(f"n must be >= 0, got {n}")
+    if n > MAX_PLAN:
+        raise ConfigError(f"--n {n:,}: one run plans at most {MAX_PLAN:,} samples (the plan is built before the "
+                          "first call); split the work over several output directories with different --seed")
+
+
 def sample_plan(
     graph: ToolGraph,
     n: int,
@@ -276,6 +291,5 @@ def sample_plan(
     size_weights: Mapping[int, float] | None = None,
 ) -> list[SampledSubgraph]:
     """A plan of ``n`` subgraphs: a pure function of (graph, n, seed, weights); ``plan(n)[:k] == plan(k)``."""
-    if n < 0:
-        raise ConfigError(f"n must be >= 0, got {n}")
+    check_plan_size(n)
     return list(iter_plan(graph, seed, n, mode_weights=mode_weights, size_weights=size_weights))

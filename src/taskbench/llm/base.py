@@ -80,10 +80,29 @@ class ProviderResponse:
 class TransientProviderError(Exception):
     """A failure worth retrying (rate limit, 5xx, timeout, connection reset, truncated body)."""
 
-    def __init__(self, message: str, *, retry_after: float | None = None, status: int | None = None) -> None:
+    def __init__(self, message: str, *, retry_after: float | None = None, status: int | None = None,
+                 refused: bool = False) -> None:
         super().__init__(message)
         self.retry_after = retry_after
         self.status = status
+        self.refused = refused
+        """The connection was refused: nothing listens at the URL (the provider may stop at once)."""
+
+
+def connection_refused(exc: BaseException) -> bool:
+    """Whether ``exc`` or one of its causes is a refused connection (``ECONNREFUSED``: nothing listens there);
+    aiohttp keeps the OS error in ``os_error``."""
+    seen: list[BaseException] = []
+    todo: list[BaseException | None] = [exc]
+    while todo and len(seen) < 32:
+        cur = todo.pop()
+        if cur is None or any(cur is s for s in seen):
+            continue
+        seen.append(cur)
+        if isinstance(cur, ConnectionRefusedError):
+            return True
+        todo += [getattr(cur, "os_error", None), cur.__cause__, cur.__context__]
+    return False
 
 
 class Provider(ABC):

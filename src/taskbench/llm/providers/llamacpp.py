@@ -49,7 +49,7 @@ from typing import Any, ClassVar
 from ...errors import ConfigError, MissingDependencyError
 from ..base import Provider, ProviderRequest, ProviderResponse, TransientProviderError
 from ..native import ensure_llama_runs
-from ..weights import DEFAULT_ALIAS, KNOWN_WEIGHTS, resolve_model_path
+from ..weights import DEFAULT_ALIAS, KNOWN_WEIGHTS, check_model_name, resolve_model_path
 from .llamacpp_tools import parse_tool_output, render_messages, template_knows_tools, tool_grammar
 
 __all__ = ["LlamaCppProvider", "import_llama_cpp"]
@@ -119,6 +119,7 @@ class LlamaCppProvider(Provider):
             )
         if options.get("base_url"):
             raise ConfigError("the llamacpp provider runs the model in-process and takes no base URL")
+        check_model_name(model)  # a misspelled alias fails here, before any output file or progress bar
         super().__init__(model, **options)
         self._llama_cpp = import_llama_cpp()
         self.n_ctx = int(options.get("n_ctx") or 8192)

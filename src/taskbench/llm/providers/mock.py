@@ -162,40 +162,77 @@ def _raise(item: Any) -> None:
     raise ConfigError(f"mock: unknown scripted failure {item!r}")
 
 
+MAX_MINIMAL_SIZE = 100_000
+"""Items, properties and characters a mock's schema-shaped answer may hold (``minItems: 1e9`` would otherwise be
+built on the event loop of ``taskbench serve``); also bounds ``$ref`` depth."""
+
+
 def minimal_instance(schema: dict[str, Any], root: dict[str, Any] | None = None) -> Any:
     """The smallest JSON value valid against ``schema`` (common keywords: type, enum, const, properties,
-    required, items, prefixItems, minItems, anyOf/oneOf/allOf, $ref into $defs/definitions)."""
-    root = root if root is not None else schema
+    required, items, prefixItems, minItems, anyOf/oneOf/allOf, $ref into $defs/definitions). Raises
+    ConfigError when that value would hold more than :data:`MAX_MINIMAL_SIZE` items and characters, or nest
+    deeper than 100 (a ``$ref`` cycle that ``required`` makes endless)."""
+    budget = [MAX_MINIMAL_SIZE]
+    return _minimal(schema, root if root is not None else schema, budget, 0)
+
+
+def _spend(budget: list[int], n: int) -> None:
+    budget[0] -= n
+    if budget[0] < 0:
+        raise ConfigError(f"mock: the schema's smallest valid answer holds more than {MAX_MINIMAL_SIZE:,} items "
+                          "and characters (a huge minItems or minLength)")
+
+
+def _minimal(schema: Any, root: dict[str, Any], budget: list[int], depth: int) -> Any:
+    if depth > 100:
+        raise ConfigError("mock: the schema's smallest valid answer nests deeper than 100 levels (a $ref cycle)")
+    if not isinstance(schema, dict):
+        return None
     if "$ref" in schema:
         target: Any = root
-        for part in schema["$ref"].lstrip("#/").split("/"):
+        for part in str(schema["$ref"]).lstrip("#/").split("/"):
+            if not isinstance(target, dict) or part not in target:
+                raise ConfigError(f"mock: unresolvable $ref {schema['$ref']!r}")
             target = target[part]
-        return minimal_instance(target, root)
+        return _minimal(target, root, budget, depth + 1)
     if "const" in schema:
         return schema["const"]
     if schema.get("enum"):
         return schema["enum"][0]
     for key in ("anyOf", "oneOf", "allOf"):
         if schema.get(key):
-            return minimal_instance(schema[key][0], root)
+            return _minimal(schema[key][0], root, budget, depth + 1)
     kind = schema.get("type", "object")
     if isinstance(kind, list):
-        kind = kind[0]
+        kind = kind[0] if kind else "object"
     if kind == "object":
         props = schema.get("properties", {})
-        return {k: minimal_instance(props.get(k, {}), root) for k in schema.get("required", [])}
+        props = props if isinstance(props, dict) else {}
+        required = [str(k) for k in schema.get("required", [])] if isinstance(schema.get("required"), list) else []
+        _spend(budget, len(required))
+        return {k: _minimal(props.get(k, {}), root, budget, depth + 1) for k in required}
     if kind == "array":
-        n = int(schema.get("minItems", 0))
+        n = _count(schema.get("minItems", 0))
+        _spend(budget, n)
         prefix = schema.get("prefixItems") or []  # per-position item schemas (JSON Schema 2020-12)
         items = schema.get("items", {})
-        return [minimal_instance(prefix[i] if i < len(prefix) else items, root) for i in range(n)]
+        return [_minimal(prefix[i] if i < len(prefix) else items, root, budget, depth + 1) for i in range(n)]
     if kind == "string":
-        return "x" * int(schema.get("minLength", 0))
+        n = _count(schema.get("minLength", 0))
+        _spend(budget, n)
+        return "x" * n
     if kind in ("integer", "number"):
         return schema.get("minimum", 0)
     if kind == "boolean":
         return False
     return None
+
+
+def _count(value: Any) -> int:
+    try:
+        return max(0, int(value))
+    except (TypeError, ValueError, OverflowError):
+        return 0
 
 
 __all__ = ["MockProvider", "forget_scripts", "minimal_instance", "tool_calls", "unfinished_scripts"]

@@ -18,7 +18,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ..base import TransientProviderError
+from ..base import TransientProviderError, connection_refused
 from ..redact import clip
 from .openai import map_status
 
@@ -89,7 +89,8 @@ class NativeClient:
                 kind = "ConnectionResetError"
             text_exc = clip(str(exc), 300, self.secrets)
             raise TransientProviderError(
-                f"connection error ({kind}: {text_exc})" if text_exc else f"connection error ({kind})") from None
+                f"connection error ({kind}: {text_exc})" if text_exc else f"connection error ({kind})",
+                refused=connection_refused(exc)) from None
         try:
             return json.loads(text)
         except (json.JSONDecodeError, RecursionError) as exc:

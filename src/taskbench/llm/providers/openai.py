@@ -44,8 +44,8 @@ import os
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ...errors import ConfigError, MissingDependencyError, ModelError
-from ..base import Provider, ProviderRequest, ProviderResponse, TransientProviderError
+from ...errors import ConfigError, MissingDependencyError, ModelError, UnreachableError
+from ..base import Provider, ProviderRequest, ProviderResponse, TransientProviderError, connection_refused
 from ..redact import clip
 from ..schemas import schema_instruction
 from .pool import Endpoint, EndpointPool, NoEndpointLeft, parse_urls
@@ -144,6 +144,7 @@ class OpenAIProvider(Provider):
             raise ConfigError(f"endpoint_concurrency must be >= 1, not {endpoint_concurrency}")
         self.endpoint_concurrency = int(endpoint_concurrency or self.max_concurrency)
         # None = the SDK's default URL (the OpenAI API); one Endpoint per replica otherwise
+        self._answered = False  # some endpoint answered (or failed other than by refusing): see _check_reachable
         self.pool = EndpointPool(self.base_urls or [None], limit=self.endpoint_concurrency,  # type: ignore[list-item]
                                  cooldown=health_cooldown, probe=self._probe)
         self._client_loop: asyncio.AbstractEventLoop | None = None
@@ -287,18 +288,31 @@ class OpenAIProvider(Provider):
             try:
                 resp = await self._post(endpoint, request, body)
             except TransientProviderError as exc:
+                self._answered = self._answered or not exc.refused
                 # a 429 means busy, not broken: out for its Retry-After, no probe needed
                 busy = exc.status == 429
                 self.pool.release(endpoint, error=str(exc), probe=not busy, wait=exc.retry_after)
                 tried.add(endpoint.index)
                 if "(timeout)" in str(exc) or len(tried) >= len(self.pool):
+                    self._check_reachable(exc)
                     raise
                 continue
             except BaseException:
                 self.pool.release(endpoint)  # a bad request (or a cancelled call) is not the endpoint's fault
                 raise
             self.pool.release(endpoint)
+            self._answered = True
             return resp
+
+    def _check_reachable(self, exc: TransientProviderError) -> None:
+        """Every endpoint refused the connection and none has ever answered: nothing listens at --base-url, so
+        raise :class:`UnreachableError` (the command stops with one line) rather than retrying every call. A
+        server that answered before and refuses now (a restart) is retried as usual."""
+        if not exc.refused or self._answered:
+            return
+        urls = ", ".join(str(e.url) for e in self.pool.endpoints)
+        raise UnreachableError(f"{self.name}/{self.model}: nothing is listening at {urls} (connection refused): "
+                               "check --base-url, or start the server first")
 
     async def _probe(self, endpoint: Endpoint) -> bool:
         """Health check of a replica that was taken out: ``GET <base_url>/models``; any HTTP answer below 500
@@ -469,7 +483,7 @@ def _map_connection_error(exc: Exception, timeout: float | None, secrets: Sequen
     shown = next((c for c in reversed(broken or chain[1:]) if str(c)), chain[1] if len(chain) > 1 else exc)
     text = clip(str(shown), 300, secrets)
     return TransientProviderError(f"connection error ({type(shown).__name__}: {text})" if text else
-                                  f"connection error ({type(shown).__name__})")
+                                  f"connection error ({type(shown).__name__})", refused=connection_refused(exc))
 
 
 def _connection_errors() -> tuple[type[BaseException], ...]:

@@ -26,13 +26,17 @@ than "fixed" (as in the paper's table, whose rows add up to more than 100%).
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ...dataset.jsonio import read_jsonl, write_json, write_jsonl
+from ...dataset.jsonio import read_jsonl, write_json, write_jsonl, write_text
 from ...dataset.layout import RAW_FILE, Dataset, save_dataset
 from ...engine.critics import check_against_sampled
 from ...errors import InputError
@@ -209,6 +213,9 @@ def table_markdown(name: str, doc: dict[str, Any]) -> str:
             obs = f"{p['agreement']:.3f}" if p["agreement"] is not None else "-"
             kap = f"{p['kappa']:.3f}" if p["kappa"] is not None else "undefined"
             lines.append(f"| {p['a']} | {p['b']} | {p['n']} | {obs} | {kap} |")
+        if agreement.get("pairs_left_out"):
+            lines += ["", f"Pairs of the {len(agreement['reviewers'])} reviewers beyond the most active are left "
+                      f"out ({agreement['pairs_left_out']} pairs)."]
     conflicts = doc.get("conflicts") or []
     if conflicts:
         lines += ["", f"## Conflicts ({len(conflicts)})", "", "| sample | votes | outcome | rule |", "|---|---|---|---|"]
@@ -235,6 +242,22 @@ class ExportReport(BaseModel):
     stale: int = Field(description="Decisions set aside because the sample changed since.")
     failed_fixes: list[str] = Field(default_factory=list, description="Fixes that could not be applied (id: why).")
     files: list[str] = Field(default_factory=list, description="Files written.")
+
+
+def _write_together(out: Path, write: Callable[[Path], None]) -> None:
+    """Everything is computed before this is called; ``write(stage)`` writes the export into a staging
+    directory next to ``out``, then the files are moved into ``out`` (renames only, the tables last), so a crash
+    or a kill while writing leaves the previous export (or none), never data without its table."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    try:
+        write(stage)
+        out.mkdir(exist_ok=True)
+        names = sorted((p.name for p in stage.iterdir()), key=lambda n: (n in TABLE_FILES, n))
+        for name in names:
+            os.replace(stage / name, out / name)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
 
 
 def export_review(
@@ -271,7 +294,6 @@ def export_review(
         verified.append(item.sample)
     ds = Dataset(root=out, library=session.library, samples=verified, graph=session.graph,
                  alignment_ids=alignment_ids(verified))
-    save_dataset(ds, out)
     generated = None
     raw = session.root / RAW_FILE
     if raw.is_file():
@@ -291,9 +313,15 @@ def export_review(
                         for r in resolutions.values() if r.conflict]
     doc["stale"] = [{"id": r.id, "reviewers": r.stale} for r in resolutions.values() if r.stale]
     doc["failed_fixes"] = failed
-    write_json(out / TABLE_FILES[0], doc)
-    (out / TABLE_FILES[1]).write_text(table_markdown(session.name, doc), encoding="utf-8")
-    write_jsonl(out / RESOLUTION_FILE, [r.model_dump() for r in resolutions.values()])
+    markdown = table_markdown(session.name, doc)
+
+    def write(stage: Path) -> None:
+        save_dataset(ds, stage)
+        write_jsonl(stage / RESOLUTION_FILE, [r.model_dump() for r in resolutions.values()])
+        write_json(stage / TABLE_FILES[0], doc)
+        write_text(stage / TABLE_FILES[1], markdown)
+
+    _write_together(out, write)
     counts = Counter(r.outcome for r in resolutions.values())
     return ExportReport(
         out=str(out), samples=len(resolutions), exported=len(verified),

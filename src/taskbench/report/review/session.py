@@ -30,6 +30,9 @@ from ...eval.agreement import pairwise_agreement
 from ...schema import Sample, TaskArgument, ToolGraph, ToolLibrary
 from .log import FIX_KINDS, LOG_FILE, OUTCOMES, REASONS, Decision, ReviewLog, record_hash, utc_now
 
+MAX_PAIRED_REVIEWERS = 50
+"""Cohen's kappa is given for the pairs of the 50 most active reviewers at most (1,225 pairs)."""
+
 __all__ = ["EDIT_FIELDS", "Preview", "ReviewItem", "ReviewSession", "infer_type", "suggest_fixes"]
 
 EDIT_FIELDS = ("user_request", "task_steps", "task_nodes", "task_links", "type")
@@ -493,5 +496,10 @@ class ReviewSession:
                 ratings.setdefault(reviewer, {})[sid] = d.outcome
                 row = counts.setdefault(reviewer, dict.fromkeys(OUTCOMES, 0))
                 row[d.outcome] += 1
-        pairs = pairwise_agreement(ratings)
-        return {"reviewers": counts, "pairs": [p.model_dump() for p in pairs], "total": len(self.items)}
+        # kappa for every pair is O(R^2): with many reviewers (a crowd, or a hostile log) only the most active
+        # MAX_PAIRED_REVIEWERS are paired; every reviewer is still counted
+        active = sorted(ratings, key=lambda r: (-len(ratings[r]), r))[:MAX_PAIRED_REVIEWERS]
+        pairs = pairwise_agreement({r: ratings[r] for r in active})
+        left_out = len(ratings) * (len(ratings) - 1) // 2 - len(pairs)
+        return {"reviewers": counts, "pairs": [p.model_dump() for p in pairs], "pairs_left_out": left_out,
+                "total": len(self.items)}

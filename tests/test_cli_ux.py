@@ -1,0 +1,52 @@
+"""Issue 22's errors that must send the user the right way, and flags and help that agree across commands."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cli_runner import run
+
+
+def test_misspelled_local_model_is_one_did_you_mean_line_before_any_output(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "preds.jsonl"
+    code, stdout, err = run(capsys, "predict", "-m", "llamacpp/qwen2.5-coder-05b", "-d", "multimedia",
+                            "--limit", "2", "-o", str(out))
+    assert code == 2
+    assert err.count("\n") == 1 and err.startswith("taskbench: error: ")
+    assert "did you mean 'qwen2.5-coder-0.5b'?" in err
+    assert "0/2" not in stdout + err  # no progress bar was drawn
+    assert not out.exists()  # and no empty predictions file left behind
+
+
+def test_misspelled_local_model_in_run_leaves_no_run_directory_content(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "run"
+    code, _, err = run(capsys, "run", "-m", "llamacpp/qwen2.5-coder-05b", "-d", "multimedia", "--limit", "1",
+                       "--generate", "0", "--agents", "", "-o", str(out))
+    assert code == 2 and "did you mean 'qwen2.5-coder-0.5b'?" in err
+    assert not (out / "predictions").exists() or not any((out / "predictions").iterdir())
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:  # bound then closed: nothing listens there
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.parametrize("transport", ["native", "aiohttp", "httpx"])
+def test_dead_base_url_says_nothing_is_listening_after_the_first_refusal(tmp_path: Path, capsys, transport) -> None:
+    import time
+
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    start = time.monotonic()
+    code, _, err = run(capsys, "predict", "-m", "openai-compatible/x", "--base-url", url, "-O",
+                       f"transport={transport}", "-d", "multimedia", "--limit", "3", "-o", str(tmp_path / "p.jsonl"))
+    assert time.monotonic() - start < 5
+    assert code == 2, err
+    assert "attempt 2" not in err and "retrying" not in err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("taskbench: error: ") and "nothing is listening" in last and "--base-url" in last
+    assert url in last
