@@ -23,7 +23,9 @@ trial solved the task, as the paper's @N baselines are; the trials used are repo
 A ConAgents name takes variants as suffixes (also made by ``--ablation`` and ``--sweep-turns``):
 ``conagents-auto-no-plan-review``, ``conagents-auto-no-exec-review``, ``conagents-auto-compiler-feedback``
 (review replaced by static compiler feedback: the error text goes back to the execution agent), and
-``conagents-auto-a2b4`` (alpha = 2, beta = 4). :func:`parse_agent` reads them. Under the adaptive protocol
+``conagents-auto-a2b4`` (alpha = 2, beta = 4), and ``-grounded`` (id-like plan arguments only take values seen in
+the task or an earlier result: :mod:`taskbench.agents.grounded`), in that order, e.g.
+``conagents-adaptive-no-exec-review-grounded-a1b1``. :func:`parse_agent` reads them. Under the adaptive protocol
 only ``no-exec-review`` means something: ``conagents-adaptive-no-plan-review`` (it reviews no plans anyway)
 and ``conagents-adaptive-compiler-feedback`` (the same agent as ``conagents-auto-compiler-feedback``) are
 refused, and ``--ablation`` does not make them.
@@ -81,6 +83,8 @@ class AgentSpec(BaseModel):
     alpha: int = Field(default=DEFAULT_ALPHA, ge=0, le=20, description="Planning-review calibration turns.")
     beta: int = Field(default=DEFAULT_BETA, ge=0, le=20, description="Execution-review calibration turns.")
     ablation: str | None = Field(default=None, description="One of ABLATIONS, or None.")
+    grounded: bool = Field(default=False, description="ConAgents: id-like plan arguments take only values seen "
+                                                      "in the task or earlier results (taskbench.agents.grounded).")
     tries: int = Field(default=1, ge=1, le=MAX_TRIES, description="Trials until solved (react@N, toolllm@N, "
                                                                   "reflexion@N); 1 for the others.")
 
@@ -96,6 +100,8 @@ class AgentSpec(BaseModel):
         label = self.base
         if self.ablation:
             label += f"-{self.ablation}"
+        if self.grounded:
+            label += "-grounded"
         if (self.alpha, self.beta) != (DEFAULT_ALPHA, DEFAULT_BETA):
             label += f"-a{self.alpha}b{self.beta}"
         return label
@@ -146,6 +152,9 @@ def parse_agent(name: str, *, alpha: int = DEFAULT_ALPHA, beta: int = DEFAULT_BE
     if turns is not None:
         alpha, beta = int(turns.group("a")), int(turns.group("b"))
         rest = rest[: turns.start()]
+    grounded = rest == "-grounded" or rest.endswith("-grounded")
+    if grounded:
+        rest = rest[: -len("-grounded")]
     ablation = rest.lstrip("-") or None
     if ablation is not None and ablation not in ABLATIONS:
         raise ConfigError(f"unknown ablation {ablation!r} in agent {name!r} (known: {', '.join(ABLATIONS)})")
@@ -153,7 +162,7 @@ def parse_agent(name: str, *, alpha: int = DEFAULT_ALPHA, beta: int = DEFAULT_BE
         raise ConfigError(f"agent {name!r} would be the same as another: {ADAPTIVE_SAME[ablation]} (use "
                           f"{', '.join('conagents-adaptive-' + a for a in applicable_ablations(base))}, or "
                           f"conagents-auto-{ablation})")
-    return AgentSpec(base=base, alpha=alpha, beta=beta, ablation=ablation)
+    return AgentSpec(base=base, alpha=alpha, beta=beta, ablation=ablation, grounded=grounded)
 
 
 ADAPTIVE_SAME = {

@@ -142,6 +142,12 @@ class Episode:
         """Why the episode ended: answer | step_cap | call_cap | no_answer."""
         self.attempt_starts: list[int] = [0]
         """Index of the first event of each trial (one trial unless the agent retries)."""
+        self.counters: dict[str, int] = {}
+        """What an agent's own mechanisms did (DFSDT's backtracks, grounded arguments ...), by name."""
+
+    def count(self, name: str, n: int = 1) -> None:
+        """Add ``n`` to the counter ``name`` (written into the outcome's details and the metrics)."""
+        self.counters[name] = self.counters.get(name, 0) + n
 
     # ------------------------------------------------------------------------------------------ models
 

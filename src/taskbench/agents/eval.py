@@ -358,7 +358,7 @@ async def _episode(item: _Item, env: Any, models: Mapping[str, Any], role_models
         tools=[tooldocs.slim(t) for t in offered], gold_path=list(task.gold_path),
         config={"protocol": spec.base, "alpha": spec.alpha, "beta": spec.beta, "ablation": spec.ablation,
                 "tools": config.tools, "max_steps": config.budgets.max_steps, "temperature": config.temperature,
-                "tries": spec.tries,
+                "tries": spec.tries, "grounded": spec.grounded,
                 "tool_order": [t.name for t in offered]},
     )
     path = trajectory_path(out, spec.name, task.id, seed)
@@ -391,6 +391,7 @@ async def _episode(item: _Item, env: Any, models: Mapping[str, Any], role_models
     outcome.details["mechanism"] = dict(mechanism(traj))  # what review did, in the trajectory's end line
     outcome.details["attempts"] = {"used": len(ep.attempt_starts), "limit": spec.tries,
                                    "last_start": ep.attempt_starts[-1]}  # trials (react@N, toolllm@N, reflexion)
+    outcome.details["counters"] = dict(sorted(ep.counters.items()))  # the agents' own mechanisms
     stop = ep.stop if ep.answer is not None else (ep.stop if ep.stop != "answer" else "no_answer")
     writer.finish("complete", error=None if stop == "answer" else f"stopped: {stop}")
     row = episode_row(traj, stop=stop)

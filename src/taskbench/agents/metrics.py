@@ -70,6 +70,8 @@ class EpisodeRow(BaseModel):
     retries_fixed: int = Field(default=0, description="Rewrites that ran where the code before had failed.")
     cpr_f1: float | None = Field(default=None, description="Correct path rate as the paper defines it: F1 of "
                                                            "the called tools against the gold path (multisets).")
+    counters: dict[str, int] = Field(default_factory=dict, description="The agent's own mechanisms: DFSDT's "
+                                     "backtracks, grounded arguments' plans and refusals ... (outcome details).")
     attempts: int = Field(default=1, description="Trials used (react@N, toolllm@N, reflexion; 1 for the others); "
                                                  "the path rates and ``calls`` are the last trial's.")
     prompt_tokens: int = Field(default=0, description="Prompt tokens.")
@@ -200,8 +202,16 @@ def episode_row(traj: Trajectory, *, stop: str | None = None, wall_seconds: floa
         reviews=totals.reviews, code_runs=totals.code_runs, tool_calls=totals.tool_calls, failed_turns=failed_turns,
         prompt_tokens=totals.usage.prompt_tokens, completion_tokens=totals.usage.completion_tokens,
         model_seconds=round(model_seconds, 6), wall_seconds=round(totals.seconds, 6),
-        cpr_f1=correct_path_f1(calls, gold), attempts=attempts, **mechanism(traj),
+        cpr_f1=correct_path_f1(calls, gold), attempts=attempts, counters=agent_counters(traj), **mechanism(traj),
     )
+
+
+def agent_counters(traj: Trajectory) -> dict[str, int]:
+    """The agent's own counters from the outcome's details (empty when it kept none)."""
+    info = traj.outcome.details.get("counters") if traj.outcome is not None else None
+    if not isinstance(info, dict):
+        return {}
+    return {str(k): int(v) for k, v in info.items() if isinstance(v, int) and not isinstance(v, bool)}
 
 
 def trials(traj: Trajectory) -> tuple[int, int]:
@@ -370,9 +380,18 @@ def agent_summary(rows: Sequence[EpisodeRow], tasks: Sequence[str], *, seeds: in
             "success_when_acted": _num(_ratio(sums["acted_success"], sums["acted"])),
             "success_when_not": _num(_ratio(sums["success"] - sums["acted_success"], sums["episodes"] - sums["acted"])),
         },
+        "counters": _sum_counters(rows),
         "prompt_tokens": int(sum(r.prompt_tokens for r in rows)),
         "completion_tokens": int(sum(r.completion_tokens for r in rows)),
     }
+
+
+def _sum_counters(rows: Sequence[EpisodeRow]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for r in rows:
+        for k, v in r.counters.items():
+            out[k] = out.get(k, 0) + v
+    return dict(sorted(out.items()))
 
 
 PAIRED = ("success_rate", "correct_path_f1", "correct_path_lcs", "correct_path_contains", "tokens")
@@ -499,6 +518,7 @@ __all__ = [
     "PATH_RATES",
     "EpisodeRow",
     "acted_on",
+    "agent_counters",
     "called_from",
     "trials",
     "correct_path_f1",

@@ -65,6 +65,7 @@ class DFSDT:
             if self.expansions >= NODES_PER_STEP * ep.budgets.max_steps:
                 return False
             self.expansions += 1
+            ep.count("dfsdt_expansions")
             prompt = list(messages)
             if tried:
                 prompt.append(UserMessage(content=render("dfsdt_diversify", tried=tried)))
@@ -80,6 +81,7 @@ class DFSDT:
                 return True
             if any(c.name == GIVE_UP.name for c in turn.tool_calls):
                 self.backtracks += 1
+                ep.count("dfsdt_give_ups")
                 return False  # this node is pruned: the parent tries another child
             child = [*messages, AssistantMessage(content=turn.text or None, tool_calls=turn.tool_calls)]
             failed = True
@@ -94,6 +96,7 @@ class DFSDT:
             if not failed and await self.expand(ep, child, depth + 1):
                 return True
             self.backtracks += 1
+            ep.count("dfsdt_backtracks")
             tried.append("; ".join(shown))
         return False
 

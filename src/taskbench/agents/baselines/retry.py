@@ -89,6 +89,7 @@ class Reflexion:
                 return
             if turn.ok and turn.text.strip():
                 memory.append(truncate(turn.text.strip(), REFLECTION_CHARS))
+                ep.count("reflections")
 
 
 __all__ = ["REFLECTION_CHARS", "Reflexion", "Retry", "transcript"]
