@@ -160,6 +160,7 @@ def test_rating_page_in_chromium_shows_untrusted_text_as_text(tmp_path: Path) ->
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
         try:
             page = browser.new_page()
+            page.set_default_timeout(60000)  # the cores are shared: be patient, never flaky
             page.on("pageerror", lambda e: errors.append(str(e)))
             page.goto(f"{srv.url}/human?token=tok")
             page.wait_for_selector("#events .event")
