@@ -154,7 +154,7 @@ def test_toolllm_at_n_is_dfsdt_retried(tmp_path: Path) -> None:
 
 @pytest.mark.usefixtures("_sandbox")
 def test_restgpt_plans_selects_calls_and_parses(tmp_path: Path) -> None:
-    planner = mock("planner", [json.dumps({"step": "find the id of the movie The Dark Knight"}),
+    planner = mock("planner", [json.dumps({"thought": "t", "action": {"step": "find the id of the movie The Dark Knight"}}),
                                json.dumps({"step": "get the cast of movie 155 and find who played the Joker"}),
                                json.dumps({"final_answer": RIGHT})])
     selector = mock("selector", [json.dumps({"tool": SEARCH}), json.dumps({"tool": CREDITS})])
@@ -221,3 +221,20 @@ def test_alpha_umi_give_up_goes_to_the_summarizer(tmp_path: Path) -> None:
     traj, rec, _ = run_one(tmp_path, "alpha-umi", {"planner": planner, "summarizer": summarizer})
     assert kinds(traj) == ["planner", "summarizer", "final"]
     assert "(nothing: no call was made)" in prompts(traj, "summarizer")[0] and not rec["success"]
+
+
+def test_restgpt_and_alpha_umi_schemas_are_objects_at_the_top() -> None:
+    import jsonschema
+
+    from taskbench.agents.baselines.restgpt import planner_schema, read_plan
+    from taskbench.agents.baselines.umi import planner_schema as umi_schema
+
+    schema = planner_schema()
+    assert schema["type"] == "object" and umi_schema()["type"] == "object"  # as OpenAI structured output wants
+    jsonschema.validate({"thought": "t", "action": {"step": "s"}}, schema)
+    jsonschema.validate({"thought": "t", "action": {"final_answer": "a"}}, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"thought": "t", "action": {"step": "s", "final_answer": "a"}}, schema)
+    assert read_plan({"thought": "t", "action": {"final_answer": "A"}}) == (None, "A", None)
+    assert read_plan({"step": "S"}) == ("S", None, None)
+    assert read_plan({"thought": "t"})[2] is not None

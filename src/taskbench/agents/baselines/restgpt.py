@@ -33,12 +33,15 @@ LOAD_RESPONSE = f"import json\nwith open({RESPONSE_FILE!r}, encoding='utf-8') as
 
 
 def planner_schema() -> dict[str, Any]:
-    """The planner's answer: the next sub-task, or the final answer."""
+    """The planner's answer: a thought, then the next sub-task or the final answer (an object at the top, as
+    OpenAI-style structured output wants)."""
     step = {"type": "object", "properties": {"step": {"type": "string", "maxLength": 200}},
             "required": ["step"], "additionalProperties": False}
     final = {"type": "object", "properties": {"final_answer": {"type": "string", "maxLength": 300}},
              "required": ["final_answer"], "additionalProperties": False}
-    return {"anyOf": [step, final]}
+    return {"type": "object", "properties": {"thought": {"type": "string", "maxLength": 160},
+                                             "action": {"anyOf": [step, final]}},
+            "required": ["thought", "action"], "additionalProperties": False}
 
 
 def selector_schema(tools: list[str]) -> dict[str, Any]:
@@ -48,7 +51,10 @@ def selector_schema(tools: list[str]) -> dict[str, Any]:
 
 
 def read_plan(parsed: Any) -> tuple[str | None, str | None, str | None]:
-    """(sub-task, final answer, why unusable) from a planner answer."""
+    """(sub-task, final answer, why unusable) from a planner answer (``{"thought", "action": {...}}`` as the
+    schema asks, or the action's keys flat)."""
+    if isinstance(parsed, dict) and isinstance(parsed.get("action"), dict):
+        parsed = parsed["action"]
     if isinstance(parsed, dict):
         if isinstance(parsed.get("final_answer"), str) and parsed["final_answer"].strip():
             return None, parsed["final_answer"].strip(), None
