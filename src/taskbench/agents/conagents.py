@@ -40,6 +40,7 @@ replaced by static compiler feedback (a failed run's error text goes back to the
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ..schema import AssistantMessage, SystemMessage, UserMessage
 from . import tooldocs
@@ -69,12 +70,15 @@ class Step:
     target: str
     result: str
     ok: bool
+    value: Any = None
+    """What the step extracted (the code's ``result``), when it ran."""
 
 
 def step_view(n: int, plan: Plan, outcome: CodeOutcome) -> Step:
     """The history entry for an executed plan."""
+    value = outcome.run.result if outcome.ok and outcome.run is not None else None
     return Step(n=n, tool=plan.tool, arguments=format_arguments(plan.arguments), target=plan.target,
-                result=outcome.observation, ok=outcome.ok)
+                result=outcome.observation, ok=outcome.ok, value=value)
 
 
 class ConAgents:
@@ -116,8 +120,11 @@ class ConAgents:
             UserMessage(content=render("grounding_user", task=ep.task.query, steps=history, feedback=feedback,
                                        note=note)),
         ]
-        turn = await ep.generate("grounding", messages, max_tokens=ep.budgets.plan_tokens,
-                                 schema=plan_schema(ep.tool_names), check=lambda parsed: parse_plan(parsed)[1])
+        schema, check = plan_schema(ep.tool_names), _plan_check
+        if self.spec.grounded:
+            schema, check = _grounded(ep, history)
+        turn = await ep.generate("grounding", messages, max_tokens=ep.budgets.plan_tokens, schema=schema,
+                                 check=check)
         plan = parse_plan(turn.parsed)[0] if turn.ok else None
         if plan is None:
             return None, f"Your last answer could not be used ({turn.error}). Reply with one short JSON object."
@@ -215,6 +222,35 @@ class ConAgents:
         ep.review(target, "accept" if verdict.accept else "revise", verdict.feedback,
                   None if verdict.accept else verdict.route, problem=verdict.problem or "none", action=action)
         return verdict
+
+
+def _plan_check(parsed: Any) -> str | None:
+    return parse_plan(parsed)[1]
+
+
+def _grounded(ep: Episode, history: list[Step]) -> tuple[dict[str, Any], Any]:
+    """The plan schema and check under grounded arguments (values seen so far), counted."""
+    from .grounded import parameter_names, plan_argument_schema, seen_values, ungrounded
+
+    results = [r.content for r in ep.env.results if r.error is None and r.content is not None]
+    values = seen_values(ep.task.query, results, [s.value for s in history if s.ok])
+    ep.count("grounded_plans")
+    if parameter_names(ep.tools)[0]:
+        ep.count("grounded_plans_with_ids" if values else "grounded_plans_no_ids_yet")
+        ep.count("grounded_values_offered", len(values))
+
+    def check(parsed: Any) -> str | None:
+        plan, why = parse_plan(parsed)
+        if plan is None:
+            return why
+        if plan.finish:
+            return None
+        refused = ungrounded(plan, values)
+        if refused is not None:
+            ep.count("grounded_refused")
+        return refused
+
+    return plan_schema(ep.tool_names, plan_argument_schema(ep.tools, values)), check
 
 
 _NOT_THE_CODE = ("ToolError", "EmptyResult", "LimitExceeded")

@@ -8,12 +8,24 @@ Agent names (``--agent``):
   decides whether the plan or the code caused it and sends its feedback there);
 - ``react``: one agent with native tool calls (thought, action, observation);
 - ``code``: one agent that writes Python calling the tools in the sandbox (CodeAct-style);
-- ``plan-execute``: the predictor's one-shot TaskBench invocation graph, executed step by step.
+- ``plan-execute``: the predictor's one-shot TaskBench invocation graph, executed step by step (Chameleon-like);
+- ``reflexion`` (``reflexion@N``): ReAct trials, each failed one followed by a self-reflection that the next
+  trial reads (N trials, 3 by default);
+- ``react@N``: ReAct retried from a fresh environment until the task is solved, at most N times;
+- ``dfsdt``: ToolLLM's depth-first search decision tree over ReAct steps (a failed call or a give-up backtracks,
+  and the next child is asked to differ from its failed siblings); ``toolllm@N``: DFSDT retried until solved;
+- ``restgpt``: RestGPT's planner, API selector, caller and response parser;
+- ``alpha-umi``: alpha-UMi's planner, caller and summariser.
+
+The retrying agents (``react@N``, ``toolllm@N``, ``reflexion``) are told by the environment's checker whether a
+trial solved the task, as the paper's @N baselines are; the trials used are reported (``attempts``).
 
 A ConAgents name takes variants as suffixes (also made by ``--ablation`` and ``--sweep-turns``):
 ``conagents-auto-no-plan-review``, ``conagents-auto-no-exec-review``, ``conagents-auto-compiler-feedback``
 (review replaced by static compiler feedback: the error text goes back to the execution agent), and
-``conagents-auto-a2b4`` (alpha = 2, beta = 4). :func:`parse_agent` reads them. Under the adaptive protocol
+``conagents-auto-a2b4`` (alpha = 2, beta = 4), and ``-grounded`` (id-like plan arguments only take values seen in
+the task or an earlier result: :mod:`taskbench.agents.grounded`), in that order, e.g.
+``conagents-adaptive-no-exec-review-grounded-a1b1``. :func:`parse_agent` reads them. Under the adaptive protocol
 only ``no-exec-review`` means something: ``conagents-adaptive-no-plan-review`` (it reviews no plans anyway)
 and ``conagents-adaptive-compiler-feedback`` (the same agent as ``conagents-auto-compiler-feedback``) are
 refused, and ``--ablation`` does not make them.
@@ -32,8 +44,17 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..errors import ConfigError
 from ..schema import ToolSpec
 
-BASE_AGENTS: tuple[str, ...] = ("conagents-auto", "conagents-adaptive", "react", "code", "plan-execute")
-"""The agents ``--agent`` knows."""
+BASE_AGENTS: tuple[str, ...] = ("conagents-auto", "conagents-adaptive", "react", "code", "plan-execute", "reflexion",
+                                 "dfsdt", "restgpt", "alpha-umi")
+"""The agents ``--agent`` knows (and, with ``@N``, ``react@N``, ``toolllm@N``, ``reflexion@N``)."""
+
+RETRY_NAMES = {"react": "react", "toolllm": "dfsdt", "reflexion": "reflexion"}
+"""``<name>@N``: the base agent it retries."""
+
+DEFAULT_TRIES = {"reflexion": 3}
+"""Trials of an agent named without ``@N`` (1 for all others)."""
+
+MAX_TRIES = 10
 
 ABLATIONS: tuple[str, ...] = ("no-plan-review", "no-exec-review", "compiler-feedback")
 """The paper's ablations of the review agent (ConAgents agents only)."""
@@ -49,6 +70,7 @@ DEFAULT_BETA = 3
 DISTRACTORS = 10
 
 _VARIANT = re.compile(r"^(?P<base>conagents-(?:auto|adaptive))(?P<rest>(?:-[a-z0-9-]+)?)$")
+_RETRY = re.compile(r"^(?P<base>react|toolllm|reflexion)@(?P<n>\d+)$")
 _TURNS = re.compile(r"-a(?P<a>\d+)b(?P<b>\d+)$")
 
 
@@ -61,15 +83,25 @@ class AgentSpec(BaseModel):
     alpha: int = Field(default=DEFAULT_ALPHA, ge=0, le=20, description="Planning-review calibration turns.")
     beta: int = Field(default=DEFAULT_BETA, ge=0, le=20, description="Execution-review calibration turns.")
     ablation: str | None = Field(default=None, description="One of ABLATIONS, or None.")
+    grounded: bool = Field(default=False, description="ConAgents: id-like plan arguments take only values seen "
+                                                      "in the task or earlier results (taskbench.agents.grounded).")
+    tries: int = Field(default=1, ge=1, le=MAX_TRIES, description="Trials until solved (react@N, toolllm@N, "
+                                                                  "reflexion@N); 1 for the others.")
 
     @property
     def name(self) -> str:
-        """The agent's label in files and tables, e.g. ``conagents-auto-no-plan-review-a1b1``."""
+        """The agent's label in files and tables, e.g. ``conagents-auto-no-plan-review-a1b1``, ``react@3``."""
+        if self.base == "reflexion":
+            return "reflexion" if self.tries == DEFAULT_TRIES["reflexion"] else f"reflexion@{self.tries}"
+        if self.tries > 1:
+            return f"{'toolllm' if self.base == 'dfsdt' else self.base}@{self.tries}"
         if not self.base.startswith("conagents"):
             return self.base
         label = self.base
         if self.ablation:
             label += f"-{self.ablation}"
+        if self.grounded:
+            label += "-grounded"
         if (self.alpha, self.beta) != (DEFAULT_ALPHA, DEFAULT_BETA):
             label += f"-a{self.alpha}b{self.beta}"
         return label
@@ -77,7 +109,7 @@ class AgentSpec(BaseModel):
     @property
     def uses_code(self) -> bool:
         """Whether the agent runs code in the sandbox."""
-        return self.base != "react"
+        return self.base not in ("react", "reflexion", "dfsdt", "alpha-umi")
 
     @property
     def plan_review(self) -> bool:
@@ -100,19 +132,29 @@ def parse_agent(name: str, *, alpha: int = DEFAULT_ALPHA, beta: int = DEFAULT_BE
     (``alpha``/``beta`` apply where the name sets none)."""
     text = name.strip()
     if text in BASE_AGENTS:
-        return AgentSpec(base=text, alpha=alpha, beta=beta)
+        return AgentSpec(base=text, alpha=alpha, beta=beta, tries=DEFAULT_TRIES.get(text, 1))
+    retry = _RETRY.match(text)
+    if retry is not None:
+        tries = int(retry.group("n"))
+        if not 1 <= tries <= MAX_TRIES:
+            raise ConfigError(f"agent {name!r}: N in {retry.group('base')}@N is 1..{MAX_TRIES}")
+        return AgentSpec(base=RETRY_NAMES[retry.group("base")], tries=tries)
     m = _VARIANT.match(text)
     if m is None:
         from difflib import get_close_matches
 
         close = get_close_matches(text, BASE_AGENTS, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise ConfigError(f"unknown agent {name!r}{hint} (known: {', '.join(BASE_AGENTS)})")
+        raise ConfigError(f"unknown agent {name!r}{hint} (known: {', '.join(BASE_AGENTS)}, react@N, toolllm@N, "
+                          "reflexion@N)")
     base, rest = m.group("base"), m.group("rest")
     turns = _TURNS.search(rest)
     if turns is not None:
         alpha, beta = int(turns.group("a")), int(turns.group("b"))
         rest = rest[: turns.start()]
+    grounded = rest == "-grounded" or rest.endswith("-grounded")
+    if grounded:
+        rest = rest[: -len("-grounded")]
     ablation = rest.lstrip("-") or None
     if ablation is not None and ablation not in ABLATIONS:
         raise ConfigError(f"unknown ablation {ablation!r} in agent {name!r} (known: {', '.join(ABLATIONS)})")
@@ -120,7 +162,7 @@ def parse_agent(name: str, *, alpha: int = DEFAULT_ALPHA, beta: int = DEFAULT_BE
         raise ConfigError(f"agent {name!r} would be the same as another: {ADAPTIVE_SAME[ablation]} (use "
                           f"{', '.join('conagents-adaptive-' + a for a in applicable_ablations(base))}, or "
                           f"conagents-auto-{ablation})")
-    return AgentSpec(base=base, alpha=alpha, beta=beta, ablation=ablation)
+    return AgentSpec(base=base, alpha=alpha, beta=beta, ablation=ablation, grounded=grounded)
 
 
 ADAPTIVE_SAME = {
@@ -242,6 +284,9 @@ __all__ = [
     "applicable_ablations",
     "BASE_AGENTS",
     "Budgets",
+    "DEFAULT_TRIES",
+    "MAX_TRIES",
+    "RETRY_NAMES",
     "DEFAULT_ALPHA",
     "DEFAULT_BETA",
     "ROLES",

@@ -11,7 +11,11 @@ Every agent acts only through an :class:`Episode`, which records what happens as
 - :meth:`Episode.run_code`: agent code in the sandbox -> a ``CodeRunEvent``; the code reaches only the
   offered tools.
 - :meth:`Episode.call_tool`: a direct tool call (ReAct) -> a ``ToolCallEvent``.
-- :meth:`Episode.review` and :meth:`Episode.final`: a ``ReviewEvent``, a ``FinalAnswerEvent``.
+- :meth:`Episode.review` and :meth:`Episode.final`: a ``ReviewEvent``, a ``FinalAnswerEvent``;
+- :meth:`Episode.new_attempt` and :meth:`Episode.check`: for agents that retry until solved (``react@N``,
+  ``toolllm@N``, ``reflexion``): the environment back to the task's initial state for another trial, and the
+  environment's verdict on the current one. :attr:`Episode.attempt_starts` records where each trial began, so
+  the metrics score the last trial's calls (the one the checker judges) and report the trials used.
 
 Budgets: :meth:`Episode.generate` raises :class:`StepCap` past ``max_model_calls``; the protocols count
 their own steps against ``max_steps``. Records hold what it cost to produce an answer (tokens, the latency
@@ -32,6 +36,7 @@ from ..llm.base import GenerationConfig
 from ..schema import (
     AgentTask,
     AssistantMessage,
+    CheckResult,
     CodeError,
     CodeRunEvent,
     FinalAnswerEvent,
@@ -135,6 +140,14 @@ class Episode:
         self.answer: str | None = None
         self.stop: str = "answer"
         """Why the episode ended: answer | step_cap | call_cap | no_answer."""
+        self.attempt_starts: list[int] = [0]
+        """Index of the first event of each trial (one trial unless the agent retries)."""
+        self.counters: dict[str, int] = {}
+        """What an agent's own mechanisms did (DFSDT's backtracks, grounded arguments ...), by name."""
+
+    def count(self, name: str, n: int = 1) -> None:
+        """Add ``n`` to the counter ``name`` (written into the outcome's details and the metrics)."""
+        self.counters[name] = self.counters.get(name, 0) + n
 
     # ------------------------------------------------------------------------------------------ models
 
@@ -226,9 +239,12 @@ class Episode:
             self._sandbox = Sandbox(self._handler, self.tools, **options)
         return self._sandbox
 
-    async def run_code(self, code: str, role: str = "execution") -> CodeOutcome:
-        """Run ``code`` in the sandbox, record it, and say what it gave (an empty ``result`` is a failure)."""
-        run = await self.sandbox.run(code)
+    async def run_code(self, code: str, role: str = "execution", *,
+                       files: Mapping[str, str] | None = None) -> CodeOutcome:
+        """Run ``code`` in the sandbox, record it, and say what it gave (an empty ``result`` is a failure).
+        ``files`` are written into the sandbox's working directory first (RestGPT's parser reads the
+        response from one)."""
+        run = await self.sandbox.run(code, files=files) if files else await self.sandbox.run(code)
         event = run.event(code, role)
         self.writer.add(event)
         if run.error is not None or run.limit is not None:
@@ -265,6 +281,23 @@ class Episode:
         self.answer = answer
         self.stop = "answer"
         self.writer.add(FinalAnswerEvent(role=role, answer=answer))
+
+    # ------------------------------------------------------------------------------------------ trials
+
+    async def new_attempt(self) -> None:
+        """Start another trial: the environment reset to the task's initial state (its recorded calls
+        forgotten, so the checker judges this trial alone), no answer yet. The model-call cap counts every
+        trial of the episode."""
+        await self.env.reset(seed=self.seed, task=self.task)
+        self.attempt_starts.append(len(self.writer.trajectory.events))
+        self.answer = None
+        self.stop = "answer"
+
+    async def check(self) -> CheckResult:
+        """The environment's verdict on the current trial's calls and answer (the oracle of the @N
+        baselines and of Reflexion's evaluator)."""
+        result: CheckResult = await self.env.check(self.task, self.answer)
+        return result
 
     async def aclose(self) -> None:
         """Stop the sandbox."""

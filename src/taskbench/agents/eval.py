@@ -37,7 +37,7 @@ from ..errors import ConfigError, InputError, ModelError, SandboxUnavailableErro
 from ..runner import RecordDisplay, is_failed, read_records, run_records, run_sync
 from ..schema import AgentTask, Trajectory
 from . import tooldocs
-from .baselines import make_agent
+from .baselines import ROLES_OF, make_agent
 from .config import (
     DEFAULT_ALPHA,
     DEFAULT_BETA,
@@ -56,8 +56,13 @@ METRICS_FILE = "metrics.json"
 CONFIG_FILE = "config.json"
 TRAJECTORIES_DIR = "trajectories"
 
-MODEL_ROLES: tuple[str, ...] = (*ROLES, "react", "code", "planner")
-"""Roles that call a model: ConAgents' three, and the baselines' single agents."""
+MODEL_ROLES: tuple[str, ...] = tuple(dict.fromkeys([*ROLES, *(r for roles in ROLES_OF.values() for r in roles)]))
+"""Roles that call a model: ConAgents' three, and the baselines' (react, code, planner, reflect, dfsdt,
+selector, caller, parser, summarizer)."""
+
+FINGERPRINT_ROLES: tuple[str, ...] = (*ROLES, "react", "code", "planner")
+"""The roles whose models the fingerprint names (those of the first version: the later baselines' roles take
+the default model, and the fingerprints of earlier runs stay as they were)."""
 
 
 class AgentEvalConfig(BaseModel):
@@ -101,7 +106,8 @@ class AgentEvalConfig(BaseModel):
 
     def fingerprint(self) -> str:
         """A hash of what decides an episode's record besides its agent, task and seed."""
-        what = {"env": self.env, "env_options": self.env_options, "tools": self.tools, "models": self.models_by_role(),
+        models = {r: m for r, m in self.models_by_role().items() if r in FINGERPRINT_ROLES}
+        what = {"env": self.env, "env_options": self.env_options, "tools": self.tools, "models": models,
                 "budgets": self.budgets.model_dump(), "temperature": self.temperature}
         if self.tasks_file is not None:  # only then: the fingerprints of earlier runs stay as they were
             what["tasks_file"] = self.tasks_file
@@ -358,6 +364,7 @@ async def _episode(item: _Item, env: Any, models: Mapping[str, Any], role_models
         tools=[tooldocs.slim(t) for t in offered], gold_path=list(task.gold_path),
         config={"protocol": spec.base, "alpha": spec.alpha, "beta": spec.beta, "ablation": spec.ablation,
                 "tools": config.tools, "max_steps": config.budgets.max_steps, "temperature": config.temperature,
+                "tries": spec.tries, "grounded": spec.grounded,
                 "tool_order": [t.name for t in offered]},
     )
     path = trajectory_path(out, spec.name, task.id, seed)
@@ -388,6 +395,9 @@ async def _episode(item: _Item, env: Any, models: Mapping[str, Any], role_models
     traj.outcome = outcome
     traj.answer = ep.answer
     outcome.details["mechanism"] = dict(mechanism(traj))  # what review did, in the trajectory's end line
+    outcome.details["attempts"] = {"used": len(ep.attempt_starts), "limit": spec.tries,
+                                   "last_start": ep.attempt_starts[-1]}  # trials (react@N, toolllm@N, reflexion)
+    outcome.details["counters"] = dict(sorted(ep.counters.items()))  # the agents' own mechanisms
     stop = ep.stop if ep.answer is not None else (ep.stop if ep.stop != "answer" else "no_answer")
     writer.finish("complete", error=None if stop == "answer" else f"stopped: {stop}")
     row = episode_row(traj, stop=stop)
@@ -398,7 +408,7 @@ async def _episode(item: _Item, env: Any, models: Mapping[str, Any], role_models
 def _roles(spec: AgentSpec) -> list[str]:
     if spec.base.startswith("conagents"):
         return ["grounding", "execution"] + (["review"] if spec.exec_review or spec.plan_review else [])
-    return {"react": ["react"], "code": ["code"], "plan-execute": ["planner", "execution"]}[spec.base]
+    return list(ROLES_OF[spec.base])
 
 
 def compute_metrics(out: Path, config: AgentEvalConfig, *, tasks: Sequence[AgentTask],

@@ -12,6 +12,9 @@ Per episode (:func:`episode_row`, from a :class:`~taskbench.schema.Trajectory`):
 - **mechanism** (:func:`mechanism`): what review did: verdicts that asked for a change, plans revised (and
   changed), reroutes to grounding, code rewrites (and those that fixed a failed run);
 - **extra calls** (RestGPT's delta solution length): calls beyond the gold length, counted on successes;
+- **attempts**: trials used by the agents that retry until solved (``react@N``, ``toolllm@N``, ``reflexion``;
+  1 for the others); their path rates and extra calls are the last trial's (the one the checker judged), their
+  tokens, turns and tool calls every trial's;
 - turns (model calls of a planning or acting role), model calls, reviews, code runs, tool calls, tokens, the
   seconds the model calls took (replayed from the cache on a rerun) and wall seconds (this run's clock).
 
@@ -31,7 +34,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..schema import CodeRunEvent, ModelCallEvent, ReviewEvent, Trajectory
+from ..schema import CodeRunEvent, ModelCallEvent, ReviewEvent, ToolCallEvent, Trajectory
 
 FINISH_TOKEN = "finish"
 
@@ -67,6 +70,10 @@ class EpisodeRow(BaseModel):
     retries_fixed: int = Field(default=0, description="Rewrites that ran where the code before had failed.")
     cpr_f1: float | None = Field(default=None, description="Correct path rate as the paper defines it: F1 of "
                                                            "the called tools against the gold path (multisets).")
+    counters: dict[str, int] = Field(default_factory=dict, description="The agent's own mechanisms: DFSDT's "
+                                     "backtracks, grounded arguments' plans and refusals ... (outcome details).")
+    attempts: int = Field(default=1, description="Trials used (react@N, toolllm@N, reflexion; 1 for the others); "
+                                                 "the path rates and ``calls`` are the last trial's.")
     prompt_tokens: int = Field(default=0, description="Prompt tokens.")
     completion_tokens: int = Field(default=0, description="Completion tokens.")
     model_seconds: float = Field(default=0.0, description="Seconds the model calls took (cache-replayed).")
@@ -177,7 +184,8 @@ def mechanism(traj: Trajectory) -> dict[str, int]:
 def episode_row(traj: Trajectory, *, stop: str | None = None, wall_seconds: float | None = None) -> EpisodeRow:
     """The figures of one finished trajectory."""
     totals = traj.compute_totals(traj.totals.seconds if wall_seconds is None else wall_seconds)
-    calls = traj.called_tools()
+    attempts, start = trials(traj)
+    calls = called_from(traj, start)
     gold = list(traj.gold_path)
     outcome = traj.outcome
     answered = traj.answer is not None
@@ -194,8 +202,37 @@ def episode_row(traj: Trajectory, *, stop: str | None = None, wall_seconds: floa
         reviews=totals.reviews, code_runs=totals.code_runs, tool_calls=totals.tool_calls, failed_turns=failed_turns,
         prompt_tokens=totals.usage.prompt_tokens, completion_tokens=totals.usage.completion_tokens,
         model_seconds=round(model_seconds, 6), wall_seconds=round(totals.seconds, 6),
-        cpr_f1=correct_path_f1(calls, gold), **mechanism(traj),
+        cpr_f1=correct_path_f1(calls, gold), attempts=attempts, counters=agent_counters(traj), **mechanism(traj),
     )
+
+
+def agent_counters(traj: Trajectory) -> dict[str, int]:
+    """The agent's own counters from the outcome's details (empty when it kept none)."""
+    info = traj.outcome.details.get("counters") if traj.outcome is not None else None
+    if not isinstance(info, dict):
+        return {}
+    return {str(k): int(v) for k, v in info.items() if isinstance(v, int) and not isinstance(v, bool)}
+
+
+def trials(traj: Trajectory) -> tuple[int, int]:
+    """(trials used, index of the first event of the last trial), from the outcome's ``attempts``."""
+    info = traj.outcome.details.get("attempts") if traj.outcome is not None else None
+    if isinstance(info, dict):
+        used, start = info.get("used"), info.get("last_start")
+        if isinstance(used, int) and isinstance(start, int) and used >= 1:
+            return used, start
+    return 1, 0
+
+
+def called_from(traj: Trajectory, start: int) -> list[str]:
+    """The tools called from event ``start`` on, in order (direct calls and calls made by code)."""
+    out: list[str] = []
+    for e in traj.events[start:]:
+        if isinstance(e, ToolCallEvent):
+            out.append(e.call.name)
+        elif isinstance(e, CodeRunEvent):
+            out.extend(e.tool_calls)
+    return out
 
 
 def correct_path_f1(calls: Sequence[str], gold: Sequence[str]) -> float | None:
@@ -225,7 +262,7 @@ def pass_hat_k(trials: Sequence[tuple[int, int]], k: int) -> float | None:
 
 COLUMNS = ("episodes", "success", "has_path", "cpr_lcs", "cpr_f1", "contains", "extra", "tokens", "turns",
            "model_calls", "reviews", "tool_calls", "failed_turns", "model_seconds", "wall_seconds", "answered",
-           *MECHANISM, "acted", "acted_success")
+           *MECHANISM, "acted", "acted_success", "attempts", "attempts_solved")
 
 
 def task_columns(rows: Sequence[EpisodeRow], tasks: Sequence[str]) -> dict[str, np.ndarray]:
@@ -251,6 +288,8 @@ def task_columns(rows: Sequence[EpisodeRow], tasks: Sequence[str]) -> dict[str, 
         cols["acted"].append(len(acted))
         cols["acted_success"].append(sum(r.success for r in acted))
         cols["contains"].append(sum(bool(r.cpr_contains) for r in with_path))
+        cols["attempts"].append(sum(r.attempts for r in rs))
+        cols["attempts_solved"].append(sum(r.attempts for r in rs if r.success))
         cols["extra"].append(sum(r.extra_calls for r in rs if r.success))
         cols["tokens"].append(sum(r.tokens for r in rs))
         cols["turns"].append(sum(r.turns for r in rs))
@@ -302,6 +341,8 @@ def statistic(s: Mapping[str, Any]) -> dict[str, Any]:
         "answered_rate": _ratio(s["answered"], s["episodes"]),
         "model_seconds": _ratio(s["model_seconds"], s["episodes"]),
         "wall_seconds": _ratio(s["wall_seconds"], s["episodes"]),
+        "attempts": _ratio(s["attempts"], s["episodes"]),
+        "attempts_when_solved": _ratio(s["attempts_solved"], s["success"]),
     }
 
 
@@ -339,9 +380,18 @@ def agent_summary(rows: Sequence[EpisodeRow], tasks: Sequence[str], *, seeds: in
             "success_when_acted": _num(_ratio(sums["acted_success"], sums["acted"])),
             "success_when_not": _num(_ratio(sums["success"] - sums["acted_success"], sums["episodes"] - sums["acted"])),
         },
+        "counters": _sum_counters(rows),
         "prompt_tokens": int(sum(r.prompt_tokens for r in rows)),
         "completion_tokens": int(sum(r.completion_tokens for r in rows)),
     }
+
+
+def _sum_counters(rows: Sequence[EpisodeRow]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for r in rows:
+        for k, v in r.counters.items():
+            out[k] = out.get(k, 0) + v
+    return dict(sorted(out.items()))
 
 
 PAIRED = ("success_rate", "correct_path_f1", "correct_path_lcs", "correct_path_contains", "tokens")
@@ -403,7 +453,7 @@ def metrics_document(rows_by_agent: Mapping[str, Sequence[EpisodeRow]], tasks: S
         agents[name] = summary
     comparison = [{"agent": name, **{k: s.get(k) for k in (
         "episodes", "success_rate", "correct_path_f1", "correct_path_lcs", "correct_path_contains", "extra_calls",
-        "turns",
+        "turns", "attempts",
         "model_calls", "tokens", "tokens_per_solved", "model_seconds", "wall_seconds")}} for name, s in agents.items()]
     names = list(rows_by_agent)
     pairs = []
@@ -468,6 +518,9 @@ __all__ = [
     "PATH_RATES",
     "EpisodeRow",
     "acted_on",
+    "agent_counters",
+    "called_from",
+    "trials",
     "correct_path_f1",
     "flips",
     "mechanism",

@@ -58,12 +58,14 @@ def _text(limit: int) -> dict[str, Any]:
     return {"type": "string", "maxLength": limit}
 
 
-def plan_schema(tools: list[str]) -> dict[str, Any]:
+def plan_schema(tools: list[str], argument: dict[str, Any] | None = None) -> dict[str, Any]:
     """JSON Schema of a grounding agent's plan over the offered ``tools``: a thought, then an action that is
     either a call (a tool, its arguments, the target) or FINISH with the answer (two shapes, so a call step
-    spends no tokens on an answer and the answer has room)."""
-    argument = {"type": "object", "properties": {"name": _text(40), "value": _text(120)},
-                "required": ["name", "value"], "additionalProperties": False}
+    spends no tokens on an answer and the answer has room). ``argument``: the schema of one argument
+    (default: a name and a value, free text; grounded arguments: :mod:`taskbench.agents.grounded`)."""
+    if argument is None:
+        argument = {"type": "object", "properties": {"name": _text(40), "value": _text(120)},
+                    "required": ["name", "value"], "additionalProperties": False}
     call = {
         "type": "object",
         "properties": {

@@ -22,12 +22,14 @@ from .options import (
 agents_app = typer.Typer(
     name="agents",
     help="Tool-using agents in an environment: ConAgents (grounding, execution, review; automatic and adaptive "
-    "protocols) and baselines (ReAct, a code agent, plan-then-execute); their trajectories and metrics.",
+    "protocols) and the paper's baselines (ReAct, a code agent, plan-then-execute, Reflexion, ReAct@N, DFSDT and "
+    "ToolLLM@N, RestGPT, alpha-UMi); their trajectories and metrics.",
     no_args_is_help=True,
     rich_markup_mode="rich",
 )
 
-AGENTS_HELP = ("Agents, comma-separated: conagents-auto, conagents-adaptive, react, code, plan-execute (variants: "
+AGENTS_HELP = ("Agents, comma-separated: conagents-auto, conagents-adaptive, react, code, plan-execute, reflexion, "
+               "dfsdt, restgpt, alpha-umi, react@N, toolllm@N (retry until solved, N trials at most) (variants: "
                "conagents-auto-no-plan-review, ...-a2b4 for alpha=2 beta=4).")
 
 

@@ -84,6 +84,11 @@ def review(
     keep_unreviewed: bool = typer.Option(False, "--keep-unreviewed",
                                          help="With --export: keep samples nobody reviewed (default: leave them out)."),
     log_level: str = typer.Option("warning", "--log-level", help="uvicorn log level."),
+    trajectories: Path | None = typer.Option(None, "--trajectories", metavar="RUN", help="Also rate the "
+                                             "trajectories of this agent run (`agents eval -o RUN`) at /human: "
+                                             "Executability and Utility, 1-3, blind; kappas at /api/human/summary."),
+    sample: int | None = typer.Option(None, "--sample", min=1, help="With --trajectories: N random episodes per "
+                                      "agent (the paper rates 30)."),
 ) -> None:
     from ..errors import ConfigError
     from ..graph.loaders import check_dependency
@@ -106,7 +111,12 @@ def review(
     if export:
         _export(session, out, adjudicator, keep_unreviewed)
         return
-    _serve(session, reviewer or _default_reviewer(), host, port, token, log_level)
+    human = None
+    if trajectories is not None:
+        from ..report.review.human_eval import HumanEval
+
+        human = HumanEval(trajectories, sample=sample)
+    _serve(session, reviewer or _default_reviewer(), host, port, token, log_level, human)
 
 
 def _export(session: ReviewSession, out: Path | None, adjudicator: str | None, keep_unreviewed: bool) -> None:
@@ -129,7 +139,8 @@ def _export(session: ReviewSession, out: Path | None, adjudicator: str | None, k
         raise typer.Exit(1)
 
 
-def _serve(session: ReviewSession, reviewer: str, host: str, port: int, token: str | None, log_level: str) -> None:
+def _serve(session: ReviewSession, reviewer: str, host: str, port: int, token: str | None, log_level: str,
+           human: object = None) -> None:
     from ..errors import ConfigError, MissingDependencyError
 
     loopback = _is_loopback(host)
@@ -144,7 +155,8 @@ def _serve(session: ReviewSession, reviewer: str, host: str, port: int, token: s
 
     from ..report.review.app import LOOPBACK_HOSTS, create_app
 
-    app = create_app(session, reviewer=reviewer, token=token, allowed_hosts=LOOPBACK_HOSTS if loopback else None)
+    app = create_app(session, reviewer=reviewer, token=token, allowed_hosts=LOOPBACK_HOSTS if loopback else None,
+                     human_eval=human)
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
     done = sum(1 for by in session.log.latest().values() if reviewer in by)

@@ -5,6 +5,8 @@ Pure functions over labels. :func:`cohen_kappa` is Cohen's (1960) kappa of two r
 ``cohen_kappa_score`` computes, unweighted). It is undefined (None) when there are no items or when chance
 agreement is certain (``p_e == 1``: both raters gave one and the same label to everything).
 :func:`pairwise_agreement` applies it to every pair of reviewers over the items both rated.
+:func:`fleiss_kappa` is Fleiss' (1971) kappa of any number of raters (each item rated by at least two; the
+number may differ between items), the overall kappa the ConAgents paper reports for its human evaluation.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from itertools import combinations
 
 from pydantic import BaseModel, Field
 
-__all__ = ["PairAgreement", "cohen_kappa", "observed_agreement", "pairwise_agreement"]
+__all__ = ["PairAgreement", "cohen_kappa", "fleiss_kappa", "observed_agreement", "pairwise_agreement"]
 
 
 def observed_agreement(a: Sequence[str], b: Sequence[str]) -> float | None:
@@ -68,3 +70,24 @@ def pairwise_agreement(ratings: Mapping[str, Mapping[str, str]]) -> list[PairAgr
         out.append(PairAgreement(a=a, b=b, n=len(shared), agreement=observed_agreement(la, lb),
                                  kappa=cohen_kappa(la, lb), confusion=confusion))
     return out
+
+
+def fleiss_kappa(items: Sequence[Sequence[str]]) -> float | None:
+    """Fleiss' kappa over ``items``, each the labels its raters gave (items with fewer than two labels are left
+    out): ``(P - P_e) / (1 - P_e)``, with ``P`` the mean per-item agreement over rater pairs and ``P_e`` the sum of
+    squared label shares over all labels given. None when no item has two labels or chance agreement is certain."""
+    rated = [list(labels) for labels in items if len(labels) >= 2]
+    if not rated:
+        return None
+    totals: Counter[str] = Counter()
+    per_item = []
+    for labels in rated:
+        n = len(labels)
+        counts = Counter(labels)
+        totals.update(counts)
+        per_item.append((sum(c * c for c in counts.values()) - n) / (n * (n - 1)))
+    given = sum(totals.values())
+    p_e = sum((c / given) ** 2 for c in totals.values())
+    if p_e >= 1.0:
+        return None
+    return (sum(per_item) / len(per_item) - p_e) / (1.0 - p_e)

@@ -24,6 +24,7 @@ COMPARISON_COLUMNS = (
     ("turns", "turns"),
     ("tokens", "tokens/episode"),
     ("tokens_per_solved", "tokens/solved"),
+    ("attempts", "trials"),
     ("wall_seconds", "s/episode"),
 )
 

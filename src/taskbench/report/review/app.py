@@ -82,9 +82,11 @@ def create_app(
     reviewer: str,
     token: str | None = None,
     allowed_hosts: tuple[str, ...] | None = None,
+    human_eval: Any = None,
 ) -> FastAPI:
     """The review app for ``session``; ``reviewer`` is the default name decisions are logged under (a
-    request may name another, as the page does when the reviewer changes it)."""
+    request may name another, as the page does when the reviewer changes it). ``human_eval``: a
+    :class:`~.human_eval.HumanEval` whose trajectory-rating routes (``/human``) the app serves too."""
     app = FastAPI(title="taskbench review", docs_url=None, redoc_url=None, openapi_url=None)
     page = page_html(reviewer=reviewer, title=f"review · {session.name}")
 
@@ -178,4 +180,8 @@ def create_app(
     async def api_agreement() -> dict[str, Any]:
         return session.agreement()
 
+    if human_eval is not None:  # human evaluation of agent trajectories (human_eval.py)
+        from .human_eval import human_eval_router
+
+        app.include_router(human_eval_router(human_eval, reviewer=reviewer))
     return app
