@@ -254,7 +254,7 @@ def evaluate_command(
         _print_result(result, predictions.name, errors)
         if output is not None:
             write_metrics(result, output)
-            _write_header(output, settings)
+            _write_header(output, settings, result)
             _console().print(f"wrote {output}")
         return
     with gc_paused():  # the parsed JSON is millions of objects no collection needs to walk
@@ -280,16 +280,18 @@ def evaluate_command(
         _print_result(result, predictions.name, errors)
         if output is not None:
             write_metrics(result, output)
-            _write_header(output, settings)
+            _write_header(output, settings, result)
             _console().print(f"wrote {output}", markup=False, highlight=False)
         _warn(result.warnings)
 
 
-def _write_header(output: Path, settings: dict[str, Any]) -> None:
-    """The run header next to the metrics file (``FILE.header.json``, see :mod:`taskbench.dataset.header`)."""
+def _write_header(output: Path, settings: dict[str, Any], result: EvaluationResult) -> None:
+    """The run header next to the metrics file (``FILE.header.json``, see :mod:`taskbench.dataset.header`),
+    with the model, dataset and sample count the scores are of (a compat-only file has no room for them)."""
     from ..dataset.header import new_header, write_header
 
-    write_header(output, new_header("evaluate", config=settings, identity=settings,
+    config = {**settings, "model": result.model, "dataset": result.dataset, "n_samples": result.n_samples}
+    write_header(output, new_header("evaluate", config=config, identity=settings,
                                     seeds={"bootstrap": settings["seed"]}))
 
 

@@ -119,8 +119,9 @@ def score_entry(entry: RunEntry, ds: Dataset, run_dir: Path, *, bootstrap: int, 
     chosen = set(entry.sample_ids)
     samples = [s for s in ds.samples if s.id in chosen]
     raw = [r for r in read_raw_records(ds.data_path) if str(r.get("id")) in chosen] if ds.data_path else None
-    records = [r.to_record() for r in entry.records if isinstance(r, Prediction)]
-    result = evaluate(samples, records, ds.library, mode="both", gold_records=raw, bootstrap=bootstrap, seed=seed)
+    records = [r for r in entry.records if isinstance(r, Prediction)]
+    result = evaluate(samples, records, ds.library, mode="both", gold_records=raw, bootstrap=bootstrap, seed=seed,
+                      model=entry.model, dataset=entry.dataset)
     doc = result.to_json()
     entry.strict = doc.get("strict")
     entry.compat = doc.get("compat")
