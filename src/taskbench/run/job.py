@@ -123,8 +123,8 @@ def score_entry(entry: RunEntry, ds: Dataset, run_dir: Path, *, bootstrap: int, 
     result = evaluate(samples, records, ds.library, mode="both", gold_records=raw, bootstrap=bootstrap, seed=seed,
                       model=entry.model, dataset=entry.dataset)
     doc = result.to_json()
-    entry.strict = doc.get("strict")
-    entry.compat = doc.get("compat")
+    entry.strict = result.strict
+    entry.compat = result.compat
     metrics_path = Path("metrics") / entry.dataset / f"{model_slug(entry.model)}.json"
     jsonio.write_json(run_dir / metrics_path, doc)
     entry.metrics_path = str(metrics_path)

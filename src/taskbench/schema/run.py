@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
 from .header import RunEnvironment
 from .sample import Prediction, Usage
+from .scores import CompatMetrics, StrictResult
 from .trajectory import Trajectory
 
 RUN_LOG_SCHEMA_VERSION = 4
@@ -106,8 +107,8 @@ class RunEntry(BaseModel):
     failures: int = Field(default=0, description="Records whose model call failed for good (rerun retries them).")
     parse_failures: int = Field(default=0, description="Records with a parse error.")
     cache_hits: int = Field(default=0, description="Answers served from the response cache, summed over passes.")
-    strict: dict[str, Any] | None = Field(default=None, description="Strict metrics document (all groups).")
-    compat: dict[str, Any] | None = Field(
+    strict: StrictResult | None = Field(default=None, description="Strict metrics document (all groups).")
+    compat: CompatMetrics | None = Field(
         default=None, description="Reference-compatible metrics, in the reference evaluator's layout."
     )
     records: list[RunRecord] = Field(

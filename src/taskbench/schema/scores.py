@@ -89,6 +89,10 @@ class StrictResult(BaseModel):
 
 
 
+CompatMetrics = dict[str, Any]
+"""Reference-compatible metrics in the reference evaluator's layout: '{split}_{n}' -> metric -> value (the keys
+are the reference's, so this stays a mapping; :data:`taskbench.report.leaderboard` names them)."""
+
 MetricsLayout = Literal["strict", "compat", "both"]
 """What a metrics file holds: the strict document, the reference evaluator's layout, or ``{strict, compat}``."""
 
@@ -105,8 +109,8 @@ class MetricsFile(BaseModel):
     mode: MetricsLayout = Field(description="strict | compat | both.")
     n_samples: int | None = Field(default=None, description="Gold samples scored (the overall group's n).")
     strict: StrictResult | None = Field(default=None, description="The strict document.")
-    compat: dict[str, Any] | None = Field(default=None, description="The reference-compatible metrics, in the "
-                                          "reference's layout ('{split}_{n}' -> metric -> value).")
+    compat: CompatMetrics | None = Field(default=None, description="The reference-compatible metrics, in the "
+                                         "reference's layout ('{split}_{n}' -> metric -> value).")
     execution: dict[str, Any] | None = Field(default=None, description="Execution success, with --execute.")
 
     @staticmethod
