@@ -45,11 +45,13 @@ def test_run_writes_a_self_describing_run_directory(tmp_path, cache_dir) -> None
     for entry in back.entries:
         assert entry.status == "scored" and len(entry.records) == 6 == len(entry.sample_ids)
         assert [r.id for r in entry.records] == entry.sample_ids
-        assert entry.strict["n_gold"] == 6 and "overall_overall" in entry.strict["groups"]
+        assert entry.strict is not None and entry.strict.n_gold == 6 and "overall_overall" in entry.strict.groups
         assert "overall_overall" in entry.compat and "node_micro_f1_no_matching" in entry.compat["overall_overall"]
         assert entry.usage.prompt_tokens > 0 and 0 < entry.predict_seconds < wall  # measured, not the default
         metrics = json.loads((run_dir / entry.metrics_path).read_text())
-        assert set(metrics) == {"strict", "compat"}
+        assert set(metrics) == {"model", "dataset", "mode", "n_samples", "strict", "compat"}
+        assert (metrics["model"], metrics["dataset"], metrics["mode"], metrics["n_samples"]) == (
+            "mock/echo", entry.dataset, "both", 6)
         preds = run_dir / entry.predictions_path
         assert preds.name == f"{model_slug('mock/echo')}.jsonl" and len(preds.read_text().splitlines()) == 6
     assert back.usage.prompt_tokens == sum(e.usage.prompt_tokens for e in back.entries)
@@ -69,7 +71,7 @@ def test_rerun_resumes_from_the_predictions(tmp_path, cache_dir) -> None:
     second = run_benchmark(run_dir, **kw)
     assert preds.read_bytes() == before
     assert second.entries[0].records == first.entries[0].records
-    assert second.entries[0].strict["groups"] == first.entries[0].strict["groups"]
+    assert second.entries[0].strict.groups == first.entries[0].strict.groups
     # nothing was predicted again: what the passes spent is what the first one spent (summed over passes)
     assert second.entries[0].run_usage.prompt_tokens == first.entries[0].run_usage.prompt_tokens > 0
     assert second.resumed == 1 and [p.status for p in second.passes] == ["complete", "complete"]

@@ -43,8 +43,8 @@ def _pct(v: Any) -> str:
 
 def strict_overall(entry: RunEntry) -> dict[str, Any]:
     """The strict overall_overall metrics of an entry ({} when not scored)."""
-    groups = (entry.strict or {}).get("groups") or {}
-    return dict((groups.get("overall_overall") or {}).get("metrics") or {})
+    group = entry.strict.groups.get("overall_overall") if entry.strict is not None else None
+    return dict(group.metrics) if group is not None else {}
 
 
 def compat_overall(entry: RunEntry) -> dict[str, Any]:
@@ -119,7 +119,8 @@ def _boards(log: RunLog) -> dict[str, dict[str, Any]]:
             continue
         boards: dict[str, Any] = {}
         for source in ("strict", "compat"):
-            docs = [(e, e.strict if source == "strict" else e.compat) for e in scored]
+            docs = [(e, (e.strict.model_dump(mode="json") if e.strict is not None else None) if source == "strict"
+                     else e.compat) for e in scored]
             entries = [entry_from_json(doc, model=e.model, source=source) for e, doc in docs if doc]
             if entries:
                 boards[source] = build_board(entries)

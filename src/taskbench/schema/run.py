@@ -11,7 +11,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
+from .header import RunEnvironment
 from .sample import Prediction, Usage
+from .scores import CompatMetrics, StrictResult
 from .trajectory import Trajectory
 
 RUN_LOG_SCHEMA_VERSION = 4
@@ -77,21 +79,6 @@ class RunConfig(BaseModel):
     agent_tasks: list[str] = Field(default_factory=list, description="Task ids of the agents stage.")
 
 
-class RunEnvironment(BaseModel):
-    """The software and machine that ran it."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    taskbench: str = Field(description="taskbench version.")
-    git_revision: str | None = Field(default=None, description="Git commit of the taskbench checkout, if any.")
-    git_dirty: bool | None = Field(default=None, description="True when the checkout had uncommitted changes.")
-    python: str = Field(description="Python version.")
-    platform: str = Field(description="OS and architecture.")
-    cpu_count: int | None = Field(default=None, description="Logical CPUs.")
-    packages: dict[str, str] = Field(default_factory=dict, description="Versions of the key packages.")
-    command: list[str] = Field(default_factory=list, description="The command line.")
-
-
 class RunEntry(BaseModel):
     """One model on one dataset."""
 
@@ -120,8 +107,8 @@ class RunEntry(BaseModel):
     failures: int = Field(default=0, description="Records whose model call failed for good (rerun retries them).")
     parse_failures: int = Field(default=0, description="Records with a parse error.")
     cache_hits: int = Field(default=0, description="Answers served from the response cache, summed over passes.")
-    strict: dict[str, Any] | None = Field(default=None, description="Strict metrics document (all groups).")
-    compat: dict[str, Any] | None = Field(
+    strict: StrictResult | None = Field(default=None, description="Strict metrics document (all groups).")
+    compat: CompatMetrics | None = Field(
         default=None, description="Reference-compatible metrics, in the reference evaluator's layout."
     )
     records: list[RunRecord] = Field(
