@@ -50,3 +50,55 @@ def test_dead_base_url_says_nothing_is_listening_after_the_first_refusal(tmp_pat
     last = err.strip().splitlines()[-1]
     assert last.startswith("taskbench: error: ") and "nothing is listening" in last and "--base-url" in last
     assert url in last
+
+
+def _commands() -> dict[str, object]:
+    import typer.main
+
+    from taskbench.cli.main import app
+
+    out: dict[str, object] = {}
+
+    def walk(cmd: object, path: str) -> None:
+        if getattr(cmd, "params", None) is not None and not getattr(cmd, "commands", None):
+            out[path] = cmd
+        for name, sub in (getattr(cmd, "commands", None) or {}).items():
+            walk(sub, f"{path} {name}".strip())
+
+    walk(typer.main.get_command(app), "")
+    return out
+
+
+def test_one_meaning_per_flag_across_commands() -> None:
+    """Issue 22: -s is the seed, -t the task, -p the predictions, -c the concurrency wherever they exist;
+    --seed is a seed (agents eval's count of seeds was --seeds), --output always a path (sandbox run's byte
+    count was --output)."""
+    shorts: dict[str, set[str]] = {}
+    for path, cmd in _commands().items():
+        visible = [p for p in cmd.params if not getattr(p, "hidden", False)]  # type: ignore[attr-defined]
+        longs = {o for p in visible for o in p.opts if o.startswith("--")}
+        for p in visible:
+            for opt in p.opts:
+                if opt.startswith("-") and not opt.startswith("--"):
+                    shorts.setdefault(opt, set()).add(next(o for o in p.opts if o.startswith("--")))
+            if "--concurrency" in p.opts:
+                assert "-c" in p.opts, f"{path}: --concurrency without -c"
+            if "--seed" in p.opts:
+                assert "-s" in p.opts, f"{path}: --seed without -s"
+        assert "--seeds" not in longs, path
+        if "--output" in longs:
+            out = next(p for p in visible if "--output" in p.opts)
+            kind = out.bare_type()  # type: ignore[attr-defined]
+            assert kind in ("Path", "str"), f"{path}: --output is a {kind}"
+    for flag, names in shorts.items():
+        assert len(names) == 1, f"{flag} means {sorted(names)}"
+    assert shorts["-s"] == {"--seed"} and shorts["-t"] == {"--task"} and shorts["-p"] == {"--predictions"}
+
+
+@pytest.mark.parametrize("argv", [
+    ["sandbox", "run", "-", "--output", "1000", "--help"],
+    ["agents", "eval", "--seeds", "2", "--help"],
+])
+def test_old_spellings_still_parse(capsys, argv) -> None:
+    code, out, err = run(capsys, *argv)
+    assert code == 0, err
