@@ -102,3 +102,18 @@ def test_one_meaning_per_flag_across_commands() -> None:
 def test_old_spellings_still_parse(capsys, argv) -> None:
     code, out, err = run(capsys, *argv)
     assert code == 0, err
+
+
+@pytest.mark.parametrize("columns", [80, 100])
+def test_help_has_no_type_column_waste_and_run_help_is_short_at_80_columns(capsys, monkeypatch, columns) -> None:
+    """Issue 22: `--version <bool>` and `<list[str]>` type columns wasted the width, and `run --help` was 291
+    lines at 80 columns."""
+    monkeypatch.setenv("COLUMNS", str(columns))
+    for argv in (["--help"], ["run", "--help"], ["predict", "--help"], ["evaluate", "--help"],
+                 ["agents", "eval", "--help"], ["leaderboard", "--help"]):
+        code, out, _ = run(capsys, *argv)
+        assert code == 0
+        assert "<bool>" not in out and "<list[" not in out and "<str>" not in out, argv
+        assert max(len(line) for line in out.splitlines()) <= columns
+        if argv == ["run", "--help"] and columns == 80:
+            assert len(out.splitlines()) < 200, len(out.splitlines())
