@@ -117,3 +117,31 @@ def test_help_has_no_type_column_waste_and_run_help_is_short_at_80_columns(capsy
         assert max(len(line) for line in out.splitlines()) <= columns
         if argv == ["run", "--help"] and columns == 80:
             assert len(out.splitlines()) < 200, len(out.splitlines())
+
+
+def test_progress_eta_is_time_per_item_so_far_and_grows_while_stuck() -> None:
+    """Issue 22: the agents bar said 0:00:03 left while stuck at 4/8 (rich's estimate keeps the speed of the
+    last burst until the next update). The time left is the time per item of this run so far times the items
+    left, so it grows while nothing finishes, and items done by an earlier run do not count as speed."""
+    import io
+
+    from rich.console import Console
+
+    from taskbench.predict.progress import RichPredictDisplay
+
+    now = [0.0]
+    disp = RichPredictDisplay(console=Console(file=io.StringIO(), get_time=lambda: now[0], width=200))
+    disp.start("agents", 10, 2)  # 2 episodes done by an earlier run
+    for i in range(4):
+        now[0] = float(i + 1)
+        disp.advance({"id": str(i)}, failed=False)
+    task = disp._progress.tasks[0]
+    eta = disp._progress.columns[4]
+
+    def left() -> str:
+        return eta.render(task).plain  # type: ignore[union-attr]
+
+    assert left() == "0:00:04"  # 4 s for 4 episodes, 4 left
+    now[0] = 60.0
+    assert left() == "0:01:00"  # stuck: 15 s an episode so far, 4 left
+    disp.close()
