@@ -48,10 +48,11 @@ def eval_command(
     model_review: str | None = typer.Option(None, "--model-review", help="Model of the review agent."),
     tools: str = typer.Option("gold+10", "--tools", help="Tools offered: gold | gold+10 (10 seeded random "
                               "distractors, the paper's setting) | all."),
-    seeds: int = typer.Option(1, "--seeds", min=1, help="Episodes per (agent, task) with seeds 0..K-1; gives "
-                              "pass^k (use --temperature > 0, or the episodes repeat)."),
+    seeds: int = typer.Option(1, "--repeats", min=1, help="Episodes per (agent, task), with seeds 0..K-1 (see "
+                              "`agents show --seed`); gives pass^k (use --temperature > 0, or the episodes repeat)."),
+    seeds_alias: int | None = typer.Option(None, "--seeds", min=1, hidden=True, help="Old name of --repeats."),
     limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N tasks of the environment."),
-    task: list[str] | None = typer.Option(None, "--task", help="Only these task ids (comma-separated, repeatable)."),
+    task: list[str] | None = typer.Option(None, "--task", "-t", help="Only these task ids (comma-separated, repeatable)."),
     tasks_file: Path | None = typer.Option(None, "--tasks", help="Tasks from this JSON Lines file instead of the "
                                            "environment's own: {id, query, gold_path, setup, checker} a line "
                                            "(any environment, e.g. mcp:...; see docs/mcp.md).", show_default=False),
@@ -109,7 +110,8 @@ def eval_command(
                                      ("review", model_review)) if m}
     env_options = {"task_set": task_set} if task_set else {}
     config = AgentEvalConfig(
-        env=env, agents=_split(agent), model=model, role_models=role_models, tools=tools, seeds=seeds, limit=limit,
+        env=env, agents=_split(agent), model=model, role_models=role_models, tools=tools, seeds=seeds_alias or seeds,
+        limit=limit,
         task_ids=_split(task) or None, tasks_file=str(tasks_file) if tasks_file else None, alpha=alpha, beta=beta, ablations=_split(ablation), sweep=sweep_turns,
         budgets=Budgets(max_steps=max_steps), temperature=temperature, unsafe_local=unsafe_local,
         concurrency=concurrency, env_options=env_options, bootstrap=bootstrap,
@@ -152,7 +154,7 @@ def show_command(
     run: Path = typer.Argument(..., help="A run directory of `taskbench agents eval`, or one trajectory file."),
     task: str | None = typer.Option(None, "--task", "-t", help="Task id to show (default: list the episodes)."),
     agent: str | None = typer.Option(None, "--agent", "-a", help="Agent of the episode (default: the first)."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the episode."),
+    seed: int = typer.Option(0, "--seed", "-s", help="Seed of the episode."),
     full: bool = typer.Option(False, "--full", help="Also print every prompt sent to the models."),
 ) -> None:
     """Print one trajectory readably: plans, code, tool calls, reviews, the answer and the verdict.

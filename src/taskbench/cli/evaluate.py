@@ -166,7 +166,7 @@ def evaluate_command(
     bootstrap: int = typer.Option(
         1000, "--bootstrap", help="Bootstrap replicates for the 95% CIs of every group (0 = no CIs)."
     ),
-    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap (same seed, same CIs)."),
+    seed: int = typer.Option(0, "--seed", "-s", help="Seed of the bootstrap (same seed, same CIs)."),
     bertscore_model: str | None = typer.Option(
         None, "--bertscore-model", help="BERTScore model name or local path (default roberta-large)."
     ),
@@ -369,7 +369,7 @@ def compare_command(
     dependency: str | None = typer.Option(None, "--dependency", help=DEP_HELP),
     n_boot: int = typer.Option(1000, "--bootstrap", help="Bootstrap replicates for the CI of A - B."),
     n_perm: int = typer.Option(1000, "--permutations", help="Randomization replicates for the p-value."),
-    seed: int = typer.Option(0, "--seed", help="Seed (same seed, same CIs and p-values)."),
+    seed: int = typer.Option(0, "--seed", "-s", help="Seed (same seed, same CIs and p-values)."),
     output: Path | None = typer.Option(None, "--output", "-o", help="Write the comparison JSON here."),
 ) -> None:
     """Paired comparison of two prediction sets on the same gold: A - B per metric, with a paired bootstrap

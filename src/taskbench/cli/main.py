@@ -63,6 +63,15 @@ def _root(
     """
 
 
+def _compact_help() -> None:
+    from .help import install
+
+    install()
+
+
+_compact_help()
+
+
 def _register() -> None:
     for name in COMMAND_MODULES:
         try:

@@ -100,7 +100,7 @@ def predict_command(
     max_tokens: int | None = typer.Option(
         None, "--max-tokens", min=16, help="Most tokens per answer (default 1024; 512 for embedded models)."
     ),
-    seed: int = typer.Option(0, "--seed", help="Sampling seed sent to the backend."),
+    seed: int = typer.Option(0, "--seed", "-s", help="Sampling seed sent to the backend."),
     base_url: list[str] | None = base_url_option(replicas=True),
     endpoint_concurrency: int | None = endpoint_concurrency_option(),
     api_key_env: str | None = api_key_env_option(),

@@ -80,7 +80,7 @@ def run_command(
     max_tokens: int | None = typer.Option(
         None, "--max-tokens", help="Most tokens per answer (default 1024; 512 for embedded models)."
     ),
-    seed: int = typer.Option(0, "--seed", help="Sampling seed (and bootstrap seed)."),
+    seed: int = typer.Option(0, "--seed", "-s", help="Sampling seed (and bootstrap seed)."),
     bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap replicates for strict CIs (0 = none)."),
     no_cache: bool = no_cache_option(),
     base_url: list[str] | None = base_url_option(replicas=True),

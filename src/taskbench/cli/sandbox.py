@@ -24,15 +24,15 @@ def run_command(
     file: Path = typer.Argument(..., metavar="FILE.py", help="The Python file to run ('-': read stdin).",
                                 show_default=False),
     allow_port: list[int] = typer.Option(
-        [], "--allow-port", "-p", help="Let the code connect to 127.0.0.1:N (relayed; repeatable). Nothing else "
+        [], "--allow-port", help="Let the code connect to 127.0.0.1:N (relayed; repeatable). Nothing else "
         "on the network is reachable."
     ),
-    timeout: float = typer.Option(30.0, "--timeout", "-t", help="Wall-clock limit, seconds (tool calls included)."),
+    timeout: float = typer.Option(30.0, "--timeout", help="Wall-clock limit, seconds (tool calls included)."),
     cpu: float = typer.Option(10.0, "--cpu", help="CPU-time limit, seconds."),
     memory: int = typer.Option(512, "--memory", help="Memory (address-space) limit, MB."),
     processes: int = typer.Option(32, "--processes", help="Processes + threads the code may have at once."),
     open_files: int = typer.Option(64, "--files", help="Open file descriptors per process."),
-    output: int = typer.Option(1_000_000, "--output", help="Bytes of stdout + stderr kept; past it the run stops."),
+    output: int = typer.Option(1_000_000, "--max-output", help="Bytes of stdout + stderr kept; past it the run stops."),
     disk: int = typer.Option(64, "--disk", help="Size of the scratch directories /work and /tmp, MB."),
     result_var: str = typer.Option("result", "--result-var", help="Variable whose value is the run's result."),
     env: str | None = typer.Option(
@@ -44,6 +44,11 @@ def run_command(
         False, "--unsafe-local", help="Run WITHOUT confinement (a plain subprocess of yours, limits only). Only "
         "for code you trust, where bwrap cannot run."
     ),
+    # the old spellings, for one release: -t meant --timeout (now --task elsewhere), -p --allow-port (now
+    # --predictions), --output the byte count (now always a path)
+    old_timeout: float | None = typer.Option(None, "-t", hidden=True, help="Old name of --timeout."),
+    old_ports: list[int] = typer.Option([], "-p", hidden=True, help="Old name of --allow-port."),
+    old_output: int | None = typer.Option(None, "--output", hidden=True, help="Old name of --max-output."),
 ) -> None:
     """Run FILE.py in the sandbox and print what it printed, its result variable, its error and limits.
 
@@ -76,6 +81,9 @@ def run_command(
             code = file.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise InputError(f"cannot read the code: {exc}", path=file) from None
+    timeout = old_timeout if old_timeout is not None else timeout
+    output = old_output if old_output is not None else output
+    allow_port = [*allow_port, *old_ports]
     limits = SandboxLimits(cpu_seconds=cpu, wall_seconds=timeout, memory_mb=memory, processes=processes,
                            open_files=open_files, output_bytes=output, disk_mb=disk)
     if unsafe_local:

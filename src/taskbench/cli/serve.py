@@ -31,7 +31,7 @@ def serve(
     api_key_env: str | None = typer.Option(
         None, help="Name of the environment variable holding the upstream API key (never the key itself)."
     ),
-    concurrency: int | None = typer.Option(None, help="Simultaneous requests to the model (default: provider's)."),
+    concurrency: int | None = typer.Option(None, "--concurrency", "-c", help="Simultaneous requests to the model (default: provider's)."),
     timeout: float = typer.Option(600.0, help="Seconds per model attempt."),
     cache: Path | None = typer.Option(None, help="Response cache file (SQLite); default: no cache."),
     served_name: str | None = typer.Option(None, help="Model id reported to clients (default: the part of --model after the first '/')."),
