@@ -117,7 +117,8 @@ def get_model(spec: str, **config: Any) -> Model:
         config.setdefault(k, v)
     if config.get("max_total_seconds") is None and config.get("timeout") is not None:
         # the whole call's bound (default 600 s) must not cut a longer attempt, or its retries, short
-        attempts = 1 + int(config.get("max_retries") if config.get("max_retries") is not None else 5)
+        retries = config.get("max_retries")
+        attempts = 1 + (int(retries) if retries is not None else 5)
         total = float(config["timeout"]) * attempts + 60.0
         if total > 600.0:
             config["max_total_seconds"] = total
