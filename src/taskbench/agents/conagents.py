@@ -117,7 +117,7 @@ class ConAgents:
                                        note=note)),
         ]
         turn = await ep.generate("grounding", messages, max_tokens=ep.budgets.plan_tokens,
-                                 schema=plan_schema(ep.tool_names), check=lambda parsed: parse_plan(parsed)[1])
+                                 schema=plan_schema(ep.tools), check=lambda parsed: parse_plan(parsed)[1])
         plan = parse_plan(turn.parsed)[0] if turn.ok else None
         if plan is None:
             return None, f"Your last answer could not be used ({turn.error}). Reply with one short JSON object."
