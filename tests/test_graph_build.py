@@ -182,3 +182,23 @@ def test_cli_help_has_examples(capsys: pytest.CaptureFixture[str]) -> None:
                  ["graph", "show", "--help"], ["sample", "--help"]):
         code, out, _ = run(argv, capsys)
         assert code == 0 and "Example" in out and "taskbench " + " ".join(argv[:-1]) in out
+
+
+def test_graph_show_titles_the_page_after_the_file_not_its_folder(tmp_path: Path, capsys) -> None:
+    """`graph show specs/petstore.json` was titled 'specs' (the parent folder); a dataset's graph_desc.json is
+    still titled after its folder."""
+    tools = [{"name": n, "description": n, "parameters": {"type": "object", "properties": {}}} for n in ("a", "b")]
+    spec = tmp_path / "specs" / "petstore.json"
+    spec.parent.mkdir()
+    spec.write_text(json.dumps({"tools": tools}))
+    code, _, err = run(["graph", "show", str(spec), "-o", str(tmp_path / "p.html"), "--infer", "rules"], capsys)
+    assert code == 0, err
+    page = (tmp_path / "p.html").read_text()
+    assert "<title>petstore</title>" in page and "<title>specs" not in page
+    data = tmp_path / "multimedia"
+    data.mkdir()
+    nodes = {"nodes": [{"id": "a", "desc": "a", "input-type": [], "output-type": []}], "links": []}
+    (data / "graph_desc.json").write_text(json.dumps(nodes))
+    code, _, err = run(["graph", "show", str(data / "graph_desc.json"), "-o", str(tmp_path / "m.html")], capsys)
+    assert code == 0, err
+    assert "<title>multimedia</title>" in (tmp_path / "m.html").read_text()

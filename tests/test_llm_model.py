@@ -209,3 +209,18 @@ def test_model_config_errors():
         get_model("mock/x", max_total_seconds=0)
     with pytest.raises(ConfigError, match="bad option for the 'mock' provider"):
         get_model("mock/x", base_ur="typo")
+
+
+def test_a_longer_attempt_timeout_is_not_cut_by_the_total_bound(monkeypatch):
+    """--timeout 900 (the embedded models' default) was cut at 600 s: the whole-call bound stayed at 600."""
+    from taskbench.llm.providers.mock import MockProvider
+
+    long = get_model("mock/x", timeout=900.0, max_retries=0)
+    assert long.retry_policy.max_total_seconds >= 900.0
+    assert get_model("mock/x", timeout=300.0, max_retries=2).retry_policy.max_total_seconds >= 900.0
+    assert get_model("mock/x").retry_policy.max_total_seconds == 600.0  # the default bound is kept
+    # an explicit bound is the user's and is kept as given
+    assert get_model("mock/x", timeout=900.0, max_total_seconds=30.0).retry_policy.max_total_seconds == 30.0
+    # a provider whose own default attempt timeout is longer (llama.cpp: 900 s) gets a bound that fits it
+    monkeypatch.setattr(MockProvider, "wrapper_defaults", {"timeout": 900.0, "max_retries": 0}, raising=False)
+    assert get_model("mock/x").retry_policy.max_total_seconds >= 900.0

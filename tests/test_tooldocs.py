@@ -266,3 +266,25 @@ def test_the_execution_agent_is_shown_every_key_of_every_real_response(api: str,
     stale = {(a, op, g) for (a, op), gaps in SPEC_GAPS.items() for g in gaps if a == api} - used
     assert not stale, f"spec gaps no longer needed: {stale}"
     assert len(partly) <= len(PARTLY_DOCUMENTED)
+
+
+# ------------------------------------------------------------------------------ what a call really returns
+
+def test_returns_says_text_json_or_structured_content() -> None:
+    """The prompts said every tool returns "parsed JSON"; mcp-server-sqlite answers a Python-repr string, and
+    the agent's code failed with "string indices must be integers"."""
+    from taskbench.agents.prompts import render
+
+    text_tool = ToolSpec(name="read_query", description="Run a SELECT.", source="mcp",
+                         parameters={"type": "object", "properties": {"query": {"type": "string"}}})
+    said = tooldocs.returns(text_tool)
+    assert said.startswith("str") and "not parsed" in said and "JSON (shape" not in said
+    assert "Returns: str" in tooldocs.execution_doc(text_tool, "read_query")
+    structured = text_tool.model_copy(update={"output_schema": {
+        "type": "object", "properties": {"rows": {"type": "array", "items": {"type": "integer"}}}}})
+    doc = tooldocs.execution_doc(structured, "read_query")
+    assert "returns a dict: the tool's structured content, shaped:\nReturns: {" in doc and "rows" in doc
+    http = spec_of({"type": "object", "properties": {"id": {"type": "integer"}}})
+    assert "returns parsed JSON, shaped:\nReturns: {" in tooldocs.execution_doc(http, "x")
+    system = render("execution")
+    assert "parsed JSON response" not in system and "Returns" in system

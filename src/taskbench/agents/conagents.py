@@ -120,7 +120,7 @@ class ConAgents:
             UserMessage(content=render("grounding_user", task=ep.task.query, steps=history, feedback=feedback,
                                        note=note)),
         ]
-        schema, check = plan_schema(ep.tool_names), _plan_check
+        schema, check = plan_schema(ep.tools), _plan_check
         if self.spec.grounded:
             schema, check = _grounded(ep, history)
         turn = await ep.generate("grounding", messages, max_tokens=ep.budgets.plan_tokens, schema=schema,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import ConfigError
+from ..schema import ToolSpec
 
 FINISH = "FINISH"
 """The grounding agent's tool name for "the task is answered"."""
@@ -58,24 +60,37 @@ def _text(limit: int) -> dict[str, Any]:
     return {"type": "string", "maxLength": limit}
 
 
-def plan_schema(tools: list[str], argument: dict[str, Any] | None = None) -> dict[str, Any]:
+def plan_schema(tools: Sequence[str | ToolSpec], argument: dict[str, Any] | None = None) -> dict[str, Any]:
     """JSON Schema of a grounding agent's plan over the offered ``tools``: a thought, then an action that is
     either a call (a tool, its arguments, the target) or FINISH with the answer (two shapes, so a call step
-    spends no tokens on an answer and the answer has room). ``argument``: the schema of one argument
-    (default: a name and a value, free text; grounded arguments: :mod:`taskbench.agents.grounded`)."""
-    if argument is None:
-        argument = {"type": "object", "properties": {"name": _text(40), "value": _text(120)},
-                    "required": ["name", "value"], "additionalProperties": False}
-    call = {
-        "type": "object",
-        "properties": {
-            "tool": {"type": "string", "enum": [t for t in dict.fromkeys(tools) if t != FINISH]},
-            "arguments": {"type": "array", "items": argument, "maxItems": 6},
-            "target": _text(120),
-        },
-        "required": ["tool", "arguments", "target"],
-        "additionalProperties": False,
-    }
+    spends no tokens on an answer and the answer has room). Given tool specs, a call is one shape per tool
+    whose argument names are an enum of that tool's parameters (a model cannot put a value into a name);
+    given names alone, argument names are free text. ``argument``: the schema of one argument for every call
+    (grounded arguments, :mod:`taskbench.agents.grounded`, whose names are already the tools' parameters)."""
+    names = [t if isinstance(t, str) else t.name for t in tools]
+    specs = {t.name: t for t in tools if not isinstance(t, str)}
+
+    def call_of(offered: list[str], params: list[str] | None) -> dict[str, Any]:
+        name: dict[str, Any] = {"type": "string", "enum": params} if params else _text(40)
+        one = argument if argument is not None else {
+            "type": "object", "properties": {"name": name, "value": _text(120)},
+            "required": ["name", "value"], "additionalProperties": False}
+        arguments: dict[str, Any] = {"type": "array", "items": one, "maxItems": min(6, len(params))
+                                     if params is not None else 6}
+        return {
+            "type": "object",
+            "properties": {"tool": {"type": "string", "enum": offered}, "arguments": arguments,
+                           "target": _text(120)},
+            "required": ["tool", "arguments", "target"],
+            "additionalProperties": False,
+        }
+
+    offered = [t for t in dict.fromkeys(names) if t != FINISH]
+    calls: list[dict[str, Any]]
+    if argument is None and specs and all(t in specs for t in offered):
+        calls = [call_of([t], _parameter_names(specs[t])) for t in offered]
+    else:
+        calls = [call_of(offered, None)]
     done = {
         "type": "object",
         "properties": {"tool": {"type": "string", "enum": [FINISH]}, "answer": _text(300)},
@@ -84,10 +99,15 @@ def plan_schema(tools: list[str], argument: dict[str, Any] | None = None) -> dic
     }
     return {
         "type": "object",
-        "properties": {"thought": _text(160), "action": {"anyOf": [call, done] if tools else [done]}},
+        "properties": {"thought": _text(160), "action": {"anyOf": [*calls, done] if offered else [done]}},
         "required": ["thought", "action"],
         "additionalProperties": False,
     }
+
+
+def _parameter_names(spec: ToolSpec) -> list[str]:
+    props = spec.parameters.get("properties") if isinstance(spec.parameters, dict) else None
+    return [str(k) for k in props] if isinstance(props, dict) else []
 
 
 def review_schema() -> dict[str, Any]:

@@ -395,7 +395,23 @@ def returns(spec: ToolSpec) -> str:
     if spec.output_types:
         return ('{"artifact": str (pass it to later tools), "type": str, "content": str, "provenance": str}'
                 f"  (produces: {', '.join(spec.output_types)})")
+    if spec.source == "mcp":  # no outputSchema: the call gives the server's text content as one str
+        return TEXT_RESULT
     return "JSON (shape not documented)"
+
+
+TEXT_RESULT = ("str (the tool's text as the server wrote it, not parsed: it may be JSON, a Python repr or prose; "
+               "look at it before indexing into it)")
+
+
+def returns_kind(spec: ToolSpec) -> str:
+    """What a call's value is, in words: structured content (MCP ``outputSchema``), parsed JSON (HTTP), or ""
+    when :func:`returns` already says (text, artifacts)."""
+    if spec.source == "mcp":
+        return "a dict: the tool's structured content" if spec.output_schema else ""
+    if spec.output_types and not spec.output_schema and spec.http is None:
+        return ""
+    return "parsed JSON"
 
 
 def execution_doc(spec: ToolSpec, api_name: str) -> str:
@@ -405,6 +421,9 @@ def execution_doc(spec: ToolSpec, api_name: str) -> str:
         lines.append(f"  HTTP: {spec.http.method} {spec.http.path}")
     lines.append("Arguments:")
     lines.append(argument_help(spec))
+    kind = returns_kind(spec)
+    if kind:
+        lines.append(f"The call returns {kind}, shaped:")
     lines.append("Returns: " + returns(spec))
     return "\n".join(lines)
 
@@ -424,6 +443,7 @@ __all__ = [
     "python_call",
     "python_value",
     "returns",
+    "returns_kind",
     "shape",
     "signature",
     "slim",

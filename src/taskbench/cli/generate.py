@@ -164,8 +164,6 @@ def generate_command(
     )
     options.check_choices()
     extra = call_options(option, timeout, max_retries)
-    if timeout is not None:  # the whole call's bound (default 600 s) must not cut a longer attempt short
-        extra.setdefault("max_total_seconds", max(600.0, timeout * (1 + (max_retries or 0)) + 60.0))
     m = open_model(model, concurrency=concurrency, cache=not no_cache, base_url=base_url, api_key_env=api_key_env,
                    options=extra)
     critic = None

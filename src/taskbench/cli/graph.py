@@ -384,9 +384,19 @@ def show_command(
     if output.suffix.lower() not in (".png", ".svg", ".pdf", ".html", ".htm"):
         raise ConfigError(f"cannot tell the picture format of {output.name!r} (use a .png or .html file name)")
     graph = _graph(graph_path, fmt, dependency, infer)
-    name = title or (graph_path.name if graph_path.is_dir() else graph_path.parent.name or graph_path.stem)
+    name = title or _default_title(graph_path)
     render(graph, output, title=name, kind=layout)
     make_console(stderr=True).print(f"wrote {output} ({len(graph.nodes)} tools, {len(graph.links)} links)", highlight=False)
+
+
+def _default_title(path: Path) -> str:
+    """A folder's name; a dataset's conventional file (graph_desc.json) by its folder; any other file by its
+    own name (`specs/petstore.yaml` is 'petstore', not 'specs')."""
+    if path.is_dir():
+        return path.name
+    if path.stem in ("graph_desc", "graph", "tool_desc", "tools") and path.parent.name:
+        return path.parent.name
+    return path.stem or str(path)
 
 
 def register(app: typer.Typer) -> None:

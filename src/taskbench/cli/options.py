@@ -17,7 +17,9 @@ PANEL = "Model options"
 
 MODEL_HELP = "Model as provider/model, e.g. llamacpp/qwen2.5-coder-0.5b, openai/gpt-4o-mini, openai-compatible/NAME."
 OPTION_HELP = "Provider option KEY=VALUE (VALUE parsed as JSON when it can be), repeatable, e.g. -O n_ctx=4096."
-TIMEOUT_HELP = "Seconds one attempt may take before it is retried (default: 120; 900 for embedded models)."
+TIMEOUT_HELP = ("Seconds one attempt may take before it is retried (default: 120; 900 for embedded models). A whole "
+                "call, retries included, is bounded by 600 s or timeout x attempts + 60 s, whichever is longer "
+                "(-O max_total_seconds=N sets it).")
 RETRIES_HELP = "Retries of a failed call (429, 5xx, timeouts, resets) before it fails for good (default: 5; 0 embedded)."
 BASE_URL_HELP = (
     "Server URL for openai-compatible models, e.g. http://127.0.0.1:8000/v1. Repeat it (or give @FILE, one URL "

@@ -12,6 +12,7 @@ rules every sample should satisfy:
   equal the reference-implied links, a reference's first output type is one of the node's input types, the
   argument count equals the number of input types, a media file literal suits an input type, and every link
   is an edge of the tool graph;
+- the user request is a request: not empty, not only tool names, not a query, a call or JSON;
 - temporal domains (named parameters): arguments are ``{name, value}`` pairs naming parameters of the tool,
   required parameters are present, links join nodes of the sample and form a DAG.
 
@@ -20,6 +21,7 @@ Every function returns a list of :class:`Issue` (empty when clean) and never rai
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -44,6 +46,7 @@ __all__ = [
     "Issue",
     "check_against_sampled",
     "check_dataset",
+    "check_request",
     "check_sample",
     "check_structure",
     "issue_counts",
@@ -74,6 +77,9 @@ ISSUE_CODES: dict[str, str] = {
     "duplicate_param": "a parameter is given twice",
     "sampled_nodes_mismatch": "the nodes differ from the sampled subgraph's nodes",
     "sampled_links_mismatch": "the links differ from the sampled subgraph's links",
+    "request_empty": "the user request is empty",
+    "request_is_tool_names": "the user request is only tool names, not what a user would ask",
+    "request_is_code": "the user request is a query, a call or JSON, not what a user would ask",
 }
 """Every issue code the critics emit, with what it means."""
 
@@ -327,6 +333,7 @@ def check_sample(
     """
     dep = _dependency(library, dependency)
     issues = check_structure(sample, dep)
+    issues.extend(check_request(sample.user_request, library))
     for i, node in enumerate(sample.task_nodes):
         if node.task not in library:
             close = suggest(node.task, library.names)
@@ -358,6 +365,38 @@ def check_sample(
     if sampled:
         issues.extend(check_against_sampled(sample))
     return issues
+
+
+# a statement as a database would take it (keywords in capitals, as SQL is written; a user writes "Select the
+# cheapest flights from Rome"), a bare call, or a JSON object or list
+_CODE = re.compile(
+    r"^\s*(?:(?:SELECT\s.+\sFROM|INSERT\s+INTO|UPDATE\s+\S+\s+SET|DELETE\s+FROM|CREATE\s+(?:TABLE|INDEX|VIEW)"
+    r"|DROP\s+TABLE|ALTER\s+TABLE|WITH\s+\w+\s+AS)\b.*"
+    r"|[A-Za-z_][\w.]*\s*\(.*\)\s*;?|[\[{].*[\]}])\s*$", re.DOTALL)
+_FILLER = frozenset({"and", "then", "or", "with", "the", "a", "to", "of", "call", "use", "run", "please"})
+
+
+def check_request(request: str, library: ToolLibrary) -> list[Issue]:
+    """The request must be what a user would type: not empty, not only tool names ("read_file read_file"), not
+    a query, a call or JSON ("SELECT * FROM users;")."""
+    text = request.strip()
+    if not text:
+        return [Issue(code="request_empty", message="the user request is empty")]
+    if _CODE.match(text):
+        return [Issue(code="request_is_code", message=f"the user request is code, not a request: {text[:60]!r}")]
+    words = [w for w in re.split(r"[^A-Za-z0-9]+", text.lower()) if w]
+    name_words: set[str] = set()
+    for name in library.names:
+        name_words.update(w for w in re.split(r"[^A-Za-z0-9]+", _split_camel(name).lower()) if w)
+    rest = [w for w in words if w not in name_words and w not in _FILLER]
+    if words and not rest:
+        return [Issue(code="request_is_tool_names",
+                      message=f"the user request only names tools: {text[:60]!r} (write what the user wants done)")]
+    return []
+
+
+def _split_camel(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name)
 
 
 def _edge_text(edge: tuple[str, str]) -> str:

@@ -56,6 +56,8 @@ import math
 from dataclasses import dataclass, field
 
 from ..schema import LinkReason, Tool, ToolGraph, ToolLibrary, ToolLink
+from ..schema.graph import Confidence
+from .infer_text import TextInference, documented_links
 from .shapes import (
     ENVELOPE_KEYS,
     ID_TEXT,
@@ -87,6 +89,9 @@ SELECTOR_WORDS = frozenset({"type", "types", "kind", "kinds"})
 """Last tokens of a parameter that picks what kind of object a call works on (with an enum of entities)."""
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+CONFIDENCE: dict[str, Confidence] = {"schema": "high", "name": "medium", "description": "medium", "state": "medium"}
+"""The confidence of each rule's reasons (documented links are high, mention links low: :mod:`.infer_text`)."""
 
 MAX_REASONS = 4
 """Reasons kept per link (distinct parameters first)."""
@@ -488,6 +493,8 @@ class SchemaInference:
             if w.kind is None:
                 if w.required:
                     for src, p in self._by_name.get(w.name, ()):
+                        if p.path in ENVELOPE_KEYS and not self._says(src, w.name):
+                            continue  # a text result's 'content' is not every tool's content
                         if compatible(w.type, p.type):
                             add(src, (1, 1, p.path.count(".")),
                                 LinkReason(rule="name", output=p.path, parameter=w.name, note="same name"))
@@ -523,6 +530,12 @@ class SchemaInference:
             out[src] = chosen[:MAX_REASONS]
         return out
 
+    def _says(self, src: str, word: str) -> bool:
+        """Whether a tool's name or description names ``word`` (the thing its envelope holds)."""
+        tool = self.facts[src].tool
+        lemma = self.lex.lemma(word.lower())
+        return lemma in {self.lex.lemma(t) for t in tokens(tool.id) + tokens(tool.desc or "")}
+
     def state_reason(self, a: Tool, b: Tool) -> LinkReason | None:
         """OpenAPI operations on the same resource: a write ``a`` changes what ``b`` works on, or a read ``a``
         reads exactly the resource that the write ``b`` changes."""
@@ -544,10 +557,13 @@ class SchemaInference:
         that have no data link."""
         tools = self.library.tools
         self._index()
-        data: dict[tuple[str, str], list[LinkReason]] = {}
+        documented = documented_links(tools)
+        quiet = {lk.source for lk in documented}  # an operation that documents its links is taken at its word
+        data: dict[tuple[str, str], list[LinkReason]] = {(lk.source, lk.target): list(lk.reasons) for lk in documented}
         for b in tools:
             for src, reasons in self.reasons_into(self.facts[b.id]).items():
-                data[(src, b.id)] = reasons
+                if src not in quiet:
+                    data[(src, b.id)] = [r.model_copy(update={"confidence": CONFIDENCE[r.rule]}) for r in reasons]
         state: dict[tuple[str, str], LinkReason] = {}
         http = [t for t in tools if t.http is not None]
         writes = [t for t in http if t.http.method.upper() in WRITE_METHODS]  # type: ignore[union-attr]
@@ -556,13 +572,17 @@ class SchemaInference:
                 if t.id == w.id:
                     continue
                 for a, b in ((w, t), (t, w)):
-                    if (a.id, b.id) not in data and (a.id, b.id) not in state:
+                    if (a.id, b.id) not in data and (a.id, b.id) not in state and a.id not in quiet:
                         reason = self.state_reason(a, b)
                         if reason is not None:
-                            state[(a.id, b.id)] = reason
+                            state[(a.id, b.id)] = reason.model_copy(update={"confidence": "medium"})
         pos = {t.id: i for i, t in enumerate(tools)}
         out = [ToolLink(source=a, target=b, type=DATA, reasons=tuple(r)) for (a, b), r in data.items()]
         out += [ToolLink(source=a, target=b, type=STATE, reasons=(r,)) for (a, b), r in state.items()]
+        made = set(self._by_meaning) | {key for key in self._by_description}
+        understood = {(t.id, w.name) for t in tools for w in self.facts[t.id].wanted if w.kind is not None
+                      and any((e, w.kind) in made or (e, None) in made for e in w.entities)}
+        out += TextInference(tools).links({(lk.source, lk.target) for lk in out}, quiet, understood)
         out.sort(key=lambda lk: (pos[lk.source], pos[lk.target]))
         return out
 

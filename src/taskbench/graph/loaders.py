@@ -483,6 +483,7 @@ def tools_from_openapi(src: JsonSource, *, ids: str = "operationId") -> list[Too
         raise src.error('expected an OpenAPI spec with a "paths" object', hint="pass an OpenAPI 3 JSON document")
     tools: list[Tool] = []
     where: list[tuple[Key, ...]] = []
+    op_ids: dict[str, str] = {}  # operationId -> tool id, for the response links
     servers = doc.get("servers")
     server = None
     if isinstance(servers, list) and servers and isinstance(servers[0], dict) and isinstance(servers[0].get("url"), str):
@@ -569,19 +570,52 @@ def tools_from_openapi(src: JsonSource, *, ids: str = "operationId") -> list[Too
                             schema=bsub if isinstance(bsub, dict) else {},
                             description=_schema_desc(bsub),
                         )
+            if isinstance(op_id, str):
+                op_ids[op_id] = tool_id
             response_schema, example = _success_response(doc, op)
             http = HttpOperation(
                 method=method.upper(), path=route, parameters=list(http_params.values()),
                 request_body=body_schema if isinstance(body_schema, dict) else None, body_required=body_required,
                 content_type=content_type, response_schema=response_schema, response_example=example,
-                server=server,
+                server=server, links=_response_links(doc, op),
             )
             tools.append(
                 Tool(id=tool_id, desc=desc, parameters=list(params.values()), input_schema=_arguments_schema(http),
                      output_schema=response_schema, http=http, source="openapi")
             )
             where.append(keys)
+    for t in tools:  # a link names its target by operationId; the tool may be named "METHOD /path"
+        if t.http is not None and t.http.links:
+            t.http.links = [dict(lk, target=op_ids[str(lk["target"])]) for lk in t.http.links
+                            if str(lk["target"]) in op_ids]
     return _finish(tools, src, lambda i: where[i])
+
+
+def _response_links(doc: Any, op: dict[str, Any]) -> list[dict[str, Any]]:
+    """The OpenAPI ``links`` of an operation's 2xx responses: target operationId (an ``operationRef`` into
+    this document is followed to its operation's id) and the parameters it fills."""
+    responses = op.get("responses")
+    out: list[dict[str, Any]] = []
+    if not isinstance(responses, dict):
+        return out
+    for code, raw in responses.items():
+        resp = _resolve(doc, raw)
+        if not str(code).startswith("2") or not isinstance(resp, dict) or not isinstance(resp.get("links"), dict):
+            continue
+        for link in resp["links"].values():
+            link = _resolve(doc, link)
+            if not isinstance(link, dict):
+                continue
+            target = link.get("operationId")
+            ref = link.get("operationRef")
+            if not isinstance(target, str) and isinstance(ref, str) and ref.startswith("#/"):
+                found = _resolve(doc, {"$ref": ref})
+                target = found.get("operationId") if isinstance(found, dict) else None
+            params = link.get("parameters")
+            if isinstance(target, str):
+                out.append({"target": target, "parameters": {str(k): str(v) for k, v in params.items()}
+                            if isinstance(params, dict) else {}})
+    return out
 
 
 def _success_response(doc: Any, op: dict[str, Any]) -> tuple[dict[str, Any] | None, Any]:

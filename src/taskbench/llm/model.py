@@ -98,7 +98,8 @@ def get_model(spec: str, **config: Any) -> Model:
     """Build a :class:`Model` from ``"provider/model"`` (split on the first ``/`` only) and options.
 
     Wrapper options: ``timeout`` (seconds per attempt, default 120), ``max_retries`` (default 5),
-    ``max_total_seconds`` (bound on a whole call, default 600), ``concurrency`` (simultaneous requests),
+    ``max_total_seconds`` (bound on a whole call, default 600 s, or
+    timeout x attempts + 60 s when that is longer), ``concurrency`` (simultaneous requests),
     ``cache`` (True = default path, a path, or False). Generation defaults: ``temperature``, ``top_p``,
     ``max_tokens``, ``seed``, ``stop``. Everything else goes to the provider, e.g. ``base_url``,
     ``api_key_env`` (the *name* of the environment variable that holds the key), ``guided_decoding``.
@@ -114,6 +115,13 @@ def get_model(spec: str, **config: Any) -> Model:
         gen["stop"] = (gen["stop"],) if isinstance(gen["stop"], str) else tuple(gen["stop"])
     for k, v in cls.wrapper_defaults.items():
         config.setdefault(k, v)
+    if config.get("max_total_seconds") is None and config.get("timeout") is not None:
+        # the whole call's bound (default 600 s) must not cut a longer attempt, or its retries, short
+        retries = config.get("max_retries")
+        attempts = 1 + (int(retries) if retries is not None else 5)
+        total = float(config["timeout"]) * attempts + 60.0
+        if total > 600.0:
+            config["max_total_seconds"] = total
     wrapper = {k: config[k] for k in _MODEL_KEYS + ("concurrency",) if k in config}
     provider_opts = {k: v for k, v in config.items() if k not in _MODEL_KEYS and k not in _SHARED_KEYS}
     accepted = _accepted_keywords(cls)

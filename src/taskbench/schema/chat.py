@@ -60,6 +60,11 @@ class HttpOperation(BaseModel):
         default=None, description="An example success response from the spec, when it gives one."
     )
     server: str | None = Field(default=None, description="The spec's first server URL, if any.")
+    links: list[dict[str, JsonValue]] = Field(
+        default_factory=list,
+        description="The OpenAPI links of its success responses: {'target': operation id, 'parameters': {target "
+        "parameter: runtime expression such as '$response.body#/id'}}, references resolved.",
+    )
 
     def parameter(self, name: str) -> HttpParameter | None:
         """The parameter called ``name``, or None."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
@@ -12,11 +12,17 @@ if TYPE_CHECKING:  # pragma: no cover
     import networkx as nx
 
 
-LINK_RULES: tuple[str, ...] = ("schema", "name", "description", "state", "llm", "manual")
-"""Where a link's reason comes from: ``schema`` (a returned field's meaning matches a parameter's), ``name`` (a
-returned field and a required parameter have the same name), ``description`` (a tool without an output schema
-names the thing another tool takes), ``state`` (an HTTP write changes what another operation reads), ``llm``
-(a model proposed it and the rule check kept it), ``manual`` (added by hand with ``taskbench graph edit``)."""
+LINK_RULES: tuple[str, ...] = ("documented", "schema", "name", "description", "mention", "state", "llm", "manual")
+"""Where a link's reason comes from: ``documented`` (the spec's own OpenAPI ``links`` object), ``schema`` (a
+returned field's meaning matches a parameter's), ``name`` (a returned field and a required parameter have the
+same name), ``description`` (a tool without an output schema names the thing another tool takes), ``mention``
+(the source's name or description mentions what a parameter of the target names, such as a table, a path or a
+branch, when no schema says more), ``state`` (an HTTP write changes what another operation reads), ``llm`` (a
+model proposed it and the rule check kept it), ``manual`` (added by hand with ``taskbench graph edit``)."""
+
+Confidence = Literal["high", "medium", "low"]
+"""How sure a reason is: ``high`` (documented, or a returned identifier whose meaning matches), ``medium`` (same
+name, described output, state), ``low`` (only mentioned; an identifier whose entity could not be resolved)."""
 
 
 class LinkReason(BaseModel):
@@ -34,6 +40,9 @@ class LinkReason(BaseModel):
         default=None, description="The target tool's parameter that the field feeds (e.g. 'person_id')."
     )
     note: str = Field(default="", description="The reason in words (e.g. 'a person id').")
+    confidence: Confidence | None = Field(
+        default=None, description="high, medium or low (see Confidence); None for hand-made and older links."
+    )
 
     def text(self) -> str:
         """One line: ``results[].id -> person_id (a person id)``."""
