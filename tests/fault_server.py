@@ -4,7 +4,8 @@ It speaks just enough HTTP (keep-alive, Content-Length bodies) to serve ``POST /
 ``GET /v1/models`` to the OpenAI SDK, and runs on its own event loop in a background thread so the client
 under test has its loop to itself. Each request consumes the next scripted behaviour:
 
-- ``("ok",)``                      a normal chat completion (content from ``reply(request_json)``)
+- ``("ok",)``                      a normal chat completion (content from ``reply(request_json)``; a dict
+                                   it returns is the whole assistant message, tool calls and all)
 - ``("status", code, headers[, message])``  an error status with an OpenAI-style error body
 - ``("hang", seconds)``            read the request, say nothing for ``seconds``, then close
 - ``("truncate",)``                promise a longer Content-Length than sent, then close
@@ -37,7 +38,7 @@ def default_reply(body: dict[str, Any]) -> str:
 
 
 class FaultServer:
-    def __init__(self, script: list[tuple[Any, ...]] | None = None, reply: Callable[[dict], str] = default_reply,
+    def __init__(self, script: list[tuple[Any, ...]] | None = None, reply: Callable[[dict], Any] = default_reply,
                  *, port: int = 0, delay: float = 0.0):
         self.script: list[tuple[Any, ...]] = list(script or [])
         self.reply = reply
@@ -137,7 +138,13 @@ class FaultServer:
                 finally:
                     self.in_flight -= 1
             text = self.reply(payload)
-            self._send(writer, 200, _completion(payload, text))
+            if isinstance(text, dict):  # a whole assistant message (tool calls, say)
+                body = _completion(payload, "")
+                body["choices"][0]["message"] = text
+                body["choices"][0]["finish_reason"] = "tool_calls" if text.get("tool_calls") else "stop"
+                self._send(writer, 200, body)
+            else:
+                self._send(writer, 200, _completion(payload, text))
             await writer.drain()
             return True
         if kind == "message":

@@ -177,7 +177,7 @@ def select_tasks(tasks: Sequence[AgentTask], *, limit: int | None = None,
     return chosen[:limit] if limit else chosen
 
 
-def open_models(config: AgentEvalConfig, *, cache: bool = True, base_url: str | None = None,
+def open_models(config: AgentEvalConfig, *, cache: bool | str = True, base_url: str | None = None,
                 api_key_env: str | None = None, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """One :class:`~taskbench.llm.Model` per role. Embedded llama.cpp models get an instance per role (each
     keeps the KV cache of its own prompt prefix; the weights are memory-mapped once); other backends share one
@@ -215,6 +215,98 @@ def _check_sandbox(specs: Sequence[AgentSpec], unsafe_local: bool) -> None:
         raise SandboxUnavailableError(status.reason)
 
 
+def prepare_run(config: AgentEvalConfig, output: str | Path, *, write: bool = True
+                ) -> tuple[Path, str, list[AgentTask] | None]:
+    """What a run does before its first episode, local or sharded: check the configuration, read a tasks file,
+    check the sandbox, and (``write``) write or check the run header. Returns ``(out, fingerprint, tasks from
+    the file)``. A caller that passes ``write=False`` opens its environments first and then calls
+    :func:`write_run_header`, so that a misspelled ``--env`` leaves nothing behind."""
+    if config.tools not in TOOL_SETTINGS:
+        raise ConfigError(f"--tools {config.tools!r}: expected one of {', '.join(TOOL_SETTINGS)}")
+    specs = config.specs()
+    config.models_by_role()
+    file_tasks = None
+    if config.tasks_file is not None:  # read before anything is written: a bad file leaves no directory behind
+        from ..envs.tasks import load_tasks
+
+        file_tasks = load_tasks(config.tasks_file, env=config.env)
+    out = Path(output)
+    fingerprint = config.fingerprint()
+    _check_sandbox(specs, config.unsafe_local)
+    if write:
+        write_run_header(out, config, fingerprint)
+    return out, fingerprint, file_tasks
+
+
+def write_run_header(out: Path, config: AgentEvalConfig, fingerprint: str) -> None:
+    """Make ``out`` and write (or check against a resumed run's) the run header."""
+    out.mkdir(parents=True, exist_ok=True)
+    _write_config(out, config, fingerprint)
+
+
+def run_tasks(config: AgentEvalConfig, env: Any, file_tasks: Sequence[AgentTask] | None) -> list[AgentTask]:
+    """The selected tasks (from the tasks file, else the environment's own)."""
+    tasks = select_tasks(file_tasks if file_tasks is not None else env.tasks(), limit=config.limit,
+                         task_ids=config.task_ids)
+    if not tasks:
+        raise ConfigError(f"environment {config.env!r} has no tasks to run (give them in a file: --tasks FILE)")
+    return tasks
+
+
+def episode_keys(config: AgentEvalConfig, tasks: Sequence[AgentTask]) -> list[str]:
+    """The ids of the run's episodes (``agent/task/sSEED``), in the records' order."""
+    return [it.key for it in _items(config, tasks)]
+
+
+def _items(config: AgentEvalConfig, tasks: Sequence[AgentTask]) -> list[_Item]:
+    return [_Item(spec=s, task=t, seed=k) for s in config.specs() for t in tasks for k in range(config.seeds)]
+
+
+def fingerprint_check(fingerprint: str) -> Callable[[Path, int, dict[str, Any]], None]:
+    """Vets an episode record: one of another configuration is refused."""
+    def check(path: Path, line: int, rec: dict[str, Any]) -> None:
+        other = rec.get("fingerprint")
+        if other is not None and other != fingerprint:
+            raise ConfigError(f"{path}:{line}: an episode of another configuration (environment, tools, "
+                              "models, budgets or temperature differ); choose another output directory")
+    return check
+
+
+async def run_episodes(
+    config: AgentEvalConfig, out: Path, tasks: Sequence[AgentTask], records: Path, *, envs: Sequence[Any],
+    models: Mapping[str, Any], fingerprint: str, keys: set[str] | None = None, display: RecordDisplay | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> Any:
+    """Run the episodes of ``tasks`` (those of ``keys`` when given) into the records file ``records`` (the run's
+    ``episodes.jsonl``, or a shard file) with one environment of ``envs`` per episode in flight; trajectories
+    go to ``out/trajectories``. Returns the runner's summary."""
+    pool: asyncio.Queue[Any] = asyncio.Queue()
+    for e in envs:
+        pool.put_nowait(e)
+    role_models = config.models_by_role()
+    items = [it for it in _items(config, tasks) if keys is None or it.key in keys]
+
+    async def work(item: _Item) -> dict[str, Any]:
+        env = await pool.get()
+        try:
+            return await _episode(item, env, models, role_models, config, out, fingerprint, clock)
+        finally:
+            pool.put_nowait(env)
+
+    return await run_records(items, work, records, key=lambda it: it.key, concurrency=config.concurrency,
+                             label=f"agents · {config.env}", display=display, check=fingerprint_check(fingerprint))
+
+
+def write_metrics(out: Path, config: AgentEvalConfig, tasks: Sequence[AgentTask], env: Any) -> dict[str, Any]:
+    """Compute the metrics of the run's records and write ``metrics.json`` (with what ``env`` could not load)."""
+    metrics = compute_metrics(out, config, tasks=tasks, agents=list(dict.fromkeys(s.name for s in config.specs())))
+    problems = [str(p) for p in getattr(env, "problems", []) or []]
+    if problems:  # what the environment could not load or check, reported (never the end of the run)
+        metrics["env_problems"] = {"count": len(problems), "first": problems[:10]}
+    write_json(out / METRICS_FILE, metrics)
+    return metrics
+
+
 async def arun_agents(
     config: AgentEvalConfig,
     output: str | Path,
@@ -222,7 +314,7 @@ async def arun_agents(
     models: Mapping[str, Any] | None = None,
     env_factory: Callable[[], Any] | None = None,
     display: RecordDisplay | None = None,
-    cache: bool = True,
+    cache: bool | str = True,
     base_url: str | None = None,
     api_key_env: str | None = None,
     model_options: Mapping[str, Any] | None = None,
@@ -234,78 +326,40 @@ async def arun_agents(
     ``models`` (role -> Model; ``"agent"`` is the fallback) replaces the models ``config`` names (tests pass
     scripted mock models); ``env_factory`` replaces ``open_environment(config.env, **config.env_options)``.
     Raises ConfigError for a bad configuration or an output directory of another configuration,
-    SandboxUnavailableError when code agents cannot be confined (and ``unsafe_local`` is off)."""
+    SandboxUnavailableError when code agents cannot be confined (and ``unsafe_local`` is off). Sharded over
+    workers: :func:`taskbench.executors.agents.arun_agents_sharded`."""
     from ..envs import open_environment
 
-    if config.tools not in TOOL_SETTINGS:
-        raise ConfigError(f"--tools {config.tools!r}: expected one of {', '.join(TOOL_SETTINGS)}")
-    specs = config.specs()
-    role_models = config.models_by_role()
-    file_tasks = None
-    if config.tasks_file is not None:  # read before anything is written: a bad file leaves no directory behind
-        from ..envs.tasks import load_tasks
-
-        file_tasks = load_tasks(config.tasks_file, env=config.env)
-    out = Path(output)
-    fingerprint = config.fingerprint()
-    _check_sandbox(specs, config.unsafe_local)
+    out, fingerprint, file_tasks = prepare_run(config, output, write=False)
 
     def new_env() -> Any:
         return env_factory() if env_factory is not None else open_environment(config.env, **config.env_options)
 
     start = time.perf_counter()
-    pool: asyncio.Queue[Any] = asyncio.Queue()
     envs: list[Any] = []
-    try:  # the environments open before anything is written: a misspelled --env leaves no config.json behind
+    try:  # the environments open before anything is written: a misspelled --env leaves no run header behind
         envs += [new_env() for _ in range(config.concurrency)]
-        out.mkdir(parents=True, exist_ok=True)
-        _write_config(out, config, fingerprint)
+        write_run_header(out, config, fingerprint)
     except BaseException:
         for e in envs:
             await e.aclose()
         raise
-    for e in envs:
-        pool.put_nowait(e)
     owned_models = models is None
     models = dict(models) if models is not None else open_models(config, cache=cache, base_url=base_url,
                                                                  api_key_env=api_key_env, options=model_options)
     try:
-        tasks = select_tasks(file_tasks if file_tasks is not None else envs[0].tasks(), limit=config.limit,
-                             task_ids=config.task_ids)
-        if not tasks:
-            raise ConfigError(f"environment {config.env!r} has no tasks to run (give them in a file: --tasks FILE)")
-        items = [_Item(spec=s, task=t, seed=k) for s in specs for t in tasks for k in range(config.seeds)]
-        names = {s.name: s for s in specs}
-
-        def check(path: Path, line: int, rec: dict[str, Any]) -> None:
-            other = rec.get("fingerprint")
-            if other is not None and other != fingerprint:
-                raise ConfigError(f"{path}:{line}: an episode of another configuration (environment, tools, "
-                                  "models, budgets or temperature differ); choose another output directory")
-
-        async def work(item: _Item) -> dict[str, Any]:
-            env = await pool.get()
-            try:
-                return await _episode(item, env, models, role_models, config, out, fingerprint, clock)
-            finally:
-                pool.put_nowait(env)
-
-        summary = await run_records(items, work, out / EPISODES_FILE, key=lambda it: it.key,
-                                    concurrency=config.concurrency, label=f"agents · {config.env}",
-                                    display=display, check=check)
-        metrics = compute_metrics(out, config, tasks=tasks, agents=list(names))
-        problems = [str(p) for p in getattr(envs[0], "problems", []) or []]
-        if problems:  # what the environment could not load or check, reported (never the end of the run)
-            metrics["env_problems"] = {"count": len(problems), "first": problems[:10]}
-        write_json(out / METRICS_FILE, metrics)
+        tasks = run_tasks(config, envs[0], file_tasks)
+        summary = await run_episodes(config, out, tasks, out / EPISODES_FILE, envs=envs, models=models,
+                                     fingerprint=fingerprint, display=display, clock=clock)
+        metrics = write_metrics(out, config, tasks, envs[0])
     finally:
         for e in envs:
             await e.aclose()
         if owned_models:
             await _close_models(models)
-    return AgentEvalResult(output=str(out), episodes=len(items), skipped=summary.skipped, written=summary.written,
-                           failed=summary.failed, errors=summary.errors, seconds=time.perf_counter() - start,
-                           metrics=metrics)
+    return AgentEvalResult(output=str(out), episodes=summary.selected, skipped=summary.skipped,
+                           written=summary.written, failed=summary.failed, errors=summary.errors,
+                           seconds=time.perf_counter() - start, metrics=metrics)
 
 
 DEMO_ENV = "restbench-tmdb"
@@ -455,6 +509,13 @@ __all__ = [
     "arun_agents",
     "compute_metrics",
     "demo_config",
+    "episode_keys",
+    "fingerprint_check",
+    "prepare_run",
+    "write_run_header",
+    "run_episodes",
+    "run_tasks",
+    "write_metrics",
     "load_run",
     "open_models",
     "run_agents",

@@ -18,6 +18,7 @@ from .options import (
     no_cache_option,
     timeout_option,
 )
+from .predict import RAY_ADDRESS_HELP
 
 agents_app = typer.Typer(
     name="agents",
@@ -79,6 +80,12 @@ def eval_command(
     no_cache: bool = no_cache_option(),
     bootstrap: int = typer.Option(1000, "--bootstrap", min=0, help="Bootstrap replicates of the CIs (0: none)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+    executor: str = typer.Option(
+        "local", "--executor", help="Where episodes run: 'local' (this process) or 'ray' (sharded over Ray workers "
+        "by episode, each worker with its own environments and sandboxes; metrics after the merge)."),
+    ray_address: str | None = typer.Option(None, "--ray-address", help=RAY_ADDRESS_HELP),
+    workers: int | None = typer.Option(None, "--workers", min=1, help="With --executor ray: shards run at once "
+                                       "(default: the cluster's CPUs). --concurrency is per worker."),
 ) -> None:
     """Run agents on an environment's tasks and score them; resumable and crash-safe.
 
@@ -99,6 +106,8 @@ def eval_command(
         taskbench agents eval --env restbench-tmdb --agent conagents-auto,conagents-adaptive,react --model llamacpp/qwen2.5-coder-0.5b --tools gold+10 --limit 20 -o runs/tmdb -O n_threads=1
 
         taskbench agents eval --env taskbench-multimedia --agent conagents-auto --ablation no-plan-review,compiler-feedback --model openai/gpt-4o-mini -o runs/mm
+
+        taskbench agents eval --env restbench-tmdb --agent conagents-auto,react --model openai-compatible/qwen7b --base-url http://gpu1:8000/v1 --executor ray --ray-address auto -c 4 -o /shared/runs/tmdb
     """
     from ..agents.config import Budgets
     from ..agents.eval import AgentEvalConfig, run_agents
@@ -116,11 +125,27 @@ def eval_command(
         budgets=Budgets(max_steps=max_steps), temperature=temperature, unsafe_local=unsafe_local,
         concurrency=concurrency, env_options=env_options, bootstrap=bootstrap,
     )
+    from .predict import make_executor
+
+    runner = make_executor(executor, ray_address, workers)
     console = make_console(stderr=True, quiet=quiet)
     display = RichPredictDisplay(console)
-    with display:
-        result = run_agents(config, output, display=display, cache=not no_cache, base_url=base_url,
-                            api_key_env=api_key_env, model_options=call_options(option, timeout, max_retries))
+    model_options = call_options(option, timeout, max_retries)
+    if runner is not None:
+        from ..executors.agents import arun_agents_sharded
+        from ..runner import run_sync
+
+        try:
+            with display:
+                result = run_sync(arun_agents_sharded(config, output, executor=runner, display=display,
+                                                      cache=not no_cache, base_url=base_url, api_key_env=api_key_env,
+                                                      model_options=model_options))
+        finally:
+            runner.close()
+    else:
+        with display:
+            result = run_agents(config, output, display=display, cache=not no_cache, base_url=base_url,
+                                api_key_env=api_key_env, model_options=model_options)
     out = make_console()
     from rich.table import Table
 

@@ -19,6 +19,7 @@ from .options import (
     provider_option,
     timeout_option,
 )
+from .predict import RAY_ADDRESS_HELP, WORKERS_HELP
 
 
 def _size_weights(text: str | None) -> dict[int, float] | None:
@@ -99,6 +100,11 @@ def generate_command(
     fmt: str = typer.Option("auto", "--format", "-f", help="Format of --tools: auto, taskbench, openai, mcp, openapi."),
     dependency: str | None = typer.Option(None, "--dependency", "-D", help="Override: resource or temporal."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+    executor: str = typer.Option(
+        "local", "--executor", help="Where the plan entries run: 'local' (this process) or 'ray' (sharded over Ray "
+        "workers by plan entry; critics and near-duplicates decided after the merge: the same directory)."),
+    ray_address: str | None = typer.Option(None, "--ray-address", help=RAY_ADDRESS_HELP),
+    workers: int | None = typer.Option(None, "--workers", min=1, help=WORKERS_HELP),
 ) -> None:
     """Generate a benchmark from a tool graph with the Back-Instruct data engine (TaskBench paper, section 2.3).
 
@@ -123,12 +129,15 @@ def generate_command(
         taskbench generate --tools multimedia --output gen/mm --n 30 --model llamacpp/qwen2.5-coder-0.5b
 
         taskbench generate --graph tmdb_graph.json -o gen/tmdb -n 200 -m openai-compatible/Qwen2.5-7B-Instruct --base-url http://127.0.0.1:8000/v1 -c 16 --method two-stage
+
+        taskbench generate --tools dailylifeapis -o /shared/gen/daily -n 5000 -m openai-compatible/qwen7b --base-url http://gpu1:8000/v1 --executor ray --ray-address auto -c 16
     """
     from ..engine.generate import GenerateOptions, generate, read_manifest, weights_from_manifest
     from ..engine.progress import RichGenerateDisplay, statistics_table
     from ..errors import ConfigError
     from ..graph.sampling import MODE_WEIGHTS, MODES, SIZE_WEIGHTS, parse_weights
     from ..predict.runner import open_model
+    from .predict import make_executor
 
     out = output or out_alias
     if out is None:
@@ -164,17 +173,34 @@ def generate_command(
     )
     options.check_choices()
     extra = call_options(option, timeout, max_retries)
-    m = open_model(model, concurrency=concurrency, cache=not no_cache, base_url=base_url, api_key_env=api_key_env,
-                   options=extra)
-    critic = None
-    if critic_model is not None:
-        critic = open_model(critic_model, concurrency=concurrency, cache=not no_cache,
-                            base_url=critic_base_url, api_key_env=api_key_env, options=extra)
+    runner = make_executor(executor, ray_address, workers)
     console = make_console(stderr=True, quiet=quiet)
     display = RichGenerateDisplay(console)
+    if runner is not None:  # sharded: each worker rebuilds the models from their configs
+        from ..executors.generate import agenerate_sharded
+        from ..llm.config import ModelConfig
+        from ..runner import run_sync
 
-    with display:
-        summary = generate(tool_graph, m, out, options, critic_model=critic, display=display, close_model=True)
+        config = ModelConfig.build(model, concurrency=concurrency, cache=not no_cache, base_url=base_url,
+                                   api_key_env=api_key_env, options=extra)
+        critic_config = None if critic_model is None else ModelConfig.build(
+            critic_model, concurrency=concurrency, cache=not no_cache, base_url=critic_base_url,
+            api_key_env=api_key_env, options=extra)
+        try:
+            with display:
+                summary = run_sync(agenerate_sharded(tool_graph, config, out, options, executor=runner,
+                                                     critic=critic_config, display=display))
+        finally:
+            runner.close()
+    else:
+        m = open_model(model, concurrency=concurrency, cache=not no_cache, base_url=base_url,
+                       api_key_env=api_key_env, options=extra)
+        critic = None
+        if critic_model is not None:
+            critic = open_model(critic_model, concurrency=concurrency, cache=not no_cache,
+                                base_url=critic_base_url, api_key_env=api_key_env, options=extra)
+        with display:
+            summary = generate(tool_graph, m, out, options, critic_model=critic, display=display, close_model=True)
     stats = summary.statistics
     screen = make_console()
     screen.print(statistics_table(stats, title=f"{out}: {summary.method} · {summary.model}"

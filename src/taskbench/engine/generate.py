@@ -59,7 +59,9 @@ __all__ = [
     "METHODS",
     "agenerate",
     "entry_seed",
+    "finish_output",
     "generate",
+    "prepare_output",
     "sample_id",
 ]
 
@@ -238,6 +240,11 @@ class _Engine:
         self.prompt_tokens = 0
         self.completion_tokens = 0
 
+    def counters(self) -> dict[str, int]:
+        """The run's calls, cache hits and tokens so far."""
+        return {"calls": self.calls, "cache_hits": self.cache_hits, "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens}
+
     def _count(self, out: Any) -> None:
         self.calls += 1
         self.cache_hits += int(out.usage.cached)
@@ -366,31 +373,22 @@ def _plan(graph: ToolGraph, options: GenerateOptions) -> list[SampledSubgraph]:
                        size_weights=options.size_weights)
 
 
-async def agenerate(
-    graph: ToolGraph,
-    model: Any,
-    out_dir: str | Path,
-    options: GenerateOptions,
-    *,
-    critic_model: Any | None = None,
-    display: RecordDisplay | None = None,
-    clock: Any = time.perf_counter,
-) -> GenerateSummary:
-    """Generate ``options.n`` plan entries of ``graph`` with ``model`` into ``out_dir`` (resuming what is
-    there), then write the reference layout (see the module docstring). ``model`` / ``critic_model`` are
-    :class:`taskbench.llm.Model` objects (anything with ``name`` and ``async generate(messages, schema=,
-    config=)``)."""
+def prepare_output(
+    graph: ToolGraph, out_dir: str | Path, options: GenerateOptions, model_name: str, critic_name: str | None
+) -> tuple[Path, list[SampledSubgraph], dict[str, Any], int | None]:
+    """Check the arguments against ``out_dir``'s manifest, write the graph files and the manifest, and return
+    ``(out, plan, manifest, extended_from)``: what a generation run (local or sharded) does before any call."""
     options.check_choices()
     from ..graph.sampling import check_plan_size
 
     check_plan_size(options.n)  # before anything is written
-    if options.keep in ("both", "llm") and not options.check and critic_model is None:
+    if options.keep in ("both", "llm") and not options.check and critic_name is None:
         raise ConfigError(f"--keep {options.keep} needs an LLM critic: drop --no-check or pass --critic-model")
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise InputError("the output must be a directory", path=out)
     out.mkdir(parents=True, exist_ok=True)
-    manifest = _manifest(options, graph, model.name, getattr(critic_model, "name", None))
+    manifest = _manifest(options, graph, model_name, critic_name)
     header = new_header("generate", config=manifest, identity={k: manifest[k] for k in _FIXED},
                         seeds={"plan": options.seed})
     old = read_header(out, "generate")
@@ -406,23 +404,54 @@ async def agenerate(
     write_json(out / TOOL_FILE, graph.library.to_taskbench())
     write_json(out / GRAPH_FILE, graph.to_taskbench())
     write_header(out, header)
+    return out, plan, manifest, extended_from
+
+
+def finish_output(
+    out: Path, graph: ToolGraph, options: GenerateOptions, plan: list[SampledSubgraph], manifest: dict[str, Any],
+    extended_from: int | None, ran: Any, counters: Mapping[str, int],
+) -> GenerateSummary:
+    """Critics and near-duplicate detection over the whole ``data_raw.json`` (after a sharded run: after the
+    merge), the output files, and the run's summary. ``ran`` is the records pass (a runner or sharded summary:
+    ``skipped``, ``written``, ``failed``, ``retried``, ``seconds``, ``errors``); ``counters`` the calls,
+    cache hits and tokens."""
+    info = {"method": options.method, "model": manifest["model"], "critic_model": manifest["critic_model"],
+            "seed": options.seed, "n": options.n, "dependency": manifest["dependency"]}
+    stats = finalize_dataset(out, graph.library, graph, ids=[sample_id(e.index) for e in plan], keep=options.keep,
+                             dedup=options.dedup, dedup_threshold=options.dedup_threshold, info=info)
+    return GenerateSummary(
+        output=str(out), model=manifest["model"], critic_model=manifest["critic_model"], method=options.method,
+        planned=len(plan), extended_from=extended_from, skipped=ran.skipped, written=ran.written,
+        failed_calls=ran.failed, retried=ran.retried, calls=counters.get("calls", 0),
+        cache_hits=counters.get("cache_hits", 0), prompt_tokens=counters.get("prompt_tokens", 0),
+        completion_tokens=counters.get("completion_tokens", 0), seconds=ran.seconds, errors=ran.errors,
+        statistics=stats,
+    )
+
+
+async def agenerate(
+    graph: ToolGraph,
+    model: Any,
+    out_dir: str | Path,
+    options: GenerateOptions,
+    *,
+    critic_model: Any | None = None,
+    display: RecordDisplay | None = None,
+    clock: Any = time.perf_counter,
+) -> GenerateSummary:
+    """Generate ``options.n`` plan entries of ``graph`` with ``model`` into ``out_dir`` (resuming what is
+    there), then write the reference layout (see the module docstring). ``model`` / ``critic_model`` are
+    :class:`taskbench.llm.Model` objects (anything with ``name`` and ``async generate(messages, schema=,
+    config=)``). Sharded over workers: :func:`taskbench.executors.generate.agenerate_sharded`."""
+    out, plan, manifest, extended_from = prepare_output(graph, out_dir, options, model.name,
+                                                        getattr(critic_model, "name", None))
     engine = _Engine(graph, model, options, critic_model)
     label = f"{options.method} · {model.name}"
     shown = display or NullDisplay()
     ran = await run_records(plan, engine.work, out / RAW_FILE, key=lambda e: sample_id(e.index),
                             concurrency=options.concurrency, label=label, display=_Forward(shown),
                             failure=engine.failure, catch=(ModelError,), clock=clock)
-    info = {"method": options.method, "model": model.name, "critic_model": manifest["critic_model"],
-            "seed": options.seed, "n": options.n, "dependency": manifest["dependency"]}
-    stats = finalize_dataset(out, graph.library, graph, ids=[sample_id(e.index) for e in plan], keep=options.keep,
-                             dedup=options.dedup, dedup_threshold=options.dedup_threshold, info=info)
-    summary = GenerateSummary(
-        output=str(out), model=model.name, critic_model=manifest["critic_model"], method=options.method,
-        planned=len(plan), extended_from=extended_from, skipped=ran.skipped, written=ran.written,
-        failed_calls=ran.failed, retried=ran.retried, calls=engine.calls, cache_hits=engine.cache_hits,
-        prompt_tokens=engine.prompt_tokens, completion_tokens=engine.completion_tokens, seconds=ran.seconds,
-        errors=ran.errors, statistics=stats,
-    )
+    summary = finish_output(out, graph, options, plan, manifest, extended_from, ran, engine.counters())
     shown.finish(summary)
     return summary
 

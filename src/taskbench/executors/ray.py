@@ -1,6 +1,7 @@
 """The Ray executor: each call (a shard) is a Ray task on a cluster (``pip install "taskbench[ray]"``).
 
-- ``address=None`` starts a private local cluster for this process (stopped by :meth:`RayExecutor.close`);
+- ``address=None`` starts a private local cluster for this process (stopped by :meth:`RayExecutor.close`; a
+  :class:`~taskbench.executors.reaper.Reaper` stops what is left of it when this process is killed instead);
   ``"auto"`` or ``"HOST:PORT"`` joins a running one (``ray start --head`` on the head node, ``ray start
   --address HEAD:6379`` on the others).
 - A task whose worker process dies (killed, out of memory, its node lost) is run again by Ray
@@ -36,7 +37,8 @@ def _ray() -> Any:
 
 
 class RayExecutor:
-    """Runs calls as Ray tasks (see the module docstring)."""
+    """Runs calls as Ray tasks (see the module docstring). ``resources`` (custom Ray resources each task needs,
+    e.g. ``{"gpu_node": 1}``) places the tasks on the nodes that offer them."""
 
     name = "ray"
 
@@ -50,6 +52,7 @@ class RayExecutor:
         runtime_env: dict[str, Any] | None = None,
         init_options: dict[str, Any] | None = None,
         poll_interval: float = 0.25,
+        resources: dict[str, float] | None = None,
     ) -> None:
         if workers is not None and workers < 1:
             raise ConfigError(f"workers must be >= 1, not {workers}")
@@ -63,8 +66,10 @@ class RayExecutor:
         self.runtime_env = runtime_env
         self.init_options = dict(init_options or {})
         self.poll_interval = poll_interval
+        self.resources = dict(resources or {})
         self._started = False
         self._remote: dict[Any, Any] = {}
+        self._reaper: Any = None
 
     def __repr__(self) -> str:
         return f"RayExecutor(address={self.address!r}, workers={self._workers})"
@@ -85,11 +90,18 @@ class RayExecutor:
         if self.runtime_env:
             options["runtime_env"] = self.runtime_env
         options.update(self.init_options)
+        if self.address is None:  # the private cluster goes when this process goes, however it ends
+            from .reaper import Reaper
+
+            self._reaper = Reaper().start()
         try:
             ray.init(**options)
-        except ConnectionError as exc:
-            raise ConfigError(f"cannot reach the Ray cluster at {self.address!r} ({exc}); start it with "
-                              "`ray start --head` or give --ray-address HOST:PORT") from exc
+        except BaseException as exc:
+            self._stop_reaper()
+            if isinstance(exc, ConnectionError):
+                raise ConfigError(f"cannot reach the Ray cluster at {self.address!r} ({exc}); start it with "
+                                  "`ray start --head` or give --ray-address HOST:PORT") from exc
+            raise
         self._started = True
         self._warn_about_the_cache(ray)
         return ray
@@ -130,8 +142,9 @@ class RayExecutor:
         ray = self._init()
         remote = self._remote.get(fn)
         if remote is None:
+            extra: dict[str, Any] = {"resources": self.resources} if self.resources else {}
             remote = self._remote[fn] = ray.remote(num_cpus=self.num_cpus, max_retries=self.max_retries,
-                                                   retry_exceptions=False)(fn)
+                                                   retry_exceptions=False, **extra)(fn)
         refs = [remote.remote(*args) for args in calls]
         pending = list(refs)
         try:
@@ -165,6 +178,12 @@ class RayExecutor:
         if self._started:
             _ray().shutdown()
             self._started = False
+        self._stop_reaper()
+
+    def _stop_reaper(self) -> None:
+        reaper, self._reaper = self._reaper, None
+        if reaper is not None:
+            reaper.close()
 
     def __enter__(self) -> RayExecutor:
         return self

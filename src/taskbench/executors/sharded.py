@@ -141,11 +141,25 @@ def run_shard_in_worker(target: str, payload: dict[str, Any], keys: list[str], s
     path = Path(shard)
     path.parent.mkdir(parents=True, exist_ok=True)
     me = f"{socket.gethostname()}:{os.getpid()}"
-    info = {"worker": me, "pid": os.getpid(), "host": socket.gethostname(), "started": time.time(), "ids": len(keys)}
+    info = {"worker": me, "pid": os.getpid(), "host": socket.gethostname(), "started": time.time(), "ids": len(keys),
+            "node": _ray_node()}
     worker_file(path).write_text(json.dumps(info) + "\n", encoding="utf-8")
     job = load_job(target, payload)
     part = run_sync(job.run_shard(list(keys), path))
-    return {"worker": me, "summary": part}
+    return {"worker": me, "node": info["node"], "summary": part}
+
+
+def _ray_node() -> str | None:
+    """The Ray node id of this worker (None outside a Ray worker): which node ran a shard."""
+    import sys
+
+    ray = sys.modules.get("ray")
+    try:
+        if ray is not None and ray.is_initialized():
+            return str(ray.get_runtime_context().get_node_id())
+    except Exception:  # pragma: no cover - a Ray without a runtime context
+        return None
+    return None
 
 
 def shard_dir(output: Path) -> Path:

@@ -348,8 +348,9 @@ async def arun_benchmark(
     scoring (:mod:`taskbench.run.stages`). ``stage_displays`` maps "generate" / "agents" to their progress
     displays; the predictions' ``display`` is closed before they start.
 
-    ``executor`` (:mod:`taskbench.executors`, e.g. a ``RayExecutor``): predictions run sharded on its workers
-    (models rebuilt in each worker from their config); scoring stays here. None: in this process.
+    ``executor`` (:mod:`taskbench.executors`, e.g. a ``RayExecutor``): every stage runs sharded on its workers
+    (predictions by sample, generation by plan entry, agents by episode; models rebuilt in each worker from their
+    config); scoring, critics, dedup and metrics run here after the merges. None: in this process.
 
     Resumes from whatever ``run_dir`` already holds. Returns the final :class:`RunLog`, whose status is
     ``"complete"``, or ``"incomplete"`` when some model calls failed for good (their records are failure
@@ -442,7 +443,8 @@ async def arun_benchmark(
                                   agents=agents, agent_tasks=agent_tasks, cache=cache,
                                   model_options=model_options or {},
                                   endpoint=endpoint_options(models[0], base_url=base_url, api_key_env=api_key_env),
-                                  display=display, stage_displays=stage_displays or {}, earlier=earlier)
+                                  display=display, stage_displays=stage_displays or {}, earlier=earlier,
+                                  executor=executor)
         except BaseException as exc:
             log.status = "interrupted" if isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError)) else "failed"
             if log.passes:
@@ -471,7 +473,8 @@ def _previous_log(run_dir: Path) -> RunLog | None:
 async def _run_stages(log: RunLog, run_dir: Path, spec: str, *, generate: int, generate_tools: str | None,
                       agents: Sequence[str], agent_tasks: Sequence[str] | None, cache: bool,
                       model_options: dict[str, Any], endpoint: dict[str, Any], display: Any,
-                      stage_displays: Mapping[str, RecordDisplay], earlier: Sequence[RunStage] = ()) -> None:
+                      stage_displays: Mapping[str, RecordDisplay], earlier: Sequence[RunStage] = (),
+                      executor: Any = None) -> None:
     from .stages import DEFAULT_GENERATE_TOOLS, agents_stage, generation_stage
 
     _close(display)  # one live progress display at a time
@@ -481,7 +484,7 @@ async def _run_stages(log: RunLog, run_dir: Path, spec: str, *, generate: int, g
         try:
             stage = await generation_stage(run_dir, spec, n=generate, tools=generate_tools or DEFAULT_GENERATE_TOOLS,
                                            seed=log.config.seed or 0, cache=cache, model_options=model_options,
-                                           endpoint=endpoint, display=shown)
+                                           endpoint=endpoint, display=shown, executor=executor)
         finally:
             _close(shown)
         log.stages.append(_merge_stage(earlier, stage))
@@ -491,7 +494,8 @@ async def _run_stages(log: RunLog, run_dir: Path, spec: str, *, generate: int, g
         _set_stage(log, run_dir, "agents")
         try:
             stage = await agents_stage(run_dir, spec, agents=agents, tasks=agent_tasks, cache=cache,
-                                       model_options=model_options, endpoint=endpoint, display=shown)
+                                       model_options=model_options, endpoint=endpoint, display=shown,
+                                       executor=executor)
         finally:
             _close(shown)
         log.stages.append(_merge_stage(earlier, stage))

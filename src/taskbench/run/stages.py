@@ -56,10 +56,12 @@ async def generation_stage(
     model_options: Mapping[str, Any] | None = None,
     endpoint: Mapping[str, Any] | None = None,
     display: RecordDisplay | None = None,
+    executor: Any = None,
 ) -> RunStage:
     """Generate ``n`` samples from the tool library ``tools`` with ``model_spec`` (back-instruct, the model's
     own check as the LLM critic plus the rule critic, both required for data.json) into
-    ``run_dir/generated``."""
+    ``run_dir/generated``; with an ``executor`` (:mod:`taskbench.executors`), sharded over its workers by plan
+    entry."""
     from ..bundled import resolve
     from ..dataset.jsonio import read_jsonl
     from ..engine.generate import GenerateOptions, agenerate
@@ -74,9 +76,18 @@ async def generation_stage(
         graph = graph_from_path(resolve(tools))
         options = GenerateOptions(n=n, seed=seed, mode_weights={"single": 1, "chain": 1, "dag": 1},
                                   size_weights={2: 1, 3: 1}, max_tokens=GENERATE_MAX_TOKENS)
-        model = open_model(model_spec, concurrency=1, cache=cache, options=dict(model_options or {}),
-                           **dict(endpoint or {}))
-        summary = await agenerate(graph, model, out, options, display=display or NullDisplay())
+        if executor is not None:
+            from ..executors.generate import agenerate_sharded
+            from ..llm.config import ModelConfig
+
+            config = ModelConfig.build(model_spec, concurrency=1, cache=cache, options=dict(model_options or {}),
+                                       **dict(endpoint or {}))
+            summary = await agenerate_sharded(graph, config, out, options, executor=executor,
+                                              display=display or NullDisplay())
+        else:
+            model = open_model(model_spec, concurrency=1, cache=cache, options=dict(model_options or {}),
+                               **dict(endpoint or {}))
+            summary = await agenerate(graph, model, out, options, display=display or NullDisplay())
         stats = summary.statistics
         kept = read_jsonl(out / "data.json") if (out / "data.json").is_file() else []
         stage.summary = {
@@ -116,10 +127,11 @@ async def agents_stage(
     model_options: Mapping[str, Any] | None = None,
     endpoint: Mapping[str, Any] | None = None,
     display: RecordDisplay | None = None,
+    executor: Any = None,
 ) -> RunStage:
     """Run ``agents`` on a few of our bundled offline TMDB tasks (``tasks``, default
     :data:`~taskbench.agents.eval.DEMO_TASKS`) with ``model_spec`` into ``run_dir/agents`` (gold tools, a short
-    step cap; the code runs in the sandbox)."""
+    step cap; the code runs in the sandbox); with an ``executor``, sharded over its workers by episode."""
     from ..agents.eval import DEMO_TASKS, arun_agents, demo_config
 
     stage = RunStage(kind="agents", model=model_spec, path=AGENTS_DIR)
@@ -128,12 +140,18 @@ async def agents_stage(
         config = demo_config(model_spec, tasks=list(tasks or DEMO_TASKS), agents=list(agents))
         ep = dict(endpoint or {})
         base_url = ep.get("base_url")
-        result = await arun_agents(
-            config, run_dir / AGENTS_DIR, display=display or NullDisplay(), cache=cache,
+        where: dict[str, Any] = dict(
+            display=display or NullDisplay(), cache=cache,
             # agent runs take one endpoint: the first of the run's replicas
             base_url=base_url[0] if isinstance(base_url, list) else base_url, api_key_env=ep.get("api_key_env"),
-            model_options=model_options,
+            model_options=dict(model_options or {}),
         )
+        if executor is not None:
+            from ..executors.agents import arun_agents_sharded
+
+            result = await arun_agents_sharded(config, run_dir / AGENTS_DIR, executor=executor, **where)
+        else:
+            result = await arun_agents(config, run_dir / AGENTS_DIR, **where)
         stage.summary = {"env": config.env, "tools": config.tools, "tasks": list(config.task_ids or []),
                          "max_steps": config.budgets.max_steps,
                          "comparison": list(result.metrics.get("comparison") or [])}
