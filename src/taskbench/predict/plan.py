@@ -262,7 +262,7 @@ def drop_repeated_steps(plan: Mapping[str, Any]) -> tuple[dict[str, Any], int]:
             return {k: renumber(v) for k, v in value.items()}
         return value
 
-    out = []
+    out: list[dict[str, Any]] = []
     for i in kept:
         step = dict(steps[i])
         step["arguments"] = renumber(step.get("arguments"))
