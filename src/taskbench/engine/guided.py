@@ -9,8 +9,8 @@ away. The sampled subgraph is known before the model writes a word, so the guide
   :func:`guided_order` (a topological order of the sampled links), each ``task`` a ``const``;
 - resource domains: for every sampled link ``j -> i`` one argument of node i whose input type node j's
   output fits (its first output type first, as the rule critic reads a reference) is the ``const``
-  ``<node-j>``; every other argument is free text (it cannot start with ``<``) or, where the type fits, a
-  ``<node-j>`` of one of node i's sampled predecessors. No other reference can be written, so the links the
+  ``<node-j>``; every other argument is free text (it cannot start with ``<``) or, where the input type is
+  the predecessor's first output type, a ``<node-j>`` of one of node i's sampled predecessors. No other reference can be written, so the links the
   arguments imply are exactly the sampled ones;
 - temporal domains: ``links`` is the tuple of the sampled links, each a ``const``; the arguments are the
   API's parameters, as in the free mode;
@@ -76,7 +76,8 @@ def link_slots(
         inputs = list(target.input_types or []) if target is not None else []
         best: tuple[int, int] | None = None  # (fit, k)
         for k, kind in enumerate(inputs):
-            if (i, k) in slots or source is None:
+            # the rule critic reads <node-j> as node j's first output type: it must be one of the inputs
+            if (i, k) in slots or source is None or source.first_output_type() not in inputs:
                 continue
             fit = _fits(source, kind)
             if fit is not None and (best is None or fit < best[0]):
@@ -107,7 +108,7 @@ def _resource_node(
         refs = []
         for j in sorted(preds):
             source = library.get(order[j])
-            if source is not None and _fits(source, kind) is not None:
+            if source is not None and _fits(source, kind) == 0:
                 refs.append(f"<node-{j}>")
         free = _free_value(limits)
         props[name] = {"anyOf": [{"type": "string", "enum": refs}, free]} if refs else free
