@@ -83,6 +83,7 @@ def run_one(model: Any, ds: Any, name: str, out: Path, config: dict[str, Any], a
         "step_rouge1": metrics["step_rouge1"],
         "seconds_per_sample": sum(seconds) / len(seconds) if seconds else None,
         "samples_per_minute": 60 * len(seconds) / sum(seconds) if seconds and sum(seconds) else None,
+        **repeat_counts(records),
         "completion_tokens_mean": sum(r.get("usage", {}).get("completion_tokens", 0) for r in records)
         / max(len(records), 1),
         "wall_seconds_this_run": round(wall, 1),
@@ -101,6 +102,26 @@ def run_one(model: Any, ds: Any, name: str, out: Path, config: dict[str, Any], a
         row["shortlist_recall"] = rec.recall
         row["shortlist_complete"] = rec.complete_rate
     return row
+
+
+def repeat_counts(records: list[dict]) -> dict[str, int]:
+    """Issue 26 point 4: the plan steps dropped as repeats of an earlier step (``drop_repeated_steps``), the
+    answers that had any, and the results still calling a tool twice after the drop (what is left)."""
+    from taskbench.predict.plan import drop_repeated_steps, is_plan
+
+    dropped = answers = left = 0
+    for r in records:
+        try:
+            plan = json.loads(r.get("raw") or "")
+        except ValueError:
+            plan = None
+        if is_plan(plan):
+            n = drop_repeated_steps(plan)[1]
+            dropped += n
+            answers += n > 0
+        names = [n.get("task") for n in ((r.get("result") or {}).get("task_nodes") or []) if isinstance(n, dict)]
+        left += len(names) != len(set(names))
+    return {"repeated_steps_dropped": dropped, "answers_with_repeats": answers, "results_with_a_tool_twice": left}
 
 
 def explicit_link_f1(samples: Any, records: list[dict]) -> float:

@@ -53,7 +53,8 @@ class Oracle:
         if title == "Critic":
             return json.dumps({"comments": "Let me check the result step by step. Fine.", "executable": True,
                                "correct": self.teacher})
-        text = self.request or f"Please help me with case {seed}: handle example.jpg and the text 'hello {seed}'."
+        text = self.request or (f"Please help me with case {seed}: handle example.jpg (or example.png), example.wav and "
+                                f"example.mp4 and the text 'hello {seed}'.")
         if title == "UserRequest":
             return json.dumps({"user_request": text})
         graph_schema = (schema.get("properties") or {}).get("invoking_graph") or {}

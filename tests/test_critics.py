@@ -110,6 +110,7 @@ def test_good_samples_are_clean(resource_lib, temporal_lib):
     assert check_sample(Sample.model_validate(good_resource()), resource_lib, _resource_graph(resource_lib)) == []
     assert check_sample(Sample.model_validate(good_temporal()), temporal_lib) == []
     single = {**good_resource(), "type": "single", "n_tools": 1, "task_steps": ["Step 1"],
+              "user_request": "Make example.png blue",
               "task_nodes": [{"task": "Editor", "arguments": ["make it blue", "example.png"]}],
               "task_links": [], "sampled_nodes": [{"task": "Editor"}], "sampled_links": []}
     assert check_sample(Sample.model_validate(single), resource_lib) == []

@@ -173,7 +173,8 @@ def test_rule_verdict_checks_alignment_types_and_parameters(graphs):
                 literal.get(kind, "some text")
         return out
 
-    good = {**base, "result": {"task_steps": ["1", "2"], "user_request": "r", "invoking_graph": {"nodes": [
+    request = "r with example.jpg, example.wav and example.mp4"  # the files the arguments use are named
+    good = {**base, "result": {"task_steps": ["1", "2"], "user_request": request, "invoking_graph": {"nodes": [
         {"task": a, "arguments": args(ta)}, {"task": b, "arguments": args(tb, "<node-0>")}]}}}
     assert rule_verdict(build_sample(good, g.library), g.library, g).passed is True
     no_link = json.loads(json.dumps(good))

@@ -111,7 +111,7 @@ def test_schema_constrains_tools_arguments_and_lengths(tmp_path, mm):
         seen.append(request)
         return Oracle()(request)
 
-    generate(mm, _model(answer), tmp_path / "g", GenerateOptions(n=6, seed=5, mode_weights={"dag": 1}))
+    generate(mm, _model(answer), tmp_path / "g", GenerateOptions(n=6, seed=5, mode_weights={"dag": 1}, guided=False))
     raw = read_jsonl(tmp_path / "g" / "data_raw.json")
     for req, rec in zip(seen, raw, strict=True):
         schema = req.json_schema
@@ -268,7 +268,7 @@ def test_an_answer_cut_at_the_token_limit_is_a_failed_attempt_not_a_sample(tmp_p
 
 def test_near_duplicate_requests_are_flagged_or_dropped(tmp_path, mm):
     out = tmp_path / "gen"
-    same = Oracle(request="Please colour my photo example.jpg and describe it for me.")
+    same = Oracle(request="Please colour my photo example.jpg and describe it for me (example.wav, example.mp4).")
     generate(mm, _model(same), out, GenerateOptions(n=4, mode_weights={"single": 1}))
     data = read_jsonl(out / "data.json")
     assert [r.get("duplicate_of") for r in data] == [None, "00000", "00000", "00000"]

@@ -77,6 +77,10 @@ def generate_command(
         "Default: the generator's own check_by_teacher."),
     check: bool | None = typer.Option(
         None, "--check/--no-check", help="Ask for the template's check_by_teacher self-check (default: on)."),
+    guided: bool | None = typer.Option(
+        None, "--guided/--free", help="Guided (default for back-instruct and two-stage): the answer schema fixes "
+        "the sampled nodes, in a topological order, and the sampled links; the model writes the request, steps "
+        "and argument values. Free: the model writes the graph too (the released engine)."),
     keep: str = typer.Option("both", "--keep", help="Critics a sample must pass for data.json: both, rule, llm, none."),
     dedup: str = typer.Option("flag", "--dedup", help="Near-duplicate requests: flag (duplicate_of), drop (to "
                               "data_error.json) or off."),
@@ -151,6 +155,7 @@ def generate_command(
         model = old.get("model") if model is None else model
         critic_model = old.get("critic_model") if critic_model is None else critic_model
         check = old.get("check", True) if check is None else check
+        guided = old.get("guided", False) if guided is None else guided
         temperature = old.get("temperature") if temperature is None else temperature
         top_p = old.get("top_p") if top_p is None else top_p
         max_tokens = old.get("max_tokens") if max_tokens is None else max_tokens
@@ -166,7 +171,7 @@ def generate_command(
         raise ConfigError("give --model (provider/model, e.g. llamacpp/qwen2.5-coder-0.5b)")
     options = GenerateOptions(
         n=n, seed=0 if seed is None else seed, method=method or "back-instruct", mode_weights=modes,
-        size_weights=sizes, check=True if check is None else check, keep=keep, dedup=dedup,
+        size_weights=sizes, check=True if check is None else check, guided=guided, keep=keep, dedup=dedup,
         dedup_threshold=dedup_threshold, concurrency=concurrency,
         temperature=0.7 if temperature is None else temperature, top_p=1.0 if top_p is None else top_p,
         max_tokens=max_tokens or 2048,

@@ -47,6 +47,7 @@ __all__ = [
     "check_against_sampled",
     "check_dataset",
     "check_request",
+    "check_grounding",
     "check_sample",
     "check_structure",
     "issue_counts",
@@ -75,6 +76,7 @@ ISSUE_CODES: dict[str, str] = {
     "unknown_param": "an argument names a parameter the tool does not have",
     "missing_param": "a required parameter of the tool has no argument",
     "duplicate_param": "a parameter is given twice",
+    "file_not_in_request": "an argument uses a file (example.mp4, ...) that the user request does not name",
     "sampled_nodes_mismatch": "the nodes differ from the sampled subgraph's nodes",
     "sampled_links_mismatch": "the links differ from the sampled subgraph's links",
     "request_empty": "the user request is empty",
@@ -89,6 +91,10 @@ MEDIA_EXTENSIONS: dict[str, str] = {
     **dict.fromkeys(("mp4", "avi", "mov", "mkv", "webm"), "video"),
 }
 """File extensions whose resource kind is clear from the name."""
+
+_FILE_NAME = re.compile(r"^[\w\-]+\.(" + "|".join(sorted({*MEDIA_EXTENSIONS, "txt", "pdf", "doc", "docx", "csv"}))
+                        + r")$", re.I)
+"""A whole argument value that is one file name (``example.mp4``)."""
 
 
 class Issue(BaseModel):
@@ -362,6 +368,7 @@ def check_sample(
                 issues.append(
                     Issue(code="link_not_in_graph", message=f"{lk.source} -> {lk.target} is not an edge of the tool graph")
                 )
+    issues.extend(check_grounding(sample))
     if sampled:
         issues.extend(check_against_sampled(sample))
     return issues
@@ -397,6 +404,23 @@ def check_request(request: str, library: ToolLibrary) -> list[Issue]:
 
 def _split_camel(name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name)
+
+
+def check_grounding(sample: Sample) -> list[Issue]:
+    """Every file an argument uses (a whole value such as ``example.mp4``) is named in the user request (case
+    ignored): the request must be self-contained. None of the 86 released gold samples fails this."""
+    request = (sample.user_request or "").lower()
+    issues = []
+    for i, node in enumerate(sample.task_nodes):
+        for arg in node.arguments:
+            text = _arg_text(arg)
+            if not isinstance(text, str):
+                continue
+            name = text.strip().strip("'\"")
+            if _FILE_NAME.match(name) and name.lower() not in request:
+                issues.append(Issue(code="file_not_in_request", node=i,
+                                    message=f"node {i} ({node.task}): {name!r} is not named in the user request"))
+    return issues
 
 
 def _edge_text(edge: tuple[str, str]) -> str:

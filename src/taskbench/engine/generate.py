@@ -48,6 +48,7 @@ from ..predict.runner import _Forward
 from ..runner import NullDisplay, RecordDisplay, run_records, run_sync
 from ..schema import SampledSubgraph, ToolGraph, ToolLibrary
 from .dedup import DEFAULT_THRESHOLD
+from .guided import guided_schema
 from .output import DEDUP_MODES, KEEP_MODES, assess, finalize_dataset
 from .prompts import critic_messages, generation_messages
 from .schemas import Limits, critic_schema, generation_schema, strict_backend
@@ -77,8 +78,13 @@ DEFAULT_MAX_TOKENS = 2048
 string bounds make a 10-tool answer at most about 1,800 tokens); the reference engine sends 2,500."""
 
 # arguments that must be the same on a rerun into the same directory (n may grow)
-_FIXED = ("method", "seed", "mode_weights", "size_weights", "model", "critic_model", "check", "temperature",
-          "top_p", "max_tokens", "limits", "graph_sha256")
+_FIXED = ("method", "seed", "mode_weights", "size_weights", "model", "critic_model", "check", "guided",
+          "temperature", "top_p", "max_tokens", "limits", "graph_sha256")
+# what a manifest written before an argument existed meant by it
+_MANIFEST_DEFAULTS: dict[str, Any] = {"guided": False}
+
+GUIDED_METHODS = ("back-instruct", "two-stage")
+"""The methods a guided schema applies to: those that show the model the sampled subgraph, edges included."""
 
 
 class GenerateOptions(BaseModel):
@@ -92,6 +98,11 @@ class GenerateOptions(BaseModel):
     mode_weights: dict[str, float] | None = Field(default=None, description="single/chain/dag weights (3:7:8).")
     size_weights: dict[int, float] | None = Field(default=None, description="Tool-count weights for chain/dag.")
     check: bool = Field(default=True, description="Ask for the template's check_by_teacher (the LLM critic).")
+    guided: bool | None = Field(
+        default=None,
+        description="The schema fixes the sampled nodes and links; the model writes only the text "
+        "(engine/guided.py). None: on for back-instruct and two-stage, off for the baselines.",
+    )
     keep: str = Field(default="both", description="Critics a sample must pass for data.json: both|rule|llm|none.")
     dedup: str = Field(default="flag", description="Near-duplicate requests: flag | drop | off.")
     dedup_threshold: float = Field(default=DEFAULT_THRESHOLD, gt=0, le=100, description="Similarity 0-100.")
@@ -109,6 +120,14 @@ class GenerateOptions(BaseModel):
             raise ConfigError(f"--keep must be one of {', '.join(KEEP_MODES)}, not {self.keep!r}")
         if self.dedup not in DEDUP_MODES:
             raise ConfigError(f"--dedup must be one of {', '.join(DEDUP_MODES)}, not {self.dedup!r}")
+        if self.guided and self.method not in GUIDED_METHODS:
+            raise ConfigError(f"--guided needs the sampled edges in the prompt: use --method "
+                              f"{' or '.join(GUIDED_METHODS)}, or --free with {self.method}")
+
+    @property
+    def use_guided(self) -> bool:
+        """Whether this run's schema fixes the sampled subgraph (``guided`` resolved for the method)."""
+        return self.method in GUIDED_METHODS if self.guided is None else self.guided
 
 
 class GenerateSummary(BaseModel):
@@ -169,6 +188,7 @@ def _manifest(options: GenerateOptions, graph: ToolGraph, model: str, critic: st
         "model": model,
         "critic_model": critic,
         "check": options.check,
+        "guided": options.use_guided,
         "temperature": options.temperature,
         "top_p": options.top_p,
         "max_tokens": options.max_tokens,
@@ -262,6 +282,7 @@ class _Engine:
             "method": self.options.method,
             "model": self.model.name,
             "check": self.options.check,
+            "guided": self.options.use_guided,
             "plan": entry.to_record(),
         }
         if self.options.method != "self-instruct":
@@ -270,6 +291,8 @@ class _Engine:
 
     def _schema(self, entry: SampledSubgraph, parts: tuple[str, ...], title: str) -> dict[str, Any]:
         k = entry.size
+        if self.options.use_guided:
+            return guided_schema(entry, self.library, parts=parts, limits=self.limits, title=title)
         if self.options.method == "self-instruct":
             tools = list(self.library.tools)
         else:
@@ -296,7 +319,8 @@ class _Engine:
         seed = rec["seed"]
         config = self._config(entry)
         if o.method == "two-stage":
-            msgs = generation_messages(o.method, entry, self.library, seed=seed, check=o.check, stage=1)
+            msgs = generation_messages(o.method, entry, self.library, seed=seed, check=o.check, stage=1,
+                                       guided=o.use_guided)
             first = await self.model.generate(msgs, schema=self._schema(entry, ("user_request",), "UserRequest"),
                                               config=config)
             self._count(first)
@@ -309,7 +333,7 @@ class _Engine:
                 rec["error_code"], rec["error"] = failure[0], f"stage 1: {failure[1]}"
                 rec.update(_answer_view(first))
                 return self._finish(rec)
-            msgs = generation_messages(o.method, entry, self.library, seed=seed, check=o.check, stage=2,
+            msgs = generation_messages(o.method, entry, self.library, seed=seed, check=o.check, stage=2, guided=o.use_guided,
                                        user_request=request)
             out = await self.model.generate(msgs, schema=self._schema(entry, self._graph_parts(), "InvocationGraph"),
                                             config=config)
@@ -323,7 +347,7 @@ class _Engine:
                 rec["result"] = {"user_request": request, **out.parsed}
         else:
             parts = ("task_steps", "user_request", "invoking_graph") + (("check_by_teacher",) if o.check else ())
-            msgs = generation_messages(o.method, entry, self.library, seed=seed, check=o.check)
+            msgs = generation_messages(o.method, entry, self.library, seed=seed, check=o.check, guided=o.use_guided)
             out = await self.model.generate(msgs, schema=self._schema(entry, parts, "BackInstruct"), config=config)
             self._count(out)
             rec.update(_answer_view(out))
@@ -394,6 +418,10 @@ def prepare_output(
     old = read_header(out, "generate")
     extended_from = None
     if old is not None:
+        for key, default in _MANIFEST_DEFAULTS.items():  # a key added later: an earlier run had its default
+            old.identity.setdefault(key, default)
+        if old.identity == header.identity:
+            old.fingerprint = header.fingerprint
         check_resume(old, header, out, option="--out", labels={"graph_sha256": "the tool graph"})
         extended_from = _check_n(old.config, manifest, out)
         header.created = old.created or header.created

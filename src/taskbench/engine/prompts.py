@@ -110,14 +110,22 @@ def generation_messages(
     check: bool = True,
     stage: int = 1,
     user_request: str | None = None,
+    guided: bool = False,
 ) -> list[dict[str, str]]:
     """The chat messages of one generation call (a single user turn, as the reference engine sends).
 
     ``method``: back-instruct | no-edges | two-stage (``stage`` 1: the request; 2: the graph, given
-    ``user_request``) | self-instruct.
+    ``user_request``) | self-instruct. ``guided``: the answer schema fixes the nodes (in
+    :func:`~taskbench.engine.guided.guided_order`, the order the tools are listed in) and the links; the prompt
+    says so.
     """
     dep = library.dependency
-    common: dict[str, Any] = {"dependency": dep, "seed": seed, "check": check, "n_nodes": entry.size}
+    if guided:
+        from .guided import guided_order
+
+        entry = entry.model_copy(update={"nodes": guided_order(entry)})
+    common: dict[str, Any] = {"dependency": dep, "seed": seed, "check": check, "n_nodes": entry.size,
+                              "guided": guided}
     if method == "self-instruct":
         nodes = [tool_line(t, dep) for t in library.tools]
         text = render("self_instruct.j2", nodes=nodes, mode=entry.mode, **common)

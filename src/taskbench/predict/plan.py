@@ -214,15 +214,77 @@ def _step_text(i: int, text: Any) -> str:
     return f"Step {i + 1}: {body}"
 
 
+def _canonical(value: Any, names: Sequence[str]) -> str:
+    """An argument value with every ``<node-j>`` replaced by the name of node j's tool (so two copies of a step
+    in a loop, whose references point at different copies of the same tool, compare equal)."""
+    def name(m: re.Match[str]) -> str:
+        j = int(m.group(1))
+        return f"<{names[j]}>" if 0 <= j < len(names) else m.group(0)
+
+    return NODE_REF.sub(name, json.dumps(value, sort_keys=True, ensure_ascii=False))
+
+
+def drop_repeated_steps(plan: Mapping[str, Any]) -> tuple[dict[str, Any], int]:
+    """The plan without steps that repeat an earlier one, and how many were dropped.
+
+    A step repeats an earlier step when both call the same tool and either their texts are the same (case,
+    spacing and a "Step n:" prefix ignored) or their arguments are, with each ``<node-j>`` read as node j's
+    tool. This is the loop a small model falls into within the bounded plan (the same step until the
+    ``max_steps`` bound); TaskBench's samples never call a tool twice (none of the 86 released gold samples
+    does). References to a dropped step point at the step it repeated; later references are renumbered."""
+    steps = [s for s in plan.get("steps") or [] if isinstance(s, dict)]
+    names = [str(s.get("tool", "")) for s in steps]
+    kept: list[int] = []
+    target: dict[int, int] = {}  # old index -> new index
+    seen: dict[tuple[str, str], int] = {}
+    for i, step in enumerate(steps):
+        text = " ".join(STEP_PREFIX.sub("", str(step.get("step") or "")).lower().split())
+        args = _canonical(step.get("arguments"), names)
+        keys = [(names[i], "t:" + text)] if text else []
+        keys.append((names[i], "a:" + args))
+        first = next((seen[k] for k in keys if k in seen), None)
+        if first is not None:
+            target[i] = first
+            continue
+        target[i] = len(kept)
+        for k in keys:
+            seen.setdefault(k, len(kept))
+        kept.append(i)
+    if len(kept) == len(steps):
+        return {**plan, "steps": steps}, 0
+
+    def renumber(value: Any) -> Any:
+        if isinstance(value, str):
+            return NODE_REF.sub(lambda m: node_ref(target.get(int(m.group(1)), int(m.group(1)))), value)
+        if isinstance(value, list):
+            return [renumber(v) for v in value]
+        if isinstance(value, dict):
+            return {k: renumber(v) for k, v in value.items()}
+        return value
+
+    out: list[dict[str, Any]] = []
+    for i in kept:
+        step = dict(steps[i])
+        step["arguments"] = renumber(step.get("arguments"))
+        if "after" in step:
+            after = [r for r in dict.fromkeys(renumber(step.get("after") or []))
+                     if NODE_REF.findall(str(r)) and int(NODE_REF.findall(str(r))[0]) < len(out)]
+            step["after"] = after
+        out.append(step)
+    return {**plan, "steps": out}, len(steps) - len(kept)
+
+
 def plan_to_result(plan: Mapping[str, Any]) -> dict[str, Any]:
     """The reference result ``{task_steps, task_nodes, task_links}`` of a filled plan.
+
+    Steps that repeat an earlier step are dropped first (:func:`drop_repeated_steps`).
 
     Resource plans (no ``after`` keys): arguments become a list of values in key order; links are the
     ``<node-j>`` references. Temporal plans (steps with ``after``): arguments become ``{name, value}`` pairs;
     links go from each step named in ``after`` to the step (duplicates, self and forward references, which the
     schema rules out, are dropped here too for plans from elsewhere).
     """
-    steps = [s for s in plan.get("steps") or [] if isinstance(s, dict)]
+    steps = drop_repeated_steps(plan)[0]["steps"]
     temporal = any("after" in s for s in steps)
     names = [str(s.get("tool", "")) for s in steps]
     task_steps, task_nodes, links, seen = [], [], [], set()
@@ -322,6 +384,7 @@ __all__ = [
     "DEFAULT_BOUNDS",
     "PlanBounds",
     "argument_keys",
+    "drop_repeated_steps",
     "is_plan",
     "max_plan_chars",
     "node_ref",
