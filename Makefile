@@ -92,6 +92,7 @@ test: install $(TESTDEPS) sandbox-tools
 lint: install
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 
 bench: install
 	$(BIN)/python benchmarks/bench_evaluate.py

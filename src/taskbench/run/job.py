@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import datetime as _dt
 import os
-import re
 import socket
 import sys
 import time
@@ -33,6 +32,7 @@ from pydantic import ValidationError
 from ..dataset import jsonio, liveness
 from ..dataset.header import PACKAGES, environment, git_revision, new_header, open_run, run_identity
 from ..dataset.layout import Dataset, load_dataset, log_problems
+from ..dataset.select import model_slug
 from ..errors import ConfigError, InputError, validation_message
 from ..llm.registry import parse_model_string, provider_class
 from ..predict.demos import demo_candidates
@@ -64,11 +64,6 @@ machine with 4 per dataset and a 4-step agent cap: 364 s, of which predictions 1
 
 
 RUN_LOG_FILE = "run_log.json"
-
-
-def model_slug(model: str) -> str:
-    """A file-name-safe form of 'provider/model'."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_") or "model"
 
 
 def _now() -> str:
