@@ -49,6 +49,7 @@ from ..predict.runner import (
 )
 from ..runner import RecordDisplay, exclusive, run_sync
 from ..schema import Prediction, RunConfig, RunEntry, RunLog, RunPass, RunStage, Usage
+from ..schema.run import GenerateStageSummary
 from .resolve import BUNDLED_DEMO_DATASETS, resolve_data
 from .spec import RunSpec
 
@@ -227,9 +228,12 @@ def _merge_stage(earlier: Sequence[RunStage], stage: RunStage) -> RunStage:
     if old is None:
         return stage
     stage.seconds += old.seconds
-    for key in ("calls", "cache_hits", "tokens"):
-        if isinstance(stage.summary.get(key), int) and isinstance(old.summary.get(key), int):
-            stage.summary[key] += old.summary[key]
+    now, before = stage.summary, old.summary
+    if isinstance(now, GenerateStageSummary) and isinstance(before, GenerateStageSummary):
+        for key in ("calls", "cache_hits", "tokens"):
+            a, b = getattr(now, key), getattr(before, key)
+            if a is not None and b is not None:
+                setattr(now, key, a + b)
     return stage
 
 
