@@ -122,6 +122,7 @@ test: install $(TESTDEPS) sandbox-tools mcp-servers
 lint: install
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 
 bench: install
 	$(BIN)/python benchmarks/bench_evaluate.py

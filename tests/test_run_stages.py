@@ -11,6 +11,7 @@ from taskbench.cli.main import app, main
 from taskbench.predict.runner import PredictOptions
 from taskbench.run import read_run_log, run_benchmark
 from taskbench.schema import RunLog
+from taskbench.schema.run import AgentsStageSummary, GenerateStageSummary, RunStage
 
 
 @pytest.fixture()
@@ -30,15 +31,17 @@ def test_stages_land_in_the_run_directory_log_and_report(tmp_path, cache_dir):
     assert log.status == "complete", [(s.kind, s.error) for s in log.stages]
     gen, ag = log.stages
     assert (gen.kind, gen.status, gen.path) == ("generate", "complete", "generated")
-    assert gen.summary["planned"] == 3 and gen.summary["answered"] == 3 and gen.summary["failed_calls"] == 0
+    g, a = gen.summary, ag.summary
+    assert isinstance(g, GenerateStageSummary) and isinstance(a, AgentsStageSummary)  # tagged by the stage's kind
+    assert g.planned == 3 and g.answered == 3 and g.failed_calls == 0
     stats = json.loads((run_dir / "generated" / "statistics.json").read_text())
-    assert stats["planned"] == 3 and gen.summary["kept"] == stats["kept"]
-    assert {"rule_critic", "llm_critic", "both_critics"} <= set(gen.summary)
+    assert stats["planned"] == 3 and g.kept == stats["kept"]
+    assert None not in (g.rule_critic, g.llm_critic, g.both_critics)
     assert (ag.kind, ag.status) == ("agents", "complete")
-    rows = {r["agent"]: r for r in ag.summary["comparison"]}
+    rows = {r["agent"]: r for r in a.comparison}
     assert set(rows) == {"conagents-auto", "conagents-adaptive", "react"}
     assert all(r["episodes"] == 2 for r in rows.values())
-    assert ag.summary["tasks"] == ["tmdb-own-02", "tmdb-own-05"]
+    assert a.tasks == ["tmdb-own-02", "tmdb-own-05"]
     assert (run_dir / "agents" / "metrics.json").is_file()
     assert len((run_dir / "agents" / "episodes.jsonl").read_text().splitlines()) == 6
     # the log says what was asked for and reads back
@@ -54,7 +57,8 @@ def test_stages_land_in_the_run_directory_log_and_report(tmp_path, cache_dir):
     again = _run(run_dir, generate=3, agents=["conagents-auto", "conagents-adaptive", "react"])
     assert again.status == "complete"
     # nothing new was generated: the stage's calls are the first pass's, summed over both passes
-    assert again.stages[0].summary["calls"] == log.stages[0].summary["calls"] > 0 and again.resumed == 1
+    calls = [st.summary.calls for st in (again.stages[0], log.stages[0]) if isinstance(st.summary, GenerateStageSummary)]
+    assert len(calls) == 2 and calls[0] == calls[1] > 0 and again.resumed == 1
     assert len((run_dir / "agents" / "episodes.jsonl").read_text().splitlines()) == 6
 
 
@@ -133,3 +137,19 @@ def test_agents_stage_refuses_without_a_sandbox_as_a_failed_stage(tmp_path, cach
     (stage,) = log.stages
     assert log.status == "incomplete" and stage.status == "failed"
     assert "no sandbox for agent code" in (stage.error or "") and "--agents none" in (stage.error or "")
+
+
+def test_a_stage_summary_of_an_older_log_reads_into_the_typed_union() -> None:
+    # logs before the typed summary stored an untagged dict, {} for a failed stage
+    gen = RunStage.model_validate({"kind": "generate", "model": "m", "path": "generated",
+                                   "summary": {"planned": 3, "kept": 2, "calls": 4, "examples": [{"id": "00001"}]}})
+    assert isinstance(gen.summary, GenerateStageSummary) and gen.summary.kept == 2
+    assert gen.summary.examples[0].id == "00001"
+    ag = RunStage.model_validate({"kind": "agents", "model": "m", "path": "agents",
+                                  "summary": {"env": "restbench-tmdb", "comparison": [{"agent": "react"}]}})
+    assert isinstance(ag.summary, AgentsStageSummary) and ag.summary.comparison == [{"agent": "react"}]
+    failed = RunStage.model_validate({"kind": "agents", "model": "m", "path": "agents", "summary": {}})
+    assert failed.summary is None
+    assert RunStage.model_validate_json(gen.model_dump_json()) == gen
+    with pytest.raises(ValueError):  # a summary of the other kind is refused, not read loosely
+        RunStage.model_validate({"kind": "agents", "model": "m", "path": "a", "summary": {"kind": "generate"}})

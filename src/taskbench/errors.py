@@ -21,6 +21,14 @@ The tree (catch the narrowest one you can handle)::
 
 Library code raises these and never prints; the CLI (``taskbench.cli``) turns them into one line on stderr
 and exit code 2 (user errors, a refused sandbox) or 1 (model failures); a broken sandbox exits with 4.
+
+Four exception classes outside this tree are signals inside one module, caught there, never raised to a caller
+of a command: ``llm.base.TransientProviderError`` (a provider's retryable failure; ``llm.model`` retries it and
+raises :class:`ModelError` when the budget is spent), ``llm.providers.pool.NoEndpointLeft`` (every replica of
+an endpoint pool failed; the openai provider turns it into a ``TransientProviderError``),
+``envs.restbench.service.ApiError`` (a simulated API's HTTP error; the service answers it as the API's own
+error body and status) and ``llm.schemas.JSONExtractionError`` (a ``ValueError``: no JSON in a text;
+``llm.model`` records it as the answer's parse error, and ``llm.extract_json`` documents it for direct callers).
 """
 
 from __future__ import annotations

@@ -294,8 +294,31 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     return box["value"]  # type: ignore[no-any-return]
 
 
+class ForwardDisplay:
+    """Hands start/advance/notice to a display and keeps its finish for the caller (which finishes it with its
+    own summary: the prediction's, the generation's)."""
+
+    def __init__(self, display: RecordDisplay) -> None:
+        self.display = display
+
+    def start(self, label: str, total: int, completed: int) -> None:
+        self.display.start(label, total, completed)
+
+    def advance(self, record: dict[str, Any], *, failed: bool) -> None:
+        self.display.advance(record, failed=failed)
+
+    def notice(self, text: str) -> None:
+        notice = getattr(self.display, "notice", None)
+        if callable(notice):
+            notice(text)
+
+    def finish(self, summary: Any) -> None:
+        pass
+
+
 __all__ = [
     "FAILED",
+    "ForwardDisplay",
     "NullDisplay",
     "RecordDisplay",
     "RunnerSummary",

@@ -182,7 +182,7 @@ def open_models(config: AgentEvalConfig, *, cache: bool | str = True, base_url: 
     """One :class:`~taskbench.llm.Model` per role. Embedded llama.cpp models get an instance per role (each
     keeps the KV cache of its own prompt prefix; the weights are memory-mapped once); other backends share one
     Model per model string. Models load lazily, so roles that never run cost nothing."""
-    from ..predict.runner import open_model
+    from ..llm.config import open_model
 
     out: dict[str, Any] = {}
     shared: dict[str, Any] = {}

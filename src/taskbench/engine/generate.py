@@ -44,8 +44,7 @@ from ..dataset.layout import GRAPH_FILE, RAW_FILE, TOOL_FILE
 from ..errors import ConfigError, InputError, ModelError
 from ..graph.sampling import MODE_WEIGHTS, SIZE_WEIGHTS
 from ..llm.base import GenerationConfig
-from ..predict.runner import _Forward
-from ..runner import NullDisplay, RecordDisplay, run_records, run_sync
+from ..runner import ForwardDisplay, NullDisplay, RecordDisplay, run_records, run_sync
 from ..schema import SampledSubgraph, ToolGraph, ToolLibrary
 from .dedup import DEFAULT_THRESHOLD
 from .guided import guided_schema
@@ -477,7 +476,7 @@ async def agenerate(
     label = f"{options.method} · {model.name}"
     shown = display or NullDisplay()
     ran = await run_records(plan, engine.work, out / RAW_FILE, key=lambda e: sample_id(e.index),
-                            concurrency=options.concurrency, label=label, display=_Forward(shown),
+                            concurrency=options.concurrency, label=label, display=ForwardDisplay(shown),
                             failure=engine.failure, catch=(ModelError,), clock=clock)
     summary = finish_output(out, graph, options, plan, manifest, extended_from, ran, engine.counters())
     shown.finish(summary)

@@ -64,7 +64,7 @@ def judge_table(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def _slug(name: str) -> str:
-    from ..run.job import model_slug
+    from ..dataset.select import model_slug
 
     return model_slug(name)
 
@@ -80,7 +80,7 @@ async def ajudge(
     clock: Any = time.perf_counter,
 ) -> JudgeSummary:
     """Judge the samples of each dataset directory with ``model`` (a :class:`taskbench.llm.Model`)."""
-    from ..predict.runner import select_samples
+    from ..dataset.select import select_samples
 
     summary = JudgeSummary(judge=model.name)
     shown = display or NullDisplay()

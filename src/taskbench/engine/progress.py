@@ -12,7 +12,7 @@ from typing import Any
 from rich.progress import ProgressColumn, TextColumn
 from rich.table import Table
 
-from ..predict.progress import RichBarDisplay
+from ..progress import RichBarDisplay
 
 __all__ = ["RichGenerateDisplay", "statistics_table"]
 

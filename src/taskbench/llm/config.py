@@ -86,4 +86,27 @@ class ModelConfig(BaseModel):
             raise ConfigError(f"bad model options for {self.spec}: {exc}") from exc
 
 
-__all__ = ["ModelConfig"]
+def open_model(
+    spec: str,
+    *,
+    concurrency: int = 1,
+    cache: bool | str | os.PathLike[str] = True,
+    base_url: str | list[str] | None = None,
+    api_key_env: str | None = None,
+    options: dict[str, Any] | None = None,
+) -> Any:
+    """A :class:`taskbench.llm.Model` for a ``provider/model`` string with the CLI's options (the backend's
+    own defaults, e.g. the embedded model's long timeout, come from its provider class)."""
+    from .model import get_model
+
+    config: dict[str, Any] = dict(options or {})
+    config["cache"] = cache
+    config.setdefault("concurrency", concurrency)
+    if base_url is not None:
+        config["base_url"] = base_url
+    if api_key_env is not None:
+        config["api_key_env"] = api_key_env
+    return get_model(spec, **config)
+
+
+__all__ = ["ModelConfig", "open_model"]

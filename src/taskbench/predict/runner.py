@@ -21,16 +21,24 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ..dataset.select import STRUCTURE_ORDER, select_samples
 from ..errors import ConfigError, InputError, ModelError
-from ..runner import FAILED, NullDisplay, RecordDisplay, is_failed, read_records, run_records, run_sync
+from ..llm.config import open_model
+from ..runner import (
+    FAILED,
+    ForwardDisplay,
+    NullDisplay,
+    RecordDisplay,
+    is_failed,
+    read_records,
+    run_records,
+    run_sync,
+)
 from ..schema import Prediction, Sample, ToolLibrary, Usage
 from .context import RequestContext
 from .demos import MAX_SHOTS
 from .parse import extract_json, make_prediction
 from .prompts import build_messages, render_reformat
-
-STRUCTURE_ORDER: tuple[str, ...] = ("single", "chain", "dag")
-"""Round-robin order used by :func:`select_samples`."""
 
 DEFAULT_MAX_TOKENS = 512
 """Answer budget of embedded models when ``--max-tokens`` is not given. The bounded task plan (at most 10 steps,
@@ -133,23 +141,6 @@ class PredictSummary(BaseModel):
 
 PredictDisplay = RecordDisplay
 """Progress display for predictions (the runner's :class:`~taskbench.runner.RecordDisplay`)."""
-
-
-def select_samples(samples: Sequence[Sample], limit: int | None) -> list[Sample]:
-    """At most ``limit`` samples, stratified: round robin over single, chain, dag (each in dataset order);
-    returned in dataset order. Deterministic."""
-    if limit is None or limit >= len(samples):
-        return list(samples)
-    pools: dict[str, list[Sample]] = {}
-    for s in samples:
-        pools.setdefault(s.type, []).append(s)
-    kinds = [k for k in STRUCTURE_ORDER if k in pools] + [k for k in pools if k not in STRUCTURE_ORDER]
-    chosen: set[str] = set()
-    while len(chosen) < limit:
-        for kind in kinds:
-            if pools[kind] and len(chosen) < limit:
-                chosen.add(pools[kind].pop(0).id)
-    return [s for s in samples if s.id in chosen]
 
 
 def read_done(path: Path, model: str | None = None) -> dict[str, dict[str, Any]]:
@@ -291,7 +282,7 @@ async def predict_dataset(
     label = f"{model.name} · {dataset_name or library.name or Path(output).stem}"
     shown = display or NullDisplay()
     ran = await run_records(selected, work, output, key=lambda s: s.id, concurrency=options.concurrency,
-                            label=label, display=_Forward(shown), failure=failure, catch=(ModelError,),
+                            label=label, display=ForwardDisplay(shown), failure=failure, catch=(ModelError,),
                             check=check, clock=clock)
     summary.skipped = ran.skipped
     summary.written = ran.written
@@ -303,25 +294,7 @@ async def predict_dataset(
     return summary
 
 
-class _Forward:
-    """Hands start/advance to a display and keeps its finish for the prediction summary."""
-
-    def __init__(self, display: RecordDisplay) -> None:
-        self.display = display
-
-    def start(self, label: str, total: int, completed: int) -> None:
-        self.display.start(label, total, completed)
-
-    def advance(self, record: dict[str, Any], *, failed: bool) -> None:
-        self.display.advance(record, failed=failed)
-
-    def notice(self, text: str) -> None:
-        notice = getattr(self.display, "notice", None)
-        if callable(notice):
-            notice(text)
-
-    def finish(self, summary: Any) -> None:
-        pass
+_Forward = ForwardDisplay  # the old private name
 
 
 __all__ = [
@@ -353,29 +326,6 @@ def predict_header(model: str, data: str | Path, options: PredictOptions,
     config = {"model": model, "data": str(Path(data).resolve()), **options.model_dump(mode="json")}
     return new_header("predict", config=config, identity=predict_identity(model, data, config),
                       seeds={"sampling": options.seed}, command=command)
-
-
-def open_model(
-    spec: str,
-    *,
-    concurrency: int = 1,
-    cache: bool | str | Path = True,
-    base_url: str | list[str] | None = None,
-    api_key_env: str | None = None,
-    options: dict[str, Any] | None = None,
-) -> Any:
-    """A :class:`taskbench.llm.Model` for a ``provider/model`` string with the CLI's options (the backend's
-    own defaults, e.g. the embedded model's long timeout, come from its provider class)."""
-    from ..llm import get_model
-
-    config: dict[str, Any] = dict(options or {})
-    config["cache"] = cache
-    config.setdefault("concurrency", concurrency)
-    if base_url is not None:
-        config["base_url"] = base_url
-    if api_key_env is not None:
-        config["api_key_env"] = api_key_env
-    return get_model(spec, **config)
 
 
 async def apredict_file(

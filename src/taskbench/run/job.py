@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import datetime as _dt
 import os
-import re
 import socket
 import sys
 import time
@@ -33,6 +32,7 @@ from pydantic import ValidationError
 from ..dataset import jsonio, liveness
 from ..dataset.header import PACKAGES, environment, git_revision, new_header, open_run, run_identity
 from ..dataset.layout import Dataset, load_dataset, log_problems
+from ..dataset.select import model_slug
 from ..errors import ConfigError, InputError, validation_message
 from ..llm.registry import parse_model_string, provider_class
 from ..predict.demos import demo_candidates
@@ -49,6 +49,7 @@ from ..predict.runner import (
 )
 from ..runner import RecordDisplay, exclusive, run_sync
 from ..schema import Prediction, RunConfig, RunEntry, RunLog, RunPass, RunStage, Usage
+from ..schema.run import GenerateStageSummary
 from .resolve import BUNDLED_DEMO_DATASETS, resolve_data
 from .spec import RunSpec
 
@@ -64,11 +65,6 @@ machine with 4 per dataset and a 4-step agent cap: 364 s, of which predictions 1
 
 
 RUN_LOG_FILE = "run_log.json"
-
-
-def model_slug(model: str) -> str:
-    """A file-name-safe form of 'provider/model'."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_") or "model"
 
 
 def _now() -> str:
@@ -232,9 +228,12 @@ def _merge_stage(earlier: Sequence[RunStage], stage: RunStage) -> RunStage:
     if old is None:
         return stage
     stage.seconds += old.seconds
-    for key in ("calls", "cache_hits", "tokens"):
-        if isinstance(stage.summary.get(key), int) and isinstance(old.summary.get(key), int):
-            stage.summary[key] += old.summary[key]
+    now, before = stage.summary, old.summary
+    if isinstance(now, GenerateStageSummary) and isinstance(before, GenerateStageSummary):
+        for key in ("calls", "cache_hits", "tokens"):
+            a, b = getattr(now, key), getattr(before, key)
+            if a is not None and b is not None:
+                setattr(now, key, a + b)
     return stage
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..schema import RunEntry, RunLog
+from ..schema.run import AgentsStageSummary, GenerateStageSummary
 
 SUMMARY_METRICS: tuple[tuple[str, str], ...] = (
     ("node_micro_f1", "n-F1"),
@@ -229,25 +230,25 @@ def stage_sections(log: RunLog, run_dir: str | Path | None = None) -> list[dict[
     root = Path(run_dir) if run_dir is not None else Path("RUN_DIR")
     out: list[dict[str, Any]] = []
     for st in log.stages:
-        s = st.summary
         state = f"Status: **{st.status}** · {st.seconds:.1f} s · model {st.model} · directory `{st.path}/`"
         text = [state] + ([f"Error: {st.error}"] if st.error else [])
         if st.kind == "generate":
-            text.append(f"Back-instructed samples from the {s.get('tools', '?')} tool library ({s.get('method')}); "
+            g = st.summary if isinstance(st.summary, GenerateStageSummary) else GenerateStageSummary()
+            text.append(f"Back-instructed samples from the {g.tools or '?'} tool library ({g.method}); "
                         "a sample goes into data.json when it passes the rule critic and the model's own check "
-                        f"(the LLM critic). {s.get('calls', 0)} model calls, {s.get('cache_hits', 0)} from the "
-                        f"cache, {s.get('tokens', 0):,} tokens.")
+                        f"(the LLM critic). {g.calls or 0} model calls, {g.cache_hits or 0} from the "
+                        f"cache, {g.tokens or 0:,} tokens.")
             head = ["planned", "answered", "failed calls", "rule critic", "LLM critic", "both", "kept"]
-            rows = [[_num(s.get(k)) for k in ("planned", "answered", "failed_calls", "rule_critic", "llm_critic",
-                                              "both_critics", "kept")]]
-            for ex in s.get("examples") or []:
-                text.append(f"Kept `{ex.get('id')}` ({ex.get('type')}): \"{ex.get('user_request')}\" -> "
-                            + " -> ".join(str(t) for t in ex.get("tools") or []))
+            rows = [[_num(v) for v in (g.planned, g.answered, g.failed_calls, g.rule_critic, g.llm_critic,
+                                       g.both_critics, g.kept)]]
+            for ex in g.examples:
+                text.append(f"Kept `{ex.id}` ({ex.type}): \"{ex.user_request}\" -> "
+                            + " -> ".join(str(t) for t in ex.tools))
             out.append({"title": "Generation (TaskBench data engine)", "text": text, "head": head, "rows": rows})
         else:
-            tasks = s.get("tasks")
-            text.append(f"Agents on {s.get('env', '?')} tasks {', '.join(tasks) if isinstance(tasks, list) else tasks} "
-                        f"({s.get('tools')} tools, at most {s.get('max_steps')} steps); success by the environment's "
+            a = st.summary if isinstance(st.summary, AgentsStageSummary) else AgentsStageSummary()
+            text.append(f"Agents on {a.env or '?'} tasks {', '.join(a.tasks)} "
+                        f"({a.tools} tools, at most {a.max_steps} steps); success by the environment's "
                         "checker; correct path against the gold calls three ways: F1 (the paper's definition), "
                         "LCS (the authors' code), contained (RestBench); the code runs in the sandbox. "
                         f"Trajectories: `taskbench agents show {root / st.path}`.")
@@ -255,8 +256,8 @@ def stage_sections(log: RunLog, run_dir: str | Path | None = None) -> list[dict[
             rows = [[str(r.get("agent"))] + [_num(r.get(k), pct=k in ("success_rate", "correct_path_f1",
                                                                       "correct_path_lcs", "correct_path_contains"),
                                                   whole=k == "tokens")
-                                             for k, _ in AGENT_COLUMNS] for r in s.get("comparison") or []]
-            run = [str(r.get("agent")) for r in s.get("comparison") or []] or list(log.config.agents)
+                                             for k, _ in AGENT_COLUMNS] for r in a.comparison]
+            run = [str(r.get("agent")) for r in a.comparison] or list(log.config.agents)
             out.append({"title": agents_title(run), "text": text, "head": head, "rows": rows})
     return out
 

@@ -21,6 +21,7 @@ from typing import Any
 from ..errors import TaskbenchError
 from ..runner import NullDisplay, RecordDisplay
 from ..schema import RunStage
+from ..schema.run import AgentsStageSummary, GenerateStageSummary
 
 DEFAULT_GENERATE = 3
 """Samples the default run generates (one plan entry per structure: single, chain, DAG)."""
@@ -90,7 +91,7 @@ async def generation_stage(
             summary = await agenerate(graph, model, out, options, display=display or NullDisplay())
         stats = summary.statistics
         kept = read_jsonl(out / "data.json") if (out / "data.json").is_file() else []
-        stage.summary = {
+        stage.summary = GenerateStageSummary.model_validate({
             "tools": tools, "method": options.method, "planned": summary.planned, "answered": stats.get("answered"),
             "failed_calls": summary.failed_calls,
             "rule_critic": (stats.get("rule_critic") or {}).get("passed"),
@@ -103,7 +104,7 @@ async def generation_stage(
             "examples": [{"id": r.get("id"), "type": r.get("type"), "user_request": r.get("user_request"),
                           "tools": [t.get("task") for t in r.get("task_nodes") or [] if isinstance(t, dict)]}
                          for r in kept[:EXAMPLES]],
-        }
+        })
         stage.status = "complete" if summary.complete else "incomplete"
         if not summary.complete:
             stage.error = (f"{summary.planned - summary.done} of {summary.planned} generation calls failed for good"
@@ -152,9 +153,9 @@ async def agents_stage(
             result = await arun_agents_sharded(config, run_dir / AGENTS_DIR, executor=executor, **where)
         else:
             result = await arun_agents(config, run_dir / AGENTS_DIR, **where)
-        stage.summary = {"env": config.env, "tools": config.tools, "tasks": list(config.task_ids or []),
-                         "max_steps": config.budgets.max_steps,
-                         "comparison": list(result.metrics.get("comparison") or [])}
+        stage.summary = AgentsStageSummary(env=config.env, tools=config.tools, tasks=list(config.task_ids or []),
+                                           max_steps=config.budgets.max_steps,
+                                           comparison=list(result.metrics.get("comparison") or []))
         stage.status = "complete" if result.complete else "incomplete"
         if not result.complete:
             stage.error = (f"{result.failed} of {result.episodes} episodes had model calls fail for good"

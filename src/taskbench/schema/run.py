@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
 from .header import RunEnvironment
 from .sample import Prediction, Usage
@@ -116,6 +116,58 @@ class RunEntry(BaseModel):
     )
 
 
+class StageExample(BaseModel):
+    """A kept sample of the generation stage, for the report."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str | None = Field(default=None, description="Sample id.")
+    type: str | None = Field(default=None, description="single | chain | dag.")
+    user_request: str | None = Field(default=None, description="The generated request.")
+    tools: list[str | None] = Field(default_factory=list, description="Its tools, in order.")
+
+
+class GenerateStageSummary(BaseModel):
+    """The headline figures of the generation stage (its directory's statistics.json has everything)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    kind: Literal["generate"] = "generate"
+    tools: str | None = Field(default=None, description="The tool library generated from.")
+    method: str | None = Field(default=None, description="The generation method.")
+    planned: int | None = Field(default=None, description="Plan entries.")
+    answered: int | None = Field(default=None, description="Entries the model answered.")
+    failed_calls: int | None = Field(default=None, description="Entries whose model call failed for good.")
+    rule_critic: int | None = Field(default=None, description="Samples passing the rule critic.")
+    llm_critic: int | None = Field(default=None, description="Samples passing the LLM critic.")
+    both_critics: int | None = Field(default=None, description="Samples passing both.")
+    kept: int | None = Field(default=None, description="Samples in data.json.")
+    by_mode: dict[str, dict[str, int | None]] = Field(default_factory=dict, description="single/chain/dag -> "
+                                                      "{planned, kept}.")
+    calls: int | None = Field(default=None, description="Model calls, summed over the passes.")
+    cache_hits: int | None = Field(default=None, description="Calls answered from the cache, summed over passes.")
+    tokens: int | None = Field(default=None, description="Prompt and completion tokens, summed over passes.")
+    examples: list[StageExample] = Field(default_factory=list, description="A few kept samples.")
+
+
+class AgentsStageSummary(BaseModel):
+    """The headline figures of the agents stage (its directory's metrics.json has everything)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    kind: Literal["agents"] = "agents"
+    env: str | None = Field(default=None, description="The environment.")
+    tools: str | None = Field(default=None, description="The tool setting (gold, gold+10, all).")
+    tasks: list[str] = Field(default_factory=list, description="Task ids.")
+    max_steps: int | None = Field(default=None, description="The step cap per episode.")
+    comparison: list[dict[str, Any]] = Field(default_factory=list, description="One row per agent (success "
+                                             "rate, correct path rates, turns, tokens, seconds), as metrics.json.")
+
+
+StageSummary = Annotated[GenerateStageSummary | AgentsStageSummary, Field(discriminator="kind")]
+"""A stage's summary, tagged by the stage's kind."""
+
+
 class RunStage(BaseModel):
     """One stage of the main job beyond scoring: a small generation with critics, or an agent comparison. Its
     own directory (``path``) is a complete ``taskbench generate`` / ``taskbench agents eval`` output, resumable
@@ -132,10 +184,26 @@ class RunStage(BaseModel):
     error: str | None = Field(default=None, description="Why the stage failed or is incomplete, if it is.")
     seconds: float = Field(default=0.0, description="Wall seconds of the stage, summed over the passes of a "
                            "resumed run.")
-    summary: dict[str, Any] = Field(
-        default_factory=dict, description="generate: the statistics (planned, answered, critics' pass counts, "
-        "kept) and examples of kept samples; agents: the comparison rows (success rate, correct path rates, "
-        "turns, tokens, seconds per agent).")
+    summary: StageSummary | None = Field(
+        default=None, description="generate: the statistics (planned, answered, critics' pass counts, kept) and "
+        "examples of kept samples; agents: the comparison rows (success rate, correct path rates, turns, tokens, "
+        "seconds per agent). None until the stage produced them.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _tag_summary(cls, data: Any) -> Any:
+        """Logs before the typed summary stored an untagged dict ({} for a failed stage): tag it by ``kind``."""
+        if isinstance(data, dict) and isinstance(data.get("summary"), dict):
+            summary = data["summary"]
+            data = {**data, "summary": {**summary, "kind": summary.get("kind", data.get("kind"))} if summary
+                    else None}
+        return data
+
+    @model_validator(mode="after")
+    def _same_kind(self) -> RunStage:
+        if self.summary is not None and self.summary.kind != self.kind:
+            raise ValueError(f"a {self.kind} stage with a {self.summary.kind} summary")
+        return self
 
 
 RunStatus = Literal["running", "complete", "incomplete", "failed", "interrupted", "died"]
@@ -203,5 +271,5 @@ class RunLog(BaseModel):
         return None
 
 
-__all__ = ["RUN_LOG_SCHEMA_VERSION", "RunConfig", "RunEntry", "RunEnvironment", "RunLog", "RunPass", "RunRecord",
-           "RunStage", "RunStatus"]
+__all__ = ["AgentsStageSummary", "GenerateStageSummary", "RUN_LOG_SCHEMA_VERSION", "RunConfig", "RunEntry", "RunEnvironment", "RunLog", "RunPass", "RunRecord",
+           "RunStage", "RunStatus", "StageExample", "StageSummary"]
