@@ -78,6 +78,9 @@ def test_a_killed_driver_takes_its_private_cluster_with_it(tmp_path):
     finally:
         if proc.poll() is None:
             proc.kill()
+            proc.wait(30)
+        if proc.stdout is not None:
+            proc.stdout.close()
         for pid in _session_members(sid):  # never leave them behind, even when the test fails
             try:
                 os.kill(pid, signal.SIGKILL)
