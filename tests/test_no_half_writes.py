@@ -16,11 +16,11 @@ def test_a_misspelled_env_writes_nothing_so_the_corrected_command_runs(tmp_path:
     code, _, err = run(capsys, "agents", "eval", "--env", "restbench-tmdbb", "-m", "mock/echo", "--agent", "react",
                        "-o", str(out))
     assert code == 2 and "did you mean 'restbench-tmdb'" in err
-    assert not (out / "config.json").exists()
+    assert not out.exists() or not any(out.iterdir())  # no run header, nothing
     code, _, err = run(capsys, "agents", "eval", "--env", "restbench-tmdb", "-m", "mock/echo", "--agent", "react",
                        "--task-set", "own", "--limit", "1", "-o", str(out))
     assert "another configuration" not in err
-    assert json.loads((out / "config.json").read_text())["config"]["env"] == "restbench-tmdb"
+    assert json.loads((out / "header.json").read_text())["config"]["env"] == "restbench-tmdb"
 
 
 def test_generate_with_an_absurd_n_is_refused_at_once_and_writes_nothing(tmp_path: Path, capsys) -> None:
