@@ -162,6 +162,9 @@ def parse_agent(name: str, *, alpha: int = DEFAULT_ALPHA, beta: int = DEFAULT_BE
         raise ConfigError(f"agent {name!r} would be the same as another: {ADAPTIVE_SAME[ablation]} (use "
                           f"{', '.join('conagents-adaptive-' + a for a in applicable_ablations(base))}, or "
                           f"conagents-auto-{ablation})")
+    for what, value in (("alpha", alpha), ("beta", beta)):
+        if not 0 <= value <= 20:
+            raise ConfigError(f"agent {name!r}: {what} is 0..20, not {value}")
     return AgentSpec(base=base, alpha=alpha, beta=beta, ablation=ablation, grounded=grounded)
 
 

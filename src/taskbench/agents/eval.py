@@ -96,8 +96,11 @@ class AgentEvalConfig(BaseModel):
 
     def specs(self) -> list[AgentSpec]:
         """The agents, variants included."""
-        return expand_agents(self.agents, alpha=self.alpha, beta=self.beta, ablations=self.ablations,
-                             sweep=self.sweep)
+        specs = expand_agents(self.agents, alpha=self.alpha, beta=self.beta, ablations=self.ablations,
+                              sweep=self.sweep)
+        if not specs:
+            raise ConfigError("no agent to run: --agent names none (e.g. --agent conagents-auto,react)")
+        return specs
 
     def models_by_role(self) -> dict[str, str]:
         """The model of every role."""

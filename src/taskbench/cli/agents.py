@@ -117,6 +117,10 @@ def eval_command(
 
     role_models = {r: m for r, m in (("grounding", model_grounding), ("execution", model_execution),
                                      ("review", model_review)) if m}
+    if task_set and not env.startswith("restbench"):
+        from ..errors import ConfigError
+
+        raise ConfigError(f"--task-set is for the RestBench environments, not {env!r} (drop it, or use --tasks FILE)")
     env_options = {"task_set": task_set} if task_set else {}
     config = AgentEvalConfig(
         env=env, agents=_split(agent), model=model, role_models=role_models, tools=tools, seeds=seeds_alias or seeds,

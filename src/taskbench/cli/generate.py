@@ -88,9 +88,9 @@ def generate_command(
                                           help="Similarity 0-100 (rapidfuzz token_sort_ratio) from which requests "
                                           "count as near duplicates."),
     concurrency: int = typer.Option(1, "--concurrency", "-c", min=1, help="Samples in flight at once."),
-    temperature: float | None = typer.Option(None, "--temperature", help="Sampling temperature (default 0.7, as the "
+    temperature: float | None = typer.Option(None, "--temperature", min=0.0, help="Sampling temperature (default 0.7, as the "
                                              "reference engine)."),
-    top_p: float | None = typer.Option(None, "--top-p", help="Nucleus sampling mass (default 1.0)."),
+    top_p: float | None = typer.Option(None, "--top-p", min=0.0, max=1.0, help="Nucleus sampling mass (default 1.0)."),
     max_tokens: int | None = typer.Option(None, "--max-tokens", min=64, help="Most tokens per answer (default 2048); "
                                           "an answer cut off here is a failed attempt."),
     base_url: str | None = base_url_option(),

@@ -95,8 +95,8 @@ def predict_command(
     limit: int | None = typer.Option(
         None, "--limit", min=0, help="Predict at most N samples, stratified over single/chain/dag; 0 = all."
     ),
-    temperature: float = typer.Option(0.0, "--temperature", help="Sampling temperature."),
-    top_p: float = typer.Option(1.0, "--top-p", help="Nucleus sampling mass."),
+    temperature: float = typer.Option(0.0, "--temperature", min=0.0, help="Sampling temperature."),
+    top_p: float = typer.Option(1.0, "--top-p", min=0.0, max=1.0, help="Nucleus sampling mass."),
     max_tokens: int | None = typer.Option(
         None, "--max-tokens", min=16, help="Most tokens per answer (default 1024; 512 for embedded models)."
     ),

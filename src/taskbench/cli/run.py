@@ -76,7 +76,7 @@ def run_command(
     ),
     reformat: bool = typer.Option(False, "--reformat", help="With --free: repair pass for unparseable answers."),
     concurrency: int = typer.Option(1, "--concurrency", "-c", min=1, help="Requests in flight per model."),
-    temperature: float = typer.Option(0.0, "--temperature", help="Sampling temperature."),
+    temperature: float = typer.Option(0.0, "--temperature", min=0.0, help="Sampling temperature."),
     max_tokens: int | None = typer.Option(
         None, "--max-tokens", help="Most tokens per answer (default 1024; 512 for embedded models)."
     ),

@@ -27,7 +27,7 @@ def run_command(
         [], "--allow-port", help="Let the code connect to 127.0.0.1:N (relayed; repeatable). Nothing else "
         "on the network is reachable."
     ),
-    timeout: float = typer.Option(30.0, "--timeout", help="Wall-clock limit, seconds (tool calls included)."),
+    timeout: float = typer.Option(30.0, "--timeout", min=0.01, help="Wall-clock limit, seconds (tool calls included)."),
     cpu: float = typer.Option(10.0, "--cpu", help="CPU-time limit, seconds."),
     memory: int = typer.Option(512, "--memory", help="Memory (address-space) limit, MB."),
     processes: int = typer.Option(32, "--processes", help="Processes + threads the code may have at once."),

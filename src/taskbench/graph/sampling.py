@@ -67,8 +67,8 @@ def _check_weights(weights: Mapping[str, float] | Mapping[int, float], what: str
     if not weights:
         raise ConfigError(f"{what} weights are empty")
     for key, w in weights.items():
-        if not isinstance(w, (int, float)) or w < 0 or w != w:
-            raise ConfigError(f"{what} weight for {key!r} must be a number >= 0, got {w!r}")
+        if not isinstance(w, (int, float)) or w < 0 or w != w or w == float("inf"):
+            raise ConfigError(f"{what} weight for {key!r} must be a finite number >= 0, got {w!r}")
     if sum(weights.values()) <= 0:
         raise ConfigError(f"{what} weights must not all be zero")
 

@@ -1,0 +1,39 @@
+"""Option values that used to end in a traceback (issue 24.9): each is one `taskbench: error:` line, exit 2,
+and nothing is written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cli_runner import run
+
+
+@pytest.mark.parametrize("argv", [
+    ["predict", "-m", "mock/echo", "-d", "multimedia", "--limit", "1", "--temperature", "-1"],
+    ["predict", "-m", "mock/echo", "-d", "multimedia", "--limit", "1", "--top-p", "-1"],
+    ["predict", "-m", "mock/echo", "-d", "multimedia", "--limit", "1", "--top-p", "2"],
+    ["generate", "--tools", "multimedia", "-m", "mock/echo", "-n", "2", "--mode-weights", "inf,1,1"],
+    ["generate", "--tools", "multimedia", "-m", "mock/echo", "-n", "2", "--size-weights", "2=inf"],
+    ["generate", "--tools", "multimedia", "-m", "mock/echo", "-n", "2", "--temperature", "-1"],
+    ["agents", "eval", "--env", "restbench-tmdb", "-m", "mock/echo", "--agent", ""],
+    ["agents", "eval", "--env", "taskbench-multimedia", "--task-set", "own", "-m", "mock/echo", "--agent", "react"],
+    ["agents", "eval", "--env", "restbench-tmdb", "-m", "mock/echo", "--agent", "conagents-auto-a9999b9999"],
+])
+def test_a_bad_option_value_is_one_line_and_exit_2(tmp_path: Path, capsys, argv: list[str]) -> None:
+    out = tmp_path / "out"
+    code, _, err = run(capsys, *argv, "-o", str(out))
+    lines = [x for x in err.strip().splitlines() if x.strip()]
+    assert code == 2, err
+    assert "Traceback" not in err and lines and lines[-1].startswith("taskbench: error:"), err
+    assert len(lines) == 1, err
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_sandbox_run_refuses_a_zero_timeout(capsys, monkeypatch) -> None:
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("print(1)\n"))
+    code, _, err = run(capsys, "sandbox", "run", "--timeout", "0", "-")
+    assert code == 2 and err.strip().startswith("taskbench: error:") and len(err.strip().splitlines()) == 1, err
