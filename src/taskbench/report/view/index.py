@@ -1,0 +1,460 @@
+"""The viewer's one door to run directories: find them, read their headers, and answer the pages from an index.
+
+Every other part of the viewer talks to :class:`ViewIndex` only, so the way runs are read can change in one
+place. Kinds of run directory found under the paths given to ``taskbench view``:
+
+- ``run``: a `taskbench run` output (``run_log.json``); its ``generated/`` and ``agents/`` stages are listed
+  as runs of their own, with the run as parent;
+- ``eval``: a directory of `taskbench evaluate` metrics files (``*.json`` with strict and/or compat
+  metrics), paired with the predictions file of the same stem in the directory or a sibling ``predictions/``
+  / ``preds/`` folder;
+- ``generate``: a `taskbench generate` output (``generation.json`` next to ``data.json``);
+- ``agents``: a `taskbench agents eval` output (``episodes.jsonl`` and ``config.json``).
+
+A run log holds every prediction (``records``): on a large run it is hundreds of megabytes. The header (config,
+environment, timings, usage, metrics) is read without them (:func:`read_run_header`), so the index of a run of
+28,271 samples x 17 models costs milliseconds and a few megabytes; samples are read one page at a time from
+the predictions files (:mod:`.samples`).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import mmap
+import os
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ...errors import InputError
+
+__all__ = ["MAX_DEPTH", "MAX_RUNS", "RunInfo", "ScoredEntry", "ViewIndex", "find_runs", "read_run_header"]
+
+MAX_DEPTH = 4
+"""How deep below each given path run directories are looked for."""
+
+MAX_RUNS = 2000
+"""At most this many run directories are indexed (the rest are named in ``problems``)."""
+
+MAX_HEADER_BYTES = 64 << 20
+"""A run log whose header (without its records) is bigger than this is refused."""
+
+MAX_JSON_BYTES = 32 << 20
+"""Largest metrics, config or episodes file read whole."""
+
+_RECORDS = re.compile(rb'\n( *)"records": \[')
+_STAGE_DIRS = ("generated", "agents")
+_SKIP_DIRS = {"predictions", "preds", "trajectories", "plots", "__pycache__", ".git", "node_modules"}
+
+
+def read_run_header(path: str | Path) -> dict[str, Any]:
+    """A ``run_log.json`` without its per-sample records (every ``"records"`` list read as empty).
+
+    The writer indents the log (two spaces), and a JSON string never holds a raw newline, so each records list
+    ends at the first line that is its key's indent followed by ``]``: found with ``bytes.find`` on a memory
+    map, nothing of the records is parsed. A log written without indentation is read whole when it is small
+    enough, else refused with the reason."""
+    path = Path(path)
+    size = path.stat().st_size
+    if size == 0:
+        raise InputError("empty run log", path=path)
+    with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        parts: list[bytes] = []
+        pos = 0
+        kept = 0
+        while True:
+            m = _RECORDS.search(mm, pos)
+            if m is None:
+                break
+            indent = m.group(1)
+            start = m.end()
+            if mm[start:start + 1] == b"]":  # an empty list
+                parts.append(mm[pos:start + 1])
+                pos = start + 1
+            else:
+                end = mm.find(b"\n" + indent + b"]", start)
+                if end < 0:
+                    raise InputError("run log ends inside a records list (cut short?)", path=path)
+                parts.append(mm[pos:start] + b"]")
+                pos = end + 1 + len(indent) + 1
+            kept += len(parts[-1])
+            if kept > MAX_HEADER_BYTES:
+                raise InputError(f"run log header is over {MAX_HEADER_BYTES >> 20} MB", path=path)
+        if not parts and size > MAX_HEADER_BYTES:
+            raise InputError(f"run log of {size >> 20} MB is not indented, so its header cannot be read apart "
+                             "from its records", path=path, hint="rewrite it with taskbench's writer (indent 2)")
+        parts.append(mm[pos:])
+    try:
+        doc = json.loads(b"".join(parts))
+    except (ValueError, RecursionError) as exc:
+        raise InputError(f"not a JSON run log ({exc})", path=path) from None
+    if not isinstance(doc, dict):
+        raise InputError("not a run log (not a JSON object)", path=path)
+    return doc
+
+
+def _read_small_json(path: Path) -> Any:
+    if path.stat().st_size > MAX_JSON_BYTES:
+        raise InputError(f"file is over {MAX_JSON_BYTES >> 20} MB", path=path)
+    try:
+        return json.loads(path.read_bytes())
+    except (ValueError, RecursionError) as exc:
+        raise InputError(f"not JSON ({exc})", path=path) from None
+
+
+@dataclass
+class ScoredEntry:
+    """One model on one dataset in a run: where its predictions, metrics and gold are."""
+
+    key: str
+    """Unique within the run: 'dataset/model'."""
+    model: str
+    dataset: str
+    predictions: Path | None
+    metrics_doc: dict[str, Any] | None
+    """{'strict': ..., 'compat': ...} (either may be missing)."""
+    data_path: Path | None
+    dependency: str | None
+    status: str = "scored"
+    failures: int = 0
+    parse_failures: int = 0
+    n_selected: int | None = None
+    usage: dict[str, Any] = field(default_factory=dict)
+    predict_seconds: float | None = None
+    evaluate_seconds: float | None = None
+    error: str | None = None
+
+
+@dataclass
+class RunInfo:
+    """One run directory as the viewer lists it."""
+
+    id: str
+    kind: str
+    """run | eval | generate | agents."""
+    path: Path
+    title: str
+    status: str
+    """complete | incomplete | died | running | failed | unknown."""
+    date: str | None
+    models: list[str] = field(default_factory=list)
+    datasets: list[str] = field(default_factory=list)
+    entries: list[ScoredEntry] = field(default_factory=list)
+    parent: str | None = None
+    children: list[str] = field(default_factory=list)
+    header: dict[str, Any] = field(default_factory=dict)
+    """kind-specific facts for the run page (config, environment, passes, stages ...)."""
+    death: str | None = None
+    problems: list[str] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        """The run-list row."""
+        head = _headline(self.entries)
+        return {"id": self.id, "kind": self.kind, "path": str(self.path), "title": self.title,
+                "status": self.status, "date": self.date, "models": self.models, "datasets": self.datasets,
+                "entries": len(self.entries), "samples": sum(e.n_selected or 0 for e in self.entries),
+                "headline": head, "parent": self.parent, "children": self.children,
+                "extra": self.header.get("headline_extra")}
+
+
+def _headline(entries: Sequence[ScoredEntry]) -> dict[str, Any] | None:
+    """The best n-F1 in the run (strict, overall) with its model, and the entry count it is over."""
+    best: tuple[float, str] | None = None
+    for e in entries:
+        strict = (e.metrics_doc or {}).get("strict") or {}
+        value = (((strict.get("groups") or {}).get("overall_overall") or {}).get("metrics") or {}).get("node_micro_f1")
+        if isinstance(value, (int, float)) and (best is None or value > best[0]):
+            best = (float(value), f"{e.model} on {e.dataset}")
+    return {"metric": "node_micro_f1", "label": "n-F1", "value": best[0], "of": best[1]} if best else None
+
+
+def _iso(ts: float) -> str:
+    return _dt.datetime.fromtimestamp(ts, _dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _walk(root: Path, depth: int = 0) -> Iterator[Path]:
+    yield root
+    if depth >= MAX_DEPTH:
+        return
+    try:
+        children = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    except OSError:
+        return
+    for child in children:
+        if child.name in _SKIP_DIRS:
+            continue
+        yield from _walk(child, depth + 1)
+
+
+def _kind_of(d: Path) -> str | None:
+    if (d / "run_log.json").is_file():
+        return "run"
+    if (d / "episodes.jsonl").is_file() and (d / "config.json").is_file():
+        return "agents"
+    if (d / "generation.json").is_file():
+        return "generate"
+    if any(_is_metrics_name(p) for p in _json_files(d)):
+        return "eval"
+    return None
+
+
+def _json_files(d: Path) -> list[Path]:
+    try:
+        return sorted(p for p in d.glob("*.json") if p.is_file())
+    except OSError:
+        return []
+
+
+def _is_metrics_name(p: Path) -> bool:
+    """A JSON file whose first bytes look like an evaluate output (strict, both or reference layout)."""
+    try:
+        with p.open("rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        return False
+    return head.lstrip().startswith(b"{") and (b'"mode": "strict"' in head or b'"strict":' in head
+                                               or b'"overall_overall"' in head)
+
+
+def find_runs(paths: Sequence[str | Path]) -> tuple[list[tuple[str, Path]], list[str]]:
+    """(kind, directory) of every run directory under ``paths`` (stages of a run included once), and the
+    paths that were not found."""
+    found: list[tuple[str, Path]] = []
+    seen: set[Path] = set()
+    missing: list[str] = []
+    for raw in paths:
+        root = Path(raw)
+        if not root.is_dir():
+            missing.append(f"{raw}: not a directory")
+            continue
+        run_roots: list[Path] = []
+        for d in _walk(root):
+            real = d.resolve()
+            if real in seen or any(_inside_run(d, r) for r in run_roots):
+                continue
+            kind = _kind_of(d)
+            if kind is not None:
+                seen.add(real)
+                found.append((kind, d))
+                if kind == "run":
+                    run_roots.append(d)
+            if len(found) >= MAX_RUNS:
+                missing.append(f"more than {MAX_RUNS} run directories: the rest are left out")
+                return found, missing
+    return found, missing
+
+
+def _inside_run(d: Path, run: Path) -> bool:
+    """True for a folder of a run directory that is not one of its stages (metrics/, predictions/ ...)."""
+    try:
+        rel = d.relative_to(run)
+    except ValueError:
+        return False
+    return bool(rel.parts) and rel.parts[0] not in _STAGE_DIRS
+
+
+def _slug(path: Path, taken: set[str]) -> str:
+    base = re.sub(r"[^A-Za-z0-9._-]+", "-", "-".join(path.parts[-2:])).strip("-") or "run"
+    slug, i = base, 2
+    while slug in taken:
+        slug, i = f"{base}-{i}", i + 1
+    taken.add(slug)
+    return slug
+
+
+# ----------------------------------------------------------------------------------------------- readers
+
+
+def _read_run(d: Path, rid: str) -> RunInfo:
+    from ...dataset import liveness
+    from ...run.job import RUN_LOCK_FILE, _lock_is_free
+
+    head = read_run_header(d / "run_log.json")
+    config = head.get("config") or {}
+    status = str(head.get("status") or "unknown")
+    death = None
+    if status == "running" and (not (d / RUN_LOCK_FILE).exists() or _lock_is_free(d)):
+        marker = liveness.read_marker(d)
+        death = (liveness.death_of(marker).describe(f"the run in {d}") if marker is not None else
+                 f"the run in {d} stopped without recording an end" + (f" at {head.get('stage')}" if head.get("stage") else ""))
+        status = "died"
+    entries = []
+    for e in head.get("entries") or []:
+        if not isinstance(e, dict):
+            continue
+        doc = {k: e[k] for k in ("strict", "compat") if isinstance(e.get(k), dict)}
+        pred = e.get("predictions_path")
+        entries.append(ScoredEntry(
+            key=f"{e.get('dataset')}/{e.get('model')}", model=str(e.get("model")), dataset=str(e.get("dataset")),
+            predictions=(d / pred) if isinstance(pred, str) else None, metrics_doc=doc or None,
+            data_path=Path(e["data_path"]) if isinstance(e.get("data_path"), str) else None,
+            dependency=e.get("dependency"), status=str(e.get("status")), failures=int(e.get("failures") or 0),
+            parse_failures=int(e.get("parse_failures") or 0), n_selected=len(e.get("sample_ids") or []) or None,
+            usage=e.get("run_usage") or e.get("usage") or {}, predict_seconds=e.get("predict_seconds"),
+            evaluate_seconds=e.get("evaluate_seconds"), error=e.get("error")))
+    header = {k: head.get(k) for k in ("run_id", "started", "finished", "updated", "seconds", "pid", "host",
+                                       "stage", "passes", "previous_death", "config", "environment", "seeds",
+                                       "usage", "stages")}
+    header["reports"] = [name for name in ("report.html", "report.md") if (d / name).is_file()]
+    return RunInfo(id=rid, kind="run", path=d, title=d.name, status=status, date=head.get("started"),
+                   models=list(config.get("models") or []), datasets=sorted({e.dataset for e in entries}),
+                   entries=entries, header=header, death=death)
+
+
+def _pair_predictions(metrics: Path) -> Path | None:
+    for folder in (metrics.parent, metrics.parent.parent / "predictions", metrics.parent.parent / "preds",
+                   metrics.parent / "predictions", metrics.parent / "preds"):
+        cand = folder / f"{metrics.stem}.jsonl"
+        if cand.is_file():
+            return cand
+    return None
+
+
+def _read_eval(d: Path, rid: str, data: dict[str, Path]) -> RunInfo:
+    entries: list[ScoredEntry] = []
+    problems: list[str] = []
+    for p in _json_files(d):
+        if not _is_metrics_name(p):
+            continue
+        try:
+            doc = _read_small_json(p)
+        except InputError as exc:
+            problems.append(str(exc))
+            continue
+        if not isinstance(doc, dict):
+            continue
+        if "strict" in doc or "compat" in doc:
+            both = {k: doc[k] for k in ("strict", "compat") if isinstance(doc.get(k), dict)}
+        elif doc.get("mode") == "strict":
+            both = {"strict": doc}
+        else:
+            both = {"compat": doc}
+        ds = str(doc.get("dataset") or d.name)
+        model = str(doc.get("model") or p.stem)
+        strict = both.get("strict") or {}
+        entries.append(ScoredEntry(
+            key=f"{ds}/{model}", model=model, dataset=ds, predictions=_pair_predictions(p), metrics_doc=both,
+            data_path=data.get(ds) or data.get(""), dependency=strict.get("dependency"),
+            n_selected=strict.get("n_gold") if isinstance(strict.get("n_gold"), int) else None))
+    mtime = max((p.stat().st_mtime for p in _json_files(d)), default=None)
+    return RunInfo(id=rid, kind="eval", path=d, title=d.name, status="complete" if entries else "unknown",
+                   date=_iso(mtime) if mtime else None, models=[e.model for e in entries],
+                   datasets=sorted({e.dataset for e in entries}), entries=entries, problems=problems)
+
+
+def _read_generate(d: Path, rid: str) -> RunInfo:
+    from ...dataset import liveness
+
+    gen = _read_small_json(d / "generation.json")
+    gen = gen if isinstance(gen, dict) else {}
+    stats = {}
+    if (d / "statistics.json").is_file():
+        try:
+            loaded = _read_small_json(d / "statistics.json")
+            stats = loaded if isinstance(loaded, dict) else {}
+        except InputError:
+            stats = {}
+    status = "complete"
+    marker = liveness.read_marker(d)
+    if marker is not None:
+        status = "died" if marker.host != os.uname().nodename or not _alive(marker.pid) else "running"
+    mtime = (d / "generation.json").stat().st_mtime
+    model = gen.get("model")
+    return RunInfo(id=rid, kind="generate", path=d, title=d.name, status=status, date=_iso(mtime),
+                   models=[model] if isinstance(model, str) else [], datasets=[d.name],
+                   header={"generation": gen, "statistics": stats,
+                           "headline_extra": _gen_headline(stats)})
+
+
+def _gen_headline(stats: dict[str, Any]) -> str | None:
+    kept, planned = stats.get("kept"), stats.get("planned")
+    return f"kept {kept} of {planned}" if isinstance(kept, int) and isinstance(planned, int) else None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _read_agents(d: Path, rid: str) -> RunInfo:
+    cfg = _read_small_json(d / "config.json")
+    cfg = cfg if isinstance(cfg, dict) else {}
+    metrics: dict[str, Any] = {}
+    if (d / "metrics.json").is_file():
+        loaded = _read_small_json(d / "metrics.json")
+        metrics = loaded if isinstance(loaded, dict) else {}
+    conf = cfg.get("config") or {}
+    agents = metrics.get("agents") or {}
+    best = max(((float(v.get("success_rate") or 0.0), k) for k, v in agents.items() if isinstance(v, dict)),
+               default=None)
+    status = "complete" if metrics else "incomplete"
+    mtime = (d / "episodes.jsonl").stat().st_mtime
+    model = conf.get("model")
+    return RunInfo(id=rid, kind="agents", path=d, title=d.name, status=status, date=_iso(mtime),
+                   models=[model] if isinstance(model, str) else [], datasets=[str(conf.get("env") or "")],
+                   header={"config": cfg, "metrics": metrics,
+                           "headline_extra": f"best success {100 * best[0]:.1f}% ({best[1]})" if best else None})
+
+
+class ViewIndex:
+    """Every run under the given paths, read once at start (headers only); :meth:`refresh` reads them again.
+
+    ``data`` maps a dataset name (or '' for any) to its directory, for `evaluate` outputs, which do not record
+    where their gold came from."""
+
+    def __init__(self, paths: Sequence[str | Path], *, data: dict[str, Path] | None = None) -> None:
+        self.paths = [Path(p) for p in paths]
+        self.data = dict(data or {})
+        self.runs: dict[str, RunInfo] = {}
+        self.problems: list[str] = []
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Find and read the runs again (a run that is being written shows its new state)."""
+        found, self.problems = find_runs(self.paths)
+        runs: dict[str, RunInfo] = {}
+        taken: set[str] = set()
+        by_path: dict[Path, str] = {}
+        for kind, d in found:
+            rid = _slug(d, taken)
+            try:
+                if kind == "run":
+                    info = _read_run(d, rid)
+                elif kind == "eval":
+                    info = _read_eval(d, rid, self.data)
+                elif kind == "generate":
+                    info = _read_generate(d, rid)
+                else:
+                    info = _read_agents(d, rid)
+            except (InputError, OSError) as exc:
+                self.problems.append(str(exc) if isinstance(exc, InputError) else f"{d}: {exc}")
+                continue
+            runs[rid] = info
+            by_path[d.resolve()] = rid
+        for info in runs.values():  # stages of a run: parent and children
+            parent = by_path.get(info.path.resolve().parent)
+            if parent is not None and runs[parent].kind == "run" and info.kind in ("generate", "agents"):
+                info.parent = parent
+                runs[parent].children.append(info.id)
+        self.runs = runs
+
+    def run(self, rid: str) -> RunInfo | None:
+        """The run of an id (None when unknown)."""
+        return self.runs.get(rid)
+
+    def entry(self, rid: str, key: str) -> ScoredEntry | None:
+        """One scored entry of a run (None when unknown)."""
+        run = self.runs.get(rid)
+        return next((e for e in run.entries if e.key == key), None) if run is not None else None
+
+    def summaries(self) -> list[dict[str, Any]]:
+        """The run-list rows, newest first."""
+        return sorted((r.summary() for r in self.runs.values()), key=lambda s: s["date"] or "", reverse=True)
