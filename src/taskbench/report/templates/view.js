@@ -58,7 +58,7 @@ function setView(name, crumbs) {
 }
 
 function show(...nodes) {
-  main.replaceChildren(...nodes.flat().filter(Boolean));
+  main.replaceChildren(...nodes.flat(Infinity).filter(Boolean));
   document.body.dataset.ready = "1";
 }
 
@@ -189,9 +189,10 @@ async function viewBoard(params) {
     options.map(([v, label]) => h("option", {value: v, selected: v === value ? "selected" : null}, label)));
   const head = [h("th", null, "#"), h("th", null, "model"), h("th", null, "dataset"), h("th", null, "run"), h("th", {class: "num"}, "n")];
   const shown = metrics.filter(m => rows.some(r => sources.some(s => val(r, s, m.key) !== null)));
-  for (const m of shown) for (const s of sources)
-    head.push(h("th", {class: "sort num" + (m.key === sortKey ? " sorted" : ""), title: m.meaning, "data-metric": m.key,
-      onclick: () => nav({sort: m.key})}, m.label + (sources.length > 1 ? " " + s : "") + (m.lower_is_better ? " \u2193" : " \u2191")));
+  for (const m of shown)
+    head.push(h("th", {class: "sort num" + (m.key === sortKey ? " sorted" : ""), title: m.meaning + " (click to sort, best first)",
+      "data-metric": m.key, onclick: () => nav({sort: m.key})}, m.label, m.lower_is_better ? h("span", {class: "dir"}, " lower better") : null,
+      m.key === sortKey ? " \u25bc" : null));
   let smallN = 0;
   const body = rows.map((r, i) => {
     const n = ((r[first] || r.strict || r.compat).groups[group] || {}).n;
@@ -200,10 +201,12 @@ async function viewBoard(params) {
     return h("tr", {class: "board-row"}, h("td", null, i + 1), h("td", null, r.model), h("td", null, r.dataset),
       h("td", null, h("a", {href: "#/run/" + enc(r.run)}, r.run_title)),
       h("td", {class: "num"}, num(n), small ? h("span", {class: "badge warnb", title: `fewer than ${d.small_n} samples: the CIs are wide`}, "small n") : null),
-      shown.flatMap(m => sources.map(s => {
+      shown.map(m => h("td", {class: "num"}, sources.map((s, j) => {
         const cell = r[s] && r[s].groups[group] ? r[s].groups[group][m.key] : null;
-        return h("td", {class: "num"}, cell ? pct(cell[0]) : "-", cell && cell[1] ? h("span", {class: "ci"}, `[${pct(cell[1][0])}, ${pct(cell[1][1])}]`) : null);
-      })));
+        const value = cell ? pct(cell[0]) : "-";
+        return j === 0 ? [h("span", {class: "v"}, value), cell && cell[1] ? h("span", {class: "ci"}, `[${pct(cell[1][0])}, ${pct(cell[1][1])}]`) : null]
+          : h("span", {class: "ci compat"}, "compat " + value);
+      }))));
   });
   const glossary = h("ul", {class: "glossary"}, metrics.map(m => h("li", null, h("b", null, m.label), ": ",
     m.meaning || m.key, " ", badge(m.lower_is_better ? "lower is better" : "higher is better", m.lower_is_better ? "warnb" : "ok"))),
@@ -214,9 +217,9 @@ async function viewBoard(params) {
       h("label", null, "dataset", sel("b-dataset", [["", "all"], ...d.datasets.map(x => [x, x])], dataset, "dataset")),
       h("label", null, "group", sel("b-group", GROUPS.map(g => [g, g.replace("_overall", "").replace("overall_", "tools = ")]), group, "group")),
       h("label", null, "scores", sel("b-source", [["both", "strict and compat"], ["strict", "strict"], ["compat", "compat"]], source, "source")),
-      h("span", {class: "muted small"}, "click a column to sort (best first)")),
+      h("span", {class: "muted small"}, "click a column to sort (best first); each cell: strict value, its 95% CI, the compat value")),
     smallN ? h("div", {class: "smalln", id: "smalln"}, `${smallN} row(s) rest on fewer than ${d.small_n} samples: their 95% CIs are very wide, so differences of tens of points can be chance.`) : null,
-    table(head, body, {id: "board"}),
+    h("div", {class: "scroll"}, table(head, body, {id: "board"})),
     rows.length ? null : h("p", {class: "muted"}, "No scored entry has this group."),
     h("h2", null, "What the numbers mean"), glossary,
     d.problems.length ? d.problems.map(p => h("div", {class: "warn small"}, p)) : null);
@@ -275,9 +278,9 @@ async function viewSample(rid, key, sid) {
   const d = await api(`/api/view/sample/${enc(rid)}?entry=${enc(key)}&id=${enc(sid)}`);
   const p = d.prediction || {};
   const ed = d.error_detail || {};
-  const legend = h("div", {class: "legend"}, h("span", null, h("i", {style: "border-color:#c62828"}), "extra: predicted, not in the gold"),
-    h("span", null, h("i", {style: "border-color:#8a94a0"}), "missing: in the gold, not predicted"),
-    h("span", null, h("i", {style: "border-color:#7b1fa2"}), "hallucinated: not a tool of the library"));
+  const legend = h("div", {class: "legend"}, h("span", null, h("span", {class: "swatch", style: "border-color:#c62828"}), "extra: predicted, not in the gold"),
+    h("span", null, h("span", {class: "swatch", style: "border-color:#8a94a0"}), "missing: in the gold, not predicted"),
+    h("span", null, h("span", {class: "swatch", style: "border-color:#7b1fa2"}), "hallucinated: not a tool of the library"));
   const args = d.arguments.filter(a => !a.same).map(a => a.diffs.map(x => h("tr", null, h("td", null, a.tool), h("td", null, x.name),
     h("td", {class: "diff-" + x.state}, x.state), h("td", null, x.gold ?? "-"), h("td", null, x.predicted ?? "-"))));
   const steps = (g) => g ? h("ol", null, g.steps.map(s => h("li", null, s))) : null;
@@ -331,14 +334,20 @@ async function viewCompare(params) {
   } catch (e) { out.replaceChildren(h("div", {class: "error"}, e.message)); return; }
   if (c.error) { out.replaceChildren(h("div", {class: "error"}, c.error)); return; }
   const label = m => (d.metrics.find(x => x.key === m) || {label: m}).label;
-  const groups = Object.entries(c.groups).map(([g, gc]) => [h("h3", null, `${g} (n = ${gc.n_samples})`),
+  const board = new Set(d.metrics.map(m => m.key).concat(["parse_failure_rate"]));
+  const line = r => h("tr", null, h("td", null, label(r.metric)),
+    h("td", {class: "num"}, pct(r.a)), h("td", {class: "num"}, pct(r.b)), h("td", {class: "num"}, pct(r.diff)),
+    h("td", {class: "num"}, r.ci_low === null ? "-" : `[${pct(r.ci_low)}, ${pct(r.ci_high)}]`),
+    h("td", {class: "num"}, r.p_value === null ? "-" : Number(r.p_value).toFixed(3)));
+  const heads = ["metric", "A", "B", "A \u2212 B", "95% CI of A \u2212 B", "p"];
+  const groups = h("div", {class: "cmp-groups"}, Object.entries(c.groups).map(([g, gc]) => h("div", null,
+    h("h3", null, `${g.replace("_overall", "")} (n = ${gc.n_samples})`),
     gc.n_samples < d.small_n ? h("div", {class: "smalln"}, `only ${gc.n_samples} samples: the CI is wide`) : null,
-    table(["metric", "A", "B", "A \u2212 B", "95% CI", "p"], gc.results.map(r => h("tr", null, h("td", null, label(r.metric)),
-      h("td", {class: "num"}, pct(r.a)), h("td", {class: "num"}, pct(r.b)), h("td", {class: "num"}, pct(r.diff)),
-      h("td", {class: "num"}, r.ci_low === null ? "-" : `[${pct(r.ci_low)}, ${pct(r.ci_high)}]`),
-      h("td", {class: "num"}, r.p_value === null ? "-" : Number(r.p_value).toFixed(3)))), {class: "cmp-table"})]);
-  out.replaceChildren(h("p", null, h("b", null, "A: "), c.a, h("br"), h("b", null, "B: "), c.b), groups,
-    (c.warnings || []).map(w => h("div", {class: "warn small"}, w)));
+    table(heads, gc.results.filter(r => board.has(r.metric)).map(line), {class: "cmp-table"}),
+    h("details", null, h("summary", {class: "small muted"}, "every metric"),
+      table(heads, gc.results.filter(r => !board.has(r.metric)).map(line))))));
+  out.replaceChildren(...[h("p", null, h("b", null, "A: "), c.a, h("br"), h("b", null, "B: "), c.b), groups,
+    (c.warnings || []).map(w => h("div", {class: "warn small"}, w))].flat(Infinity).filter(Boolean));
 }
 
 // ------------------------------------------------------------------------------------------------ agents

@@ -31,7 +31,8 @@ from typing import Any
 
 from ...errors import InputError
 
-__all__ = ["MAX_DEPTH", "MAX_RUNS", "RunInfo", "ScoredEntry", "ViewIndex", "find_runs", "read_run_header"]
+__all__ = ["MAX_DEPTH", "MAX_RUNS", "VIEW_PORT", "RunInfo", "ScoredEntry", "ViewIndex", "find_runs", "read_run_header",
+           "run_slug", "viewer_url"]
 
 MAX_DEPTH = 4
 """How deep below each given path run directories are looked for."""
@@ -256,8 +257,23 @@ def _inside_run(d: Path, run: Path) -> bool:
     return bool(rel.parts) and rel.parts[0] not in _STAGE_DIRS
 
 
+VIEW_PORT = 8766
+"""The port `taskbench view` serves on by default."""
+
+
+def run_slug(path: str | Path) -> str:
+    """The viewer's id of a run directory: its last two path parts (resolved), file-name safe."""
+    parts = Path(path).resolve().parts
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", "-".join(parts[-2:])).strip("-") or "run"
+
+
+def viewer_url(run_dir: str | Path, port: int = VIEW_PORT) -> str:
+    """Where `taskbench view` (on its default host and port) shows a run directory."""
+    return f"http://127.0.0.1:{port}/view#/run/{run_slug(run_dir)}"
+
+
 def _slug(path: Path, taken: set[str]) -> str:
-    base = re.sub(r"[^A-Za-z0-9._-]+", "-", "-".join(path.parts[-2:])).strip("-") or "run"
+    base = run_slug(path)
     slug, i = base, 2
     while slug in taken:
         slug, i = f"{base}-{i}", i + 1

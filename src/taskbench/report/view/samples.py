@@ -9,6 +9,7 @@ at most :data:`MAX_LINE_BYTES`), draws gold and predicted graphs on one layout, 
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -51,7 +52,18 @@ def arr(value: Any) -> list[Any]:
 
 
 def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
-    """(offset, line) of every non-blank line; a line over the limit is yielded empty."""
+    """(offset, line) of every non-blank line; a line over :data:`MAX_LINE_BYTES` is yielded as ``b""``
+    (see :func:`_big_lines` for its head)."""
+    for offset, line, big in _big_lines(path):
+        yield offset, b"" if big else line
+
+
+_ID = re.compile(rb'^\s*\{\s*"id"\s*:\s*"((?:[^"\\]|\\.){1,400})"')
+
+
+def _big_lines(path: Path) -> Iterator[tuple[int, bytes, bool]]:
+    """(offset, line, too big) of every non-blank line; a line over :data:`MAX_LINE_BYTES` comes as its first
+    bytes only (to read its id), the rest skipped unread into memory."""
     with path.open("rb") as fh:
         offset = 0
         while True:
@@ -60,14 +72,15 @@ def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
                 return
             size = len(line)
             if size > MAX_LINE_BYTES and not line.endswith(b"\n"):
-                rest = fh.readline()
-                while rest and not rest.endswith(b"\n"):
+                rest = fh.readline(MAX_LINE_BYTES)
+                while rest:
                     size += len(rest)
-                    rest = fh.readline()
-                size += len(rest)
-                yield offset, b""
+                    if rest.endswith(b"\n"):
+                        break
+                    rest = fh.readline(MAX_LINE_BYTES)
+                yield offset, line[:4096], True
             elif line.strip():
-                yield offset, line
+                yield offset, line, False
             offset += size
 
 
@@ -154,11 +167,18 @@ class SampleTable:
                           request=str(rec.get("user_request") or rec.get("instruction") or ""))
                 table._add(row)
         if entry.predictions is not None and entry.predictions.is_file():
-            for offset, line in _lines(entry.predictions):
+            for offset, line, big in _big_lines(entry.predictions):
                 try:
-                    rec = json.loads(line)
+                    if big:  # too big to parse here: found by its id, the detail says why it is not shown
+                        found = _ID.match(line)
+                        rec = {"id": json.loads(b'"' + found.group(1) + b'"')} if found else None
+                    else:
+                        rec = json.loads(line)
                 except (ValueError, RecursionError):
-                    table.problems.append(f"{entry.predictions}: a line at byte {offset} is not JSON")
+                    rec = None
+                if rec is None:
+                    table.problems.append(f"{entry.predictions}: a line at byte {offset} is not JSON"
+                                          + (f" (or is over {MAX_LINE_BYTES >> 20} MB)" if big else ""))
                     continue
                 if not isinstance(rec, dict) or "id" not in rec:
                     continue
