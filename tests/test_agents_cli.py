@@ -92,8 +92,8 @@ def test_eval_command_writes_the_run_directory(tmp_path: Path) -> None:
     assert [r["id"] for r in records] == ["react/tmdb-own-01/s0", "react/tmdb-own-02/s0",
                                           "conagents-auto/tmdb-own-01/s0", "conagents-auto/tmdb-own-02/s0"]
     assert all((out / r["trajectory"]).is_file() for r in records)
-    config = json.loads((out / "config.json").read_text())
-    assert config["models"]["grounding"] == "mock/echo"
+    header = json.loads((out / "header.json").read_text())
+    assert header["kind"] == "agents" and header["identity"]["models"]["grounding"] == "mock/echo"
     # a second run of the same command does nothing new
     again = subprocess.run(cmd, env=_env(tmp_path), capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and "(4 from an earlier run)" in again.stdout

@@ -69,7 +69,12 @@ def test_evaluate_both_and_compat_layouts(data, tmp_path, capsys):
                capsys)[0] in (0, None)
     assert run(["evaluate", "--data", str(d), "-p", str(half), "--compat", "-o", str(compat)], capsys)[0] in (0, None)
     b, c = json.loads(both.read_text()), json.loads(compat.read_text())
-    assert set(b) == {"strict", "compat"} and b["compat"] == c
+    assert set(b) == {"model", "dataset", "mode", "n_samples", "strict", "compat"} and b["compat"] == c
+    assert b["mode"] == "both" and b["n_samples"] == 2 and b["dataset"] == b["strict"].get("dataset", b["dataset"])
+    # the compat file keeps the reference's exact layout: what it is of is in its run header beside it
+    header = json.loads((tmp_path / "compat.json.header.json").read_text())
+    assert header["kind"] == "evaluate" and header["config"]["mode"] == "compat"
+    assert header["config"]["n_samples"] == 2 and header["config"]["dataset"] == b["dataset"]
     assert c["overall_overall"]["all_samples"] == 1  # compat: only ids present in both count
     assert c["overall_overall"]["node_micro_f1_no_matching"] == 1.0
     assert b["strict"]["groups"]["overall_overall"]["n_samples"] == 2
@@ -209,14 +214,16 @@ def test_leaderboard_cli(data, tmp_path, capsys):
         run(["evaluate", "--data", str(d), "-p", str(p), "--bootstrap", "0", "-o", str(tmp_path / f"{p.stem}.json")],
             capsys)
     files = [str(tmp_path / "good.json"), str(tmp_path / "half.json")]
-    (tmp_path / "human.json").write_text(json.dumps({"good": 2, "half": 1}))
+    # a model the predictions record ('x', in the metrics file) names it; else the file's stem
+    assert json.loads((tmp_path / "good.json").read_text())["model"] == "x"
+    (tmp_path / "human.json").write_text(json.dumps({"x": 2, "half": 1}))
     for suffix in (".md", ".html", ".json"):
         code, _, _ = run(["leaderboard", *files, "-o", str(tmp_path / f"board{suffix}"), "--against",
                           str(tmp_path / "human.json")], capsys)
         assert code in (0, None)
-    assert "| 1 | good |" in (tmp_path / "board.md").read_text()
+    assert "| 1 | x |" in (tmp_path / "board.md").read_text()
     board = json.loads((tmp_path / "board.json").read_text())
-    assert [r["model"] for r in board["rows"]] == ["good", "half"]
+    assert [r["model"] for r in board["rows"]] == ["x", "half"]
     assert board["correlations"][0]["kendall_tau"] == pytest.approx(1.0)
     code, _, err = run(["leaderboard", *files, "-o", str(tmp_path / "board.txt")], capsys)
     assert code == 2 and "unsupported output" in err
@@ -226,11 +233,13 @@ def test_leaderboard_cli(data, tmp_path, capsys):
     code, _, err = run(["leaderboard", str(good)], capsys)
     assert code == 2 and "not a metrics file: this is a predictions file" in err and err.count("\n") == 1
     # 'half' was evaluated with a gold id missing: its recorded warning is repeated; a compat file is another mode
-    run(["evaluate", "--data", str(d), "-p", str(good), "--compat", "-o", str(tmp_path / "ref.json")], capsys)
+    ref = write_jsonl(tmp_path / "ref.jsonl", [{**json.loads(line), "model": "ref"}
+                                               for line in good.read_text().splitlines()])
+    run(["evaluate", "--data", str(d), "-p", str(ref), "--compat", "-o", str(tmp_path / "ref.json")], capsys)
     code, out, err = run(["leaderboard", *files, str(tmp_path / "ref.json")], capsys)
     assert code == 0 and "Leaderboard" in out
     warnings = [line for line in err.splitlines() if line.startswith("taskbench: warning: ")]
-    assert any("mixed scoring modes: good, half strict, ref compat" in w for w in warnings)
+    assert any("mixed scoring modes: x, half strict, ref compat" in w for w in warnings)
     assert any(w.startswith("taskbench: warning: half: 1 of 2 gold samples have no prediction") for w in warnings)
 
 

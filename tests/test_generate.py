@@ -43,7 +43,7 @@ def test_back_instruct_perfect_answers_pass_both_critics_and_fill_the_layout(tmp
     summary = generate(mm, _model(oracle), out, GenerateOptions(n=12, seed=3))
     assert summary.complete and summary.written == 12 and len(oracle.calls) == 12
     for name in ("data_raw.json", "data.json", "user_requests.json", "data_error.json", "tool_desc.json",
-                 "graph_desc.json", "statistics.json", "generation.json"):
+                 "graph_desc.json", "statistics.json", "header.json"):
         assert (out / name).is_file(), name
     stats = json.loads((out / "statistics.json").read_text())
     assert stats["rule_critic"] == {"passed": 12, "rate": 1.0}
@@ -329,7 +329,7 @@ def test_loaded_dataset_sees_raw_and_error_records(tmp_path, mm):
     generate(mm, _model(Oracle(break_edges=True)), out, GenerateOptions(n=3, mode_weights={"chain": 1}))
     ds = load_dataset(out)
     assert ds.samples == [] and len(ds.raw_records or []) == 3 and len(ds.error_records or []) == 3
-    assert Path(out / "generation.json").is_file()
+    assert Path(out / "header.json").is_file()
 
 
 def test_generate_on_an_openapi_spec_then_predict_and_evaluate(tmp_path, capsys, shared):

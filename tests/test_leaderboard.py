@@ -28,7 +28,9 @@ def strict_doc(f1, ned):
                        ("dag_overall", -0.1)] + [(f"overall_{n}", -0.03 * n) for n in range(1, 11)]:
         groups[key] = {"split": key.split("_")[0], "n_tools": key.split("_")[1], "n_samples": 5,
                        "metrics": {"node_micro_f1": f1 + shift, "edit_distance": ned, "link_f1": None}}
-    return {"mode": "strict", "groups": groups}
+    # the whole strict document, as taskbench evaluate writes it (the leaderboard reads it through MetricsFile)
+    return {"mode": "strict", "dependency": "resource", "metrics": ["f1", "ed"], "bootstrap": 0, "seed": 0,
+            "n_gold": 5, "taxonomy": {"total": 5, "correct": 0, "counts": {}}, "groups": groups}
 
 
 def compat_doc(f1):

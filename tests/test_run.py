@@ -49,7 +49,9 @@ def test_run_writes_a_self_describing_run_directory(tmp_path, cache_dir) -> None
         assert "overall_overall" in entry.compat and "node_micro_f1_no_matching" in entry.compat["overall_overall"]
         assert entry.usage.prompt_tokens > 0 and 0 < entry.predict_seconds < wall  # measured, not the default
         metrics = json.loads((run_dir / entry.metrics_path).read_text())
-        assert set(metrics) == {"strict", "compat"}
+        assert set(metrics) == {"model", "dataset", "mode", "n_samples", "strict", "compat"}
+        assert (metrics["model"], metrics["dataset"], metrics["mode"], metrics["n_samples"]) == (
+            "mock/echo", entry.dataset, "both", 6)
         preds = run_dir / entry.predictions_path
         assert preds.name == f"{model_slug('mock/echo')}.jsonl" and len(preds.read_text().splitlines()) == 6
     assert back.usage.prompt_tokens == sum(e.usage.prompt_tokens for e in back.entries)

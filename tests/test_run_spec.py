@@ -191,7 +191,7 @@ def test_generate_takes_output_and_the_old_out(tmp_path, capsys, cache_dir) -> N
         code, _, err = run(capsys, "generate", "--tools", "multimedia", flag, str(target), "--n", "1",
                            "--model", "mock/echo", "-q")
         assert code in (0, 1), err  # 1: the mock's answer may be rejected; the directory is written either way
-        assert (target / "generation.json").is_file(), err
+        assert (target / "header.json").is_file(), err
 
 
 def test_the_run_help_names_the_specs_defaults() -> None:

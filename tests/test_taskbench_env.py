@@ -269,7 +269,7 @@ def test_cli_evaluate_execute(tmp_path, capsys):
     code, _, _ = _run(["evaluate", "--data", "multimedia", "-p", str(preds), "--execute", "--both", "--bootstrap", "0",
                        "-o", str(out)], capsys)
     doc = json.loads(Path(out).read_text())
-    assert code == 0 and set(doc) == {"strict", "compat", "execution"}
+    assert code == 0 and set(doc) == {"model", "dataset", "mode", "n_samples", "strict", "compat", "execution"}
 
 
 def test_arbitrary_prediction_shapes_never_stop_a_run():

@@ -8,7 +8,8 @@ Data flow::
     episodes.jsonl --metrics_document--> metrics.json
 
 The output directory holds ``episodes.jsonl`` (one record per (agent, task, seed), in a stable order),
-``trajectories/``, ``config.json`` (what was asked for) and ``metrics.json``. Everything crash-safe comes
+``trajectories/``, ``header.json`` (the run header: what was asked for, checked on resume) and
+``metrics.json``. Everything crash-safe comes
 from :func:`taskbench.runner.run_records`: a killed run keeps every finished episode and the events of the
 running ones; a rerun skips finished episodes, reruns the interrupted ones (their trajectory files are
 rewritten) and retries episodes whose model calls failed for good (written as ``"failed": true`` records).
@@ -21,8 +22,6 @@ an uninterrupted run's (wall times aside).
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -31,6 +30,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..dataset.header import HEADER_FILE, new_header, open_run, read_header
+from ..dataset.header import fingerprint as hash_identity
 from ..dataset.jsonio import write_json
 from ..dataset.trajectories import TrajectoryWriter
 from ..errors import ConfigError, InputError, ModelError, SandboxUnavailableError, TaskbenchError
@@ -53,7 +54,8 @@ from .metrics import EpisodeRow, episode_row, mechanism, metrics_document
 
 EPISODES_FILE = "episodes.jsonl"
 METRICS_FILE = "metrics.json"
-CONFIG_FILE = "config.json"
+CONFIG_FILE = HEADER_FILE
+"""The run header (:mod:`taskbench.dataset.header`); runs made before headers have a ``config.json``."""
 TRAJECTORIES_DIR = "trajectories"
 
 MODEL_ROLES: tuple[str, ...] = (*ROLES, "react", "code", "planner")
@@ -99,13 +101,17 @@ class AgentEvalConfig(BaseModel):
             raise ConfigError(f"no role {unknown[0]!r} (roles with their own model: {', '.join(ROLES)})")
         return {role: self.role_models.get(role, self.model) for role in MODEL_ROLES}
 
-    def fingerprint(self) -> str:
-        """A hash of what decides an episode's record besides its agent, task and seed."""
+    def identity(self) -> dict[str, Any]:
+        """What decides an episode's record besides its agent, task and seed (a resume must repeat it)."""
         what = {"env": self.env, "env_options": self.env_options, "tools": self.tools, "models": self.models_by_role(),
                 "budgets": self.budgets.model_dump(), "temperature": self.temperature}
         if self.tasks_file is not None:  # only then: the fingerprints of earlier runs stay as they were
             what["tasks_file"] = self.tasks_file
-        return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:16]
+        return what
+
+    def fingerprint(self) -> str:
+        """The hash of :meth:`identity` (in the run header and in every episode record)."""
+        return hash_identity(self.identity())
 
 
 class AgentEvalResult(BaseModel):
@@ -324,19 +330,11 @@ def run_agents(config: AgentEvalConfig, output: str | Path, **options: Any) -> A
 
 
 def _write_config(out: Path, config: AgentEvalConfig, fingerprint: str) -> None:
-    path = out / CONFIG_FILE
-    if path.exists():
-        try:
-            old = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            old = {}
-        if isinstance(old, dict) and old.get("fingerprint") not in (None, fingerprint):
-            raise ConfigError(f"{out}: holds an agent run of another configuration (environment, tools, models, "
-                              "budgets or temperature differ); choose another output directory")
-    import taskbench
-
-    write_json(path, {"fingerprint": fingerprint, "taskbench": taskbench.__version__,
-                      "config": config.model_dump(mode="json"), "models": config.models_by_role()})
+    """Start or resume the run header of ``out`` (refused when it holds another configuration)."""
+    header = new_header("agents", config=config.model_dump(mode="json"), identity=config.identity(),
+                        seeds={"episodes": config.seeds})
+    assert header.fingerprint == fingerprint
+    open_run(out, header)
 
 
 async def _episode(item: _Item, env: Any, models: Mapping[str, Any], role_models: Mapping[str, str],
@@ -420,16 +418,14 @@ def compute_metrics(out: Path, config: AgentEvalConfig, *, tasks: Sequence[Agent
 
 
 def load_run(run: str | Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """(config.json, the last record of every episode) of a run directory."""
+    """(the configuration in the run header, the last record of every episode) of a run directory."""
     path = Path(run)
     if not (path / EPISODES_FILE).is_file():
         raise InputError(f"not an agent run directory (no {EPISODES_FILE})", path=path,
                          hint="give the -o directory of `taskbench agents eval`")
-    config: dict[str, Any] = {}
-    if (path / CONFIG_FILE).is_file():
-        config = json.loads((path / CONFIG_FILE).read_text(encoding="utf-8"))
+    header = read_header(path, "agents")
     latest, _, _ = read_records(path / EPISODES_FILE)
-    return config, latest
+    return (dict(header.config) if header is not None else {}), latest
 
 
 __all__ = [

@@ -227,6 +227,10 @@ def evaluate_command(
         raise ConfigError(f"--unusable must be skip or error, not {unusable!r} ({did_you_mean(unusable, ('skip', 'error'))})")
     split_list, n_list, metric_list = _choices(splits, n_tools, metrics)
     wanted = _ids(ids)
+    settings = {"data": data, "predictions": str(predictions.resolve()), "mode": run_mode, "splits": split_list,
+                "n_tools": n_list, "group_mode": mode, "alignment": alignment, "metrics": metric_list,
+                "dependency": dependency, "bootstrap": bootstrap, "seed": seed, "ids": wanted, "limit": limit,
+                "unusable": unusable, "execute": execute, "executor": executor}
     from .predict import make_executor
 
     runner = make_executor(executor, ray_address, workers)
@@ -250,6 +254,7 @@ def evaluate_command(
         _print_result(result, predictions.name, errors)
         if output is not None:
             write_metrics(result, output)
+            _write_header(output, settings, result)
             _console().print(f"wrote {output}")
         return
     with gc_paused():  # the parsed JSON is millions of objects no collection needs to walk
@@ -275,8 +280,19 @@ def evaluate_command(
         _print_result(result, predictions.name, errors)
         if output is not None:
             write_metrics(result, output)
+            _write_header(output, settings, result)
             _console().print(f"wrote {output}", markup=False, highlight=False)
         _warn(result.warnings)
+
+
+def _write_header(output: Path, settings: dict[str, Any], result: EvaluationResult) -> None:
+    """The run header next to the metrics file (``FILE.header.json``, see :mod:`taskbench.dataset.header`),
+    with the model, dataset and sample count the scores are of (a compat-only file has no room for them)."""
+    from ..dataset.header import new_header, write_header
+
+    config = {**settings, "model": result.model, "dataset": result.dataset, "n_samples": result.n_samples}
+    write_header(output, new_header("evaluate", config=config, identity=settings,
+                                    seeds={"bootstrap": settings["seed"]}))
 
 
 def _execute(

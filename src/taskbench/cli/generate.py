@@ -108,7 +108,7 @@ def generate_command(
     (nodes and links equal the subgraph's; arguments fit the tools) and the LLM critic. Writes DIR in the
     reference layout: data_raw.json (every attempt), data.json + user_requests.json (samples passing --keep),
     data_error.json (the rest, with reasons), tool_desc.json, graph_desc.json, statistics.json (pass rates by
-    mode and size), generation.json (the arguments).
+    mode and size), header.json (the run header: the arguments).
 
     Rerunning the same command generates only what is not done yet (a killed run loses nothing written; failed
     calls are retried). The directory remembers its arguments: another --seed, --method, --model, weights or

@@ -151,12 +151,19 @@ def predict_command(
     console = make_console(stderr=True, quiet=quiet)
     display = RichPredictDisplay(console)
     if runner is not None:
+        from ..dataset.header import open_run
         from ..executors.predict import apredict_sharded
         from ..llm.config import ModelConfig
+        from ..predict.runner import predict_header
         from ..runner import run_sync
 
         config = ModelConfig.build(model, concurrency=concurrency, cache=not no_cache, base_url=base_urls(base_url),
                                    api_key_env=api_key_env, options=model_options)
+        try:
+            open_run(output, predict_header(config.name, path, options))
+        except BaseException:
+            runner.close()
+            raise
         try:
             with display:
                 summary = run_sync(apredict_sharded(path, config, output, options, executor=runner, display=display))

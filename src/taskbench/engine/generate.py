@@ -18,7 +18,7 @@ The flow, one plan entry at a time::
   plan entry in plan order, a file lock, a model call that failed for good written in place
   (``"failed": true``) and retried by the next run. Rerunning with the same arguments generates only the
   entries not done yet.
-- **The directory remembers its arguments** (``generation.json``): a rerun with another seed, method, model,
+- **The directory remembers its arguments** (its run header, ``header.json``, :mod:`taskbench.dataset.header`): a rerun with another seed, method, model,
   critic, weights, sampling settings or tool graph is refused (use another ``--out``); a larger ``--n``
   extends the plan (entries 0..n-1 are the same for any n), a smaller one is refused. ``--keep`` and
   ``--dedup`` only filter, so they may change freely: the output files are rewritten from ``data_raw.json``
@@ -38,7 +38,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from .. import __version__
-from ..dataset.jsonio import read_json, write_json
+from ..dataset.header import HEADER_FILE, check_resume, new_header, read_header, write_header
+from ..dataset.jsonio import write_json
 from ..dataset.layout import GRAPH_FILE, RAW_FILE, TOOL_FILE
 from ..errors import ConfigError, InputError, ModelError
 from ..graph.sampling import MODE_WEIGHTS, SIZE_WEIGHTS
@@ -65,8 +66,9 @@ __all__ = [
 METHODS = ("back-instruct", "two-stage", "no-edges", "self-instruct")
 """Generation methods: the released Back-Instruct, the paper's two-stage form and its two baselines."""
 
-MANIFEST_FILE = "generation.json"
-"""The arguments a directory was generated with (checked on every rerun)."""
+MANIFEST_FILE = HEADER_FILE
+"""The run header holding the arguments a directory was generated with (checked on every rerun; directories
+generated before headers have them in ``generation.json``, which is still read)."""
 
 DEFAULT_MAX_TOKENS = 2048
 """Answer budget per call: above the longest answer the schema's bounds allow for a typical subgraph (the
@@ -157,7 +159,6 @@ def graph_digest(graph: ToolGraph) -> str:
 
 def _manifest(options: GenerateOptions, graph: ToolGraph, model: str, critic: str | None) -> dict[str, Any]:
     return {
-        "schema": 1,
         "method": options.method,
         "seed": options.seed,
         "n": options.n,
@@ -179,32 +180,18 @@ def _manifest(options: GenerateOptions, graph: ToolGraph, model: str, critic: st
 
 
 def read_manifest(out_dir: str | Path) -> dict[str, Any] | None:
-    """The ``generation.json`` of a directory, or None."""
-    path = Path(out_dir) / MANIFEST_FILE
-    if not path.is_file():
-        return None
-    doc = read_json(path)
-    if not isinstance(doc, dict):
-        raise InputError("expected a JSON object", path=path)
-    return doc
+    """The arguments a directory was generated with (its run header's config; a ``generation.json`` of a
+    directory generated before headers), or None."""
+    header = read_header(out_dir, "generate")
+    return dict(header.config) if header is not None and header.kind == "generate" else None
 
 
-def _check_manifest(old: dict[str, Any], new: dict[str, Any], path: Path) -> int | None:
-    """Refuse a rerun whose fixed arguments differ; return the earlier n when the plan grows."""
-    for key in _FIXED:
-        if old.get(key) != new.get(key):
-            what = "the tool graph" if key == "graph_sha256" else key.replace("_", "-")
-            was, now = old.get(key), new.get(key)
-            detail = "it differs from the one this directory was generated from" if key == "graph_sha256" else \
-                f"was {json.dumps(was)}, this run {json.dumps(now)}"
-            raise ConfigError(
-                f"{path.parent}: {what}: {detail}; rerun with the directory's arguments (see {path.name}) or "
-                "choose another --out"
-            )
+def _check_n(old: Mapping[str, Any], new: Mapping[str, Any], path: Path) -> int | None:
+    """Refuse a rerun that would drop plan entries; return the earlier n when the plan grows."""
     old_n = int(old.get("n") or 0)
     if new["n"] < old_n:
         raise ConfigError(
-            f"{path.parent}: holds a plan of {old_n} entries; --n {new['n']} would drop {old_n - new['n']} of them. "
+            f"{path}: holds a plan of {old_n} entries; --n {new['n']} would drop {old_n - new['n']} of them. "
             f"Rerun with --n {old_n} (or more, to extend it) or choose another --out"
         )
     return old_n if new["n"] > old_n else None
@@ -401,17 +388,21 @@ async def agenerate(
         raise InputError("the output must be a directory", path=out)
     out.mkdir(parents=True, exist_ok=True)
     manifest = _manifest(options, graph, model.name, getattr(critic_model, "name", None))
-    old = read_manifest(out)
+    header = new_header("generate", config=manifest, identity={k: manifest[k] for k in _FIXED},
+                        seeds={"plan": options.seed})
+    old = read_header(out, "generate")
     extended_from = None
     if old is not None:
-        extended_from = _check_manifest(old, manifest, out / MANIFEST_FILE)
+        check_resume(old, header, out, option="--out", labels={"graph_sha256": "the tool graph"})
+        extended_from = _check_n(old.config, manifest, out)
+        header.created = old.created or header.created
     elif (out / RAW_FILE).is_file():
-        raise ConfigError(f"{out}: holds a {RAW_FILE} but no {MANIFEST_FILE}: not a directory taskbench generated; "
+        raise ConfigError(f"{out}: holds a {RAW_FILE} but no {HEADER_FILE}: not a directory taskbench generated; "
                           "choose another --out")
     plan = _plan(graph, options)
     write_json(out / TOOL_FILE, graph.library.to_taskbench())
     write_json(out / GRAPH_FILE, graph.to_taskbench())
-    write_json(out / MANIFEST_FILE, manifest)
+    write_header(out, header)
     engine = _Engine(graph, model, options, critic_model)
     label = f"{options.method} · {model.name}"
     shown = display or NullDisplay()

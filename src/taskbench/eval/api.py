@@ -20,7 +20,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import ConfigError, InputError, did_you_mean
-from ..schema import Sample, ToolLibrary, record_id
+from ..schema import Prediction, Sample, ToolLibrary, record_id
+from ..schema.scores import GroupResult, StrictResult
 from . import stats
 from .coverage import Coverage, IdTally, coverage_warnings
 from .groups import Group, group_mask
@@ -43,7 +44,7 @@ from .strict import (
     split_groups,
     to_jsonable,
 )
-from .taxonomy import PredictionErrors, TaxonomySummary, classify_counts, classify_graphs, summarize
+from .taxonomy import PredictionErrors, classify_counts, classify_graphs, summarize
 
 METRIC_NAMES = ("f1", "ed", "link", "argument", "rouge", "bertscore")
 DEFAULT_METRICS = ("f1", "ed", "link", "argument", "rouge")
@@ -228,51 +229,6 @@ def score_strict(
 # ----------------------------------------------------------------------------------------- aggregation
 
 
-class GroupResult(BaseModel):
-    """Strict metrics of one split group."""
-
-    split: str = Field(description="overall | single | chain | dag.")
-    n_tools: str = Field(description="overall or the number of gold tools (1..10).")
-    n_samples: int = Field(description="Gold samples in the group (every one counts).")
-    metrics: dict[str, float | None] = Field(description="Metric -> value (None = undefined, e.g. no links).")
-    ci: dict[str, tuple[float, float] | None] = Field(
-        default_factory=dict, description="Metric -> bootstrap 95% CI (low, high); empty without bootstrap."
-    )
-    per_tool: dict[str, dict[str, Any]] = Field(
-        default_factory=dict, description="Tool -> {precision, recall, f1-score, support} (tools that occur)."
-    )
-
-
-class StrictResult(BaseModel):
-    """The strict evaluation of one prediction set."""
-
-    mode: Literal["strict"] = "strict"
-    dependency: str = Field(description="Dependency kind used for links and arguments.")
-    metrics: list[str] = Field(description="Metric families computed.")
-    bootstrap: int = Field(description="Bootstrap replicates per group (0 = no CIs).")
-    seed: int = Field(description="Seed of the bootstrap.")
-    n_gold: int = Field(description="Gold samples scored (after alignment filtering).")
-    unmatched_prediction_ids: list[str] = Field(default_factory=list, description="Prediction ids not in gold.")
-    duplicate_prediction_ids: list[str] = Field(
-        default_factory=list, description="Ids predicted more than once (the last record was used)."
-    )
-    missing_prediction_ids: list[str] = Field(
-        default_factory=list, description="Gold ids scored without a prediction (as empty graphs)."
-    )
-    unusable_gold: list[str] = Field(
-        default_factory=list, description="Gold records left out because they cannot be scored (file:line: why)."
-    )
-    warnings: list[str] = Field(
-        default_factory=list, description="Coverage problems: missing and unmatched ids, another dataset, ..."
-    )
-    groups: dict[str, GroupResult] = Field(description="'{split}_{n_tools}' -> group metrics.")
-    chain_edit_distance: float | None = Field(
-        default=None, description="Normalized edit distance on chain samples (the paper reports NED on chains)."
-    )
-    taxonomy: TaxonomySummary = Field(description="Error category counts over all scored predictions.")
-    errors: list[PredictionErrors] = Field(default_factory=list, description="Error labels per prediction.")
-
-
 def _selected(metrics: Sequence[str]) -> set[str]:
     keep = set(_ALWAYS)
     for fam in metrics:
@@ -349,6 +305,10 @@ def aggregate_strict(
 class EvaluationResult(BaseModel):
     """One evaluation run: strict and/or compat results."""
 
+    model: str | None = Field(default=None, description="'provider/model' the predictions record (None: none, "
+                              "or several).")
+    dataset: str | None = Field(default=None, description="Dataset name (the tool library's).")
+    n_samples: int | None = Field(default=None, description="Gold samples scored.")
     strict: StrictResult | None = Field(default=None, description="Strict result (None when not asked for).")
     compat: dict[str, Any] | None = Field(
         default=None, description="The reference-compatible metrics, in the reference's exact key layout."
@@ -371,12 +331,16 @@ class EvaluationResult(BaseModel):
         """The metrics JSON: compat alone -> the reference layout; strict alone -> the strict document;
         both -> ``{"strict": ..., "compat": ...}``; with execution results, an ``execution`` key beside."""
         strict = _strict_json(self.strict) if self.strict is not None else None
+        facts = {"model": self.model, "dataset": self.dataset}
         if strict is not None and self.compat is not None:
-            doc: dict[str, Any] = {"strict": strict, "compat": self.compat}
+            doc: dict[str, Any] = {**facts, "mode": "both", "n_samples": self.n_samples, "strict": strict,
+                                   "compat": self.compat}
         elif self.compat is not None:
-            doc = self.compat
+            doc = self.compat  # the reference's exact layout (model and dataset: in the file's run header)
+        elif strict is not None:
+            doc = {**facts, "n_samples": self.n_samples, **strict}
         else:
-            doc = strict or {}
+            doc = {}
         if self.execution is not None:
             doc = {**doc, "execution": self.execution.model_dump(mode="json")}
         return doc
@@ -413,7 +377,7 @@ def bertscorer_for(metrics: Collection[str], model: str | None) -> Any:
 
 def evaluate(
     samples: Iterable[Sample | Mapping[str, Any]],
-    predictions: Iterable[Mapping[str, Any]],
+    predictions: Iterable[Prediction | Mapping[str, Any]],
     library: ToolLibrary,
     *,
     mode: Mode = "strict",
@@ -433,8 +397,12 @@ def evaluate(
     unusable: str = "skip",
     gold_problems: list[InputError] | None = None,
     prediction_problems: Sequence[InputError] = (),
+    model: str | None = None,
+    dataset: str | None = None,
 ) -> EvaluationResult:
-    """Score ``predictions`` (reference-format records ``{"id", "result"}``) against gold.
+    """Score ``predictions`` (:class:`Prediction` objects, or reference-format records ``{"id", "result"}``)
+    against gold. ``model`` and ``dataset`` name what the result records (default: the one model the records
+    name, and the library's name).
 
     ``samples``: the gold :class:`Sample` objects, or the raw ``data.json`` records (then they also serve as
     ``gold_records``; ``gold_path`` names their file in error messages). ``samples`` and ``predictions`` may be
@@ -464,6 +432,7 @@ def evaluate(
     library, dep = with_dependency(library, dependency)
     scorer = bertscorer_for(metrics, bertscore_model)
     out = EvaluationResult()
+    predictions = _records_of(predictions)
     pred_list: Sequence[Mapping[str, Any]] = ()
     if mode != "strict":  # compat reads the predictions after they were counted: a one-pass iterator is read once
         pred_list = predictions if isinstance(predictions, Sequence) else list(predictions)
@@ -528,10 +497,23 @@ def evaluate(
         requested=list(dict.fromkeys(ids)) if ids is not None else None, **cov,
     )
     out.warnings = coverage_warnings(coverage, strict=mode != "compat")
+    out.dataset = dataset if dataset is not None else library.name or None
+    out.model = model if model is not None else (next(iter(tally.models)) if len(tally.models) == 1 else None)
+    out.n_samples = len(cov.get("selected") or ())
     if out.strict is not None:
         out.strict.unusable_gold = [str(err) for err in problems or []]
         out.strict.warnings = list(out.warnings)
     return out
+
+
+def _records_of(predictions: Iterable[Prediction | Mapping[str, Any]]) -> Iterable[Mapping[str, Any]]:
+    """The prediction records (a :class:`Prediction` as its reference-format record), as a list when given one
+    (compat reads them twice), else one pass."""
+    if isinstance(predictions, Sequence):
+        if not any(isinstance(p, Prediction) for p in predictions):
+            return predictions  # type: ignore[return-value]  # only mappings
+        return [p.to_record() if isinstance(p, Prediction) else p for p in predictions]
+    return (p.to_record() if isinstance(p, Prediction) else p for p in predictions)
 
 
 def _select_records(records: Iterable[Any], alignment_ids: Collection[str] | None, ids: Collection[str] | None,

@@ -31,19 +31,24 @@ _SHOW = 5
 class IdTally:
     """Wraps prediction records and counts their ids as they pass (each record is passed on unchanged).
 
-    After iteration: ``ids`` (usable ids, in order of first appearance), ``duplicates`` and ``no_id`` (records
-    without a usable id: not an object, no ``id``, or an id that is not a string or an integer)."""
+    After iteration: ``ids`` (usable ids, in order of first appearance), ``duplicates``, ``no_id`` (records
+    without a usable id: not an object, no ``id``, or an id that is not a string or an integer) and ``models``
+    (the ``model`` names the records give, in order)."""
 
     def __init__(self, records: Iterable[Any]) -> None:
         self._records = records
         self.ids: dict[str, None] = {}
         self.duplicates: dict[str, None] = {}
         self.no_id = 0
+        self.models: dict[str, None] = {}
 
     def __iter__(self) -> Iterator[Any]:
-        ids, dups = self.ids, self.duplicates
+        ids, dups, models = self.ids, self.duplicates, self.models
         for rec in self._records:
             sid = rec.get("id") if isinstance(rec, Mapping) else None
+            model = rec.get("model") if isinstance(rec, Mapping) else None
+            if type(model) is str and model not in models:
+                models[model] = None
             if type(sid) is not str:
                 sid = record_id(sid)
             if sid is None:

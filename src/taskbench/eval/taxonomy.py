@@ -26,9 +26,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Container, Iterable, Mapping, Sequence, Set
 
-from pydantic import BaseModel, Field
-
 from ..schema import Sample, ToolLibrary
+from ..schema.scores import PredictionErrors, TaxonomySummary
 from .strict import NormalGraph, ParsedPrediction, name_counts, normalise_graph, same_graph
 
 CATEGORIES = (
@@ -42,32 +41,6 @@ CATEGORIES = (
     "parameter_error",
 )
 """Error labels, in report order."""
-
-
-class PredictionErrors(BaseModel):
-    """The error labels of one prediction, with what triggered them."""
-
-    id: str = Field(description="Sample id.")
-    labels: list[str] = Field(default_factory=list, description="Error categories (see CATEGORIES); [] = correct.")
-    missing_tools: list[str] = Field(default_factory=list, description="Gold tools the prediction lacks.")
-    extra_tools: list[str] = Field(default_factory=list, description="Predicted tools gold does not have.")
-    hallucinated_tools: list[str] = Field(default_factory=list, description="Predicted names not in the library.")
-    wrong_links: list[tuple[str, str]] = Field(
-        default_factory=list, description="Links between shared tools that only the prediction has."
-    )
-    missing_links: list[tuple[str, str]] = Field(
-        default_factory=list, description="Links between shared tools that only gold has."
-    )
-    parameter_tools: list[str] = Field(default_factory=list, description="Shared tools with wrong arguments.")
-    detail: str | None = Field(default=None, description="Parse error message, when there was one.")
-
-
-class TaxonomySummary(BaseModel):
-    """Counts of each error category over a set of predictions."""
-
-    total: int = Field(description="Number of predictions classified.")
-    correct: int = Field(description="Predictions without any error label.")
-    counts: dict[str, int] = Field(description="Predictions per category (one prediction can have several).")
 
 
 def _occurrences(names: Sequence[str]) -> list[tuple[str, int]]:

@@ -127,6 +127,9 @@ async def aevaluate_sharded(
             no_id=tally.no_id, predicted_nodes=sum(sc.node[0] + sc.node[1] for sc in scored.scores),
             foreign_nodes=sum(len(sc.hallucinated) for sc in scored.scores)), strict=True)
         out.strict.warnings = list(out.warnings)
+        out.model = next(iter(tally.models)) if len(tally.models) == 1 else None
+        out.n_samples = len(scored.ids)
+    out.dataset = library.name or None
     if mode in ("compat", "both"):
         from ..dataset.layout import read_raw_records
         from ..eval.api import evaluate
@@ -138,6 +141,8 @@ async def aevaluate_sharded(
                          alignment_ids=alignment_ids, bootstrap=bootstrap, seed=seed,
                          bertscore_model=bertscore_model, gold_path=data_path)
         out.compat, out.compat_log = local.compat, local.compat_log
+        if out.strict is None:
+            out.model, out.n_samples = local.model, local.n_samples
     return out
 
 

@@ -336,11 +336,23 @@ __all__ = [
     "open_model",
     "predict_dataset",
     "predict_file",
+    "predict_header",
     "predict_one",
     "prediction_record",
     "read_done",
     "select_samples",
 ]
+
+
+def predict_header(model: str, data: str | Path, options: PredictOptions,
+                   command: Sequence[str] | None = None) -> Any:
+    """The run header of a `taskbench predict` of the dataset directory ``data`` into one file (a
+    :class:`~taskbench.schema.header.RunHeader`; see :mod:`taskbench.dataset.header`)."""
+    from ..dataset.header import new_header, predict_identity
+
+    config = {"model": model, "data": str(Path(data).resolve()), **options.model_dump(mode="json")}
+    return new_header("predict", config=config, identity=predict_identity(model, data, config),
+                      seeds={"sampling": options.seed}, command=command)
 
 
 def open_model(
@@ -386,6 +398,10 @@ async def apredict_file(
         raise InputError("no samples (data.json) in the dataset directory", path=data)
     log_problems(ds)
     owned = isinstance(model, str)
+    from ..dataset.header import open_run
+
+    # another model or other prediction options into this file are refused before anything is predicted
+    open_run(output, predict_header(model if owned else model.name, ds.root, options))
     m = open_model(model, concurrency=options.concurrency) if owned else model
     try:
         return await predict_dataset(m, ds.library, ds.samples, output, options, requests=ds.requests,

@@ -139,34 +139,36 @@ class BoardEntry(BaseModel):
 
 
 def entry_from_json(doc: Any, *, model: str, path: str = "", source: str = "auto") -> BoardEntry:
-    """A board entry from a metrics document (any layout; ``source`` picks strict/compat in a 'both' file)."""
+    """A board entry from a metrics document (any layout, told apart by :class:`MetricsFile`; ``source`` picks
+    strict/compat in a 'both' file)."""
+    from ..schema.scores import MetricsFile
+
     if not isinstance(doc, dict):
         raise InputError("not a metrics JSON object", path=path or None)
-    if "strict" in doc and "compat" in doc:
-        doc = doc["compat"] if source == "compat" else doc["strict"]
-    if doc.get("mode") == "strict" and isinstance(doc.get("groups"), dict):
+    try:
+        metrics = MetricsFile.from_json(doc, model=model)
+    except ValueError as exc:  # pydantic's ValidationError is one
+        if MetricsFile.layout(doc) is None:
+            raise InputError(str(exc), path=path or None, hint=_what_it_is(doc)) from None
+        raise InputError(f"not a readable metrics file: {str(exc).splitlines()[0]}", path=path or None) from None
+    if metrics.strict is not None and (source == "strict" or (source == "auto" and metrics.mode != "compat")
+                                       or metrics.compat is None):
         if source == "compat":
             raise InputError("this file has no compat metrics", path=path or None, hint="use --source strict")
-        blocks = {k: g for k, g in doc["groups"].items() if isinstance(g, dict)}
-        groups = {k: _numbers(g.get("metrics")) for k, g in blocks.items()}
-        n = {k: g["n_samples"] if isinstance(g.get("n_samples"), int) else None for k, g in blocks.items()}
-        ci = {k: _intervals(g.get("ci")) for k, g in blocks.items()}
-        warnings = [w for w in doc.get("warnings") or [] if isinstance(w, str)]
-        return BoardEntry(model=model, source="strict", path=path, groups=groups, n=n, ci=ci, warnings=warnings)
-    groups = {}
-    n = {}
-    for key, block in doc.items():
-        if isinstance(block, dict) and "all_samples" in block:
-            groups[key] = _numbers({new: block[old] for old, new in _COMPAT_NAMES.items() if old in block})
-            n[key] = block["all_samples"] if isinstance(block["all_samples"], int) else None
-    if not groups:
-        raise InputError(
-            "no metrics found (expected a taskbench evaluate output or a reference metrics JSON)",
-            path=path or None, hint=_what_it_is(doc),
-        )
+        strict = metrics.strict
+        groups = {k: _numbers(g.metrics) for k, g in strict.groups.items()}
+        n: dict[str, int | None] = {k: g.n_samples for k, g in strict.groups.items()}
+        ci = {k: _intervals(g.ci) for k, g in strict.groups.items()}
+        return BoardEntry(model=model, source="strict", path=path, groups=groups, n=n, ci=ci,
+                          warnings=list(strict.warnings))
     if source == "strict":
         raise InputError("this file has no strict metrics", path=path or None, hint="use --source compat")
-    return BoardEntry(model=model, source="compat", path=path, groups=groups, n=n)
+    compat_groups: dict[str, dict[str, float | None]] = {}
+    compat_n: dict[str, int | None] = {}
+    for key, block in (metrics.compat or {}).items():
+        compat_groups[key] = _numbers({new: block[old] for old, new in _COMPAT_NAMES.items() if old in block})
+        compat_n[key] = block["all_samples"] if isinstance(block["all_samples"], int) else None
+    return BoardEntry(model=model, source="compat", path=path, groups=compat_groups, n=compat_n)
 
 
 def _numbers(block: Any) -> dict[str, float | None]:
@@ -274,6 +276,16 @@ def _doc_label(path: Path) -> tuple[str | None, str | None]:
     if not isinstance(doc, dict):
         return None, None
     ds, model = doc.get("dataset"), doc.get("model")
+    if not isinstance(ds, str) or not isinstance(model, str):  # a compat-only file: its run header says
+        from ..dataset.header import read_header
+
+        try:
+            header = read_header(path, "evaluate")
+        except InputError:
+            header = None
+        if header is not None:
+            ds = ds if isinstance(ds, str) else header.config.get("dataset")
+            model = model if isinstance(model, str) else header.config.get("model")
     return (ds if isinstance(ds, str) else None), (model if isinstance(model, str) else None)
 
 
@@ -311,7 +323,8 @@ def expand_sources(paths: Sequence[str | Path]) -> list[tuple[str, str, Path]]:
                 raise InputError(f"no file matches {str(raw)!r}")
             files += [Path(m) for m in matched]
         elif p.is_dir():
-            found = sorted((p / "metrics").glob("*/*.json")) if (p / "metrics").is_dir() else sorted(p.glob("*.json"))
+            found = sorted((p / "metrics").glob("*/*.json")) if (p / "metrics").is_dir() else sorted(
+                f for f in p.glob("*.json") if not f.name.endswith(".header.json"))  # run headers hold no scores
             if not found:
                 raise InputError("no metrics files in this directory (expected RUN_DIR/metrics/*/*.json or *.json)",
                                  path=p)

@@ -3,6 +3,7 @@
 Run directory layout::
 
     RUN_DIR/
+      header.json                        the run header (taskbench.dataset.header), checked on resume
       run_log.json                       RunLog: config, environment, seeds, timings, usage, records, metrics
       report.md, report.html             leaderboard + per-structure tables + plots (HTML is self-contained)
       predictions/<dataset>/<model>.jsonl  resumable predictions (reference format + raw/usage/error)
@@ -19,10 +20,8 @@ from __future__ import annotations
 import asyncio
 import datetime as _dt
 import os
-import platform
 import re
 import socket
-import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -32,6 +31,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..dataset import jsonio, liveness
+from ..dataset.header import PACKAGES, environment, git_revision, new_header, open_run, run_identity
 from ..dataset.layout import Dataset, load_dataset, log_problems
 from ..errors import ConfigError, InputError, validation_message
 from ..llm.registry import parse_model_string, provider_class
@@ -48,7 +48,7 @@ from ..predict.runner import (
     select_samples,
 )
 from ..runner import RecordDisplay, exclusive, run_sync
-from ..schema import Prediction, RunConfig, RunEntry, RunEnvironment, RunLog, RunPass, RunStage, Usage
+from ..schema import Prediction, RunConfig, RunEntry, RunLog, RunPass, RunStage, Usage
 from .resolve import BUNDLED_DEMO_DATASETS, resolve_data
 from .spec import RunSpec
 
@@ -64,8 +64,6 @@ machine with 4 per dataset and a 4-step agent cap: 364 s, of which predictions 1
 
 
 RUN_LOG_FILE = "run_log.json"
-PACKAGES = ("taskbench", "pydantic", "numpy", "scipy", "rouge-score", "llama_cpp_python", "openai", "rich",
-            "typer", "matplotlib", "jinja2")
 
 
 def model_slug(model: str) -> str:
@@ -88,40 +86,6 @@ def _last_activity(run_dir: Path) -> float | None:
             continue
         latest = mtime if latest is None else max(latest, mtime)
     return latest
-
-
-def git_revision(path: Path) -> tuple[str | None, bool | None]:
-    """(commit, dirty) of the git checkout holding ``path``, or (None, None)."""
-    try:
-        rev = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True,
-                             timeout=10)
-        if rev.returncode != 0:
-            return None, None
-        status = subprocess.run(["git", "-C", str(path), "status", "--porcelain", "--untracked-files=no"],
-                                capture_output=True, text=True, timeout=10)
-        return rev.stdout.strip(), bool(status.stdout.strip()) if status.returncode == 0 else None
-    except (OSError, subprocess.SubprocessError):
-        return None, None
-
-
-def environment(command: Sequence[str] | None = None) -> RunEnvironment:
-    """Versions, git revision and machine facts for the run log."""
-    from importlib import metadata
-
-    from .. import __version__
-
-    packages: dict[str, str] = {}
-    for name in PACKAGES:
-        try:
-            packages[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-    rev, dirty = git_revision(Path(__file__).resolve().parent)
-    return RunEnvironment(
-        taskbench=__version__, git_revision=rev, git_dirty=dirty, python=platform.python_version(),
-        platform=platform.platform(), cpu_count=os.cpu_count(), packages=packages,
-        command=list(command if command is not None else sys.argv),
-    )
 
 
 def _dataset_name(spec: str, ds: Dataset) -> str:
@@ -155,8 +119,9 @@ def score_entry(entry: RunEntry, ds: Dataset, run_dir: Path, *, bootstrap: int, 
     chosen = set(entry.sample_ids)
     samples = [s for s in ds.samples if s.id in chosen]
     raw = [r for r in read_raw_records(ds.data_path) if str(r.get("id")) in chosen] if ds.data_path else None
-    records = [r.to_record() for r in entry.records if isinstance(r, Prediction)]
-    result = evaluate(samples, records, ds.library, mode="both", gold_records=raw, bootstrap=bootstrap, seed=seed)
+    records = [r for r in entry.records if isinstance(r, Prediction)]
+    result = evaluate(samples, records, ds.library, mode="both", gold_records=raw, bootstrap=bootstrap, seed=seed,
+                      model=entry.model, dataset=entry.dataset)
     doc = result.to_json()
     entry.strict = doc.get("strict")
     entry.compat = doc.get("compat")
@@ -423,9 +388,12 @@ async def arun_benchmark(
         agents=list(agents), agent_env=agent_env, agent_tasks=list(agent_tasks or []),
     )
     started = _now()
+    seeds = {"sampling": options.seed, "bootstrap": seed}
+    config_doc = config.model_dump(mode="json")
+    header = new_header("run", config=config_doc, identity=run_identity(config_doc), seeds=seeds, command=command)
     log = RunLog(
         run_id=f"{run_dir.resolve().name}@{started}", started=started, config=config,
-        environment=environment(command), seeds={"sampling": options.seed, "bootstrap": seed},
+        environment=header.environment or environment(command), seeds=seeds,
         pid=os.getpid(), host=socket.gethostname(), stage="start",
         passes=[RunPass(started=started, pid=os.getpid(), host=socket.gethostname(), stage="start")],
     )
@@ -448,6 +416,7 @@ async def arun_benchmark(
                 sample_ids=list(sample_ids), demo_ids=list(demo_ids),
             ))
     with exclusive(run_dir / RUN_LOCK_FILE), liveness.writing(run_dir, stage="start") as death:
+        open_run(run_dir, header)  # another configuration into this directory is refused here
         earlier: list[RunStage] = []
         previous = _previous_log(run_dir)
         death_line = death.describe("the last run") if death is not None else None
@@ -567,6 +536,7 @@ __all__ = [
     "RUN_LOG_FILE",
     "arun_benchmark",
     "endpoint_options",
+    "PACKAGES",
     "environment",
     "git_revision",
     "model_slug",

@@ -41,7 +41,8 @@ from .tools import DEPENDENCY_KINDS, DependencyKind, Tool, ToolLibrary, ToolPara
 # The run log and the trajectory models are imported on first use: a prediction or scoring command that never
 # touches them does not pay for building them.
 if TYPE_CHECKING:  # pragma: no cover
-    from .run import RUN_LOG_SCHEMA_VERSION, RunConfig, RunEntry, RunEnvironment, RunLog, RunPass, RunStage
+    from .header import HEADER_SCHEMA_VERSION, RunEnvironment, RunHeader, RunKind
+    from .run import RUN_LOG_SCHEMA_VERSION, RunConfig, RunEntry, RunLog, RunPass, RunStage
     from .trajectory import (
         AgentTask,
         CheckResult,
@@ -60,7 +61,10 @@ _LAZY: dict[str, str] = {
     "RUN_LOG_SCHEMA_VERSION": "run",
     "RunConfig": "run",
     "RunEntry": "run",
-    "RunEnvironment": "run",
+    "RunEnvironment": "header",
+    "HEADER_SCHEMA_VERSION": "header",
+    "RunHeader": "header",
+    "RunKind": "header",
     "RunLog": "run",
     "RunPass": "run",
     "RunStage": "run",
@@ -98,6 +102,7 @@ __all__ = [
     "node_index",
     "record_id",
     "resolve_link_indices",
+    "HEADER_SCHEMA_VERSION",
     "HttpOperation",
     "HttpParameter",
     "LINK_RULES",
@@ -111,6 +116,8 @@ __all__ = [
     "RunConfig",
     "RunEntry",
     "RunEnvironment",
+    "RunHeader",
+    "RunKind",
     "RunLog",
     "RunPass",
     "RunStage",

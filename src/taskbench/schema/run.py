@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
+from .header import RunEnvironment
 from .sample import Prediction, Usage
 from .trajectory import Trajectory
 
@@ -75,21 +76,6 @@ class RunConfig(BaseModel):
     agents: list[str] = Field(default_factory=list, description="Agents of the agents stage (none: no stage).")
     agent_env: str | None = Field(default=None, description="Environment of the agents stage.")
     agent_tasks: list[str] = Field(default_factory=list, description="Task ids of the agents stage.")
-
-
-class RunEnvironment(BaseModel):
-    """The software and machine that ran it."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    taskbench: str = Field(description="taskbench version.")
-    git_revision: str | None = Field(default=None, description="Git commit of the taskbench checkout, if any.")
-    git_dirty: bool | None = Field(default=None, description="True when the checkout had uncommitted changes.")
-    python: str = Field(description="Python version.")
-    platform: str = Field(description="OS and architecture.")
-    cpu_count: int | None = Field(default=None, description="Logical CPUs.")
-    packages: dict[str, str] = Field(default_factory=dict, description="Versions of the key packages.")
-    command: list[str] = Field(default_factory=list, description="The command line.")
 
 
 class RunEntry(BaseModel):
