@@ -55,10 +55,27 @@ def test_index_finds_every_kind_with_status_and_stages(runs):
     assert run.status == "complete" and run.models == ["mock/echo", "mock/other"] and len(run.entries) == 2
     assert sorted(idx.runs[c].kind for c in run.children) == ["agents", "generate"]
     ev = next(r for r in idx.runs.values() if r.kind == "eval")
-    assert sorted(e.model for e in ev.entries) == ["mock_echo", "mock_other"]
+    assert sorted(e.model for e in ev.entries) == ["mock/echo", "mock/other"]  # the metrics files name their model
     assert all(e.predictions is not None and e.predictions.name.endswith(".jsonl") for e in ev.entries)
     rows = {r["id"]: r for r in idx.summaries()}
     assert rows[run.id]["headline"]["label"] == "n-F1" and rows[run.id]["samples"] == 16
+
+
+def test_an_evaluate_output_finds_its_gold_through_its_run_header(runs, tmp_path, capsys):
+    preds = runs["run"] / "predictions" / "mm" / "mock_echo.jsonl"
+    code, _, err = cli(capsys, "evaluate", "--data", str(runs["data"]), "--predictions", str(preds), "--bootstrap", "20",
+                       "-o", str(tmp_path / "ev" / "echo.json"))
+    assert code == 0, err
+    idx = ViewIndex([tmp_path])  # no --data: the header next to the metrics names the gold and the predictions
+    (ev,) = idx.runs.values()
+    (entry,) = ev.entries
+    assert ev.kind == "eval" and entry.model == "mock/echo" and entry.data_path == runs["data"]
+    assert entry.predictions == preds
+    c = TestClient(create_app(None, reviewer="ana", view=idx))
+    d = c.get(f"/api/view/samples/{ev.id}", params={"entry": entry.key}).json()
+    # strict evaluate scores every gold sample: the 8 predicted ones and 22 missing predictions
+    assert d["total"] == 30 and sum(r["predicted"] for r in d["rows"]) == 8 and all(r["gold"] for r in d["rows"])
+    assert d["facets"]["label"]["missing_prediction"] == 22
 
 
 def test_a_killed_run_is_listed_as_died(runs, tmp_path):

@@ -11,7 +11,9 @@ place. Kinds of run directory found under the paths given to ``taskbench view``:
 - ``generate``: a `taskbench generate` output (``generation.json`` next to ``data.json``);
 - ``agents``: a `taskbench agents eval` output (``episodes.jsonl`` and ``config.json``).
 
-A run log holds every prediction (``records``): on a large run it is hundreds of megabytes. The header (config,
+A run's kind, config, environment and seeds come from its typed run header (:mod:`taskbench.dataset.header`:
+``header.json``, or ``FILE.header.json`` next to an `evaluate` output, whose ``data`` names its gold); a
+directory written before headers is recognised by its files. A run log holds every prediction (``records``): on a large run it is hundreds of megabytes. The header (config,
 environment, timings, usage, metrics) is read without them (:func:`read_run_header`), so the index of a run of
 28,271 samples x 17 models costs milliseconds and a few megabytes; samples are read one page at a time from
 the predictions files (:mod:`.samples`).
@@ -190,10 +192,25 @@ def _walk(root: Path, depth: int = 0) -> Iterator[Path]:
         yield from _walk(child, depth + 1)
 
 
+def _header_of(d: Path) -> Any:
+    """The typed run header of a directory that has ``header.json`` (None otherwise; older layouts are read
+    here from their own files, so a legacy run log is never parsed whole)."""
+    from ...dataset.header import HEADER_FILE, read_header
+
+    return read_header(d) if (d / HEADER_FILE).is_file() else None
+
+
 def _kind_of(d: Path) -> str | None:
+    if (d / "header.json").is_file():
+        try:
+            kind = _header_of(d).kind
+        except InputError:
+            kind = None
+        if kind in ("run", "generate", "agents"):
+            return str(kind)
     if (d / "run_log.json").is_file():
         return "run"
-    if (d / "episodes.jsonl").is_file() and (d / "config.json").is_file():
+    if (d / "episodes.jsonl").is_file() and (d / "config.json").is_file():  # before run headers
         return "agents"
     if (d / "generation.json").is_file():
         return "generate"
@@ -210,7 +227,10 @@ def _json_files(d: Path) -> list[Path]:
 
 
 def _is_metrics_name(p: Path) -> bool:
-    """A JSON file whose first bytes look like an evaluate output (strict, both or reference layout)."""
+    """A JSON file whose first bytes look like an evaluate output (strict, both or reference layout); a run
+    header (``*.header.json``) is not one."""
+    if p.name.endswith(".header.json") or p.name == "header.json":
+        return False
     try:
         with p.open("rb") as fh:
             head = fh.read(4096)
@@ -314,6 +334,11 @@ def _read_run(d: Path, rid: str) -> RunInfo:
     header = {k: head.get(k) for k in ("run_id", "started", "finished", "updated", "seconds", "pid", "host",
                                        "stage", "passes", "previous_death", "config", "environment", "seeds",
                                        "usage", "stages")}
+    typed = _header_of(d)
+    if typed is not None:  # the run header is the one record of what was asked for and where it ran
+        header.update(config=typed.config, seeds=typed.seeds, fingerprint=typed.fingerprint,
+                      environment=typed.environment.model_dump(mode="json") if typed.environment else header["environment"])
+        config = typed.config or config
     header["reports"] = [name for name in ("report.html", "report.md") if (d / name).is_file()]
     return RunInfo(id=rid, kind="run", path=d, title=d.name, status=status, date=head.get("started"),
                    models=list(config.get("models") or []), datasets=sorted({e.dataset for e in entries}),
@@ -327,6 +352,28 @@ def _pair_predictions(metrics: Path) -> Path | None:
         if cand.is_file():
             return cand
     return None
+
+
+def _eval_settings(metrics: Path) -> dict[str, Any]:
+    """The config of an `evaluate` output's run header (``FILE.header.json``: data, predictions, model ...)."""
+    from ...dataset.header import read_header
+
+    try:
+        header = read_header(metrics, "evaluate")
+    except InputError:
+        return {}
+    return dict(header.config) if header is not None else {}
+
+
+def _dataset_dir(spec: Any) -> Path | None:
+    from ...bundled import resolve_dir
+
+    if not isinstance(spec, str) or not spec:
+        return None
+    try:
+        return resolve_dir(spec)
+    except InputError:
+        return None
 
 
 def _read_eval(d: Path, rid: str, data: dict[str, Path]) -> RunInfo:
@@ -348,12 +395,16 @@ def _read_eval(d: Path, rid: str, data: dict[str, Path]) -> RunInfo:
             both = {"strict": doc}
         else:
             both = {"compat": doc}
-        ds = str(doc.get("dataset") or d.name)
-        model = str(doc.get("model") or p.stem)
         strict = both.get("strict") or {}
+        settings = _eval_settings(p)
+        ds = str(doc.get("dataset") or strict.get("dataset") or settings.get("dataset") or d.name)
+        model = str(doc.get("model") or strict.get("model") or settings.get("model") or p.stem)
+        preds = Path(settings["predictions"]) if isinstance(settings.get("predictions"), str) else None
+        gold = _dataset_dir(settings.get("data"))
         entries.append(ScoredEntry(
-            key=f"{ds}/{model}", model=model, dataset=ds, predictions=_pair_predictions(p), metrics_doc=both,
-            data_path=data.get(ds) or data.get(""), dependency=strict.get("dependency"),
+            key=f"{ds}/{model}", model=model, dataset=ds,
+            predictions=preds if preds is not None and preds.is_file() else _pair_predictions(p), metrics_doc=both,
+            data_path=data.get(ds) or gold or data.get(""), dependency=strict.get("dependency"),
             n_selected=strict.get("n_gold") if isinstance(strict.get("n_gold"), int) else None))
     mtime = max((p.stat().st_mtime for p in _json_files(d)), default=None)
     return RunInfo(id=rid, kind="eval", path=d, title=d.name, status="complete" if entries else "unknown",
@@ -364,7 +415,13 @@ def _read_eval(d: Path, rid: str, data: dict[str, Path]) -> RunInfo:
 def _read_generate(d: Path, rid: str) -> RunInfo:
     from ...dataset import liveness
 
-    gen = _read_small_json(d / "generation.json")
+    typed = _header_of(d)
+    if typed is not None:
+        gen: Any = dict(typed.config)
+        mtime_file = d / "header.json"
+    else:
+        gen = _read_small_json(d / "generation.json")
+        mtime_file = d / "generation.json"
     gen = gen if isinstance(gen, dict) else {}
     stats = {}
     if (d / "statistics.json").is_file():
@@ -377,7 +434,7 @@ def _read_generate(d: Path, rid: str) -> RunInfo:
     marker = liveness.read_marker(d)
     if marker is not None:
         status = "died" if marker.host != os.uname().nodename or not _alive(marker.pid) else "running"
-    mtime = (d / "generation.json").stat().st_mtime
+    mtime = mtime_file.stat().st_mtime
     model = gen.get("model")
     return RunInfo(id=rid, kind="generate", path=d, title=d.name, status=status, date=_iso(mtime),
                    models=[model] if isinstance(model, str) else [], datasets=[d.name],
@@ -401,7 +458,11 @@ def _alive(pid: int) -> bool:
 
 
 def _read_agents(d: Path, rid: str) -> RunInfo:
-    cfg = _read_small_json(d / "config.json")
+    typed = _header_of(d)
+    if typed is not None:
+        cfg: Any = {"config": dict(typed.config), "fingerprint": typed.fingerprint}
+    else:
+        cfg = _read_small_json(d / "config.json") if (d / "config.json").is_file() else {}
     cfg = cfg if isinstance(cfg, dict) else {}
     metrics: dict[str, Any] = {}
     if (d / "metrics.json").is_file():
