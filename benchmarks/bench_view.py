@@ -4,8 +4,9 @@
 bundled multimedia samples under new ids, ``save_dataset``), per model a predictions file of N lines
 (``Prediction.to_record`` through ``jsonio.dumps_line``: each model drops, swaps or keeps tools in its own
 pattern, with a raw output, usage and finish reason), the metrics of each prediction set scored by the real
-evaluator (``evaluate(mode="both")``, as ``taskbench run`` scores), and ``run_log.json`` with every prediction
-as a record (the writer's format: indent 2), which on this run is hundreds of megabytes.
+evaluator (``evaluate(mode="both")``, as ``taskbench run`` scores), ``run_log.json`` with every prediction as a
+record (the writer's format: indent 2), which on this run is hundreds of megabytes, and the run header
+(``header.json``, ``dataset.header.write_header``).
 
 ``measure`` starts ``taskbench view`` on it in a child process (a real uvicorn server on loopback) and times,
 from this process over HTTP: the server's start (index built) and its resident memory then, the run list, the
@@ -122,6 +123,10 @@ def make(out: Path, n: int, models: int, bootstrap: int) -> None:
             block = json.dumps(records, ensure_ascii=False, indent=2)
             fh.write('"records": ' + block.replace("\n", "\n" + " " * 6))
         fh.write(parts[-1] + "\n")
+    from taskbench.dataset.header import new_header, run_identity, write_header
+
+    config = log.config.model_dump(mode="json")
+    write_header(run, new_header("run", config=config, identity=run_identity(config), command=["bench_view.py"]))
     size = (run / "run_log.json").stat().st_size
     print(f"run_log.json: {size / 1e6:.0f} MB; made in {time.perf_counter() - t0:.0f} s", flush=True)
 

@@ -64,7 +64,7 @@ def test_index_finds_every_kind_with_status_and_stages(runs):
 def test_an_evaluate_output_finds_its_gold_through_its_run_header(runs, tmp_path, capsys):
     preds = runs["run"] / "predictions" / "mm" / "mock_echo.jsonl"
     code, _, err = cli(capsys, "evaluate", "--data", str(runs["data"]), "--predictions", str(preds), "--bootstrap", "20",
-                       "-o", str(tmp_path / "ev" / "echo.json"))
+                       "--execute", "-o", str(tmp_path / "ev" / "echo.json"))
     assert code == 0, err
     idx = ViewIndex([tmp_path])  # no --data: the header next to the metrics names the gold and the predictions
     (ev,) = idx.runs.values()
@@ -76,6 +76,10 @@ def test_an_evaluate_output_finds_its_gold_through_its_run_header(runs, tmp_path
     # strict evaluate scores every gold sample: the 8 predicted ones and 22 missing predictions
     assert d["total"] == 30 and sum(r["predicted"] for r in d["rows"]) == 8 and all(r["gold"] for r in d["rows"])
     assert d["facets"]["label"]["missing_prediction"] == 22
+    # evaluate --execute: each sample's execution result is on its page
+    sid = next(r["id"] for r in d["rows"] if r["predicted"])
+    ex = c.get(f"/api/view/sample/{ev.id}", params={"entry": entry.key, "id": sid}).json()["execution"]
+    assert ex is not None and isinstance(ex["success"], bool) and ex["reason"]
 
 
 def test_a_killed_run_is_listed_as_died(runs, tmp_path):

@@ -118,7 +118,7 @@ class ScoredEntry:
     dataset: str
     predictions: Path | None
     metrics_doc: dict[str, Any] | None
-    """{'strict': ..., 'compat': ...} (either may be missing)."""
+    """{'strict': ..., 'compat': ..., 'execution': ...} (any may be missing; execution with --execute)."""
     data_path: Path | None
     dependency: str | None
     status: str = "scored"
@@ -390,9 +390,11 @@ def _read_eval(d: Path, rid: str, data: dict[str, Path]) -> RunInfo:
         if not isinstance(doc, dict):
             continue
         if "strict" in doc or "compat" in doc:
-            both = {k: doc[k] for k in ("strict", "compat") if isinstance(doc.get(k), dict)}
+            both = {k: doc[k] for k in ("strict", "compat", "execution") if isinstance(doc.get(k), dict)}
         elif doc.get("mode") == "strict":
             both = {"strict": doc}
+            if isinstance(doc.get("execution"), dict):
+                both["execution"] = doc["execution"]
         else:
             both = {"compat": doc}
         strict = both.get("strict") or {}

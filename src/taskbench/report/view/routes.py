@@ -91,7 +91,7 @@ def _entry_json(e: Any) -> dict[str, Any]:
             "compat": {k: cm.get(c) for k, c in (("node_micro_f1", "node_micro_f1_no_matching"),
                                                  ("argument_value_f1",
                                                   "argument_task_argname_value_binary_f1_no_matching"))},
-            "taxonomy": _json_safe(strict.get("taxonomy")), "execution": _json_safe(strict.get("execution")),
+            "taxonomy": _json_safe(strict.get("taxonomy")), "execution": _json_safe(obj(obj((e.metrics_doc or {}).get("execution")).get("groups")).get("overall_overall")),
             "warnings": [clip(w, 1000) for w in (strict.get("warnings") or [])[:20] if isinstance(w, str)]}
 
 

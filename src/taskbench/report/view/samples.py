@@ -107,7 +107,7 @@ def _names(nodes: Any) -> list[str]:
     return out
 
 
-@dataclass
+@dataclass(slots=True)
 class Row:
     id: str
     type: str | None = None
@@ -138,6 +138,8 @@ class SampleTable:
     gold_file: Path | None = None
     problems: list[str] = field(default_factory=list)
     errors: dict[str, dict[str, Any]] = field(default_factory=dict)
+    executions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per sample: the execution result of `evaluate --execute` (success, exact, recall, reason)."""
 
     @classmethod
     def build(cls, entry: ScoredEntry) -> SampleTable:
@@ -145,6 +147,9 @@ class SampleTable:
 
         table = cls(entry=entry)
         strict = (entry.metrics_doc or {}).get("strict") or {}
+        for ex in arr(obj((entry.metrics_doc or {}).get("execution")).get("samples")):
+            if isinstance(ex, dict) and isinstance(ex.get("id"), str):
+                table.executions[ex["id"]] = ex
         for err in strict.get("errors") or []:
             if isinstance(err, dict) and isinstance(err.get("id"), str):
                 table.errors[err["id"]] = err
@@ -296,6 +301,9 @@ class SampleTable:
         out["svg_pred"], out["svg_gold"] = _drawings(g_sample, p_graph, dep)
         out["hallucinated"] = list((self.errors.get(row.id) or {}).get("hallucinated_tools") or [])
         out["arguments"] = _argument_diff(g_sample, p_graph)
+        ex = self.executions.get(row.id)
+        out["execution"] = {k: clip(ex.get(k), 2000) for k in ("status", "success", "exact", "recall", "reason")} \
+            if ex is not None else None
         return out
 
 
