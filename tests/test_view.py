@@ -154,6 +154,15 @@ def test_samples_filter_search_and_page_on_the_server(runs):
     assert [r["id"] for r in page["rows"]] == [r["id"] for r in d["rows"][3:5]]
 
 
+def test_a_parameter_error_shows_its_argument_differences(runs):
+    c = client(runs)
+    rows = c.get(f"/api/view/samples/{rid(runs)}", params={"entry": "mm/mock/other", "label": "parameter_error"}).json()
+    assert rows["rows"]
+    one = c.get(f"/api/view/sample/{rid(runs)}", params={"entry": "mm/mock/other", "id": rows["rows"][0]["id"]}).json()
+    diffs = [d for a in one["arguments"] for d in a["diffs"]]
+    assert diffs and all(d["gold"] != d["predicted"] for d in diffs)  # positional (resource) arguments too
+
+
 def test_every_input_has_a_limit(runs):
     c = client(runs)
     base = f"/api/view/samples/{rid(runs)}"

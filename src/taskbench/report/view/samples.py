@@ -330,9 +330,22 @@ def _pred_graph(rec: dict[str, Any]) -> Any:
         return None
 
 
+def _node_args(node: Any) -> dict[str, Any]:
+    """A node's arguments by name; positional ones (the resource domains' strings) as 'arg 1', 'arg 2' ..."""
+    from ...schema import TaskArgument
+
+    out: dict[str, Any] = {}
+    for i, a in enumerate(node.arguments):
+        if isinstance(a, TaskArgument):
+            out[a.name] = a.value
+        else:
+            out[f"arg {i + 1}"] = a
+    return out
+
+
 def _graph_json(g: Any, dep: str) -> dict[str, Any]:
     return {"steps": [clip(s, 2000) for s in g.task_steps[:60]],
-            "nodes": [{"task": n.task, "arguments": n.named_arguments()} for n in g.task_nodes[:60]],
+            "nodes": [{"task": n.task, "arguments": _clip_json(_node_args(n))} for n in g.task_nodes[:60]],
             "links": [[lk.source, lk.target] for lk in g.links_for(dep)[:200]]}
 
 
@@ -348,7 +361,7 @@ def _drawings(gold: Any, pred: Any, dep: str) -> tuple[str | None, str | None]:
     if gold is None:
         return task_graph_svgs(p_nodes, p_links)[0], None
     g_links = [(lk.source, lk.target) for lk in gold.links_for(dep)]
-    titles = {n.task: f"{n.task}({json.dumps(n.named_arguments(), ensure_ascii=False)[:300]})"
+    titles = {n.task: f"{n.task}({json.dumps(_node_args(n), ensure_ascii=False)[:300]})"
               for n in (pred.task_nodes if pred is not None else [])}
     return task_graph_svgs(p_nodes, p_links, gold.tool_names[:60], g_links, titles=titles)
 
@@ -359,12 +372,12 @@ def _argument_diff(gold: Any, pred: Any) -> list[dict[str, Any]]:
         return []
     p_args: dict[str, dict[str, Any]] = {}
     for n in pred.task_nodes:
-        p_args.setdefault(n.task, n.named_arguments())
+        p_args.setdefault(n.task, _node_args(n))
     out = []
     for n in gold.task_nodes[:60]:
         if n.task not in p_args:
             continue
-        g, p = n.named_arguments(), p_args[n.task]
+        g, p = _node_args(n), p_args[n.task]
         diffs = [{"name": k, "gold": clip(_show(g.get(k)), 500), "predicted": clip(_show(p.get(k)), 500),
                   "state": "missing" if k not in p else "extra" if k not in g else "different"}
                  for k in list(dict.fromkeys([*g, *p])) if g.get(k) != p.get(k) or (k in g) != (k in p)]
