@@ -214,6 +214,11 @@ def test_the_report_is_served_sandboxed_and_links_back(runs):
     assert "sandbox" in report.headers["content-security-policy"]
     assert f"/view#/run/{rid(runs)}" in report.text and "taskbench view" in report.text
     assert RUN_NAME not in report.text  # the attacked directory name is escaped in the report too
+    from taskbench.run.job import read_run_log
+    from taskbench.run.report import next_commands
+
+    lines = next_commands(read_run_log(runs["run"]), runs["run"])  # what the CLI prints last
+    assert any(c.startswith(f"taskbench view {runs['run']}") and f"/view#/run/{rid(runs)}" in c for c in lines)
 
 
 def test_trajectory_pages_and_refuses_files_outside_the_run(runs, tmp_path):
@@ -227,6 +232,8 @@ def test_trajectory_pages_and_refuses_files_outside_the_run(runs, tmp_path):
     assert {"model_call", "review", "code_run"} <= kinds and t["n_events"] == len(t["events"])
     assert {e["role"] for e in t["events"]} >= {"grounding", "execution", "review"}
     assert t["end"]["outcome"]["reason"] and t["path"] and "gold_missed" in t
+    later = c.get(f"/api/view/trajectory/{agents}", params={"id": conag["id"], "offset": 5}).json()
+    assert [e["index"] for e in later["events"]] == [e["index"] for e in t["events"][5:]]
     # an episodes line pointing outside its run directory is not followed
     bad = tmp_path / "ag"
     shutil.copytree(next(runs["run"].glob("agents")), bad)

@@ -423,7 +423,17 @@ async function trajColumn(rid, id) {
       outcome.reason || e.reason || "", end.answer ? [h("div", {class: "small muted"}, "answer"), pre(end.answer)] : null,
       end.error ? h("div", {class: "muted small"}, end.error) : null),
     h("h3", null, `Timeline (${t.n_events} events${t.n_events > t.events.length ? ", first " + t.events.length + " shown" : ""})`),
-    h("div", {class: "timeline"}, t.events.map(eventNode)),
+    (() => {  // a page of events at a time (the server sends at most 300)
+      const line = h("div", {class: "timeline"}, t.events.map(eventNode));
+      let next = t.offset + t.events.length;
+      const more = h("button", {class: "more-events", onclick: async () => {
+        const page = await api(`/api/view/trajectory/${enc(rid)}?id=${enc(id)}&offset=${next}`);
+        line.append(...page.events.map(eventNode));
+        next += page.events.length;
+        if (next >= page.n_events || !page.events.length) more.remove();
+      }}, "more events");
+      return [line, next < t.n_events ? more : null];
+    })(),
     t.problem ? h("div", {class: "error"}, t.problem) : null);
 }
 
