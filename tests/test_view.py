@@ -90,6 +90,11 @@ def test_a_killed_run_is_listed_as_died(runs, tmp_path):
     write_json(dead / "run_log.json", log)
     info = ViewIndex([tmp_path]).runs[run_slug(dead)]
     assert info.status == "died" and "stopped without recording an end" in (info.death or "")
+    # a generation that never reached its end (no statistics.json yet) is incomplete
+    gen = tmp_path / "gen-only" / "generated"
+    shutil.copytree(runs["run"] / "generated", gen)
+    (gen / "statistics.json").unlink()
+    assert ViewIndex([tmp_path / "gen-only"]).runs[run_slug(gen)].status == "incomplete"
 
 
 def test_run_header_skips_records_without_parsing_them(runs, tmp_path):

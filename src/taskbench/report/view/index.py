@@ -24,7 +24,6 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import mmap
-import os
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -415,8 +414,6 @@ def _read_eval(d: Path, rid: str, data: dict[str, Path]) -> RunInfo:
 
 
 def _read_generate(d: Path, rid: str) -> RunInfo:
-    from ...dataset import liveness
-
     typed = _header_of(d)
     if typed is not None:
         gen: Any = dict(typed.config)
@@ -432,10 +429,7 @@ def _read_generate(d: Path, rid: str) -> RunInfo:
             stats = loaded if isinstance(loaded, dict) else {}
         except InputError:
             stats = {}
-    status = "complete"
-    marker = liveness.read_marker(d)
-    if marker is not None:
-        status = "died" if marker.host != os.uname().nodename or not _alive(marker.pid) else "running"
+    status = "complete" if stats else "incomplete"  # statistics.json is written when a generation ends
     mtime = mtime_file.stat().st_mtime
     model = gen.get("model")
     return RunInfo(id=rid, kind="generate", path=d, title=d.name, status=status, date=_iso(mtime),
@@ -447,16 +441,6 @@ def _read_generate(d: Path, rid: str) -> RunInfo:
 def _gen_headline(stats: dict[str, Any]) -> str | None:
     kept, planned = stats.get("kept"), stats.get("planned")
     return f"kept {kept} of {planned}" if isinstance(kept, int) and isinstance(planned, int) else None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _read_agents(d: Path, rid: str) -> RunInfo:
