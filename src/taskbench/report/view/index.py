@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import mmap
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -47,40 +46,82 @@ MAX_HEADER_BYTES = 64 << 20
 MAX_JSON_BYTES = 32 << 20
 """Largest metrics, config or episodes file read whole."""
 
-_RECORDS = re.compile(rb'\n( *)"records": \[')
+_SKIPPED = re.compile(rb'\n( *)"(records|errors|sample_ids)": \[')
 _STAGE_DIRS = ("generated", "agents")
 _SKIP_DIRS = {"predictions", "preds", "trajectories", "plots", "__pycache__", ".git", "node_modules"}
 
 
-def read_run_header(path: str | Path) -> dict[str, Any]:
-    """A ``run_log.json`` without its per-sample records (every ``"records"`` list read as empty).
+class _Scan:
+    """Find bytes in a file a chunk at a time (memory stays at :data:`CHUNK`, whatever the file's size)."""
 
-    The writer indents the log (two spaces), and a JSON string never holds a raw newline, so each records list
-    ends at the first line that is its key's indent followed by ``]``: found with ``bytes.find`` on a memory
-    map, nothing of the records is parsed. A log written without indentation is read whole when it is small
-    enough, else refused with the reason."""
+    CHUNK = 8 << 20
+
+    def __init__(self, fh: Any, size: int) -> None:
+        self.fh, self.size = fh, size
+
+    def read(self, a: int, b: int) -> bytes:
+        self.fh.seek(a)
+        data: bytes = self.fh.read(max(0, b - a))
+        return data
+
+    def find(self, needle: bytes, start: int) -> int:
+        pos = start
+        while pos < self.size:
+            chunk = self.read(pos, pos + self.CHUNK + len(needle))
+            i = chunk.find(needle)
+            if i >= 0:
+                return pos + i
+            pos += self.CHUNK
+        return -1
+
+    def search(self, pattern: re.Pattern[bytes], start: int) -> tuple[int, bytes, bytes] | None:
+        """(offset, indent, key) of the next match of ``pattern`` (whose matches are under 200 bytes)."""
+        pos = start
+        while pos < self.size:
+            chunk = self.read(pos, pos + self.CHUNK + 200)
+            m = pattern.search(chunk)
+            if m is not None:
+                return pos + m.start(), m.group(1), m.group(2)
+            pos += self.CHUNK
+        return None
+
+
+def read_run_header(path: str | Path) -> dict[str, Any]:
+    """A ``run_log.json`` without its per-sample lists: every ``"records"`` list (the predictions and
+    trajectories), every ``"errors"`` list (the strict metrics' per-sample error labels, read from the metrics
+    file when a page needs them) and every ``"sample_ids"`` list are read as empty (``"sample_ids_count"``
+    beside the last: one id a line, so its lines are its length).
+
+    The writer indents the log (two spaces), and a JSON string never holds a raw newline, so such a list ends
+    at the first line that is its key's indent followed by ``]``: found with ``bytes.find`` a chunk at a time,
+    nothing in the list is parsed. A log written without indentation is read whole when it is small enough,
+    else refused with the reason."""
     path = Path(path)
     size = path.stat().st_size
     if size == 0:
         raise InputError("empty run log", path=path)
-    with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+    with path.open("rb") as fh:
+        scan = _Scan(fh, size)
         parts: list[bytes] = []
         pos = 0
         kept = 0
         while True:
-            m = _RECORDS.search(mm, pos)
+            m = scan.search(_SKIPPED, pos)
             if m is None:
                 break
-            indent = m.group(1)
-            start = m.end()
-            if mm[start:start + 1] == b"]":  # an empty list
-                parts.append(mm[pos:start + 1])
+            at, indent, key = m
+            start = at + len(indent) + len(key) + 6  # past '\n', the indent, '"key": ['
+            if scan.read(start, start + 1) == b"]":  # an empty list
+                parts.append(scan.read(pos, start + 1) + (b', "sample_ids_count": 0' if key == b"sample_ids" else b""))
                 pos = start + 1
             else:
-                end = mm.find(b"\n" + indent + b"]", start)
+                end = scan.find(b"\n" + indent + b"]", start)
                 if end < 0:
-                    raise InputError("run log ends inside a records list (cut short?)", path=path)
-                parts.append(mm[pos:start] + b"]")
+                    raise InputError(f"run log ends inside a {key.decode()} list (cut short?)", path=path)
+                count = b""
+                if key == b"sample_ids":  # one id a line: the count is the lines
+                    count = b', "sample_ids_count": ' + str(scan.read(start, end).count(b"\n")).encode()
+                parts.append(scan.read(pos, start) + b"]" + count)
                 pos = end + 1 + len(indent) + 1
             kept += len(parts[-1])
             if kept > MAX_HEADER_BYTES:
@@ -88,7 +129,7 @@ def read_run_header(path: str | Path) -> dict[str, Any]:
         if not parts and size > MAX_HEADER_BYTES:
             raise InputError(f"run log of {size >> 20} MB is not indented, so its header cannot be read apart "
                              "from its records", path=path, hint="rewrite it with taskbench's writer (indent 2)")
-        parts.append(mm[pos:])
+        parts.append(scan.read(pos, size))
     try:
         doc = json.loads(b"".join(parts))
     except (ValueError, RecursionError) as exc:
@@ -128,6 +169,8 @@ class ScoredEntry:
     predict_seconds: float | None = None
     evaluate_seconds: float | None = None
     error: str | None = None
+    metrics_file: Path | None = None
+    """The metrics JSON (where the per-sample error labels are read from when the run log's were skipped)."""
 
 
 @dataclass
@@ -303,11 +346,27 @@ def _slug(path: Path, taken: set[str]) -> str:
 # ----------------------------------------------------------------------------------------------- readers
 
 
+_HEADERS: dict[Path, tuple[int, int, dict[str, Any]]] = {}
+"""Run-log headers read, by path, with the file's size and mtime: a refresh reads only logs that changed."""
+
+
+def _cached_header(path: Path) -> dict[str, Any]:
+    st = path.stat()
+    hit = _HEADERS.get(path.resolve())
+    if hit is not None and hit[:2] == (st.st_size, st.st_mtime_ns):
+        return hit[2]
+    head = read_run_header(path)
+    if len(_HEADERS) > MAX_RUNS:
+        _HEADERS.clear()
+    _HEADERS[path.resolve()] = (st.st_size, st.st_mtime_ns, head)
+    return head
+
+
 def _read_run(d: Path, rid: str) -> RunInfo:
     from ...dataset import liveness
     from ...run.job import RUN_LOCK_FILE, _lock_is_free
 
-    head = read_run_header(d / "run_log.json")
+    head = _cached_header(d / "run_log.json")
     config = head.get("config") or {}
     status = str(head.get("status") or "unknown")
     death = None
@@ -322,14 +381,17 @@ def _read_run(d: Path, rid: str) -> RunInfo:
             continue
         doc = {k: e[k] for k in ("strict", "compat") if isinstance(e.get(k), dict)}
         pred = e.get("predictions_path")
+        mpath = e.get("metrics_path")
         entries.append(ScoredEntry(
             key=f"{e.get('dataset')}/{e.get('model')}", model=str(e.get("model")), dataset=str(e.get("dataset")),
             predictions=(d / pred) if isinstance(pred, str) else None, metrics_doc=doc or None,
             data_path=Path(e["data_path"]) if isinstance(e.get("data_path"), str) else None,
             dependency=e.get("dependency"), status=str(e.get("status")), failures=int(e.get("failures") or 0),
-            parse_failures=int(e.get("parse_failures") or 0), n_selected=len(e.get("sample_ids") or []) or None,
+            parse_failures=int(e.get("parse_failures") or 0),
+            n_selected=int(e.get("sample_ids_count") or len(e.get("sample_ids") or [])) or None,
             usage=e.get("run_usage") or e.get("usage") or {}, predict_seconds=e.get("predict_seconds"),
-            evaluate_seconds=e.get("evaluate_seconds"), error=e.get("error")))
+            evaluate_seconds=e.get("evaluate_seconds"), error=e.get("error"),
+            metrics_file=(d / mpath) if isinstance(mpath, str) else None))
     header = {k: head.get(k) for k in ("run_id", "started", "finished", "updated", "seconds", "pid", "host",
                                        "stage", "passes", "previous_death", "config", "environment", "seeds",
                                        "usage", "stages")}
@@ -406,7 +468,7 @@ def _read_eval(d: Path, rid: str, data: dict[str, Path]) -> RunInfo:
             key=f"{ds}/{model}", model=model, dataset=ds,
             predictions=preds if preds is not None and preds.is_file() else _pair_predictions(p), metrics_doc=both,
             data_path=data.get(ds) or gold or data.get(""), dependency=strict.get("dependency"),
-            n_selected=strict.get("n_gold") if isinstance(strict.get("n_gold"), int) else None))
+            n_selected=strict.get("n_gold") if isinstance(strict.get("n_gold"), int) else None, metrics_file=p))
     mtime = max((p.stat().st_mtime for p in _json_files(d)), default=None)
     return RunInfo(id=rid, kind="eval", path=d, title=d.name, status="complete" if entries else "unknown",
                    date=_iso(mtime) if mtime else None, models=[e.model for e in entries],

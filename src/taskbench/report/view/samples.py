@@ -147,6 +147,8 @@ class SampleTable:
 
         table = cls(entry=entry)
         strict = (entry.metrics_doc or {}).get("strict") or {}
+        if "errors" in strict and not strict["errors"] and entry.metrics_file is not None:
+            strict = _strict_errors(entry.metrics_file, table.problems) or strict  # skipped in the run log header
         for ex in arr(obj((entry.metrics_doc or {}).get("execution")).get("samples")):
             if isinstance(ex, dict) and isinstance(ex.get("id"), str):
                 table.executions[ex["id"]] = ex
@@ -305,6 +307,26 @@ class SampleTable:
         out["execution"] = {k: clip(ex.get(k), 2000) for k in ("status", "success", "exact", "recall", "reason")} \
             if ex is not None else None
         return out
+
+
+MAX_METRICS_BYTES = 512 << 20
+"""Largest metrics file read for its per-sample error labels."""
+
+
+def _strict_errors(path: Path, problems: list[str]) -> dict[str, Any] | None:
+    """The strict block of a metrics file (for its per-sample ``errors``), or None."""
+    try:
+        if path.stat().st_size > MAX_METRICS_BYTES:
+            problems.append(f"{path}: over {MAX_METRICS_BYTES >> 20} MB, error labels not read")
+            return None
+        doc = json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError) as exc:
+        problems.append(f"{path}: error labels not read ({exc})")
+        return None
+    if not isinstance(doc, dict):
+        return None
+    block = obj(doc.get("strict")) or doc
+    return block if isinstance(block.get("errors"), list) else None
 
 
 def _clip_json(value: Any) -> Any:
