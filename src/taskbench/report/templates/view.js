@@ -126,7 +126,12 @@ async function viewRun(rid) {
     h("td", {class: "num"}, num((e.usage || {}).prompt_tokens) + " / " + num((e.usage || {}).completion_tokens)),
     h("td", null, e.has_predictions ? h("a", {href: `#/samples/${enc(r.id)}/${enc(e.key)}`, class: "samples-link"}, "samples") : "",
       " ", e.error ? h("div", {class: "error small"}, e.error) : null)));
-  const children = r.children.map(c => h("li", null, h("a", {href: "#/run/" + enc(c)}, c)));
+  const stages = Object.fromEntries((hd.stages || []).map(st => [st.path, st]));
+  const children = r.children.map(c => {
+    const st = stages[c.split("-").pop()] || {};  // a stage's id ends with its folder (generated, agents)
+    return h("li", null, h("a", {href: "#/run/" + enc(c)}, st.kind ? `${st.kind} stage (${st.path}/)` : c), " ",
+      st.status ? status(st.status) : null, st.seconds ? ` ${secs(st.seconds)}` : null, st.error ? h("span", {class: "error small"}, " " + st.error) : null);
+  });
   const passes = (hd.passes || []).map(p => h("tr", null, h("td", null, p.started), h("td", null, status(p.status)),
     h("td", {class: "num"}, secs(p.seconds)), h("td", null, p.stage || ""), h("td", {class: "error small"}, p.error || "")));
   const failures = r.entries_detail.filter(e => e.failures || e.error || e.warnings.length);
