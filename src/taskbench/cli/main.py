@@ -36,6 +36,7 @@ COMMAND_MODULES = [
     "generate",
     "data",
     "review",
+    "view",
     "serve",
     "sandbox",
     "agents",

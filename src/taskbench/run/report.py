@@ -96,8 +96,11 @@ def explanations(log: RunLog) -> dict[str, list[str]]:
 
 def next_commands(log: RunLog, run_dir: str | Path) -> list[str]:
     """The commands to look further into a run directory, with its real paths."""
+    from ..report.view.index import viewer_url
+
     d = Path(run_dir)
-    out = [f"open {d / 'report.html'}  (report.md next to it)"]
+    out = [f"open {d / 'report.html'}  (report.md next to it)",
+           f"taskbench view {d}  (every sample, prediction and trajectory in the browser: {viewer_url(d)})"]
     if any(e.metrics_path for e in log.entries):
         out.append(f"taskbench leaderboard {d}  (every dataset of this run, or pass metrics files)")
     for st in log.stages:
@@ -317,6 +320,12 @@ def render_html(log: RunLog, plots: dict[str, Path] | None = None, run_dir: Path
         f"{cfg.limit if cfg.limit else 'all'} per dataset · "
         f"{'structured' if cfg.structured else 'free text'} output · max tokens {cfg.max_tokens}</p>"
     )
+    if run_dir is not None:
+        from ..report.view.index import viewer_url
+
+        parts.append(f'<p class="viewer">Every sample, prediction and trajectory of this run: run '
+                     f'<code>taskbench view {e(str(run_dir))}</code>, then <a href="{e(viewer_url(run_dir))}">open '
+                     'this run in the viewer</a>.</p>')
     notes = explanations(log)
     parts += [f'<p class="verdict"><b>Verdict:</b> {inline_html(v)}</p>' for v in notes["verdicts"]]
     parts += [f'<p class="warning"><b>Warning:</b> {inline_html(w)}</p>' for w in notes["warnings"]]
