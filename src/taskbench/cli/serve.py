@@ -13,7 +13,8 @@ def register(app: typer.Typer) -> None:
         help=(
             "Serve a model over an OpenAI-compatible API: POST /v1/chat/completions and GET /v1/models.\n\n"
             "response_format json_object and json_schema are honoured with constrained decoding (the embedded "
-            "llama.cpp model decodes under a grammar). Non-streaming only: stream=true is answered with a 400.\n\n"
+            "llama.cpp model decodes under a grammar); tools and tool_choice are honoured; stream=true answers with "
+            "server-sent events. A bad request gets an OpenAI-shaped 4xx, checked before any answer starts.\n\n"
             "Example: taskbench serve --model llamacpp/qwen2.5-coder-0.5b --port 8000\n\n"
             "then: taskbench predict --model openai-compatible/qwen2.5-coder-0.5b "
             "--base-url http://127.0.0.1:8000/v1 ..."

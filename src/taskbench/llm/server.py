@@ -37,25 +37,33 @@ try:
     from fastapi import FastAPI, Request
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse, StreamingResponse
+    from starlette.exceptions import HTTPException as StarletteHTTPException
 except ModuleNotFoundError as exc:  # pragma: no cover - depends on the environment
     if exc.name and exc.name.split(".")[0] in ("fastapi", "starlette"):
         raise MissingDependencyError("fastapi", "serve", "taskbench serve") from exc
     raise
 
 
+MAX_TOKENS = 1_000_000
+"""The most tokens a request may ask for (more is refused with a 400)."""
+
+TOOL_CHOICES = ("auto", "none", "required")
+
+
 class ChatCompletionRequest(BaseModel):
     """The subset of the chat completions request this server understands (unknown fields are ignored)."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
 
     model: str | None = Field(default=None, description="Must name the served model (or be omitted).")
     messages: list[dict[str, Any]] = Field(description="Chat messages; content may be a string or text parts.")
     tools: list[dict[str, Any]] | None = Field(default=None, description="Tools in OpenAI's format.")
     tool_choice: str | dict[str, Any] | None = Field(default=None, description="auto | none | required | a tool.")
-    temperature: float | None = Field(default=None, description="Sampling temperature.")
-    top_p: float | None = Field(default=None, description="Nucleus sampling mass.")
-    max_tokens: int | None = Field(default=None, description="Most tokens to generate.")
-    max_completion_tokens: int | None = Field(default=None, description="Newer name of max_tokens.")
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0, description="Sampling temperature (0..2).")
+    top_p: float | None = Field(default=None, ge=0.0, le=1.0, description="Nucleus sampling mass (0..1).")
+    max_tokens: int | None = Field(default=None, ge=1, le=MAX_TOKENS, description="Most tokens to generate.")
+    max_completion_tokens: int | None = Field(default=None, ge=1, le=MAX_TOKENS,
+                                              description="Newer name of max_tokens.")
     seed: int | None = Field(default=None, description="Sampling seed.")
     stop: str | list[str] | None = Field(default=None, description="Stop sequence(s).")
     response_format: dict[str, Any] | None = Field(default=None, description="text | json_object | json_schema.")
@@ -85,6 +93,7 @@ def _text(content: Any) -> str:
 def request_schema(req: ChatCompletionRequest) -> tuple[dict[str, Any] | None, str | None]:
     """``(json_schema, schema_name)`` asked for by a request, or ``(None, None)``; raises ConfigError."""
     if req.guided_json is not None:
+        _check_schema(req.guided_json)
         return req.guided_json, None
     fmt = req.response_format
     if not fmt:
@@ -98,17 +107,67 @@ def request_schema(req: ChatCompletionRequest) -> tuple[dict[str, Any] | None, s
         spec = fmt.get("json_schema")
         if not isinstance(spec, dict) or not isinstance(spec.get("schema"), dict):
             raise ConfigError("response_format json_schema needs json_schema.schema (an object)")
+        _check_schema(spec["schema"])
         return spec["schema"], spec.get("name")
     raise ConfigError(f"unsupported response_format type {kind!r} (use text, json_object or json_schema)")
 
 
+def check_tools(req: ChatCompletionRequest) -> None:
+    """Refuse (ConfigError, a 400) tools that are not functions with a name, and a ``tool_choice`` that is not
+    auto / none / required / one of the given tools, before any answer starts (streamed or not)."""
+    names = []
+    for i, tool in enumerate(req.tools or []):
+        fn = tool.get("function") if isinstance(tool, dict) else None
+        if not isinstance(tool, dict) or tool.get("type") != "function" or not isinstance(fn, dict) \
+                or not isinstance(fn.get("name"), str) or not fn["name"]:
+            raise ConfigError(f"tools[{i}]: expected {{\"type\": \"function\", \"function\": {{\"name\": ...}}}}")
+        names.append(fn["name"])
+    choice = req.tool_choice
+    if choice is None:
+        return
+    if isinstance(choice, str):
+        if choice not in TOOL_CHOICES:
+            raise ConfigError(f"tool_choice {choice[:40]!r}: expected auto, none, required or a function")
+        if choice == "required" and not names:
+            raise ConfigError("tool_choice 'required' needs tools")
+        return
+    fn = choice.get("function") if choice.get("type") == "function" else None
+    name = fn.get("name") if isinstance(fn, dict) else None
+    if not isinstance(name, str) or name not in names:
+        raise ConfigError(f"tool_choice names no tool of the request ({', '.join(names) or 'no tools'})")
+
+
+def _check_schema(schema: dict[str, Any]) -> None:
+    """A client's JSON Schema must be one (a ConfigError, a 400, not the model's failure later)."""
+    import jsonschema
+
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        cls.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        where = "/".join(str(p) for p in exc.path) or "the schema"
+        raise ConfigError(f"response_format json_schema: not a JSON Schema at {where}: {exc.message[:200]}") \
+            from None
+    except RecursionError:
+        raise ConfigError("response_format json_schema: nested too deep") from None
+
+
 def _messages(raw: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Request messages with text-part contents flattened; tool calls and tool results kept."""
+    """Request messages with text-part contents flattened; tool calls and tool results kept. A malformed
+    assistant ``tool_calls`` is a ConfigError (a 400)."""
     out = []
-    for m in raw:
+    for i, m in enumerate(raw):
         d: dict[str, Any] = {"role": str(m.get("role", "user")), "content": _text(m.get("content"))}
-        if d["role"] == "assistant" and isinstance(m.get("tool_calls"), list):
-            d["tool_calls"] = m["tool_calls"]
+        if d["role"] == "assistant" and m.get("tool_calls") is not None:
+            calls = m["tool_calls"]
+            ok = isinstance(calls, list) and all(
+                isinstance(c, dict) and isinstance(c.get("function"), dict)
+                and isinstance(c["function"].get("name"), str)
+                and isinstance(c["function"].get("arguments", "{}"), str) for c in calls)
+            if not ok:
+                raise ConfigError(f"messages[{i}].tool_calls: expected a list of {{\"id\", \"type\": \"function\", "
+                                  "\"function\": {\"name\": str, \"arguments\": str}}")
+            d["tool_calls"] = calls
             d["content"] = m.get("content") if isinstance(m.get("content"), str) else None
         if d["role"] == "tool":
             d["tool_call_id"] = str(m.get("tool_call_id", ""))
@@ -148,6 +207,14 @@ def create_app(model: Model, *, served_name: str | None = None) -> FastAPI:
         where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
         return _error(400, f"invalid request: {where}: {first.get('msg', 'bad value')}", param=where or None)
 
+    @app.exception_handler(Exception)
+    async def _crash(_: Request, exc: Exception) -> JSONResponse:  # a bug of ours: still OpenAI-shaped
+        return _error(500, f"internal error: {type(exc).__name__}", kind="server_error")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:  # 404, 405, ... OpenAI-shaped
+        return _error(exc.status_code, str(exc.detail), code=None)
+
     @app.get("/health")
     async def health() -> dict[str, str]:
         return {"status": "ok"}
@@ -169,6 +236,11 @@ def create_app(model: Model, *, served_name: str | None = None) -> FastAPI:
             schema, schema_name = request_schema(req)
         except ConfigError as exc:
             return _error(400, str(exc), param="response_format")
+        try:
+            check_tools(req)
+            messages = _messages(req.messages)
+        except ConfigError as exc:
+            return _error(400, str(exc), param="tools" if str(exc).startswith("tool") else "messages")
         base = model.config
         stop = req.stop if req.stop is not None else list(base.stop)
         config = GenerationConfig(
@@ -184,7 +256,6 @@ def create_app(model: Model, *, served_name: str | None = None) -> FastAPI:
             kwargs["tool_choice"] = req.tool_choice
             if schema is not None and req.tool_choice != "none":
                 return _error(400, "send either tools or a structured response_format, not both", param="tools")
-        messages = _messages(req.messages)
         completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
         if req.stream:
             include_usage = bool((req.stream_options or {}).get("include_usage"))
