@@ -37,3 +37,31 @@ def test_sandbox_run_refuses_a_zero_timeout(capsys, monkeypatch) -> None:
     monkeypatch.setattr("sys.stdin", io.StringIO("print(1)\n"))
     code, _, err = run(capsys, "sandbox", "run", "--timeout", "0", "-")
     assert code == 2 and err.strip().startswith("taskbench: error:") and len(err.strip().splitlines()) == 1, err
+
+
+def test_user_text_that_looks_like_rich_markup_is_printed_as_text(tmp_path: Path, capsys) -> None:
+    """Tool names such as `a[/x]b` crashed `graph stats` (rich MarkupError) or were silently restyled."""
+    import json
+
+    tools = [{"id": "a[/x]b", "desc": "first", "input-type": ["text"], "output-type": ["text"]},
+             {"id": "[bold]B[/bold]", "desc": "second", "input-type": ["text"], "output-type": ["text"]}]
+    (tmp_path / "tool_desc.json").write_text(json.dumps({"nodes": tools}))
+    (tmp_path / "graph_desc.json").write_text(json.dumps(
+        {"nodes": tools, "links": [{"source": "a[/x]b", "target": "[bold]B[/bold]", "type": "text"}]}))
+    code, out, err = run(capsys, "graph", "stats", str(tmp_path))
+    assert code == 0, err
+    assert "a[/x]b" in out and "[bold]B[/bold]" in out
+    code, _, err = run(capsys, "graph", "build", str(tmp_path / "tool_desc.json"), "-o", str(tmp_path / "g[/x]"))
+    assert code == 0 and "g[/x]" in err, err
+
+
+def test_an_episode_table_prints_markup_like_names_as_text() -> None:
+    from rich.console import Console
+
+    from taskbench.agents.show import run_table
+
+    console = Console(width=200, record=True)
+    console.print(run_table([{"agent": "re[/x]act", "task": "[bold]t[/bold]", "seed": 0, "failed": True,
+                              "error": "boom [/red]"}]))
+    text = console.export_text()
+    assert "re[/x]act" in text and "[bold]t[/bold]" in text and "boom [/red]" in text

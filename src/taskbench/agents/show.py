@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from rich.console import Group, RenderableType
+from rich.markup import escape
 from rich.panel import Panel
 from rich.syntax import Syntax
 from rich.table import Table
@@ -76,7 +77,7 @@ def event_block(e: Any, *, full: bool = False) -> RenderableType:
     if isinstance(e, ModelCallEvent):
         style = ROLE_STYLE.get(e.role, "white")
         tokens = f"{e.usage.prompt_tokens}+{e.usage.completion_tokens} tok, {e.latency:.2f} s"
-        title = f"[{style}]{e.role}[/] · {e.model} · {tokens}" + (" · cached" if e.cached else "")
+        title = f"[{style}]{escape(e.role)}[/] · {escape(e.model)} · {tokens}" + (" · cached" if e.cached else "")
         body: list[RenderableType] = []
         if full:
             for m in e.messages:
@@ -120,11 +121,11 @@ def event_block(e: Any, *, full: bool = False) -> RenderableType:
 def footer(traj: Trajectory) -> RenderableType:
     """Status, the environment's verdict and the totals."""
     t = traj.totals
-    lines = [f"status {traj.status}" + (f" ({traj.error})" if traj.error else "")]
+    lines = [f"status {traj.status}" + (f" ({escape(traj.error)})" if traj.error else "")]
     if traj.outcome is not None:
         verdict = "[green]success[/]" if traj.outcome.success else "[red]failure[/]"
-        lines.append(f"{verdict}: {traj.outcome.reason}")
-        lines.append("calls: " + (" -> ".join(traj.called_tools()) or "(none)"))
+        lines.append(f"{verdict}: {escape(traj.outcome.reason)}")
+        lines.append("calls: " + (escape(" -> ".join(traj.called_tools())) or "(none)"))
     lines.append(f"{t.turns} turns, {t.model_calls} model calls, {t.reviews} reviews, {t.code_runs} code runs, "
                  f"{t.tool_calls} tool calls, {t.usage.prompt_tokens + t.usage.completion_tokens:,} tokens, "
                  f"{t.seconds:.1f} s")
@@ -145,12 +146,12 @@ def run_table(records: Iterable[dict[str, Any]], agents: Sequence[str] | None = 
         if agents and rec.get("agent") not in agents:
             continue
         if rec.get("failed"):
-            table.add_row(str(rec.get("agent")), str(rec.get("task")), str(rec.get("seed")), "[red]failed[/]",
-                          _clip(str(rec.get("error", "")), 40), "", "")
+            table.add_row(escape(str(rec.get("agent"))), escape(str(rec.get("task"))), str(rec.get("seed")),
+                          "[red]failed[/]", escape(_clip(str(rec.get("error", "")), 40)), "", "")
             continue
         tokens = int(rec.get("prompt_tokens") or 0) + int(rec.get("completion_tokens") or 0)
-        table.add_row(str(rec.get("agent")), str(rec.get("task")), str(rec.get("seed")),
-                      "[green]yes[/]" if rec.get("success") else "no", str(rec.get("stop", "")),
+        table.add_row(escape(str(rec.get("agent"))), escape(str(rec.get("task"))), str(rec.get("seed")),
+                      "[green]yes[/]" if rec.get("success") else "no", escape(str(rec.get("stop", ""))),
                       str(len(rec.get("calls") or [])), f"{tokens:,}")
     return table
 

@@ -86,7 +86,7 @@ def _write_graph(graph: ToolGraph, output: Path | None, what: str) -> None:
     console = make_console(stderr=True)
     console.print(
         f"wrote {output}: {n} tools, {len(graph.links)} links, density {density:.3f} ({graph.dependency}{how}){what}",
-        highlight=False,
+        highlight=False, markup=False,
     )
     linked = {lk.source for lk in graph.links} | {lk.target for lk in graph.links}
     alone = [t.id for t in graph.nodes if t.id not in linked]
@@ -94,7 +94,7 @@ def _write_graph(graph: ToolGraph, output: Path | None, what: str) -> None:
         console.print(
             f"note: {len(alone)} of {n} tools have no link (e.g. {alone[0]!r}); chains and DAGs are sampled along "
             "links: check with `taskbench graph show`, add links with `taskbench graph edit`, or try --infer llm",
-            highlight=False,
+            highlight=False, markup=False,
         )
 
 
@@ -317,15 +317,17 @@ def stats_command(
     if as_json:
         typer.echo(st.model_dump_json(indent=2))
         return
-    table = Table(title=f"tool graph: {graph_path}", show_header=True, header_style="bold")
+    from rich.markup import escape
+
+    table = Table(title=escape(f"tool graph: {graph_path}"), show_header=True, header_style="bold")
     table.add_column("statistic")
     table.add_column("value", overflow="fold")
 
     def top(items: list[tuple[str, int]]) -> str:
-        return ", ".join(f"{name} ({d})" for name, d in items)
+        return escape(", ".join(f"{name} ({d})" for name, d in items))
 
     def counts(d: dict[str, int]) -> str:
-        return ", ".join(f"{k}: {v}" for k, v in d.items()) or "-"
+        return escape(", ".join(f"{k}: {v}" for k, v in d.items())) or "-"
 
     table.add_row("dependency", st.dependency)
     table.add_row("tools", str(st.nodes))
@@ -340,13 +342,13 @@ def stats_command(
     if st.dependency == "resource":
         table.add_row("input types (tools)", counts(st.input_types))
         table.add_row("output types (tools)", counts(st.output_types))
-        table.add_row("input types no tool produces", ", ".join(st.unproduced_input_types) or "none")
-        table.add_row("output types no tool takes", ", ".join(st.unconsumed_output_types) or "none")
+        table.add_row("input types no tool produces", escape(", ".join(st.unproduced_input_types)) or "none")
+        table.add_row("output types no tool takes", escape(", ".join(st.unconsumed_output_types)) or "none")
     if st.parameters:
         table.add_row("parameters (all tools)", str(st.parameters))
     table.add_row("weakly connected components",
                   f"{st.components} (sizes {', '.join(map(str, st.component_sizes))})")
-    table.add_row("isolated tools", ", ".join(st.isolated) or "none")
+    table.add_row("isolated tools", escape(", ".join(st.isolated)) or "none")
     make_console().print(table)
 
 
@@ -386,7 +388,8 @@ def show_command(
     graph = _graph(graph_path, fmt, dependency, infer)
     name = title or _default_title(graph_path)
     render(graph, output, title=name, kind=layout)
-    make_console(stderr=True).print(f"wrote {output} ({len(graph.nodes)} tools, {len(graph.links)} links)", highlight=False)
+    make_console(stderr=True).print(f"wrote {output} ({len(graph.nodes)} tools, {len(graph.links)} links)", highlight=False,
+                                   markup=False)
 
 
 def _default_title(path: Path) -> str:
