@@ -45,3 +45,16 @@ def test_plan_bound_holds_in_the_library_too() -> None:
 
     with pytest.raises(ConfigError, match="at most 1,000,000"):
         sample_plan(graph_from_path(bundled.path("multimedia")), MAX_PLAN + 1, 0)
+
+
+def test_a_dead_base_url_leaves_no_predictions_file_behind(tmp_path: Path, capsys) -> None:
+    import socket
+
+    with socket.socket() as s:  # a loopback port where nothing listens
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = tmp_path / "p.jsonl"
+    code, _, err = run(capsys, "predict", "-m", "openai-compatible/x", "--base-url", f"http://127.0.0.1:{port}/v1",
+                       "-d", "multimedia", "--limit", "2", "-o", str(out))
+    assert code == 2 and "nothing is listening" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

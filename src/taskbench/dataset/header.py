@@ -17,6 +17,7 @@ is and its typed :class:`~taskbench.schema.header.RunHeader`. :func:`find_runs` 
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import hashlib
 import json
@@ -24,7 +25,7 @@ import os
 import platform
 import subprocess
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -260,6 +261,25 @@ def open_run(target: str | Path, header: RunHeader, *, option: str = "--output",
         header.created = old.created or header.created
     write_header(target, header)
     return old
+
+
+@contextlib.contextmanager
+def undo_if_unreachable(target: str | Path, kind: RunKind, *, fresh: bool) -> Iterator[None]:
+    """Around a run that ``fresh``-ly started at ``target``: when it stops because nothing listens at the model's
+    address (:class:`~taskbench.errors.UnreachableError`, before any record), remove the header it wrote and an
+    output it left empty, so the corrected command starts clean and nothing misleading is left behind."""
+    from ..errors import UnreachableError
+
+    try:
+        yield
+    except UnreachableError:
+        if fresh:
+            out = Path(target)
+            if out.is_file() and out.stat().st_size == 0:
+                out.unlink()
+            if not out.exists():
+                header_path(out, kind).unlink(missing_ok=True)
+        raise
 
 
 def _command(kind: RunKind) -> str:

@@ -348,14 +348,16 @@ async def apredict_file(
         raise InputError("no samples (data.json) in the dataset directory", path=data)
     log_problems(ds)
     owned = isinstance(model, str)
-    from ..dataset.header import open_run
+    from ..dataset.header import open_run, undo_if_unreachable
 
     # another model or other prediction options into this file are refused before anything is predicted
-    open_run(output, predict_header(model if owned else model.name, ds.root, options))
+    fresh = not Path(output).exists()
+    old = open_run(output, predict_header(model if owned else model.name, ds.root, options))
     m = open_model(model, concurrency=options.concurrency) if owned else model
     try:
-        return await predict_dataset(m, ds.library, ds.samples, output, options, requests=ds.requests,
-                                     dataset_name=ds.name, display=display)
+        with undo_if_unreachable(output, "predict", fresh=fresh and old is None):
+            return await predict_dataset(m, ds.library, ds.samples, output, options, requests=ds.requests,
+                                         dataset_name=ds.name, display=display)
     finally:
         if owned or close_model:
             await m.aclose()
