@@ -122,6 +122,17 @@ def exclusive(path: Path) -> Iterator[None]:
         os.close(fd)
 
 
+def lock_is_free(path: str | Path) -> bool:
+    """True when no live process holds the advisory lock on ``path`` (see :func:`exclusive`)."""
+    try:
+        with exclusive(Path(path)):
+            return True
+    except ConfigError:
+        return False
+    except OSError:
+        return True
+
+
 def read_records(
     path: str | Path, check: Callable[[Path, int, Record], None] | None = None
 ) -> tuple[dict[str, Record], list[str], int]:

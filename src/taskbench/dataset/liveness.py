@@ -33,7 +33,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+RUN_LOCK_FILE = ".run.lock"
+"""The lock a `taskbench run` holds on its directory while it writes (its absence or freedom with a "running" log
+means the run died)."""
+
 __all__ = [
+    "RUN_LOCK_FILE",
     "Death",
     "WriterMarker",
     "claim",

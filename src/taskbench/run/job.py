@@ -33,7 +33,7 @@ from ..dataset import jsonio, liveness
 from ..dataset.header import PACKAGES, environment, git_revision, new_header, open_run, run_identity
 from ..dataset.layout import Dataset, load_dataset, log_problems
 from ..dataset.select import model_slug
-from ..errors import ConfigError, InputError, validation_message
+from ..errors import InputError, validation_message
 from ..llm.registry import parse_model_string, provider_class
 from ..predict.demos import demo_candidates
 from ..predict.runner import (
@@ -47,7 +47,7 @@ from ..predict.runner import (
     read_done,
     select_samples,
 )
-from ..runner import RecordDisplay, exclusive, run_sync
+from ..runner import RecordDisplay, exclusive, lock_is_free, run_sync
 from ..schema import Prediction, RunConfig, RunEntry, RunLog, RunPass, RunStage, Usage
 from ..schema.run import GenerateStageSummary
 from .resolve import BUNDLED_DEMO_DATASETS, resolve_data
@@ -128,7 +128,7 @@ def score_entry(entry: RunEntry, ds: Dataset, run_dir: Path, *, bootstrap: int, 
     entry.status = "scored"
 
 
-RUN_LOCK_FILE = ".run.lock"
+RUN_LOCK_FILE = liveness.RUN_LOCK_FILE
 """Held (``flock``) by the process running a run directory; the kernel releases it however that process ends."""
 
 
@@ -160,13 +160,7 @@ def read_run_log(run_dir: str | Path) -> RunLog:
 
 def _lock_is_free(run_dir: Path) -> bool:
     """True when no live process holds the run directory's lock."""
-    try:
-        with exclusive(run_dir / RUN_LOCK_FILE):
-            return True
-    except ConfigError:
-        return False
-    except OSError:
-        return True
+    return lock_is_free(run_dir / RUN_LOCK_FILE)
 
 
 def run_state(run_dir: str | Path) -> tuple[RunLog, str | None]:

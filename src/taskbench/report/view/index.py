@@ -364,13 +364,14 @@ def _cached_header(path: Path) -> dict[str, Any]:
 
 def _read_run(d: Path, rid: str) -> RunInfo:
     from ...dataset import liveness
-    from ...run.job import RUN_LOCK_FILE, _lock_is_free
+    from ...dataset.liveness import RUN_LOCK_FILE
+    from ...runner import lock_is_free
 
     head = _cached_header(d / "run_log.json")
     config = head.get("config") or {}
     status = str(head.get("status") or "unknown")
     death = None
-    if status == "running" and (not (d / RUN_LOCK_FILE).exists() or _lock_is_free(d)):
+    if status == "running" and (not (d / RUN_LOCK_FILE).exists() or lock_is_free(d / RUN_LOCK_FILE)):
         marker = liveness.read_marker(d)
         death = (liveness.death_of(marker).describe(f"the run in {d}") if marker is not None else
                  f"the run in {d} stopped without recording an end" + (f" at {head.get('stage')}" if head.get("stage") else ""))
