@@ -65,3 +65,38 @@ def test_an_episode_table_prints_markup_like_names_as_text() -> None:
                               "error": "boom [/red]"}]))
     text = console.export_text()
     assert "re[/x]act" in text and "[bold]t[/bold]" in text and "boom [/red]" in text
+
+
+def test_a_broken_or_binary_template_fails_before_anything_is_written(tmp_path: Path, capsys) -> None:
+    (tmp_path / "bin.j2").write_bytes(bytes(range(128, 256)) * 3)
+    (tmp_path / "broken.j2").write_text("{% for x in %}\n")
+    for name in ("bin.j2", "broken.j2"):
+        out = tmp_path / "p.jsonl"
+        code, _, err = run(capsys, "predict", "-m", "mock/echo", "-d", "multimedia", "--limit", "1", "--template",
+                           str(tmp_path / name), "-o", str(out))
+        assert code == 2 and err.strip().startswith("taskbench: error:") and name in err, err
+        assert not out.exists() and not (tmp_path / "p.jsonl.header.json").exists()
+
+
+def test_an_output_that_is_a_directory_is_one_line(tmp_path: Path, capsys) -> None:
+    code, _, err = run(capsys, "predict", "-m", "mock/echo", "-d", "multimedia", "--limit", "1", "-o", str(tmp_path))
+    assert code == 2 and "is a directory" in err and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize(("data", "ok"), [
+    (b"\xff\xfe bad", False),
+    (b"\xef\xbb\xbfprint('bom')\n", True),
+    (b"# -*- coding: latin-1 -*-\nprint('caf\xe9')\n", True),
+])
+def test_sandbox_run_reads_code_as_python_does(capsys, monkeypatch, data: bytes, ok: bool) -> None:
+    import io
+
+    class Stdin(io.TextIOWrapper):
+        pass
+
+    monkeypatch.setattr("sys.stdin", Stdin(io.BytesIO(data)))
+    code, out, err = run(capsys, "sandbox", "run", "--unsafe-local", "-")
+    if ok:
+        assert code == 0, err
+    else:
+        assert code == 2 and "not text Python can read" in err, (code, err)

@@ -145,6 +145,10 @@ def predict_command(
         temperature=temperature, top_p=top_p, max_tokens=max_tokens or default_max_tokens(model), seed=seed,
         template=str(template) if template else None, **prompt_options(demos, shortlist, plan),
     )
+    if template is not None:  # a broken template fails before anything is written
+        from ..predict.prompts import load_template
+
+        load_template(template, "resource")
     path = resolve_data(data)
     model_options = call_options(option, timeout, max_retries, endpoint_concurrency)
     runner = make_executor(executor, ray_address, workers)

@@ -74,13 +74,15 @@ def run_command(
     from ..envs.sandbox import SandboxLimits
     from ..errors import InputError
 
+    where = "<stdin>" if str(file) == "-" else file
     if str(file) == "-":
-        code = sys.stdin.read()
+        data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()
     else:
         try:
-            code = file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"cannot read the code: {exc}", path=file) from None
+            data = file.read_bytes()
+        except OSError as exc:
+            raise InputError(f"cannot read the code: {exc.strerror or exc}", path=file) from None
+    code = _python_source(data, where)
     timeout = old_timeout if old_timeout is not None else timeout
     output = old_output if old_output is not None else output
     allow_port = [*allow_port, *old_ports]
@@ -94,6 +96,23 @@ def run_command(
     else:
         _render(result)
     raise typer.Exit(_exit_code(result))
+
+
+def _python_source(data: bytes, where: str | Path) -> str:
+    """The text of Python source as Python reads it: UTF-8, or the encoding a BOM or a coding cookie names. Bytes
+    that do not decode are an InputError (exit 2), not a sandbox failure."""
+    import io
+    import tokenize
+
+    from ..errors import InputError
+
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        text = data.decode(encoding)
+    except (SyntaxError, LookupError, UnicodeDecodeError) as exc:
+        reason = exc.msg if isinstance(exc, SyntaxError) else str(exc)
+        raise InputError(f"the code is not text Python can read ({reason}); save it as UTF-8", path=where) from None
+    return text[1:] if text.startswith("\ufeff") else text
 
 
 def _run(code: str, limits: SandboxLimits, ports: list[int], result_var: str, env_name: str | None,

@@ -255,6 +255,11 @@ def open_run(target: str | Path, header: RunHeader, *, option: str = "--output",
              labels: Mapping[str, str] | None = None) -> RunHeader | None:
     """Start or resume the run at ``target``: check ``header`` against the one there (:func:`check_resume`),
     then write it (keeping the first pass's ``created``). Returns the earlier header, or None."""
+    if header.kind in FILE_KINDS and Path(target).is_dir():
+        from ..errors import InputError
+
+        raise InputError(f"the output is a directory; give a file path ({option} DIR/NAME"
+                         f"{'.jsonl' if header.kind == 'predict' else '.json'})", path=target)
     old = read_header(target, header.kind)
     if old is not None:
         check_resume(old, header, target, option=option, labels=labels)

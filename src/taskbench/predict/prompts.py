@@ -74,9 +74,20 @@ def load_template(
     if template is not None:
         path = Path(template)
         try:
-            return path.read_text(encoding="utf-8")
+            source = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             raise InputError("prompt template not found", path=path) from None
+        except IsADirectoryError:
+            raise InputError("the prompt template is a directory, not a file", path=path) from None
+        except UnicodeDecodeError:
+            raise InputError("the prompt template is not UTF-8 text (give a Jinja2 text file)", path=path) from None
+        import jinja2
+
+        try:
+            _compile(source)
+        except jinja2.TemplateSyntaxError as exc:
+            raise InputError(f"not a Jinja2 template: {exc.message}", path=path, line=exc.lineno) from None
+        return source
     names = REFORMAT_TEMPLATE_NAMES if reformat else PLAN_TEMPLATE_NAMES if plan else TEMPLATE_NAMES
     if dependency not in names:
         raise ConfigError(f"unknown dependency kind {dependency!r}; expected one of {sorted(names)}")
