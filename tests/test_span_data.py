@@ -146,3 +146,25 @@ def test_base_plus_adapter_model_string(tmp_path: Path) -> None:
         split_adapter(f"qwen2.5-coder-0.5b+{tmp_path}")
     (tmp_path / "adapter.gguf").write_bytes(b"GGUF" + b"\0" * 8)
     assert split_adapter(f"smollm2-135m+{tmp_path}") == ("smollm2-135m", str(tmp_path / "adapter.gguf"))
+
+
+@pytest.mark.skipif(any(importlib.util.find_spec(m) is None for m in ("torch", "peft", "transformers")),
+                    reason="needs the [distill] extra")
+def test_distill_cli_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from cli_runner import run
+
+    code, _, err = run(capsys, "agents", "distill", "--role", "planner", "--data", str(tmp_path), "-o",
+                       str(tmp_path / "a"))
+    assert code == 2 and "--role 'planner'" in err
+    code, _, err = run(capsys, "agents", "distill", "--role", "review", "--data", str(tmp_path), "-o",
+                       str(tmp_path / "a"))
+    assert code == 2 and "no review.jsonl" in err and len(err.strip().splitlines()) == 1
+    held = {"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}],
+            "meta": {"env": "restbench-spotify"}}
+    (tmp_path / "review.jsonl").write_text(json.dumps(held) + "\n")
+    code, _, err = run(capsys, "agents", "distill", "--role", "review", "--data", str(tmp_path), "-o",
+                       str(tmp_path / "a"))
+    assert code == 2 and "review.jsonl:1:" in err and "held-out" in err
+    assert not (tmp_path / "a").exists()
+    code, _, err = run(capsys, "agents", "span-data", "--env", "restbench-tmdb", "-o", str(tmp_path / "g"))
+    assert code == 2 and "held-out" in err
