@@ -188,7 +188,11 @@ def distill(config: DistillConfig, output: str | Path, *, resume: bool = False,
                          path=Path(config.data) / f"{config.role}.jsonl")
     lora = peft.LoraConfig(r=config.rank, lora_alpha=config.alpha, lora_dropout=0.0, bias="none",
                            target_modules=list(config.targets), task_type="CAUSAL_LM")
-    model = peft.get_peft_model(model, lora)
+    import warnings
+
+    with warnings.catch_warnings():  # peft reads transformers' deprecated is_gradient_checkpointing
+        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+        model = peft.get_peft_model(model, lora)
     model.train()
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=config.lr)
