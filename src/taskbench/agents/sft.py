@@ -108,14 +108,21 @@ def example(e: ModelCallEvent, traj: Trajectory) -> dict[str, Any]:
                      "model": e.model, "event": e.index}}
 
 
-def export_sft(runs: Sequence[str | Path], output: str | Path, *, all_turns: bool = False) -> ExportSummary:
+def export_sft(runs: Sequence[str | Path], output: str | Path, *, all_turns: bool = False,
+               selection: dict[str, Any] | None = None) -> ExportSummary:
     """Write one chat-format JSON Lines training set per role from the successful ConAgents trajectories of
-    ``runs`` (agent run directories) into ``output``."""
+    ``runs`` (agent run directories) into ``output``.
+
+    ``selection`` (``{"min_tools": 10, "min_doc_words": 100, "dedup_threshold": 90}``, any subset): apply
+    SPAN's task selection (:func:`taskbench.agents.span.select`) to the successful trajectories first; what
+    each rule removed is counted under ``skipped`` (and RestBench trajectories, the held-out test, are
+    always removed then)."""
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)
     summary = ExportSummary(output=str(out), runs=[str(r) for r in runs])
     sets: dict[str, list[dict[str, Any]]] = {r: [] for r in ROLES}
     seen: set[str] = set()
+    good: list[Trajectory] = []
     for run in runs:
         _, records = load_run(run)
         for rec in records.values():
@@ -133,14 +140,18 @@ def export_sft(runs: Sequence[str | Path], output: str | Path, *, all_turns: boo
             if reason is not None:
                 summary.skipped[reason] = summary.skipped.get(reason, 0) + 1
                 continue
-            summary.successful += 1
-            for e in kept_turns(traj, all_turns=all_turns):
-                ex = example(e, traj)
-                digest = hashlib.sha256(json.dumps(ex["messages"], sort_keys=True).encode()).hexdigest()
-                if digest in seen:
-                    continue
-                seen.add(digest)
-                sets[e.role].append(ex)
+            good.append(traj)
+    if selection is not None:
+        good = _selected(good, selection, summary)
+    for traj in good:
+        summary.successful += 1
+        for e in kept_turns(traj, all_turns=all_turns):
+            ex = example(e, traj)
+            digest = hashlib.sha256(json.dumps(ex["messages"], sort_keys=True).encode()).hexdigest()
+            if digest in seen:
+                continue
+            seen.add(digest)
+            sets[e.role].append(ex)
     # every file's text first, then each written atomically, the manifest last: a crash while serializing
     # leaves the previous export whole, and no reader ever sees a role file cut short
     texts = {role: "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows) for role, rows in sets.items()}
@@ -150,6 +161,18 @@ def export_sft(runs: Sequence[str | Path], output: str | Path, *, all_turns: boo
     summary.skipped = dict(sorted(summary.skipped.items()))
     write_json(out / "manifest.json", summary.model_dump(mode="json"))
     return summary
+
+
+def _selected(trajs: list[Trajectory], selection: dict[str, Any], summary: ExportSummary) -> list[Trajectory]:
+    from .span import Candidate, select
+
+    cands = [Candidate(key=str(i), query=t.task, env=t.env, tools=list(t.tools), gold_path=list(t.gold_path))
+             for i, t in enumerate(trajs)]
+    kept, removed = select(cands, **selection)
+    for rule, n in removed.items():
+        if n:
+            summary.skipped[f"selection: {rule.replace('_', ' ')}"] = n
+    return [trajs[int(c.key)] for c in kept]
 
 
 def _skip_reason(traj: Trajectory, rec: dict[str, Any]) -> str | None:

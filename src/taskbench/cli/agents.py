@@ -1,5 +1,6 @@
-"""`taskbench agents eval|show|export-sft|plot`: run ConAgents and the baselines in an environment, read one
-trajectory, export distillation data, plot the paper's analyses."""
+"""`taskbench agents eval|show|export-sft|span-data|distill|plot`: run ConAgents and the baselines in an
+environment, read one trajectory, export and build distillation data, train role students, plot the paper's
+analyses."""
 
 from __future__ import annotations
 
@@ -44,7 +45,8 @@ def eval_command(
                             "taskbench-huggingface|multimedia|dailylifeapis, or mcp:COMMAND (an MCP server)."),
     agent: list[str] = typer.Option(..., "--agent", "-a", help=AGENTS_HELP),
     model: str = model_option(help="Model (provider/model) of every role without its own."),
-    model_grounding: str | None = typer.Option(None, "--model-grounding", help="Model of the grounding agent."),
+    model_grounding: str | None = typer.Option(None, "--model-grounding", help="Model of the grounding agent "
+                                               "(a SPAN student: llamacpp/BASE+ADAPTER_DIR, see `agents distill`)."),
     model_execution: str | None = typer.Option(None, "--model-execution", help="Model of the execution agent."),
     model_review: str | None = typer.Option(None, "--model-review", help="Model of the review agent."),
     tools: str = typer.Option("gold+10", "--tools", help="Tools offered: gold | gold+10 (10 seeded random "
@@ -227,6 +229,12 @@ def export_sft_command(
     runs: list[Path] = typer.Argument(..., help="Run directories of `taskbench agents eval`."),
     output: Path = typer.Option(..., "--output", "-o", help="Directory for grounding/execution/review.jsonl."),
     all_turns: bool = typer.Option(False, "--all-turns", help="Keep turns that were sent back for revision too."),
+    select: bool = typer.Option(False, "--select", help="Apply SPAN's task selection first: >= --min-tools "
+                                "candidate tools, gold tools documented in >= --min-doc-words words, none "
+                                "unavailable, no near-duplicate query; RestBench (the held-out test) dropped."),
+    min_tools: int = typer.Option(10, "--min-tools", min=0, help="--select: candidate tools at least."),
+    min_doc_words: int = typer.Option(100, "--min-doc-words", min=0, help="--select: words of documentation "
+                                      "per gold tool at least (the paper: 100)."),
 ) -> None:
     """Write one chat-format JSON Lines training set per role (grounding, execution, review) from the
     successful ConAgents trajectories of the runs: the first half of SPAN (specialised action distillation).
@@ -241,7 +249,8 @@ def export_sft_command(
     """
     from ..agents.sft import export_sft
 
-    summary = export_sft(runs, output, all_turns=all_turns)
+    selection = {"min_tools": min_tools, "min_doc_words": min_doc_words} if select else None
+    summary = export_sft(runs, output, all_turns=all_turns, selection=selection)
     console = make_console()
     counts = ", ".join(f"{role} {n}" for role, n in summary.examples.items())
     console.print(f"{summary.successful} successful ConAgents trajectories of {summary.trajectories}: {counts} "
@@ -250,6 +259,100 @@ def export_sft_command(
         console.print(f"  skipped {n}: {reason}", highlight=False)
     for problem in summary.problems[:5]:
         console.print(f"  [red]unreadable[/red] {problem}", highlight=False)
+
+
+@agents_app.command("span-data")
+def span_data_command(
+    env: str = typer.Option(..., "--env", "-e", help="An executable environment with gold graphs: "
+                            "taskbench-multimedia | taskbench-huggingface | taskbench-dailylifeapis (never "
+                            "RestBench: its queries are the held-out test)."),
+    output: Path = typer.Option(..., "--output", "-o", help="Directory for grounding/execution/review.jsonl."),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="At most N selected tasks."),
+    perturb: float = typer.Option(0.5, "--perturb", min=0.0, max=1.0, help="Share of tasks with one perturbed "
+                                  "step (wrong tool, missing or wrong argument, faulty code) for review targets."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the perturbations."),
+    min_tools: int = typer.Option(10, "--min-tools", min=0, help="Candidate tools at least (the paper: 10)."),
+    min_doc_words: int = typer.Option(100, "--min-doc-words", min=0, help="Words of documentation per gold tool "
+                                      "at least (the paper: 100; TaskBench tools have 20-60)."),
+    unsafe_local: bool = typer.Option(False, "--unsafe-local", help="Run the gold programs unconfined where "
+                                      "bwrap is missing."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+) -> None:
+    """Gold trajectories for SPAN: play the environment's tasks with a gold teacher in the real ConAgents
+    protocol and write one chat training set per role (the gold steps as plans, sandbox-checked programs,
+    calibrations of perturbed actions with the right route). Counts of what each selection rule removed are
+    printed and kept in OUTPUT/manifest.json.
+
+    Example:
+
+        taskbench agents span-data --env taskbench-multimedia --min-doc-words 20 -o span/
+    """
+    from ..agents.span import build_gold
+    from ..predict.progress import RichPredictDisplay
+
+    console = make_console(stderr=True, quiet=quiet)
+    display = RichPredictDisplay(console)
+    with display:
+        summary = build_gold(env, output, limit=limit, perturb=perturb, seed=seed, min_tools=min_tools,
+                             min_doc_words=min_doc_words, unsafe_local=unsafe_local, display=display)
+    out = make_console()
+    removed = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in summary["removed"].items())
+    counts = ", ".join(f"{r} {n}" for r, n in summary["examples"].items())
+    out.print(f"{summary['candidates']} tasks, {summary['played']} played, {summary['solved']} solved; removed: "
+              f"{removed}\nexamples: {counts} -> {output}", highlight=False)
+
+
+@agents_app.command("distill")
+def distill_command(
+    role: str = typer.Option(..., "--role", help="grounding | execution | review."),
+    data: Path = typer.Option(..., "--data", help="Directory with ROLE.jsonl (span-data or export-sft)."),
+    base: str = typer.Option("llamacpp/qwen2.5-coder-0.5b", "--base", help="Base model: llamacpp/ALIAS or a "
+                             ".gguf path (loaded dequantised by transformers; no hub)."),
+    output: Path = typer.Option(..., "--output", "-o", help="Adapter directory (PEFT adapter, adapter.gguf, "
+                                "train_log.jsonl, distill.json)."),
+    rank: int = typer.Option(8, "--rank", min=1, help="LoRA rank."),
+    alpha: float = typer.Option(16.0, "--alpha", help="LoRA alpha (scale alpha/rank)."),
+    lr: float = typer.Option(2e-4, "--lr", help="Learning rate (the paper: 5e-5 for Mistral-8x7B)."),
+    epochs: int = typer.Option(1, "--epochs", min=1, help="Passes over the examples."),
+    max_length: int = typer.Option(1024, "--max-length", min=16, help="Longer examples are skipped (counted)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the example order and the adapter's initialisation."),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N examples."),
+    targets: str = typer.Option("q_proj,k_proj,v_proj,o_proj", "--targets", help="Modules to adapt."),
+    checkpoint_every: int = typer.Option(50, "--checkpoint-every", min=1, help="Examples between checkpoints."),
+    resume: bool = typer.Option(False, "--resume", help="Continue the training in OUTPUT from its checkpoint."),
+    threads: int | None = typer.Option(None, "--threads", min=1, help="torch CPU threads."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+) -> None:
+    """Train one ConAgents role's student with LoRA (SPAN); the adapter is also written as a GGUF LoRA, so
+    `--model-ROLE llamacpp/BASE+OUTPUT` in `agents eval` runs the student embedded.
+
+    Example:
+
+        taskbench agents distill --role grounding --data span/ --base llamacpp/qwen2.5-coder-0.5b -o students/grounding --epochs 2
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from ..distill.train import DistillConfig, check, distill
+
+    config = DistillConfig(role=role, data=str(data), base=base, rank=rank, alpha=alpha, lr=lr, epochs=epochs,
+                           max_length=max_length, seed=seed, limit=limit, checkpoint_every=checkpoint_every,
+                           threads=threads, targets=_split([targets]))
+    check(config, output, resume=resume)  # bad input is one line, before any progress bar is drawn
+    console = make_console(stderr=True, quiet=quiet)
+    columns = (TextColumn(f"distill {role}"), BarColumn(), MofNCompleteColumn(), TextColumn("loss {task.fields[loss]}"),
+               TimeRemainingColumn())
+    with Progress(*columns, console=console, disable=quiet) as bar:
+        job = bar.add_task("distill", total=None, loss="-")
+
+        def progress(done: int, total: int, loss: float | None) -> None:
+            bar.update(job, completed=done, total=total, loss=f"{loss:.3f}" if loss is not None else "-")
+
+        result = distill(config, output, resume=resume, progress=progress)
+    make_console().print(
+        f"{result.examples} examples ({result.skipped_too_long} longer than --max-length skipped), {result.steps} "
+        f"steps, loss {result.first_loss:.3f} -> {result.last_loss:.3f}, {result.seconds:.0f} s "
+        f"({result.seconds_per_example} s/example, peak RSS {result.peak_rss_mb:.0f} MB)\n"
+        f"adapter: {output}  (run it: --model-{role} llamacpp/BASE+{output})", highlight=False)
 
 
 @agents_app.command("plot")

@@ -2,7 +2,9 @@
 
 ``get_model("llamacpp/qwen2.5-coder-0.5b")`` (the default embedded model), ``llamacpp/smollm2-135m`` (the tiny
 test model) or ``llamacpp/path/to/model.gguf``; see :mod:`taskbench.llm.weights` for where the weights come
-from. Options (keyword arguments of ``get_model``):
+from. ``BASE+ADAPTER`` (``llamacpp/qwen2.5-coder-0.5b+students/grounding``) runs the base with a LoRA adapter
+applied: ADAPTER is a GGUF LoRA file or a directory holding ``adapter.gguf`` (what ``taskbench agents distill``
+writes). Options (keyword arguments of ``get_model``):
 
 ``n_ctx``      context window in tokens (default 8192: the TaskBench prompt with a full tool list and demos
                fits with room for the answer)
@@ -44,15 +46,16 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any, ClassVar
 
-from ...errors import ConfigError, MissingDependencyError
+from ...errors import ConfigError, InputError, MissingDependencyError
 from ..base import Provider, ProviderRequest, ProviderResponse, TransientProviderError
 from ..native import ensure_llama_runs
 from ..weights import DEFAULT_ALIAS, KNOWN_WEIGHTS, check_model_name, resolve_model_path
 from .llamacpp_tools import parse_tool_output, render_messages, template_knows_tools, tool_grammar
 
-__all__ = ["LlamaCppProvider", "import_llama_cpp"]
+__all__ = ["LlamaCppProvider", "import_llama_cpp", "split_adapter"]
 
 _OPTIONS = {"n_ctx", "n_threads", "n_batch", "seed", "verbose"}
 # Options the Model wrapper / CLI may pass for every provider; meaningless here but harmless.
@@ -75,6 +78,24 @@ def _is_generic_object(schema: dict[str, Any]) -> bool:
     """True for schemas that only say "a JSON object" (``{}``, ``{"type": "object"}``)."""
     meaningful = {k: v for k, v in schema.items() if k not in ("title", "description", "$schema")}
     return not meaningful or meaningful == {"type": "object"}
+
+
+def split_adapter(model: str) -> tuple[str, str | None]:
+    """``BASE+ADAPTER`` -> (BASE, the GGUF LoRA file); a model string without ``+`` -> (model, None). ADAPTER is
+    a GGUF file or a directory with ``adapter.gguf``; anything else is an InputError naming what to do."""
+    if "+" not in model:
+        return model, None
+    base, adapter = model.split("+", 1)
+    path = Path(adapter).expanduser()
+    if path.is_dir():
+        path = path / "adapter.gguf"
+    if not path.is_file():
+        raise InputError("no GGUF LoRA adapter here", path=path,
+                         hint="give BASE+DIR with DIR written by `taskbench agents distill`, or BASE+FILE.gguf")
+    with path.open("rb") as fh:
+        if fh.read(4) != b"GGUF":
+            raise InputError("not a GGUF file (a LoRA adapter must be converted to GGUF)", path=path)
+    return base, str(path)
 
 
 class _Deadline:
@@ -134,21 +155,25 @@ class LlamaCppProvider(Provider):
         self._native_tools = False
         self._evaluated: list[int] = []
         self._grammars: OrderedDict[str, Any] = OrderedDict()
+        self.base, self.lora_path = split_adapter(model)
 
     # ------------------------------------------------------------------------------------------ contract
 
     def identity(self) -> dict[str, Any]:
         """Provider, model and what pins the weights (SHA-256 for aliases; size and mtime for a path)."""
         ident: dict[str, Any] = {"provider": self.name, "model": self.model, "base_url": None}
-        known = KNOWN_WEIGHTS.get(self.model.strip().lower())
+        known = KNOWN_WEIGHTS.get(self.base.strip().lower())
         if known is not None:
             ident["sha256"] = known.sha256
         else:
             try:
-                st = os.stat(os.path.expanduser(self.model))
+                st = os.stat(os.path.expanduser(self.base))
                 ident["file"] = {"size": st.st_size, "mtime_ns": st.st_mtime_ns}
             except OSError:
                 pass
+        if self.lora_path is not None:  # a retrained adapter is another model: the cache must not mix them
+            st = os.stat(self.lora_path)
+            ident["lora"] = {"path": self.lora_path, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
         return ident
 
     @property
@@ -202,7 +227,7 @@ class LlamaCppProvider(Provider):
         """Load the model (once) and wrap its ``eval`` to count the prompt tokens each call evaluates."""
         if self._llm is not None:
             return self._llm
-        path = resolve_model_path(self.model)
+        path = resolve_model_path(self.base)
         # a llama.cpp build that uses instructions this CPU lacks would kill this process at the first decode
         # (SIGILL); try it once in a child process first (remembered per build, CPU and model file)
         ensure_llama_runs(path, n_threads=self.n_threads)
@@ -214,6 +239,7 @@ class LlamaCppProvider(Provider):
             n_batch=self.n_batch,
             seed=self.seed,
             verbose=self.verbose,
+            **({"lora_path": self.lora_path} if self.lora_path else {}),
         )
         evaluate = llm.eval
         counts = self._evaluated

@@ -1,0 +1,369 @@
+"""SPAN training data: the paper's task selection, and gold trajectories played in an executable environment.
+
+Two sources feed :mod:`taskbench.distill` (one LoRA student per ConAgents role):
+
+- **teacher runs** (``agents export-sft --select``): the successful ConAgents trajectories of any model, then
+  the selection below;
+- **gold trajectories** (``agents span-data``, :func:`build_gold`): tasks whose gold invocation graph executes
+  in an environment (the executable TaskBench domains, or a task file over an environment's tools). The real
+  ConAgents protocol (automatic) runs each task with a *gold teacher* in every role, so every prompt is the one
+  a student sees at inference time:
+
+  - grounding answers the next executed gold step (tool and arguments), or FINISH after the last one;
+  - execution answers a program that calls the tool and extracts what the next step needs; it runs in the
+    sandbox, and only programs that ran without error are kept (``export_sft``'s rule);
+  - review: on a share of steps (``perturb``) the teacher first proposes a perturbed plan (a wrong tool, a
+    missing argument, a wrong argument value) or faulty code, and the review teacher names the problem and
+    the right route (grounding for a plan, execution for code that raised); the other verdicts accept.
+    Plans and code a review sent back are never grounding or execution targets.
+
+Selection (:func:`select`, the paper's appendix A.2), each rule counted in the manifest: at least
+``min_tools`` candidate tools (the paper: 10), documentation of every gold tool of at least ``min_doc_words``
+words (the paper: 100), no gold tool the environment does not have (unavailable), and no near-duplicate
+query (:func:`taskbench.engine.dedup.near_duplicates`, the data engine's rule).
+
+**RestBench is the held-out test set.** Its queries are what the students are evaluated on, so they are never
+training data: :func:`build_gold` refuses a RestBench environment, :func:`select` drops every RestBench
+trajectory and counts it, and :func:`taskbench.distill.data.load_examples` refuses a data file holding one.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from ..schema import AgentTask, ToolSpec
+from .prompts import FINISH
+
+HELD_OUT_PREFIX = "restbench"
+"""Environments whose tasks are the held-out test (never training data)."""
+
+PERTURBATIONS = ("wrong_tool", "missing_argument", "wrong_argument", "faulty_code")
+
+
+def is_held_out(env: str | None) -> bool:
+    """True for an environment whose tasks are the held-out test (RestBench)."""
+    return (env or "").strip().lower().startswith(HELD_OUT_PREFIX)
+
+
+def refuse_held_out(env: str | None) -> None:
+    """Raise ConfigError when ``env`` is a held-out (RestBench) environment."""
+    if is_held_out(env):
+        raise ConfigError(f"environment {env!r}: RestBench queries are the held-out test of the SPAN students and "
+                          "are never training data (use a TaskBench domain or a task file over other tools)")
+
+
+# ------------------------------------------------------------------------------------------------ selection
+
+
+@dataclass
+class Candidate:
+    """What the selection rules look at for one task."""
+
+    key: str
+    query: str
+    env: str | None
+    tools: list[ToolSpec]
+    gold_path: list[str]
+    docs: Mapping[str, str] = field(default_factory=dict)
+
+
+def doc_words(spec: ToolSpec, doc: str | None = None) -> int:
+    """Words of a tool's documentation (the given text, else its description and parameter schema)."""
+    text = doc if doc is not None else " ".join([spec.description or "", json.dumps(spec.parameters or {})])
+    return len(re.findall(r"[A-Za-z0-9_]+", text))
+
+
+def select(candidates: Sequence[Candidate], *, min_tools: int = 10, min_doc_words: int = 100,
+           dedup_threshold: float = 90.0) -> tuple[list[Candidate], dict[str, int]]:
+    """The candidates the paper's heuristics keep, in order, and how many each rule removed (rules apply in
+    the order of the returned dict; a task is counted under the first rule it fails)."""
+    from ..engine.dedup import near_duplicates
+
+    removed = {"held_out_restbench": 0, "fewer_candidate_tools": 0, "unavailable_tool": 0,
+               "short_documentation": 0, "near_duplicate": 0}
+    kept: list[Candidate] = []
+    for c in candidates:
+        names = {t.name: t for t in c.tools}
+        if is_held_out(c.env):
+            removed["held_out_restbench"] += 1
+        elif len(c.tools) < min_tools:
+            removed["fewer_candidate_tools"] += 1
+        elif any(g not in names for g in c.gold_path):
+            removed["unavailable_tool"] += 1
+        elif any(doc_words(names[g], c.docs.get(g)) < min_doc_words for g in dict.fromkeys(c.gold_path)):
+            removed["short_documentation"] += 1
+        else:
+            kept.append(c)
+    dupes = near_duplicates([c.query for c in kept], threshold=dedup_threshold)
+    out = [c for c, d in zip(kept, dupes, strict=True) if d is None]
+    removed["near_duplicate"] = len(kept) - len(out)
+    return out, removed
+
+
+# ------------------------------------------------------------------------------------------------ gold teacher
+
+
+@dataclass
+class GoldStep:
+    """One executed gold step: the tool and its arguments as the plan gives them (text values)."""
+
+    tool: str
+    arguments: dict[str, str]
+
+
+@dataclass
+class GoldTask:
+    """A task's gold steps and which step (if any) is perturbed, and how."""
+
+    task: AgentTask
+    steps: list[GoldStep]
+    perturb: dict[int, str] = field(default_factory=dict)
+    resource: bool = True
+
+
+def gold_steps(env: Any, task: AgentTask) -> list[GoldStep] | None:
+    """The executed gold steps of a TaskBench-domain task (None when the environment cannot give them)."""
+    samples = getattr(env, "_by_id", None)
+    library = getattr(env, "library", None)
+    if not isinstance(samples, dict) or library is None or task.id not in samples:
+        return None
+    sample = samples[task.id]
+    gold = env.gold_execution(sample, 0)
+    steps = []
+    for i in gold.order:
+        node = sample.task_nodes[i]
+        tool = library.get(node.task)
+        if tool is None:
+            return None
+        names = tool.argument_names()
+        args: dict[str, str] = {}
+        for k, a in enumerate(node.arguments):
+            name = getattr(a, "name", None)
+            value = getattr(a, "value", a)
+            if name is None:
+                if k >= len(names):
+                    return None
+                name = names[k]
+            args[str(name)] = value if isinstance(value, str) else json.dumps(value)
+        steps.append(GoldStep(tool=node.task, arguments=args))
+    return steps
+
+
+class GoldTeacher:
+    """A scripted model (the ``mock`` provider's callable) that answers every ConAgents role from the gold
+    steps of the task named in the prompt (see the module docstring)."""
+
+    def __init__(self, tasks: Sequence[GoldTask]) -> None:
+        self.by_query = {g.task.query: g for g in tasks}
+
+    def __call__(self, request: Any) -> str:
+        user = next((str(m.get("content") or "") for m in request.messages if m.get("role") == "user"), "")
+        schema = request.json_schema or {}
+        props = schema.get("properties") or {}
+        if "verdict" in props:
+            return self._review(user)
+        if schema:
+            return self._plan(user)
+        return self._code(user, len(request.messages))
+
+    def _task(self, user: str, prefix: str) -> GoldTask:
+        m = re.search(rf"^{re.escape(prefix)} (.*)$", user, re.M)
+        if m is None or m.group(1) not in self.by_query:
+            raise ConfigError("gold teacher: the prompt names no task it knows")
+        return self.by_query[m.group(1)]
+
+    @staticmethod
+    def _done(user: str) -> int:
+        part = user.split("Steps so far:", 1)
+        if len(part) < 2:
+            return 0
+        return len(re.findall(r"^\d+\. ", part[1], re.M))
+
+    def _plan(self, user: str) -> str:
+        g = self._task(user, "Task:")
+        k = self._done(user)
+        if k >= len(g.steps):
+            return json.dumps({"thought": "Every step is done.", "action": {
+                "tool": FINISH, "answer": "Done: the requested results were produced."}})
+        step = g.steps[k]
+        revising = "Feedback on your last plan:" in user
+        tool, args = step.tool, dict(step.arguments)
+        kind = g.perturb.get(k)
+        if kind is not None and not revising:
+            tool, args = _perturbed(g, k, kind)
+        target = "the artifact id" if g.resource else "the result"
+        return json.dumps({"thought": f"Step {k + 1}: use {tool}.", "action": {
+            "tool": tool, "arguments": [{"name": n, "value": v} for n, v in args.items()], "target": target}})
+
+    def _review(self, user: str) -> str:
+        g = self._task(user, "Task:")
+        k = self._done(user)
+        ok = {"problem": "none", "feedback": "", "route": "grounding", "verdict": "accept"}
+        if "Proposed plan for the next step:" in user and "Code:" not in user and "Outcome" not in user:
+            plan = user.split("Proposed plan for the next step:", 1)[1].split("\n\nReview", 1)[0].strip()
+            if k < len(g.steps):
+                return json.dumps(_plan_verdict(g.steps[k], plan) or ok)
+            return json.dumps(ok)
+        failed = re.search(r"error(?: \(line \d+\))?: (\w+)", user)
+        if failed is not None:
+            return json.dumps({"problem": "faulty_code", "feedback": f"The code raised {failed.group(1)}: read "
+                               "the response as the documentation shows and set `result`.",
+                               "route": "execution", "verdict": "revise"})
+        return json.dumps(ok)
+
+    def _code(self, user: str, n_messages: int) -> str:
+        g = self._task(user, "Task of the team:")
+        m = re.search(r"```python\nresponse = (.*)\n", user)
+        if m is None:
+            raise ConfigError("gold teacher: the execution prompt has no call to start from")
+        call = m.group(1)
+        k = next((i for i, s in enumerate(g.steps) if f"call {s.tool} " in user or f"call {s.tool}." in user), 0)
+        name, _, rest = call.partition("(")
+        if not name.isidentifier():  # a tool name Python cannot call by name ("Text-to-Audio"): call_tool
+            m_tool = re.search(r"^Step: call (.*?)(?: with .*)?\.$", user, re.M)
+            tool = m_tool.group(1) if m_tool else g.steps[k].tool
+            call = f"call_tool({tool!r}, {rest}" if rest.strip() != ")" else f"call_tool({tool!r})"
+        if g.perturb.get(k) == "faulty_code" and n_messages <= 2:
+            return f"```python\nresponse = {call}\nresult = response['data']['value']\n```"
+        extract = "response['artifact']" if g.resource else "response"
+        return f"```python\nresponse = {call}\nresult = {extract}\n```"
+
+
+def _perturbed(g: GoldTask, k: int, kind: str) -> tuple[str, dict[str, str]]:
+    step = g.steps[k]
+    args = dict(step.arguments)
+    if kind == "wrong_tool":
+        offered = g.task.meta.get("offered")
+        others = sorted(t for t in (offered if isinstance(offered, list) else [])
+                        if isinstance(t, str) and t != step.tool)
+        if others:
+            return random.Random(zlib.crc32(f"{g.task.id}:{k}".encode())).choice(others), args
+        kind = "missing_argument"
+    if kind == "missing_argument" and args:
+        args.pop(next(iter(args)))
+        return step.tool, args
+    if args:  # wrong_argument (and faulty_code, whose plan is right)
+        if kind == "wrong_argument":
+            first = next(iter(args))
+            args[first] = "unknown"
+    return step.tool, args
+
+
+def _plan_verdict(step: GoldStep, plan: str) -> dict[str, str] | None:
+    """The review teacher's verdict on a proposed plan against the gold step (None: accept)."""
+    if not plan.startswith(step.tool + " ") and plan != step.tool and not plan.startswith(step.tool + " ("):
+        return {"problem": "nonexistent_tool" if " (" not in plan else "vague",
+                "feedback": f"This step needs the tool {step.tool!r}, not the one proposed.",
+                "route": "grounding", "verdict": "revise"}
+    for name, value in step.arguments.items():
+        shown = f"{name}={json.dumps(value, ensure_ascii=False)}"
+        if f"{name}=" not in plan:
+            return {"problem": "missing_arguments", "feedback": f"The argument {name!r} is missing: give {shown}.",
+                    "route": "grounding", "verdict": "revise"}
+        if shown not in plan:
+            return {"problem": "missing_arguments", "feedback": f"The argument {name!r} has a wrong value: give "
+                    f"{shown}.", "route": "grounding", "verdict": "revise"}
+    return None
+
+
+# ------------------------------------------------------------------------------------------------ building
+
+
+class GoldSummary(dict[str, Any]):
+    """What :func:`build_gold` did (the manifest's ``span`` section): tasks, removals per rule, episodes."""
+
+
+def plan_perturbations(tasks: Sequence[GoldTask], rate: float, seed: int) -> None:
+    """Choose, for a share ``rate`` of the tasks, one step and one perturbation (seeded by task id)."""
+    for g in tasks:
+        rng = random.Random(zlib.crc32(f"perturb:{seed}:{g.task.id}".encode()))
+        if g.steps and rng.random() < rate:
+            g.perturb[rng.randrange(len(g.steps))] = rng.choice(PERTURBATIONS)
+
+
+async def abuild_gold(env_name: str, output: str | Path, *, limit: int | None = None, perturb: float = 0.5,
+                      seed: int = 0, min_tools: int = 10, min_doc_words: int = 100, dedup_threshold: float = 90.0,
+                      unsafe_local: bool = False, display: Any = None,
+                      env_options: Mapping[str, Any] | None = None) -> GoldSummary:
+    """Play the selected gold tasks of ``env_name`` with the gold teacher and write per-role chat data into
+    ``output`` (``grounding.jsonl``, ``execution.jsonl``, ``review.jsonl`` and ``manifest.json``, as
+    :func:`~taskbench.agents.sft.export_sft`; the episodes under ``output/gold-run``)."""
+    from ..dataset.jsonio import write_json
+    from ..envs import open_environment
+    from ..llm import get_model
+    from .config import select_tools
+    from .eval import AgentEvalConfig, arun_agents
+    from .sft import export_sft
+
+    refuse_held_out(env_name)
+    if not 0.0 <= perturb <= 1.0:
+        raise ConfigError(f"--perturb {perturb}: a share between 0 and 1")
+    out = Path(output)
+    env = open_environment(env_name, **dict(env_options or {}))
+    try:
+        tasks = env.tasks()
+        candidates = []
+        for t in tasks:
+            offered = select_tools(env.tools(), t.gold_path, "gold+10", seed=0, task_id=t.id)
+            docs = {g: env.documentation(g) for g in t.gold_tools if env.tool(g) is not None}
+            candidates.append(Candidate(key=t.id, query=t.query, env=env_name, tools=offered,
+                                        gold_path=list(t.gold_path), docs=docs))
+        kept, removed = select(candidates, min_tools=min_tools, min_doc_words=min_doc_words,
+                               dedup_threshold=dedup_threshold)
+        by_id = {t.id: t for t in tasks}
+        golds: list[GoldTask] = []
+        removed["no_executable_gold"] = 0
+        for c in kept:
+            task = by_id[c.key]
+            steps = gold_steps(env, task)
+            if not steps:
+                removed["no_executable_gold"] += 1
+                continue
+            task = task.model_copy(update={"meta": {**task.meta, "offered": [t.name for t in c.tools]}})
+            golds.append(GoldTask(task=task, steps=steps, resource=bool(getattr(getattr(env, "runtime", None), "resource", True))))
+            if limit is not None and len(golds) >= limit:
+                break
+    finally:
+        await env.aclose()
+    if not golds:
+        raise ConfigError(f"no task of {env_name!r} passes the selection ({json.dumps(removed)}); lower "
+                          "--min-doc-words or --min-tools")
+    plan_perturbations(golds, perturb, seed)
+    teacher = get_model("mock/gold-teacher", responses=GoldTeacher(golds))
+    config = AgentEvalConfig(env=env_name, agents=["conagents-auto"], model="mock/gold-teacher",
+                             task_ids=[g.task.id for g in golds], tools="gold+10", unsafe_local=unsafe_local,
+                             env_options=dict(env_options or {}), bootstrap=0)
+    run = out / "gold-run"
+    result = await arun_agents(config, run, models={"agent": teacher}, display=display, cache=False)
+    export = export_sft([run], out)
+    summary = GoldSummary(env=env_name, candidates=len(candidates), selected=len(kept), played=len(golds),
+                          removed=removed, solved=export.successful, episodes=result.episodes,
+                          failed=result.failed, perturbed={k: sum(1 for g in golds for v in g.perturb.values()
+                                                                   if v == k) for k in PERTURBATIONS},
+                          examples=export.examples,
+                          rules={"min_tools": min_tools, "min_doc_words": min_doc_words,
+                                 "dedup_threshold": dedup_threshold})
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    manifest["span"] = dict(summary)
+    write_json(out / "manifest.json", manifest)
+    return summary
+
+
+def build_gold(env_name: str, output: str | Path, **options: Any) -> GoldSummary:
+    """Synchronous :func:`abuild_gold`."""
+    from ..runner import run_sync
+
+    return run_sync(abuild_gold(env_name, output, **options))
+
+
+__all__ = ["Candidate", "GoldStep", "GoldSummary", "GoldTask", "GoldTeacher", "HELD_OUT_PREFIX", "PERTURBATIONS",
+           "build_gold", "abuild_gold", "doc_words", "gold_steps", "is_held_out", "plan_perturbations",
+           "refuse_held_out", "select"]

@@ -1,0 +1,170 @@
+"""SPAN data: the selection rules and their counts, the held-out rule (RestBench is never training data), the
+gold teacher's trajectories in the TaskBench multimedia environment, the GGUF LoRA writer and the
+``BASE+ADAPTER`` model string."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from taskbench.agents.span import Candidate, build_gold, doc_words, select
+from taskbench.errors import ConfigError, InputError
+from taskbench.schema import ToolSpec
+
+
+def _tool(name: str, words: int) -> ToolSpec:
+    return ToolSpec(name=name, description=" ".join(["word"] * words), parameters={"type": "object"})
+
+
+def test_each_selection_rule_removes_and_counts() -> None:
+    many = [_tool(f"t{i}", 120) for i in range(10)]
+    cands = [
+        Candidate("a", "find the weather in Paris tomorrow", "taskbench-x", many, ["t0"]),
+        Candidate("b", "something from restbench", "restbench-tmdb", many, ["t0"]),
+        Candidate("c", "too few tools offered", "taskbench-x", many[:5], ["t0"]),
+        Candidate("d", "a tool that is not there", "taskbench-x", many, ["gone"]),
+        Candidate("e", "short docs here", "taskbench-x", [*many[1:], _tool("t0", 5)], ["t0"]),
+        Candidate("f", "Find the weather in Paris tomorrow!", "taskbench-x", many, ["t1"]),
+        Candidate("g", "book a table for two at noon", "taskbench-x", many, ["t2"]),
+    ]
+    kept, removed = select(cands)
+    assert [c.key for c in kept] == ["a", "g"]
+    assert removed == {"held_out_restbench": 1, "fewer_candidate_tools": 1, "unavailable_tool": 1,
+                       "short_documentation": 1, "near_duplicate": 1}
+    # the documentation text given for a tool counts, not its one-line description
+    assert doc_words(_tool("x", 3), "one two three four") == 4
+
+
+def test_restbench_is_refused_as_gold_data(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="held-out"):
+        build_gold("restbench-tmdb", tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_trainer_refuses_a_restbench_example(tmp_path: Path) -> None:
+    from taskbench.distill.data import load_examples
+
+    row = {"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}],
+           "meta": {"env": "taskbench-multimedia"}}
+    held = {**row, "meta": {"env": "restbench-tmdb", "task": "tmdb-001"}}
+    (tmp_path / "grounding.jsonl").write_text(json.dumps(row) + "\n" + json.dumps(held) + "\n")
+    with pytest.raises(InputError) as err:
+        load_examples(tmp_path, "grounding")
+    assert str(err.value).startswith(f"{tmp_path / 'grounding.jsonl'}:2: ") and "held-out" in str(err.value)
+    (tmp_path / "grounding.jsonl").write_text(json.dumps(row) + "\n")
+    assert len(load_examples(tmp_path, "grounding")) == 1
+
+
+def _sandbox() -> str | None:
+    from taskbench.envs.sandbox import sandbox_status
+
+    status = sandbox_status()
+    return None if status.available else status.reason
+
+
+@pytest.mark.skipif(_sandbox() is not None, reason=f"no sandbox: {_sandbox()}")
+def test_gold_trajectories_give_executed_steps_checked_code_and_routed_reviews(tmp_path: Path) -> None:
+    from taskbench.envs import open_environment
+
+    summary = build_gold("taskbench-multimedia", tmp_path, limit=10, min_doc_words=20, perturb=1.0, seed=3)
+    assert summary["played"] == summary["solved"] == 10 and summary["failed"] == 0
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["span"]["removed"]["held_out_restbench"] == 0
+    env = open_environment("taskbench-multimedia")
+    gold = {t.query: t.gold_path for t in env.tasks()}
+
+    def rows(role: str) -> list[dict]:
+        return [json.loads(x) for x in (tmp_path / f"{role}.jsonl").read_text().splitlines()]
+
+    # grounding targets: every kept plan is the next executed gold step (never a perturbed one), or FINISH
+    for r in rows("grounding"):
+        action = json.loads(r["messages"][-1]["content"])["action"]
+        user = r["messages"][-1 - 1]["content"]
+        query = user.split("\n", 1)[0].removeprefix("Task: ")
+        done = user.split("Steps so far:", 1)[1].count("\n   result: ") if "Steps so far:" in user else 0
+        path = gold[query]
+        assert action["tool"] == (path[done] if done < len(path) else "FINISH")
+        if done < len(path):
+            assert "Feedback on your last plan" in user or all(a["value"] != "unknown" for a in action["arguments"])
+    # execution targets ran in the sandbox without error (export-sft keeps only those)
+    assert rows("execution") and all("```python" in r["messages"][-1]["content"] for r in rows("execution"))
+    # review targets: calibrations of perturbed actions, routed to who must fix them
+    verdicts = [json.loads(r["messages"][-1]["content"]) for r in rows("review")]
+    routes = {(v["verdict"], v["route"]) for v in verdicts if v["verdict"] == "revise"}
+    assert routes == {("revise", "grounding"), ("revise", "execution")}
+    assert {v["problem"] for v in verdicts} >= {"none", "missing_arguments", "faulty_code"}
+
+
+@pytest.mark.skipif(any(importlib.util.find_spec(m) is None for m in ("torch", "gguf", "safetensors")),
+                    reason="needs the [distill] extra (torch, gguf)")
+def test_gguf_lora_names_layout_and_llama_permutation(tmp_path: Path) -> None:
+    import gguf
+    import numpy as np
+    import torch
+    from safetensors.torch import save_file
+
+    from taskbench.distill.gguf_lora import gguf_tensors, permute_rows, write_gguf_lora
+
+    a = torch.arange(2 * 8, dtype=torch.float32).reshape(2, 8)
+    b = torch.arange(8 * 2, dtype=torch.float32).reshape(8, 2)
+    state = {"base_model.model.model.layers.3.self_attn.q_proj.lora_A.weight": a,
+             "base_model.model.model.layers.3.self_attn.q_proj.lora_B.weight": b,
+             "base_model.model.model.layers.0.mlp.down_proj.lora_B.weight": b}
+    qwen = gguf_tensors(state, model_type="qwen2", n_head=2, n_head_kv=1)
+    assert set(qwen) == {"blk.3.attn_q.weight.lora_a", "blk.3.attn_q.weight.lora_b", "blk.0.ffn_down.weight.lora_b"}
+    assert np.array_equal(qwen["blk.3.attn_q.weight.lora_b"], b.numpy())
+    llama = gguf_tensors(state, model_type="llama", n_head=2, n_head_kv=1)
+    assert not np.array_equal(llama["blk.3.attn_q.weight.lora_b"], b.numpy())
+    assert np.array_equal(llama["blk.3.attn_q.weight.lora_b"], permute_rows(b.numpy(), 2))
+    assert np.array_equal(llama["blk.0.ffn_down.weight.lora_b"], b.numpy())  # only q/k are permuted
+    with pytest.raises(ConfigError, match="no GGUF name"):
+        gguf_tensors({"base_model.model.model.layers.0.mlp.weird.lora_A.weight": a}, model_type="llama",
+                     n_head=2, n_head_kv=2)
+
+    save_file({k: v.contiguous() for k, v in list(state.items())[:2]}, str(tmp_path / "adapter_model.safetensors"))
+    (tmp_path / "adapter_config.json").write_text(json.dumps({"r": 2, "lora_alpha": 4}))
+    path = write_gguf_lora(tmp_path, tmp_path / "adapter.gguf", model_type="qwen2", n_head=2, n_head_kv=1)
+    reader = gguf.GGUFReader(str(path))
+    fields = {k: reader.fields[k] for k in ("general.type", "adapter.type", "adapter.lora.alpha", "general.architecture")}
+    text = {k: bytes(f.parts[f.data[0]]).decode() for k, f in fields.items() if k != "adapter.lora.alpha"}
+    assert text == {"general.type": "adapter", "adapter.type": "lora", "general.architecture": "qwen2"}
+    assert float(fields["adapter.lora.alpha"].parts[-1][0]) == 4.0
+    assert sorted(t.name for t in reader.tensors) == ["blk.3.attn_q.weight.lora_a", "blk.3.attn_q.weight.lora_b"]
+
+
+def test_base_plus_adapter_model_string(tmp_path: Path) -> None:
+    from taskbench.llm.providers.llamacpp import split_adapter
+
+    assert split_adapter("qwen2.5-coder-0.5b") == ("qwen2.5-coder-0.5b", None)
+    with pytest.raises(InputError, match="no GGUF LoRA adapter"):
+        split_adapter(f"qwen2.5-coder-0.5b+{tmp_path}")
+    (tmp_path / "adapter.gguf").write_bytes(b"NOPE")
+    with pytest.raises(InputError, match="not a GGUF file"):
+        split_adapter(f"qwen2.5-coder-0.5b+{tmp_path}")
+    (tmp_path / "adapter.gguf").write_bytes(b"GGUF" + b"\0" * 8)
+    assert split_adapter(f"smollm2-135m+{tmp_path}") == ("smollm2-135m", str(tmp_path / "adapter.gguf"))
+
+
+@pytest.mark.skipif(any(importlib.util.find_spec(m) is None for m in ("torch", "peft", "transformers")),
+                    reason="needs the [distill] extra")
+def test_distill_cli_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from cli_runner import run
+
+    code, _, err = run(capsys, "agents", "distill", "--role", "planner", "--data", str(tmp_path), "-o",
+                       str(tmp_path / "a"))
+    assert code == 2 and "--role 'planner'" in err
+    code, _, err = run(capsys, "agents", "distill", "--role", "review", "--data", str(tmp_path), "-o",
+                       str(tmp_path / "a"))
+    assert code == 2 and "no review.jsonl" in err and len(err.strip().splitlines()) == 1
+    held = {"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}],
+            "meta": {"env": "restbench-spotify"}}
+    (tmp_path / "review.jsonl").write_text(json.dumps(held) + "\n")
+    code, _, err = run(capsys, "agents", "distill", "--role", "review", "--data", str(tmp_path), "-o",
+                       str(tmp_path / "a"))
+    assert code == 2 and "review.jsonl:1:" in err and "held-out" in err
+    assert not (tmp_path / "a").exists()
+    code, _, err = run(capsys, "agents", "span-data", "--env", "restbench-tmdb", "-o", str(tmp_path / "g"))
+    assert code == 2 and "held-out" in err
