@@ -20,7 +20,7 @@ Two sources feed :mod:`taskbench.distill` (one LoRA student per ConAgents role):
 Selection (:func:`select`, the paper's appendix A.2), each rule counted in the manifest: at least
 ``min_tools`` candidate tools (the paper: 10), documentation of every gold tool of at least ``min_doc_words``
 words (the paper: 100), no gold tool the environment does not have (unavailable), and no near-duplicate
-query (:func:`taskbench.engine.dedup.near_duplicates`, the data engine's rule).
+query (:func:`taskbench.dataset.dedup.near_duplicates`, the data engine's rule).
 
 **RestBench is the held-out test set.** Its queries are what the students are evaluated on, so they are never
 training data: :func:`build_gold` refuses a RestBench environment, :func:`select` drops every RestBench
@@ -85,7 +85,7 @@ def select(candidates: Sequence[Candidate], *, min_tools: int = 10, min_doc_word
            dedup_threshold: float = 90.0) -> tuple[list[Candidate], dict[str, int]]:
     """The candidates the paper's heuristics keep, in order, and how many each rule removed (rules apply in
     the order of the returned dict; a task is counted under the first rule it fails)."""
-    from ..engine.dedup import near_duplicates
+    from ..dataset.dedup import near_duplicates
 
     removed = {"held_out_restbench": 0, "fewer_candidate_tools": 0, "unavailable_tool": 0,
                "short_documentation": 0, "near_duplicate": 0}
