@@ -270,7 +270,7 @@ def span_data_command(
     limit: int | None = typer.Option(None, "--limit", min=1, help="At most N selected tasks."),
     perturb: float = typer.Option(0.5, "--perturb", min=0.0, max=1.0, help="Share of tasks with one perturbed "
                                   "step (wrong tool, missing or wrong argument, faulty code) for review targets."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the perturbations."),
+    seed: int = typer.Option(0, "--seed", "-s", help="Seed of the perturbations."),
     min_tools: int = typer.Option(10, "--min-tools", min=0, help="Candidate tools at least (the paper: 10)."),
     min_doc_words: int = typer.Option(100, "--min-doc-words", min=0, help="Words of documentation per gold tool "
                                       "at least (the paper: 100; TaskBench tools have 20-60)."),
@@ -315,7 +315,7 @@ def distill_command(
     lr: float = typer.Option(2e-4, "--lr", help="Learning rate (the paper: 5e-5 for Mistral-8x7B)."),
     epochs: int = typer.Option(1, "--epochs", min=1, help="Passes over the examples."),
     max_length: int = typer.Option(1024, "--max-length", min=16, help="Longer examples are skipped (counted)."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the example order and the adapter's initialisation."),
+    seed: int = typer.Option(0, "--seed", "-s", help="Seed of the example order and the adapter's initialisation."),
     limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N examples."),
     targets: str = typer.Option("q_proj,k_proj,v_proj,o_proj", "--targets", help="Modules to adapt."),
     checkpoint_every: int = typer.Option(50, "--checkpoint-every", min=1, help="Examples between checkpoints."),
