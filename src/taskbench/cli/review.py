@@ -139,8 +139,9 @@ def _export(session: ReviewSession, out: Path | None, adjudicator: str | None, k
         raise typer.Exit(1)
 
 
-def _serve(session: ReviewSession, reviewer: str, host: str, port: int, token: str | None, log_level: str,
-           human: object = None) -> None:
+def check_serving(host: str, token: str | None, command: str) -> bool:
+    """Before the app is served (by `taskbench review` or `view`): a host other than loopback needs a token, and
+    the [review] extra must be installed. Returns whether ``host`` is loopback."""
     from ..errors import ConfigError, MissingDependencyError
 
     loopback = _is_loopback(host)
@@ -149,16 +150,28 @@ def _serve(session: ReviewSession, reviewer: str, host: str, port: int, token: s
                           "\"$(openssl rand -hex 16)\") or set TASKBENCH_REVIEW_TOKEN")
     try:
         import fastapi  # noqa: F401
-        import uvicorn
+        import uvicorn  # noqa: F401
     except ModuleNotFoundError as exc:
-        raise MissingDependencyError(exc.name or "fastapi", "review", "taskbench review") from exc
+        raise MissingDependencyError(exc.name or "fastapi", "review", command) from exc
+    return loopback
+
+
+def app_url(host: str, port: int, path: str, token: str | None) -> str:
+    """The address a user opens (an IPv6 host in brackets, the token as a query parameter)."""
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}{path}" + (f"?token={token}" if token else "")
+
+
+def _serve(session: ReviewSession, reviewer: str, host: str, port: int, token: str | None, log_level: str,
+           human: object = None) -> None:
+    loopback = check_serving(host, token, "taskbench review")
+    import uvicorn
 
     from ..report.review.app import LOOPBACK_HOSTS, create_app
 
     app = create_app(session, reviewer=reviewer, token=token, allowed_hosts=LOOPBACK_HOSTS if loopback else None,
                      human_eval=human)
-    shown = f"[{host}]" if ":" in host else host
-    url = f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
+    url = app_url(host, port, "/", token)
     done = sum(1 for by in session.log.latest().values() if reviewer in by)
     typer.echo(f"taskbench review: {len(session.items)} samples in {session.root} ({done} reviewed by {reviewer}); "
                f"open {url} (Ctrl-C to stop)", err=True)

@@ -44,8 +44,8 @@ def view(
     log_level: str = typer.Option("warning", "--log-level", help="uvicorn log level."),
 ) -> None:
     from ..bundled import resolve_dir
-    from ..errors import ConfigError, InputError, MissingDependencyError
-    from .review import _default_reviewer, _is_loopback
+    from ..errors import InputError
+    from .review import _default_reviewer, app_url, check_serving
 
     paths = list(dirs or [Path("runs")])
     for p in paths:
@@ -57,15 +57,8 @@ def view(
         gold[name if sep else ""] = resolve_dir(where if sep else spec)
         if not sep:
             gold.setdefault(resolve_dir(spec).name, gold[""])
-    loopback = _is_loopback(host)
-    if not loopback and not token:
-        raise ConfigError(f"--host {host} is not a loopback address: pass --token (e.g. --token "
-                          "\"$(openssl rand -hex 16)\") or set TASKBENCH_REVIEW_TOKEN")
-    try:
-        import fastapi  # noqa: F401
-        import uvicorn
-    except ModuleNotFoundError as exc:
-        raise MissingDependencyError(exc.name or "fastapi", "review", "taskbench view") from exc
+    loopback = check_serving(host, token, "taskbench view")
+    import uvicorn
 
     from ..report.review.app import LOOPBACK_HOSTS, create_app
     from ..report.view.index import ViewIndex
@@ -75,8 +68,7 @@ def view(
         typer.echo(f"taskbench view: skipped {problem}", err=True)
     app = create_app(None, reviewer=reviewer or _default_reviewer(), token=token,
                      allowed_hosts=LOOPBACK_HOSTS if loopback else None, view=index)
-    shown = f"[{host}]" if ":" in host else host
-    url = f"http://{shown}:{port}/view" + (f"?token={token}" if token else "")
+    url = app_url(host, port, "/view", token)
     typer.echo(f"taskbench view: {len(index.runs)} runs under {', '.join(map(str, paths))}; open {url} "
                "(Ctrl-C to stop)", err=True)
     uvicorn.run(app, host=host, port=port, log_level=log_level)
