@@ -162,8 +162,9 @@ class SandboxUnavailableError(SandboxError):
 # --------------------------------------------------------------------------------------------- helpers
 
 
-def suggest(name: object, choices: Iterable[object], *, n: int = 1) -> list[str]:
-    """The ``choices`` closest to ``name`` (case-insensitive, difflib's ratio >= 0.6), best first."""
+def suggest(name: object, choices: Iterable[object], *, n: int = 1, cutoff: float = 0.6) -> list[str]:
+    """The ``choices`` closest to ``name`` (case-insensitive, difflib's ratio >= ``cutoff``), best first: the
+    one did-you-mean helper (every "did you mean" hint of the package comes from here)."""
     import difflib
 
     options = [str(c) for c in choices]
@@ -175,7 +176,7 @@ def suggest(name: object, choices: Iterable[object], *, n: int = 1) -> list[str]
     exact = by_lower.get(name.lower())
     if exact is not None and exact != name:
         return [exact]
-    close = difflib.get_close_matches(name.lower(), list(by_lower), n=n, cutoff=0.6)
+    close = difflib.get_close_matches(name.lower(), list(by_lower), n=n, cutoff=cutoff)
     if not close:  # a prefix or a part of a name ("chain" -> "chain_overall")
         close = [c for c in by_lower if c.startswith(name.lower()) or (len(name) >= 3 and name.lower() in c)][:n]
     return [by_lower[c] for c in close]
