@@ -1,0 +1,52 @@
+"""Issue 19 point 4: one of each helper, so two call sites cannot disagree."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+
+def _captured(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, dict[str, Any]]]:
+    import taskbench.llm.model as model_module
+
+    calls: list[tuple[str, dict[str, Any]]] = []
+    monkeypatch.setattr(model_module, "get_model", lambda spec, **kw: calls.append((spec, kw)))
+    return calls
+
+
+@pytest.mark.parametrize("base_url", [None, "", "http://127.0.0.1:9/v1", ["http://127.0.0.1:9/v1"]])
+@pytest.mark.parametrize("api_key_env", [None, "", "MY_KEY"])
+def test_open_model_and_a_model_config_open_the_same_model(monkeypatch, base_url, api_key_env):
+    from taskbench.llm.config import ModelConfig, open_model
+
+    calls = _captured(monkeypatch)
+    args: dict[str, Any] = dict(concurrency=3, cache=False, base_url=base_url, api_key_env=api_key_env,
+                                options={"temperature": 0.5})
+    open_model("openai/gpt-4o-mini", **args)
+    ModelConfig.build("openai/gpt-4o-mini", **args).open()
+    assert calls[0] == calls[1]  # open_model passed base_url="" on (is not None); build dropped it (truthiness)
+    assert ("base_url" in calls[0][1]) == bool(base_url)
+    assert ("api_key_env" in calls[0][1]) == bool(api_key_env)
+    assert calls[0][1]["concurrency"] == 3 and calls[0][1]["temperature"] == 0.5
+
+
+def test_every_did_you_mean_comes_from_errors_suggest():
+    """The environment, agent and tool_choice hints used difflib case-sensitively on their own; a name typed in
+    the wrong case got no hint there while every other hint of the package (errors.suggest) gave one."""
+    from taskbench.agents.config import parse_agent
+    from taskbench.envs import open_environment
+    from taskbench.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="did you mean 'restbench-tmdb'"):
+        open_environment("RESTBENCH-TMDB")
+    with pytest.raises(ConfigError, match="did you mean 'reflexion'"):
+        parse_agent("REFLEXION")
+
+
+def test_predict_has_no_second_extract_json():
+    """llm.extract_json reads any JSON value; the prediction parser's reference-style reader has its own name."""
+    import taskbench.predict.parse as parse
+
+    assert not hasattr(parse, "extract_json")
+    assert parse.extract_result('RESULT #: {"task_nodes": []}') == ({"task_nodes": []}, None)
