@@ -50,3 +50,22 @@ def test_predict_has_no_second_extract_json():
 
     assert not hasattr(parse, "extract_json")
     assert parse.extract_result('RESULT #: {"task_nodes": []}') == ({"task_nodes": []}, None)
+
+
+def test_the_report_pages_are_autoescaped_templates():
+    """The leaderboard page and the run report are rendered from report/templates with autoescape on, not
+    assembled from f-strings with html.escape at each value (one missed call would have been an injection)."""
+    import inspect
+
+    import taskbench.report.leaderboard as leaderboard
+    import taskbench.run.report as run_report
+    for module in (leaderboard, run_report):
+        assert "<!DOCTYPE" not in inspect.getsource(module), module.__name__
+    env = run_report.page_environment()
+    for name in ("leaderboard.html", "run_report.html"):
+        env.get_template(name)  # bundled and parses
+    board = leaderboard.Leaderboard(group="overall_overall", rank_by="node_micro_f1", metrics=["node_micro_f1"],
+                                    rows=[{"model": "<script>alert(1)</script>", "n": 1, "node_micro_f1": 0.5}], entries=[])
+    page = leaderboard.to_html(board, plots=False)
+    assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "<td>50.00</td>" in page
