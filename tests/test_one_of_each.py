@@ -69,3 +69,49 @@ def test_the_report_pages_are_autoescaped_templates():
     page = leaderboard.to_html(board, plots=False)
     assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "<td>50.00</td>" in page
+
+
+OUTSIDE_THE_TREE = {
+    # control-flow signals private to one module (raised and caught there)
+    "taskbench.agents.episode.StepCap",
+    "taskbench.envs.restbench.checking.ScriptError",
+    "taskbench.envs.taskbench_exec.env._CallError",
+    "taskbench.eval.compat._Dropped",
+    # the sandbox supervisor runs inside the sandbox and imports nothing of taskbench
+    "taskbench.envs.sandbox._supervisor.LimitExceeded",
+    "taskbench.envs.sandbox._supervisor.ToolError",
+}
+
+
+def test_every_exception_class_is_under_taskbench_error_or_listed():
+    """JSONExtractionError, TransientProviderError, NoEndpointLeft and ApiError were Exception/ValueError
+    subclasses beside the tree; now every class is in it, but for the listed module-private signals."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import taskbench
+    from taskbench.errors import ModelError, ModelRefusedError, TaskbenchError
+
+    outside = set()
+    for info in pkgutil.walk_packages(taskbench.__path__, "taskbench."):
+        if ".bundled" in info.name or info.name.endswith("__main__"):
+            continue
+        try:
+            module = importlib.import_module(info.name)
+        except ImportError:  # an optional extra that is not installed here
+            continue
+        for name, obj in vars(module).items():
+            if (inspect.isclass(obj) and issubclass(obj, BaseException) and obj.__module__ == module.__name__
+                    and not issubclass(obj, TaskbenchError)):
+                outside.add(f"{module.__name__}.{name}")
+    assert outside <= OUTSIDE_THE_TREE, sorted(outside - OUTSIDE_THE_TREE)
+
+    from taskbench.envs.restbench.service import ApiError
+    from taskbench.llm.base import TransientProviderError
+    from taskbench.llm.providers.pool import NoEndpointLeft
+    from taskbench.llm.schemas import JSONExtractionError
+
+    assert issubclass(JSONExtractionError, ModelRefusedError) and issubclass(JSONExtractionError, ValueError)
+    assert issubclass(TransientProviderError, ModelError) and issubclass(NoEndpointLeft, ModelError)
+    assert issubclass(ApiError, TaskbenchError)
