@@ -32,10 +32,8 @@ def _skip_reason() -> str | None:
 
 @pytest.mark.slow
 @pytest.mark.model
+@pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_reason()))  # decided before the test's own process
 def test_taskbench_run_with_no_flags_runs_every_stage(tmp_path, monkeypatch) -> None:
-    reason = _skip_reason()
-    if reason:
-        pytest.skip(reason)
     import taskbench.run.job as job
     import taskbench.run.spec as spec
     from taskbench.cli.main import app
