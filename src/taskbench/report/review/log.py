@@ -74,7 +74,7 @@ def utc_now() -> str:
 def record_hash(record: dict[str, Any]) -> str:
     """SHA-256 (hex) of a sample record in canonical JSON (sorted keys), identifying the version reviewed."""
     text = json.dumps(record, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class Decision(BaseModel):

@@ -1,0 +1,149 @@
+"""The bad inputs of issue 24.9 that were still left after the first fixes: each is one `taskbench: error:` line
+(exit 2, nothing written) or is accepted. Written first; every test here failed before its fix."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cli_runner import run
+from taskbench import bundled
+
+
+def _one_line(code: int, err: str) -> str:
+    lines = [x for x in err.strip().splitlines() if x.strip()]
+    assert code == 2, err
+    assert "Traceback" not in err and lines and lines[-1].startswith("taskbench: error:"), err
+    return lines[-1]
+
+
+@pytest.fixture
+def ds(tmp_path: Path) -> Path:
+    out = tmp_path / "ds"
+    shutil.copytree(bundled.path("multimedia"), out, ignore=shutil.ignore_patterns("__pycache__", "*.py"))
+    return out
+
+
+def _bomb() -> str:
+    text = 'drop: [&a ["x","x","x","x","x","x","x","x","x"]'
+    for i in range(1, 9):
+        text += f", &{chr(97 + i)} [" + ",".join([f"*{chr(96 + i)}"] * 9) + "]"
+    return text + "]\n"
+
+
+@pytest.mark.parametrize(("name", "text", "words"), [
+    ("bomb.yaml", _bomb(), "aliases expand"),
+    ("deep.yaml", "drop: " + "[" * 3000 + "]" * 3000 + "\n", "nested too deeply"),
+    ("deep.json", '{"drop": [' + "[" * 900 + "]" * 900 + "]}", "expected 'SOURCE -> TARGET'"),
+])
+def test_graph_edit_overrides_that_bomb_or_nest_deeply_are_one_line(ds: Path, tmp_path: Path, capsys, name: str,
+                                                                     text: str, words: str) -> None:
+    over = tmp_path / name
+    over.write_text(text, encoding="utf-8")
+    out = tmp_path / "edited.json"
+    code, _, err = run(capsys, "graph", "edit", str(ds / "graph_desc.json"), "--overrides", str(over), "-o", str(out))
+    line = _one_line(code, err)
+    assert str(over) in line and words in line and len(line) < 400, line
+    assert not out.exists()
+
+
+def test_a_bad_dependency_option_blames_the_option_not_the_tool_file(ds: Path, tmp_path: Path, capsys) -> None:
+    code, _, err = run(capsys, "generate", "--tools", str(ds / "tool_desc.json"), "--dependency", "x", "-m",
+                       "mock/echo", "--n", "2", "-o", str(tmp_path / "gen"))
+    line = _one_line(code, err)
+    assert "--dependency" in line and "tool_desc.json" not in line, line
+
+
+def test_compat_on_a_gold_file_of_one_empty_object_names_the_file(ds: Path, tmp_path: Path, capsys) -> None:
+    (ds / "data.json").write_text("{}\n", encoding="utf-8")
+    preds = tmp_path / "p.jsonl"
+    preds.write_text("{}\n", encoding="utf-8")
+    for mode in ("--compat", "--strict"):
+        code, _, err = run(capsys, "evaluate", "-d", str(ds), "-p", str(preds), mode)
+        line = _one_line(code, err)
+        assert f"{ds / 'data.json'}" in line, (mode, line)
+
+
+def _tear_line(ds: Path, n: int = 3) -> None:
+    lines = (ds / "data.json").read_text(encoding="utf-8").splitlines()
+    lines[n] = "{not json"
+    (ds / "data.json").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def test_data_judge_stops_on_a_torn_data_line_before_any_model_call(ds: Path, tmp_path: Path, capsys,
+                                                                     monkeypatch) -> None:
+    monkeypatch.setenv("TASKBENCH_CACHE", str(tmp_path / "cache"))
+    _tear_line(ds)
+    before = (ds / "data.json").read_bytes()
+    code, _, err = run(capsys, "data", "judge", str(ds), "-m", "mock/echo", "--limit", "5", "-q")
+    line = _one_line(code, err)
+    assert f"{ds / 'data.json'}:4:" in line, line
+    assert not (ds / "judge").exists(), "model calls ran before the torn line was reported"
+    assert (ds / "data.json").read_bytes() == before
+
+
+def test_run_leaves_out_a_torn_data_line_as_it_says_instead_of_failing_after_the_calls(ds: Path, tmp_path: Path,
+                                                                                        capsys, monkeypatch) -> None:
+    monkeypatch.setenv("TASKBENCH_CACHE", str(tmp_path / "cache"))
+    _tear_line(ds)
+    out = tmp_path / "run"
+    code, _, err = run(capsys, "run", "-m", "mock/echo", "-d", str(ds), "--limit", "4", "--generate", "0",
+                       "--agents", "", "--bootstrap", "0", "-o", str(out), "-q")
+    assert code == 0, err
+    assert "unusable record(s) left out; the rest is used" in err and "taskbench: error" not in err, err
+    metrics = list((out / "metrics").rglob("*.json"))
+    assert metrics, list(out.rglob("*"))
+
+
+def test_a_symlink_loop_as_predict_output_is_one_line(ds: Path, tmp_path: Path, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("TASKBENCH_CACHE", str(tmp_path / "cache"))
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a.symlink_to(b)
+    b.symlink_to(a)
+    code, _, err = run(capsys, "predict", "-d", str(ds), "-m", "mock/echo", "--limit", "2", "-o", str(a), "-q")
+    line = _one_line(code, err)
+    assert str(a) in line, line
+
+
+@pytest.mark.parametrize("board", [
+    {"group": "overall_overall", "rows": [5]},
+    {"rows": [{"model": "a", "node_micro_f1": "x"}]},
+    {"rows": [{"model": ["a"], "node_micro_f1": 1}]},
+    {"rows": [{"model": "a", "node_micro_f1": float("nan")}]},
+])
+def test_a_board_with_rows_of_the_wrong_shape_is_one_line(tmp_path: Path, capsys, board: dict) -> None:
+    metrics = tmp_path / "m.json"
+    metrics.write_text(json.dumps({"model": "a", "strict": {"groups": {}}}), encoding="utf-8")
+    against = tmp_path / "board.json"
+    against.write_text(json.dumps(board), encoding="utf-8")
+    from taskbench.errors import InputError
+    from taskbench.report.leaderboard import read_ranking
+
+    with pytest.raises(InputError) as caught:
+        read_ranking(against)
+    assert str(against) in str(caught.value) and "row #1" in str(caught.value)
+
+
+def _surrogate_tools(ds: Path) -> None:
+    doc = json.loads((ds / "tool_desc.json").read_text(encoding="utf-8"))
+    doc["nodes"][0]["id"] = "Image\ud800Tool"
+    (ds / "tool_desc.json").write_text(json.dumps(doc), encoding="utf-8")  # ensure_ascii: written as \ud800
+
+
+def test_a_lone_surrogate_in_a_tool_name_is_written_not_a_crash(ds: Path, tmp_path: Path, capsys,
+                                                                 monkeypatch) -> None:
+    monkeypatch.setenv("TASKBENCH_CACHE", str(tmp_path / "cache"))
+    _surrogate_tools(ds)
+    graph = tmp_path / "g.json"
+    code, _, err = run(capsys, "graph", "build", str(ds / "tool_desc.json"), "-o", str(graph))
+    assert code == 0, err
+    code, _, err = run(capsys, "graph", "show", str(graph), "-o", str(tmp_path / "g.html"))
+    assert code == 0 and "Traceback" not in err, err
+    assert "Image" in (tmp_path / "g.html").read_text(encoding="utf-8")
+    code, _, err = run(capsys, "generate", "--tools", str(ds / "tool_desc.json"), "-m", "mock/echo", "--n", "2",
+                       "-o", str(tmp_path / "gen"), "-q")
+    assert code in (0, 1) and "Traceback" not in err, err
+    assert (tmp_path / "gen" / "generation.json").is_file() or list((tmp_path / "gen").iterdir())
