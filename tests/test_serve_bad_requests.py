@@ -31,7 +31,16 @@ def _shaped(r: Any, status: int) -> dict[str, Any]:
     return err
 
 
+def _deep_parameters(levels: int) -> dict[str, Any]:
+    deep: dict[str, Any] = {"type": "string"}
+    for _ in range(levels):
+        deep = {"type": "object", "properties": {"a": deep}}
+    return deep
+
+
 BAD = [
+    {"tools": [{"type": "function", "function": {"name": "deep", "parameters": _deep_parameters(300)}}]},
+    {"tools": [{"type": "function", "function": {"name": "p", "parameters": "object"}}]},
     {"max_tokens": -1}, {"max_tokens": 0}, {"max_completion_tokens": -5}, {"temperature": -1}, {"temperature": 3},
     {"top_p": 2}, {"top_p": -0.1}, {"n": 0},
     {"tool_choice": "required"},  # no tools

@@ -112,6 +112,23 @@ def request_schema(req: ChatCompletionRequest) -> tuple[dict[str, Any] | None, s
     raise ConfigError(f"unsupported response_format type {kind!r} (use text, json_object or json_schema)")
 
 
+MAX_TOOL_SCHEMA_DEPTH = 64
+"""Deepest nesting of a tool's parameters schema a request may send (300 levels cut a stream off)."""
+
+
+def _depth(value: Any) -> int:
+    """How deeply ``value``'s objects and arrays nest (iterative: no recursion limit to hit)."""
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        v, d = todo.pop()
+        if isinstance(v, dict | list):
+            deepest = max(deepest, d)
+            if deepest > MAX_TOOL_SCHEMA_DEPTH:
+                return deepest
+            todo.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
+    return deepest
+
+
 def check_tools(req: ChatCompletionRequest) -> None:
     """Refuse (ConfigError, a 400) tools that are not functions with a name, and a ``tool_choice`` that is not
     auto / none / required / one of the given tools, before any answer starts (streamed or not)."""
@@ -121,6 +138,11 @@ def check_tools(req: ChatCompletionRequest) -> None:
         if not isinstance(tool, dict) or tool.get("type") != "function" or not isinstance(fn, dict) \
                 or not isinstance(fn.get("name"), str) or not fn["name"]:
             raise ConfigError(f"tools[{i}]: expected {{\"type\": \"function\", \"function\": {{\"name\": ...}}}}")
+        params = fn.get("parameters")
+        if params is not None and not isinstance(params, dict):
+            raise ConfigError(f"tools[{i}].function.parameters: expected a JSON Schema object")
+        if params is not None and _depth(params) > MAX_TOOL_SCHEMA_DEPTH:
+            raise ConfigError(f"tools[{i}].function.parameters: nested deeper than {MAX_TOOL_SCHEMA_DEPTH} levels")
         names.append(fn["name"])
     choice = req.tool_choice
     if choice is None:
