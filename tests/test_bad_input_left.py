@@ -147,3 +147,22 @@ def test_a_lone_surrogate_in_a_tool_name_is_written_not_a_crash(ds: Path, tmp_pa
                        "-o", str(tmp_path / "gen"), "-q")
     assert code in (0, 1) and "Traceback" not in err, err
     assert (tmp_path / "gen" / "generation.json").is_file() or list((tmp_path / "gen").iterdir())
+
+
+@pytest.mark.parametrize("errors", ["strict", "surrogateescape", "surrogatepass"])
+def test_stdout_prints_a_lone_surrogate_in_any_error_mode(errors: str, monkeypatch) -> None:
+    """PYTHONIOENCODING=utf-8:surrogateescape (or an ASCII terminal) left stdout unable to print a lone
+    surrogate: only the "strict" mode was made tolerant."""
+    import io
+    import sys
+
+    from taskbench.cli.main import _tolerant_streams
+
+    for encoding in ("utf-8", "ascii"):
+        raw = io.BytesIO()
+        stream = io.TextIOWrapper(raw, encoding=encoding, errors=errors)
+        monkeypatch.setattr(sys, "stdout", stream)
+        _tolerant_streams()
+        print("tool Image\ud800Tool é", file=stream)
+        stream.flush()
+        assert b"Image" in raw.getvalue(), (encoding, errors)
