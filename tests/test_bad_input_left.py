@@ -166,3 +166,17 @@ def test_stdout_prints_a_lone_surrogate_in_any_error_mode(errors: str, monkeypat
         print("tool Image\ud800Tool é", file=stream)
         stream.flush()
         assert b"Image" in raw.getvalue(), (encoding, errors)
+
+
+def test_run_on_a_tool_name_with_a_lone_surrogate_writes_its_log(ds: Path, tmp_path: Path, capsys,
+                                                                  monkeypatch) -> None:
+    """pydantic's JSON mode cannot encode a lone surrogate: the run log's write ended the run in a
+    UnicodeEncodeError after every stage had run (found by tests/test_fuzz_commands.py)."""
+    monkeypatch.setenv("TASKBENCH_CACHE", str(tmp_path / "cache"))
+    _surrogate_tools(ds)
+    out = tmp_path / "run"
+    code, _, err = run(capsys, "run", "-m", "mock/echo", "-d", str(ds), "--limit", "2", "--generate", "0",
+                       "--agents", "", "--bootstrap", "0", "-o", str(out), "-q")
+    assert code == 0, err
+    log = json.loads((out / "run_log.json").read_text(encoding="utf-8"))
+    assert log["status"] == "complete", log["status"]

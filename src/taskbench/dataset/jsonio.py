@@ -162,6 +162,16 @@ def write_json(path: str | Path, value: Any, *, indent: int | None = 2) -> None:
     _atomic_write(Path(path), json.dumps(value, ensure_ascii=False, indent=indent) + "\n")
 
 
+def model_json(model: Any) -> Any:
+    """``model.model_dump(mode="json")`` of a pydantic model, also when a string holds a lone surrogate (from a
+    ``"\\ud800"`` escape in the input), which pydantic's JSON mode cannot encode: then the Python dump, made
+    JSON-compatible by a round trip through :func:`json.dumps` (datetimes and paths as text)."""
+    try:
+        return model.model_dump(mode="json")
+    except UnicodeEncodeError:
+        return json.loads(json.dumps(model.model_dump(mode="python"), default=str))
+
+
 def write_jsonl(path: str | Path, values: list[Any]) -> None:
     """Write JSON Lines atomically (temporary file + rename)."""
     _atomic_write(Path(path), "".join(dumps_line(v) + "\n" for v in values))

@@ -141,7 +141,7 @@ def _write_log(log: RunLog, run_dir: Path) -> None:
         current = log.passes[-1]
         current.stage, current.status = log.stage, log.status
         current.finished = log.finished if log.status != "running" else log.updated
-    jsonio.write_json(run_dir / RUN_LOG_FILE, log.model_dump(mode="json"))
+    jsonio.write_json(run_dir / RUN_LOG_FILE, jsonio.model_json(log))
 
 
 def _set_stage(log: RunLog, run_dir: Path, stage: str) -> None:
