@@ -180,3 +180,37 @@ def test_run_on_a_tool_name_with_a_lone_surrogate_writes_its_log(ds: Path, tmp_p
     assert code == 0, err
     log = json.loads((out / "run_log.json").read_text(encoding="utf-8"))
     assert log["status"] == "complete", log["status"]
+
+
+DEEP_LINE = b"[" * 100_000 + b"]" * 100_000
+HUGE_LINE = b'{"id": ' + b"9" * 5000 + b"}"
+
+
+def test_the_review_log_reads_deep_and_huge_lines_as_problems(tmp_path: Path) -> None:
+    from taskbench.report.review.log import ReviewLog
+
+    path = tmp_path / "review.jsonl"
+    path.write_bytes(DEEP_LINE + b"\n" + HUGE_LINE + b"\n")
+    log = ReviewLog(path)
+    log.refresh()
+    assert [p.line for p in log.problems] == [1, 2] and not log.decisions
+
+
+def test_review_reads_deep_and_huge_sample_lines_as_bad_lines(tmp_path: Path) -> None:
+    from taskbench.report.review.session import _read_records
+
+    path = tmp_path / "data.json"
+    path.write_bytes(DEEP_LINE + b"\n" + HUGE_LINE + b'\n{"id": "a"}\n')
+    rows = _read_records(path)
+    assert [(line, err is not None) for line, _, err in rows] == [(1, True), (2, True), (3, False)]
+
+
+@pytest.mark.parametrize("value", [[[[]]], {"a": [1, {"b": None}]}])
+def test_argument_text_of_nested_values_is_bounded(value: object) -> None:
+    from taskbench.eval.normalise import _as_text
+
+    deep: object = "x"
+    for _ in range(100_000):
+        deep = [deep]
+    assert isinstance(_as_text(value), str)
+    assert isinstance(_as_text(deep), str)  # a RecursionError before

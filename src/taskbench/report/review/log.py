@@ -169,7 +169,7 @@ class ReviewLog:
             return
         try:
             value = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # deep nesting, huge integers too
             self.problems.append(LogProblem(line=line, message=f"not a JSON line ({exc})"))
             return
         try:
