@@ -214,3 +214,26 @@ def test_argument_text_of_nested_values_is_bounded(value: object) -> None:
         deep = [deep]
     assert isinstance(_as_text(value), str)
     assert isinstance(_as_text(deep), str)  # a RecursionError before
+
+
+@pytest.mark.parametrize("command", ["evaluate", "leaderboard", "sample", "predict", "data judge"])
+def test_an_output_under_a_file_is_one_line_before_any_model_call(ds: Path, tmp_path: Path, capsys, monkeypatch,
+                                                                   command: str) -> None:
+    monkeypatch.setenv("TASKBENCH_CACHE", str(tmp_path / "cache"))
+    blocker = tmp_path / "afile"
+    blocker.write_text("x\n", encoding="utf-8")
+    preds, metrics = tmp_path / "p.jsonl", tmp_path / "m.json"
+    if command in ("evaluate", "leaderboard"):
+        assert run(capsys, "predict", "-d", str(ds), "-m", "mock/echo", "--limit", "2", "-o", str(preds), "-q")[0] == 0
+        assert run(capsys, "evaluate", "-d", str(ds), "-p", str(preds), "--bootstrap", "0", "-o", str(metrics))[0] == 0
+    out = blocker / "out.json"
+    argv = {"evaluate": ["evaluate", "-d", str(ds), "-p", str(preds), "--bootstrap", "0", "-o", str(out)],
+            "leaderboard": ["leaderboard", str(metrics), "-o", str(out)],
+            "sample": ["sample", str(ds / "graph_desc.json"), "-n", "2", "-o", str(out)],
+            "predict": ["predict", "-d", str(ds), "-m", "mock/echo", "--limit", "2", "-o", str(blocker / "p.jsonl"),
+                        "-q"],
+            "data judge": ["data", "judge", str(ds), "-m", "mock/echo", "--limit", "2", "-q", "-o", str(out)]}[command]
+    code, _, err = run(capsys, *argv)
+    line = _one_line(code, err)
+    assert f"{blocker} is a file" in line, line
+    assert not (ds / "judge").exists() and not (ds / "judge.json").exists()
