@@ -237,3 +237,17 @@ def test_an_output_under_a_file_is_one_line_before_any_model_call(ds: Path, tmp_
     line = _one_line(code, err)
     assert f"{blocker} is a file" in line, line
     assert not (ds / "judge").exists() and not (ds / "judge.json").exists()
+
+
+def test_a_review_log_that_is_a_symlink_loop_or_under_a_file_is_an_input_error(tmp_path: Path) -> None:
+    from taskbench.errors import InputError
+    from taskbench.report.review.log import ReviewLog
+
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a.symlink_to(b)
+    b.symlink_to(a)
+    with pytest.raises(InputError, match="cannot read the review log"):
+        ReviewLog(a)
+    (tmp_path / "afile").write_text("x", encoding="utf-8")
+    with pytest.raises(InputError, match="cannot read the review log"):
+        ReviewLog(tmp_path / "afile" / "log.jsonl")

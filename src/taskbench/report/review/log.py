@@ -30,6 +30,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ...dataset.jsonio import JsonlAppender
+from ...errors import InputError
 
 __all__ = [
     "FIX_KINDS",
@@ -141,6 +142,9 @@ class ReviewLog:
             if self._offset:
                 self._reset()
             return 0
+        except OSError as exc:  # a symlink loop, a parent that is a file
+            raise InputError(f"cannot read the review log ({exc.strerror or exc})", path=self.path,
+                             hint="remove the link or the file in its way") from None
         if size < self._offset:
             self._reset()
         if size == self._offset:
