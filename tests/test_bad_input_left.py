@@ -251,3 +251,44 @@ def test_a_review_log_that_is_a_symlink_loop_or_under_a_file_is_an_input_error(t
     (tmp_path / "afile").write_text("x", encoding="utf-8")
     with pytest.raises(InputError, match="cannot read the review log"):
         ReviewLog(tmp_path / "afile" / "log.jsonl")
+
+
+@pytest.fixture(scope="module")
+def agents_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from taskbench.cli.main import main
+
+    out = tmp_path_factory.mktemp("agents") / "run"
+    mp = pytest.MonkeyPatch()
+    mp.setenv("TASKBENCH_CACHE", str(out.parent / "cache"))
+    try:
+        main(["agents", "eval", "--env", "restbench-tmdb", "-m", "mock/echo", "--agent", "react", "-t", "tmdb-000",
+              "-o", str(out), "-q"])
+    except SystemExit as exc:
+        assert exc.code in (0, 1, None)
+    finally:
+        mp.undo()
+    assert (out / "episodes.jsonl").is_file()
+    return out
+
+
+@pytest.mark.parametrize(("name", "text"), [
+    ("episodes.jsonl", '{"x": 1}\n'),
+    ("episodes.jsonl", "[" * 3000 + "]" * 3000 + "\n"),
+    ("episodes.jsonl", '{"task_id": 5, "agent": null}\n'),
+    ("trajectories/react/tmdb-000__s0.jsonl", '{"type": "nope"}\n'),
+    ("trajectories/react/tmdb-000__s0.jsonl", "\xff"),
+])
+def test_agents_show_and_eval_read_a_broken_run_directory_as_one_line(agents_run: Path, tmp_path: Path, capsys,
+                                                                       monkeypatch, name: str, text: str) -> None:
+    """The run directory's files read raw (agents/show.py, agents/eval.py, cli/agents.py) were tracebacks."""
+    monkeypatch.setenv("TASKBENCH_CACHE", str(tmp_path / "cache"))
+    run_dir = tmp_path / "run"
+    shutil.copytree(agents_run, run_dir)
+    (run_dir / name).write_text(text, encoding="utf-8")
+    for argv in (["agents", "show", str(run_dir)], ["agents", "show", str(run_dir), "-t", "tmdb-000"],
+                 ["agents", "eval", "--env", "restbench-tmdb", "-m", "mock/echo", "--agent", "react", "-t",
+                  "tmdb-000", "-o", str(run_dir), "-q"]):
+        code, _, err = run(capsys, *argv)
+        assert "Traceback" not in err, err
+        if code != 0:
+            _one_line(code, err)
