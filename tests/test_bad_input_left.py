@@ -292,3 +292,14 @@ def test_agents_show_and_eval_read_a_broken_run_directory_as_one_line(agents_run
         assert "Traceback" not in err, err
         if code != 0:
             _one_line(code, err)
+
+
+def test_hashes_of_text_with_a_lone_surrogate_do_not_crash() -> None:
+    """The response cache's key and the review log's record hash encoded strictly (llm/cache.py,
+    report/review/log.py): a lone surrogate in a request or a sample ended the command."""
+    from taskbench.llm.cache import cache_key
+    from taskbench.report.review.log import record_hash
+
+    key = cache_key({"provider": "mock", "model": "echo"}, [{"role": "user", "content": "caption a\ud800.png"}], {}, None)
+    assert len(key) == 64 and key != cache_key({"provider": "mock", "model": "echo"}, [{"role": "user", "content": "caption a.png"}], {}, None)
+    assert len(record_hash({"id": "x\ud800"})) == 64

@@ -73,9 +73,25 @@ class ChatCompletionRequest(BaseModel):
     n: int = Field(default=1, description="Only 1 is supported.")
 
 
+def _json_text(data: Any) -> str:
+    """JSON text of ``data`` that UTF-8 can always encode: a lone surrogate (a ``"\\ud800"`` escape in the
+    request, echoed back) is written as its ``\\u`` escape instead of failing the answer."""
+    text = json.dumps(data, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(data)
+    return text
+
+
+class _SafeJSONResponse(JSONResponse):
+    def render(self, content: Any) -> bytes:
+        return _json_text(content).encode("utf-8")
+
+
 def _error(status: int, message: str, kind: str = "invalid_request_error", param: str | None = None,
            code: str | None = None) -> JSONResponse:
-    return JSONResponse(
+    return _SafeJSONResponse(
         status_code=status, content={"error": {"message": message, "type": kind, "param": param, "code": code}}
     )
 
@@ -220,7 +236,8 @@ def create_app(model: Model, *, served_name: str | None = None) -> FastAPI:
     name = served_name or model.name
     accepted = {name, model.name}
     created = int(time.time())
-    app = FastAPI(title="taskbench serve", description=f"OpenAI-compatible server over {name}", docs_url=None)
+    app = FastAPI(title="taskbench serve", description=f"OpenAI-compatible server over {name}", docs_url=None,
+                  default_response_class=_SafeJSONResponse)
     app.state.model = model
 
     @app.exception_handler(RequestValidationError)
@@ -307,7 +324,7 @@ def create_app(model: Model, *, served_name: str | None = None) -> FastAPI:
 
 
 def _sse(data: Any) -> str:
-    return f"data: {json.dumps(data, ensure_ascii=False)}\n\n"
+    return f"data: {_json_text(data)}\n\n"
 
 
 async def _stream(model: Model, messages: list[dict[str, Any]], kwargs: dict[str, Any], completion_id: str,
