@@ -303,3 +303,15 @@ def test_hashes_of_text_with_a_lone_surrogate_do_not_crash() -> None:
     key = cache_key({"provider": "mock", "model": "echo"}, [{"role": "user", "content": "caption a\ud800.png"}], {}, None)
     assert len(key) == 64 and key != cache_key({"provider": "mock", "model": "echo"}, [{"role": "user", "content": "caption a.png"}], {}, None)
     assert len(record_hash({"id": "x\ud800"})) == 64
+
+
+def test_review_prints_a_skipped_record_with_markup_like_text_as_text(ds: Path, tmp_path: Path, capsys) -> None:
+    """cli/review.py printed the skipped records' messages as rich markup: an id '[/x]' was a MarkupError."""
+    lines = (ds / "data.json").read_text(encoding="utf-8").splitlines()
+    rec = json.loads(lines[0])
+    rec.update({"id": "[/x]", "user_request": 5})
+    lines[0] = json.dumps(rec)
+    (ds / "data.json").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code, _, err = run(capsys, "review", str(ds), "--export", "-o", str(tmp_path / "out"))
+    assert "Traceback" not in err and "MarkupError" not in err, err
+    assert "skipped" in err and "[/x]" in err, err
