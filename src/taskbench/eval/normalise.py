@@ -18,11 +18,40 @@ from ..schema import NODE_REF, TaskArgument, TaskGraph, ToolLibrary, content_typ
 
 
 def _as_text(value: Any) -> str:
+    """An argument value as text: a string as it is, a list's items joined by spaces, anything else as JSON.
+    A list nested past the recursion limit is flattened without recursion instead of raising."""
+    try:
+        return _as_text_nested(value)
+    except RecursionError:
+        parts: list[str] = []
+        stack = [iter(value)]
+        while stack:
+            item = next(stack[-1], _END)
+            if item is _END:
+                stack.pop()
+            elif isinstance(item, list):
+                stack.append(iter(item))
+            else:
+                parts.append(item if isinstance(item, str) else _json_text(item))
+        return " ".join(parts)
+
+
+def _as_text_nested(value: Any) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, list):
-        return " ".join(_as_text(v) for v in value)
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+        return " ".join(_as_text_nested(v) for v in value)
+    return _json_text(value)
+
+
+_END = object()
+
+
+def _json_text(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    except (RecursionError, ValueError, TypeError):  # nested too deeply, an integer past 4300 digits
+        return str(type(value).__name__)
 
 
 class ArgPair(NamedTuple):

@@ -677,7 +677,17 @@ def read_ranking(path: str | Path, *, group: str = "overall_overall", metric: st
             )
         key = metric or str(doc.get("rank_by") or "node_micro_f1")
         sign = -1.0 if key in LOWER_IS_BETTER else 1.0
-        return {r["model"]: sign * float(r[key]) for r in doc["rows"] if r.get(key) is not None}
+        out: dict[str, float] = {}
+        for i, r in enumerate(doc["rows"]):
+            value = r.get(key) if isinstance(r, dict) else None
+            if value is None and isinstance(r, dict):
+                continue
+            if not isinstance(r, dict) or not isinstance(r.get("model"), str) \
+                    or isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+                raise InputError(f"board row #{i + 1} is not {{\"model\": NAME, {key!r}: NUMBER, ...}}", path=path,
+                                 hint="pass a board that taskbench leaderboard -o board.json wrote")
+            out[r["model"]] = sign * float(value)
+        return out
     if isinstance(doc, dict) and all(isinstance(v, (int, float)) for v in doc.values()) and doc:
         return {str(k): float(v) for k, v in doc.items()}
     raise InputError(

@@ -103,7 +103,10 @@ def score_entry(entry: RunEntry, ds: Dataset, run_dir: Path, *, bootstrap: int, 
     start = time.perf_counter()
     chosen = set(entry.sample_ids)
     samples = [s for s in ds.samples if s.id in chosen]
-    raw = [r for r in read_raw_records(ds.data_path) if str(r.get("id")) in chosen] if ds.data_path else None
+    # an unreadable line was left out when the dataset loaded (and said so): it is left out here too, not an
+    # error after every model call has run
+    raw = [r for r in read_raw_records(ds.data_path, problems=[]) if str(r.get("id")) in chosen] \
+        if ds.data_path else None
     records = [r for r in entry.records if isinstance(r, Prediction)]
     result = evaluate(samples, records, ds.library, mode="both", gold_records=raw, bootstrap=bootstrap, seed=seed,
                       model=entry.model, dataset=entry.dataset)
@@ -127,7 +130,7 @@ def _write_log(log: RunLog, run_dir: Path) -> None:
         current = log.passes[-1]
         current.stage, current.status = log.stage, log.status
         current.finished = log.finished if log.status != "running" else log.updated
-    jsonio.write_json(run_dir / RUN_LOG_FILE, log.model_dump(mode="json"))
+    jsonio.write_json(run_dir / RUN_LOG_FILE, jsonio.model_json(log))
 
 
 def _set_stage(log: RunLog, run_dir: Path, stage: str) -> None:
