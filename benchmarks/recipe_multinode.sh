@@ -19,10 +19,17 @@ free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)
 PIDS=()
 cleanup() {
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  # the Ray processes of our two nodes (their command lines or environments name $WORK); never `ray stop`,
-  # which would stop every Ray cluster of the machine
+  # the Ray processes of our two nodes (their command lines or environments name $WORK), sparing this script and
+  # its ancestors (a caller's command line may name $WORK too, as in `timeout 600 recipe_multinode.sh $WORK`);
+  # never `ray stop`, which would stop every Ray cluster of the machine
+  local keep=" " a=$$ st
+  while [ "${a:-0}" -gt 1 ]; do
+    keep+="$a "
+    st=$(cat "/proc/$a/stat" 2>/dev/null) || break
+    st=${st##*) }; read -r _ a _ <<< "$st"      # the field after the state is the parent's pid
+  done
   for d in /proc/[0-9]*; do
-    [ "${d#/proc/}" = "$$" ] && continue
+    case "$keep" in *" ${d#/proc/} "*) continue ;; esac
     if grep -qs "$WORK" "$d/cmdline" "$d/environ" 2>/dev/null; then kill -9 "${d#/proc/}" 2>/dev/null || true; fi
   done
 }
