@@ -219,3 +219,29 @@ def test_the_generated_dataset_is_a_task_file_whose_checker_passes_the_gold_and_
         if task.gold_path[-1] == "read_query":  # the answer must mention what the gold's last call returned
             wrong = run_sync(play(task, [(c["tool"], c["arguments"]) for c in calls], "It has 7 rows."))
             assert not wrong.success and "does not mention" in wrong.reason
+
+
+def test_the_state_of_the_real_sqlite_and_filesystem_servers(tmp_path: Path) -> None:
+    """Read through the real servers' own tools (installed by make mcp-servers)."""
+    from mcp_servers import server_or_skip
+    from taskbench.envs import open_environment
+
+    db = sqlite3.connect(tmp_path / "shop.db")
+    db.executescript("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO customers VALUES (1, 'Ana')")
+    db.commit()
+    db.close()
+    env = open_environment(f"mcp:{server_or_skip('mcp-server-sqlite')} --db-path {tmp_path / 'shop.db'}")
+    try:
+        state = run_sync(env.read_state())
+    finally:
+        env.close()
+    assert state == ('The database has 1 table:\n- table customers: id INTEGER primary key, name TEXT; 1 rows; '
+                     'first rows: [{"id": 1, "name": "Ana"}]')
+    (tmp_path / "files").mkdir()
+    (tmp_path / "files" / "notes.txt").write_text("hi")
+    env = open_environment(f"mcp:{server_or_skip('mcp-server-filesystem')} {tmp_path / 'files'}")
+    try:
+        state = run_sync(env.read_state())
+    finally:
+        env.close()
+    assert state is not None and "[FILE] notes.txt" in state and str(tmp_path / "files") in state

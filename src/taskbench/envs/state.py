@@ -59,7 +59,10 @@ class _Reader:
         result = await self.execute(ToolCall(id=f"state-{self.n}", name=name, arguments=arguments))
         if result.error is not None:
             return None, result.error
-        return result_value(result.content), None
+        content = result.content
+        if isinstance(content, dict) and len(content) == 1 and isinstance(next(iter(content.values())), str):
+            content = next(iter(content.values()))  # structured content that wraps the text ({"content": ...})
+        return result_value(content), None
 
 
 def _table_names(value: Any) -> list[str]:
