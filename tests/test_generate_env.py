@@ -63,8 +63,8 @@ class SqlEnv(Environment):
                 text = rows(f"PRAGMA table_info({call.arguments['table_name']})")
             else:
                 text = rows(str(call.arguments.get("query", "")))
-        except (sqlite3.Error, KeyError) as exc:
-            return ToolResult(call_id=call.id, name=call.name, error=f"Database error: {exc}")
+        except (sqlite3.Error, KeyError) as exc:  # as mcp-server-sqlite does: an answer, not an MCP error
+            return ToolResult(call_id=call.id, name=call.name, content=f"Database error: {exc}")
         return ToolResult(call_id=call.id, name=call.name, content=text)
 
 

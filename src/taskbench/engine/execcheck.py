@@ -3,8 +3,10 @@
 Each node is called once, in the order its links give (a topological order; ties in node order), with its
 arguments as the tool's parameters (temporal ``{name, value}`` pairs; a resource sample's positional values
 take the tool's parameters in order; a null value is left out). A value that is exactly ``"<node-j>"`` is
-replaced by node j's result (its text, or its JSON). The sample passes when every call returns a result; the
-first one that fails stops the run and is the reason (``exec_failed: node 2 (read_query): no such table:
+replaced by node j's result (its text, or its JSON). The sample passes when every call returns a result; a
+call fails when the environment says so (an error result) or its text answer is an error message
+(:data:`ERROR_TEXT`: some servers report failures as ordinary text). The first call that fails stops the run and
+is the reason (``exec_failed: node 2 (read_query): no such table:
 users``). The calls and a short form of their results are kept in the record (``execution``) and become the
 ``exec`` critic's verdict (:func:`taskbench.engine.output.assess`), which every ``--keep`` but ``none``
 requires, and the task checker of ``agents eval --tasks DIR`` (:mod:`taskbench.envs.tasks`).
@@ -16,6 +18,7 @@ the data you care about. One sample's graph runs at a time (the engine holds a l
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from ..schema import NODE_REF, Sample, TaskArgument, ToolCall
@@ -26,6 +29,9 @@ EXEC_CODES = {
     "exec_failed": "a call of the gold graph returned an error in the environment",
     "exec_unrunnable": "the gold graph cannot be run (no nodes, a cycle, a tool the environment lacks)",
 }
+ERROR_TEXT = re.compile(r"^\s*(?:[A-Za-z]+ )?(?:error|exception)\b\s*:", re.I)
+"""A text result that reports a failure without MCP's ``isError`` (mcp-server-sqlite answers ``Database error:
+no such table: users`` and ``Error: Only SELECT queries are allowed`` as ordinary text): such a call failed."""
 RESULT_CHARS = 2000
 """Most characters of one call's result kept in the record."""
 
@@ -96,10 +102,16 @@ async def execute_gold(sample: Sample, env: Any) -> dict[str, Any]:
         args = _arguments(list(node.arguments), params, outputs)
         result = await env.call(ToolCall(id=f"gold-{sample.id}-{i}", name=node.task, arguments=args))
         entry: dict[str, Any] = {"node": i, "tool": node.task, "arguments": args}
-        if result.error is not None:
-            entry["error"] = _short(result.error)
+        content = result.content
+        text = content if isinstance(content, str) else None
+        if isinstance(content, dict) and len(content) == 1 and isinstance(next(iter(content.values())), str):
+            text = next(iter(content.values()))  # structured content wrapping the text
+        error = result.error if result.error is not None else \
+            (text if text is not None and ERROR_TEXT.match(text) else None)
+        if error is not None:
+            entry["error"] = _short(error)
             calls.append(entry)
-            first = result.error.strip().splitlines()[0] if result.error.strip() else "an error"
+            first = error.strip().splitlines()[0] if error.strip() else "an error"
             return verdict(f"exec_failed: node {i} ({node.task}): {first[:300]}")
         entry["result"] = _short(result.content)
         calls.append(entry)
