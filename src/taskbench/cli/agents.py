@@ -58,7 +58,9 @@ def eval_command(
     task: list[str] | None = typer.Option(None, "--task", "-t", help="Only these task ids (comma-separated, repeatable)."),
     tasks_file: Path | None = typer.Option(None, "--tasks", help="Tasks from this JSON Lines file instead of the "
                                            "environment's own: {id, query, gold_path, setup, checker} a line "
-                                           "(any environment, e.g. mcp:...; see docs/mcp.md).", show_default=False),
+                                           "(any environment, e.g. mcp:...; see docs/mcp.md), or from a dataset "
+                                           "directory that `generate --env` (or `review --export`) wrote: one "
+                                           "task per sample.", show_default=False),
     task_set: str | None = typer.Option(None, "--task-set", help="RestBench: restbench | own | all | auto "
                                         "(default auto: RestBench's queries when its files are found)."),
     output: Path = typer.Option(..., "--output", "-o", help="Run directory (resumed if it exists)."),
