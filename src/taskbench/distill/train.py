@@ -211,6 +211,10 @@ def distill(config: DistillConfig, output: str | Path, *, resume: bool = False,
     log_path = out / "train_log.jsonl"
     if not resume or done == 0:
         log_path.write_text("", encoding="utf-8")
+    elif log_path.is_file():  # examples past the checkpoint are trained again: their old lines go
+        kept = [line for line in log_path.read_text(encoding="utf-8").splitlines()
+                if line.strip() and json.loads(line).get("example", 0) <= done]
+        log_path.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
     start = time.perf_counter()
     losses: list[float] = []
     with log_path.open("a", encoding="utf-8") as log:
