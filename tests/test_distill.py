@@ -25,9 +25,9 @@ from cli_runner import run
 pytestmark = [pytest.mark.slow, pytest.mark.model, pytest.mark.timeout(900)]
 
 TINY = "llamacpp/smollm2-135m"
-EXAMPLES = 16
+EXAMPLES = 6
 EPOCHS = 3
-CHECKPOINT = 20
+CHECKPOINT = 8
 
 # llama.cpp in its own process: the greedy answers of three model strings to the same chat
 _CHILD = r"""
@@ -100,7 +100,7 @@ def test_the_span_loop_on_the_tiny_model(tmp_path: Path, monkeypatch: pytest.Mon
     data = tmp_path / "span"
     # 1. data: gold trajectories of the multimedia domain (never RestBench), a few dozen examples
     code, out_text, err = run(capsys, "agents", "span-data", "--env", "taskbench-multimedia", "--min-doc-words", "20",
-                              "--limit", "10", "--perturb", "0", "-o", str(data), "-q")
+                              "--limit", "4", "--perturb", "0", "-o", str(data), "-q")
     assert code == 0, err
     rows = [json.loads(x) for x in (data / "grounding.jsonl").read_text().splitlines()]
     assert len(rows) >= EXAMPLES and all(r["meta"]["env"] == "taskbench-multimedia" for r in rows)
