@@ -245,7 +245,9 @@ def distill(config: DistillConfig, output: str | Path, *, resume: bool = False,
     seconds = time.perf_counter() - start
     tmp = out / f".adapter.tmp{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(str(tmp))
+    # embeddings are never adapted; "auto" would look the base's config up on the Hugging Face hub (traffic
+    # off the machine, and a warning when offline, since the base is a GGUF file)
+    model.save_pretrained(str(tmp), save_embedding_layers=False)
     for name in ("adapter_model.safetensors", "adapter_config.json"):
         os.replace(tmp / name, out / name)
     shutil.rmtree(tmp, ignore_errors=True)
@@ -271,7 +273,7 @@ def distill(config: DistillConfig, output: str | Path, *, resume: bool = False,
 def _checkpoint(model: Any, opt: Any, out: Path, config: DistillConfig, done: int, torch: Any) -> None:
     tmp = out / f".checkpoint.tmp{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(str(tmp))
+    model.save_pretrained(str(tmp), save_embedding_layers=False)
     torch.save({"optimizer": opt.state_dict(), "done": done, "config": config.model_dump(mode="json")},
                str(tmp / "state.pt"))
     _atomic_dir(tmp, out / "checkpoint")
