@@ -216,7 +216,7 @@ def _unreadable(path: Path) -> str | None:
         return None
     except ValueError:
         pass
-    for i, line in enumerate(text.splitlines(), 1):
+    for i, line in enumerate(text.split("\n"), 1):  # not splitlines(): U+2028 inside a string is no line end
         if line.strip():
             try:
                 json.loads(line)

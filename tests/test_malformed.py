@@ -166,8 +166,12 @@ def test_semantic_error_lines_in_other_formats(tmp_path: Path) -> None:
 
 
 def test_unknown_dependency_kind_argument(tmp_path: Path) -> None:
-    err = load_error(tmp_path, dump({"nodes": TOOLS}), dependency="causal")
-    assert "unknown dependency kind 'causal'" in str(err) and "resource" in str(err)
+    path = tmp_path / "tool_desc.json"
+    path.write_text(dump({"nodes": TOOLS}), encoding="utf-8")
+    with pytest.raises(InputError) as info:
+        load_tools(path, dependency="causal")
+    err = str(info.value)  # the option is wrong, not the file (issue 24.9: `--dependency x` blamed tool_desc.json)
+    assert "unknown dependency kind 'causal'" in err and "resource" in err and "tool_desc.json" not in err
 
 
 def test_resource_dependency_needs_types(tmp_path: Path) -> None:

@@ -31,7 +31,16 @@ def _shaped(r: Any, status: int) -> dict[str, Any]:
     return err
 
 
+def _deep_parameters(levels: int) -> dict[str, Any]:
+    deep: dict[str, Any] = {"type": "string"}
+    for _ in range(levels):
+        deep = {"type": "object", "properties": {"a": deep}}
+    return deep
+
+
 BAD = [
+    {"tools": [{"type": "function", "function": {"name": "deep", "parameters": _deep_parameters(300)}}]},
+    {"tools": [{"type": "function", "function": {"name": "p", "parameters": "object"}}]},
     {"max_tokens": -1}, {"max_tokens": 0}, {"max_completion_tokens": -5}, {"temperature": -1}, {"temperature": 3},
     {"top_p": 2}, {"top_p": -0.1}, {"n": 0},
     {"tool_choice": "required"},  # no tools
@@ -76,3 +85,33 @@ def test_a_good_request_with_tools_still_works(client: Any) -> None:
         r = client.post("/v1/chat/completions", json={"model": "echo", "messages": HI, "tools": [TOOL],
                                                       "tool_choice": choice})
         assert r.status_code == 200, (choice, r.text)
+
+
+def test_serve_help_says_streaming_is_served(capsys: Any) -> None:
+    from cli_runner import run
+
+    code, out, _ = run(capsys, "serve", "--help")
+    text = " ".join(out.split())
+    assert code == 0 and "stream=true answers with server-sent events" in text and "refus" not in text.lower()
+
+
+@pytest.mark.parametrize("extra", [{"max_tokens": 1e40}, {"max_tokens": 10**40}, {"temperature": float("inf")}])
+def test_absurd_numbers_are_refused(client: Any, extra: dict[str, Any]) -> None:
+    import json as _json
+
+    body = _json.dumps({"model": "echo", "messages": HI, **extra})
+    _shaped(client.post("/v1/chat/completions", content=body, headers={"Content-Type": "application/json"}), 400)
+
+
+def test_a_lone_surrogate_in_the_request_is_answered(client: Any) -> None:
+    body = '{"model": "echo", "messages": [{"role": "user", "content": "caption a\\ud800.png"}]}'
+    r = client.post("/v1/chat/completions", content=body, headers={"Content-Type": "application/json"})
+    assert r.status_code in (200, 400), r.text
+    if r.status_code == 400:
+        _shaped(r, 400)
+
+
+def test_a_lone_surrogate_in_a_streamed_request_is_answered(client: Any) -> None:
+    body = '{"model": "echo", "stream": true, "messages": [{"role": "user", "content": "caption a\\ud800.png"}]}'
+    r = client.post("/v1/chat/completions", content=body, headers={"Content-Type": "application/json"})
+    assert r.status_code == 200 and r.text.rstrip().endswith("data: [DONE]"), r.text

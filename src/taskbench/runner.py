@@ -110,8 +110,12 @@ def exclusive(path: Path) -> Iterator[None]:
     except ImportError:  # pragma: no cover - non-POSIX: no locking
         yield
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError as exc:  # a symlink loop, a parent that is a file, no permission
+        raise InputError(f"cannot write here ({exc.strerror or exc})", path=path,
+                         hint="choose another --output") from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

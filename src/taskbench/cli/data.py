@@ -221,10 +221,13 @@ def judge_command(
 
     from rich.table import Table
 
+    from ..dataset.jsonio import check_writable, write_text
     from ..engine.judge import judge
     from ..predict.progress import RichPredictDisplay
     from ..predict.runner import open_model
 
+    if output is not None:  # before any model call: not a traceback after all of them
+        check_writable(output)
     m = open_model(model, concurrency=concurrency, cache=not no_cache, base_url=base_url, api_key_env=api_key_env,
                    options=options.call_options(option, timeout, max_retries))
     display = RichPredictDisplay(make_console(stderr=True, quiet=quiet))
@@ -248,10 +251,9 @@ def judge_command(
                      "|---|---|---|---|---|---|"]
             lines += [f"| {k} | {r['n']} | {r['naturalness']:.2f} | {r['complexity']:.2f} | {r['alignment']:.2f} | "
                       f"{r['overall']:.2f} |" for k, r in summary.table.items()]
-            output.write_text("\n".join(lines) + "\n", encoding="utf-8")
+            write_text(output, "\n".join(lines) + "\n")
         else:
-            output.write_text(json.dumps({"judge": summary.judge, "table": summary.table}, indent=2) + "\n",
-                              encoding="utf-8")
+            write_text(output, json.dumps({"judge": summary.judge, "table": summary.table}, indent=2) + "\n")
     if summary.unusable:
         typer.echo(f"taskbench: {summary.unusable} judge answers gave no scores (cut off or not JSON)", err=True)
     exit_if_calls_failed(summary.failed_calls, summary.selected, summary.errors, "judge calls")

@@ -121,7 +121,9 @@ def _tolerant_streams() -> None:
     a backslash escape instead of ending the command in a UnicodeEncodeError."""
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)
-        if reconfigure is not None and getattr(stream, "errors", None) == "strict":
+        # surrogateescape and surrogatepass fail on a lone surrogate too (or on any non-ASCII text in ASCII)
+        if reconfigure is not None and getattr(stream, "errors", None) in ("strict", "surrogateescape",
+                                                                            "surrogatepass"):
             try:
                 reconfigure(errors="backslashreplace")
             except (ValueError, OSError):  # pragma: no cover - a stream that cannot change now

@@ -185,10 +185,12 @@ def predict_command(
                 summary = predict_file(path, m, output, options, display=display, close_model=True)
         finally:
             m.close()  # no-op when predict_file closed it; releases it when loading the dataset failed
+    from rich.markup import escape as rich_escape
+
     out = make_console()
     out.print(summary_table([summary]))
     for err in summary.errors:
-        out.print(f"[red]failed[/red] {err}")
+        out.print("[red]failed[/red]", rich_escape(str(err)))
     exit_if_calls_failed(summary.failures, summary.selected, summary.errors)
 
 

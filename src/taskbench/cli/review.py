@@ -103,11 +103,11 @@ def review(
         _nothing_kept(dataset)
     err = make_console(stderr=True, highlight=False, soft_wrap=True)
     for problem in session.problems[:20]:
-        err.print(f"taskbench review: skipped {problem}")
+        err.print(f"taskbench review: skipped {problem}", markup=False)
     if len(session.problems) > 20:
         err.print(f"taskbench review: ... {len(session.problems) - 20} more records skipped")
     for p in session.log.problems[:20]:
-        err.print(f"taskbench review: {session.log.path}:{p.line}: {p.message} (line ignored)")
+        err.print(f"taskbench review: {session.log.path}:{p.line}: {p.message} (line ignored)", markup=False)
     if export:
         _export(session, out, adjudicator, keep_unreviewed)
         return

@@ -162,6 +162,16 @@ def write_json(path: str | Path, value: Any, *, indent: int | None = 2) -> None:
     _atomic_write(Path(path), json.dumps(value, ensure_ascii=False, indent=indent) + "\n")
 
 
+def model_json(model: Any) -> Any:
+    """``model.model_dump(mode="json")`` of a pydantic model, also when a string holds a lone surrogate (from a
+    ``"\\ud800"`` escape in the input), which pydantic's JSON mode cannot encode: then the Python dump, made
+    JSON-compatible by a round trip through :func:`json.dumps` (datetimes and paths as text)."""
+    try:
+        return model.model_dump(mode="json")
+    except UnicodeEncodeError:
+        return json.loads(json.dumps(model.model_dump(mode="python"), default=str))
+
+
 def write_jsonl(path: str | Path, values: list[Any]) -> None:
     """Write JSON Lines atomically (temporary file + rename)."""
     _atomic_write(Path(path), "".join(dumps_line(v) + "\n" for v in values))
@@ -186,8 +196,11 @@ def atomic_writer(path: str | Path) -> Iterator[IO[bytes]]:
     The file is created with mode 0666 minus the umask, as ``open(path, "w")`` would create it (a colleague on
     a shared machine can read what a run wrote if the user's umask allows it)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = _create_temporary(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = _create_temporary(path)
+    except OSError as exc:  # a parent that is a file, a symlink loop, no permission, a full disk
+        raise _unwritable(path, exc) from None
     try:
         with os.fdopen(fd, "wb") as fh:
             yield fh
@@ -200,6 +213,35 @@ def atomic_writer(path: str | Path) -> Iterator[IO[bytes]]:
         except FileNotFoundError:
             pass
         raise
+
+
+def _unwritable(path: Path, exc: OSError) -> InputError:
+    why = exc.strerror or str(exc)
+    if isinstance(exc, FileExistsError | NotADirectoryError):  # mkdir or open met a file where a folder goes
+        blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+        if blocker is not None:
+            why = f"{blocker} is a file, not a directory"
+    return InputError(f"cannot write here ({why})", path=path, hint="choose another output path")
+
+
+def check_writable(path: str | Path) -> None:
+    """Raise :class:`InputError` now when a file cannot be written at ``path`` later: it is a directory, or a
+    part of its parent path is a file or a symlink loop (so a command fails before its model calls, not
+    after them)."""
+    path = Path(path)
+    if path.is_dir():
+        raise InputError("the output is a directory; give a file path", path=path)
+    for parent in (path.parent, *path.parent.parents):
+        try:
+            parent.stat()
+        except FileNotFoundError:
+            continue  # made when the file is written
+        except OSError as exc:
+            raise _unwritable(path, exc) from None
+        if not parent.is_dir():
+            raise InputError(f"cannot write here ({parent} is a file, not a directory)", path=path,
+                             hint="choose another output path")
+        break
 
 
 def _create_temporary(path: Path) -> tuple[int, str]:

@@ -174,7 +174,7 @@ def entry_seed(seed: int, index: int) -> int:
 def graph_digest(graph: ToolGraph) -> str:
     """SHA-256 of the graph's canonical JSON (what a directory was generated from)."""
     text = json.dumps(graph.to_taskbench(), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _manifest(options: GenerateOptions, graph: ToolGraph, model: str, critic: str | None) -> dict[str, Any]:

@@ -88,11 +88,16 @@ async def ajudge(
     config = GenerationConfig(temperature=0.0, max_tokens=max_tokens, seed=0)
     schema = judge_schema(None if strict_backend(model) else 300)
     start = clock()
-    for d in dirs:
+    loaded = []
+    for d in dirs:  # every directory checked before the first model call
         root = Path(d)
         ds = load_dataset(root)
         if not ds.samples:
             raise InputError("no samples (data.json) to judge", path=root)
+        for _ in iter_jsonl(root / DATA_FILE):  # data.json is rewritten with the scores: a torn line stops here
+            pass
+        loaded.append((root, ds))
+    for root, ds in loaded:
         chosen = select_samples(ds.samples, limit)
         summary.directories.append(str(root))
         summary.selected += len(chosen)

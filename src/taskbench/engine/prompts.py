@@ -20,9 +20,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from functools import lru_cache
-from importlib import resources
 from typing import Any
 
+from .._templates import jinja_environment
 from ..errors import ConfigError
 from ..schema import SampledSubgraph, Tool, ToolLibrary
 
@@ -36,26 +36,9 @@ __all__ = [
 ]
 
 
-def _source(name: str) -> str:
-    try:
-        # one path part per joinpath call: Traversable.joinpath takes several only from Python 3.11
-        return resources.files("taskbench.engine").joinpath("templates").joinpath(name).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"no data-engine template {name!r} in taskbench/engine/templates") from None
-
-
 @lru_cache(maxsize=1)
 def _environment() -> Any:
-    import jinja2
-
-    return jinja2.Environment(
-        loader=jinja2.FunctionLoader(lambda name: (_source(name), None, lambda: True)),
-        autoescape=False,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=False,
-        undefined=jinja2.StrictUndefined,
-    )
+    return jinja_environment(package="taskbench.engine", what="data-engine template")
 
 
 def render(name: str, **variables: Any) -> str:

@@ -24,7 +24,7 @@ import importlib
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
-from ..errors import ConfigError
+from ..errors import ConfigError, suggest
 from ..schema import AgentTask, CheckResult, ToolCall, ToolResult, ToolSpec
 
 
@@ -158,9 +158,7 @@ def open_environment(spec: str, **options: Any) -> Environment:
     else:
         target = _ENVIRONMENTS.get(spec, "")
     if not target:
-        from difflib import get_close_matches
-
-        close = get_close_matches(spec, known_environments(), n=1)
+        close = suggest(spec, known_environments())
         hint = f"; did you mean {close[0]!r}?" if close else ""
         raise ConfigError(
             f"unknown environment {spec!r}{hint} (known: {', '.join(known_environments()) or 'none'}, or mcp:<command>)"

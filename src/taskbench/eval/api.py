@@ -662,7 +662,7 @@ def _require_gold(scored: ScoredSet | tuple[Sequence[str], set[str]], gold_path:
     if problems:
         first = problems[0]
         raise InputError(f"none of the gold records can be scored ({len(problems)} unusable); first: {first.message}",
-                         path=first.path, line=first.line)
+                         path=first.path or gold_path, line=first.line)
     if gold_ids:
         raise InputError("the selection (--alignment/--ids) keeps none of the gold samples", path=gold_path)
     raise InputError("no gold samples to score", path=gold_path, hint="the gold data file holds no records")

@@ -10,35 +10,48 @@ record is not plain; then the caller validates it and takes :func:`normalise_gra
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from ..schema import NODE_REF, TaskArgument, TaskGraph, ToolLibrary, node_index
-
-_EXTENSIONS = (
-    ("image", ("jpg", "png", "jpeg", "gif", "bmp", "tiff", "svg", "ico")),
-    ("audio", ("mp3", "wav", "wma", "ogg", "aac", "flac", "aiff", "au")),
-    ("video", ("mp4", "avi", "mov", "flv", "wmv", "mkv", "webm", "m4v", "mpg", "mpeg")),
-)
-_TYPE_PATTERNS = [(kind, re.compile(r"\.(?:" + "|".join(exts) + ")")) for kind, exts in _EXTENSIONS]
-
-
-def content_type(text: str) -> str:
-    """The resource type a literal argument stands for: image / audio / video by file extension, else text."""
-    for kind, pattern in _TYPE_PATTERNS:
-        if pattern.search(text):
-            return kind
-    return "text"
+from ..schema import NODE_REF, TaskArgument, TaskGraph, ToolLibrary, content_type, node_index
 
 
 def _as_text(value: Any) -> str:
+    """An argument value as text: a string as it is, a list's items joined by spaces, anything else as JSON.
+    A list nested past the recursion limit is flattened without recursion instead of raising."""
+    try:
+        return _as_text_nested(value)
+    except RecursionError:
+        parts: list[str] = []
+        stack = [iter(value)]
+        while stack:
+            item = next(stack[-1], _END)
+            if item is _END:
+                stack.pop()
+            elif isinstance(item, list):
+                stack.append(iter(item))
+            else:
+                parts.append(item if isinstance(item, str) else _json_text(item))
+        return " ".join(parts)
+
+
+def _as_text_nested(value: Any) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, list):
-        return " ".join(_as_text(v) for v in value)
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+        return " ".join(_as_text_nested(v) for v in value)
+    return _json_text(value)
+
+
+_END = object()
+
+
+def _json_text(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    except (RecursionError, ValueError, TypeError):  # nested too deeply, an integer past 4300 digits
+        return str(type(value).__name__)
 
 
 class ArgPair(NamedTuple):

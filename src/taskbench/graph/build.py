@@ -277,7 +277,7 @@ def is_graph_document(doc: object) -> bool:
 def load_graph(path: str | Path, dependency: str | None = None) -> ToolGraph:
     """Load and validate a ``graph_desc.json`` (errors name the line of the offending link or tool)."""
     path = Path(path)
-    check_dependency(dependency, path=path)
+    check_dependency(dependency)
     src = JsonSource.read(path)
     return _graph_from_source(src, dependency)
 
@@ -325,7 +325,7 @@ def graph_from_path(
     :func:`make_graph` and ``infer``, rule-built graphs up to ``max_links`` links) or a dataset directory (its
     ``graph_desc.json`` when present, else built from its ``tool_desc.json``)."""
     path = Path(path)
-    check_dependency(dependency, path=path)
+    check_dependency(dependency)
     if path.is_dir():
         if (path / "graph_desc.json").is_file():
             graph = load_graph(path / "graph_desc.json", dependency)

@@ -22,12 +22,12 @@ adds. Added links get a ``manual`` reason; both kinds of edit are recorded in th
 
 from __future__ import annotations
 
-import difflib
+import reprlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError, MissingDependencyError
+from ..errors import InputError, suggest
 from ..schema import LinkReason, ToolGraph, ToolLink
 from .build import TEMPORAL_LINK_TYPE, validate_graph
 from .infer import DATA
@@ -62,7 +62,7 @@ class GraphEdits:
 
 
 def _suggest(name: str, names: list[str]) -> str:
-    close = difflib.get_close_matches(name, names, n=1, cutoff=0.5)
+    close = suggest(name, names, cutoff=0.5)
     return f"did you mean {close[0]!r}?" if close else "use a tool name of the graph"
 
 
@@ -98,7 +98,7 @@ def _link_item(item: Any, names: list[str], origin: str) -> LinkEdit:
         if reason is not None and not isinstance(reason, str):
             raise InputError(f"{origin}: 'reason' must be a string")
         return LinkEdit(item["source"], item["target"], reason, origin)
-    raise InputError(f"{origin}: expected 'SOURCE -> TARGET' or {{source, target[, reason]}}, got {item!r}")
+    raise InputError(f"{origin}: expected 'SOURCE -> TARGET' or {{source, target[, reason]}}, got {reprlib.repr(item)}")
 
 
 def load_overrides(path: str | Path, names: list[str]) -> GraphEdits:
@@ -106,16 +106,13 @@ def load_overrides(path: str | Path, names: list[str]) -> GraphEdits:
     where each item is ``"SOURCE -> TARGET"`` or ``{source, target[, reason]}``."""
     path = Path(path)
     lines: dict[tuple[str, int], int | None] = {}
-    if path.suffix.lower() in (".yaml", ".yml"):
-        doc = _read_yaml(path, lines)
-    else:
-        src = JsonSource.read(path)
-        doc = src.doc
-        if isinstance(doc, dict):
-            for key in ("drop", "add"):
-                if isinstance(doc.get(key), list):
-                    for i in range(len(doc[key])):
-                        lines[(key, i)] = src.line(key, i)
+    src = JsonSource.read(path)  # JSON or YAML; YAML aliases, deep nesting and huge integers are input errors
+    doc = src.doc
+    if isinstance(doc, dict):
+        for key in ("drop", "add"):
+            if isinstance(doc.get(key), list):
+                for i in range(len(doc[key])):
+                    lines[(key, i)] = src.line(key, i)
     if not isinstance(doc, dict) or not set(doc) <= {"drop", "add"} or not doc:
         raise InputError("expected an overrides document {drop: [...], add: [...]}", path=path,
                          hint="see `taskbench graph edit --help`")
@@ -130,30 +127,6 @@ def load_overrides(path: str | Path, names: list[str]) -> GraphEdits:
             edit = _link_item(item, names, origin)
             (edits.drop if key == "drop" else edits.add).append(edit)
     return edits
-
-
-def _read_yaml(path: Path, lines: dict[tuple[str, int], int | None]) -> Any:
-    try:
-        import yaml
-    except ImportError:  # pragma: no cover - PyYAML ships with the usual environments
-        raise MissingDependencyError("pyyaml", purpose="YAML overrides files") from None
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except OSError as exc:
-        raise InputError(f"cannot read the file ({exc.strerror or exc})", path=path) from None
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(f"invalid YAML: {getattr(exc, 'problem', None) or exc}", path=path,
-                         line=mark.line + 1 if mark is not None else None) from None
-    if isinstance(node, yaml.MappingNode):
-        for key_node, value in node.value:
-            if isinstance(value, yaml.SequenceNode):
-                for i, item in enumerate(value.value):
-                    lines[(key_node.value, i)] = item.start_mark.line + 1
-    return doc
 
 
 def edit_graph(graph: ToolGraph, edits: GraphEdits, *, reason: str | None = None) -> ToolGraph:

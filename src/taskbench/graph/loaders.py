@@ -183,7 +183,7 @@ def check_dependency(dependency: str | None, *, path: str | Path | None = None, 
     if dependency is not None and dependency not in DEPENDENCY_KINDS:
         close = suggest(dependency, DEPENDENCY_KINDS)
         raise InputError(
-            f"unknown dependency kind {dependency!r}",
+            f"{'' if path else '--dependency: '}unknown dependency kind {dependency!r}",
             path=path,
             line=line,
             hint=(f"did you mean {close[0]!r}? " if close else "")
@@ -307,7 +307,7 @@ def load_tool_library(
     ``dependency`` overrides the inferred kind. A resource library whose tools lack types is an error.
     """
     path = Path(path)
-    check_dependency(dependency, path=path)
+    check_dependency(dependency)
     src = JsonSource.read(path)
     return _library(tools_from_taskbench(src.doc, source=src), dependency, src, name)
 
@@ -736,7 +736,7 @@ def load_tools(
     """
     path = Path(path)
     check_format(format)
-    check_dependency(dependency, path=path)
+    check_dependency(dependency)
     if path.is_dir():
         if (path / "tool_desc.json").is_file():
             path = path / "tool_desc.json"

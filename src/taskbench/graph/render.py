@@ -520,7 +520,7 @@ double-click to reset, hover a tool or a link for details, click a tool for its 
 </body></html>
 """
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page, encoding="utf-8")
+    path.write_text(page, encoding="utf-8", errors="replace")  # a lone surrogate in a name is not UTF-8
     return path
 
 

@@ -65,7 +65,7 @@ def cache_key(
         doc["t"] = tools
         doc["tc"] = tool_choice
     text = json.dumps(doc, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 CACHE_URL_ENV = "TASKBENCH_CACHE_URL"

@@ -73,9 +73,25 @@ class ChatCompletionRequest(BaseModel):
     n: int = Field(default=1, description="Only 1 is supported.")
 
 
+def _json_text(data: Any) -> str:
+    """JSON text of ``data`` that UTF-8 can always encode: a lone surrogate (a ``"\\ud800"`` escape in the
+    request, echoed back) is written as its ``\\u`` escape instead of failing the answer."""
+    text = json.dumps(data, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(data)
+    return text
+
+
+class _SafeJSONResponse(JSONResponse):
+    def render(self, content: Any) -> bytes:
+        return _json_text(content).encode("utf-8")
+
+
 def _error(status: int, message: str, kind: str = "invalid_request_error", param: str | None = None,
            code: str | None = None) -> JSONResponse:
-    return JSONResponse(
+    return _SafeJSONResponse(
         status_code=status, content={"error": {"message": message, "type": kind, "param": param, "code": code}}
     )
 
@@ -112,6 +128,23 @@ def request_schema(req: ChatCompletionRequest) -> tuple[dict[str, Any] | None, s
     raise ConfigError(f"unsupported response_format type {kind!r} (use text, json_object or json_schema)")
 
 
+MAX_TOOL_SCHEMA_DEPTH = 64
+"""Deepest nesting of a tool's parameters schema a request may send (300 levels cut a stream off)."""
+
+
+def _depth(value: Any) -> int:
+    """How deeply ``value``'s objects and arrays nest (iterative: no recursion limit to hit)."""
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        v, d = todo.pop()
+        if isinstance(v, dict | list):
+            deepest = max(deepest, d)
+            if deepest > MAX_TOOL_SCHEMA_DEPTH:
+                return deepest
+            todo.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
+    return deepest
+
+
 def check_tools(req: ChatCompletionRequest) -> None:
     """Refuse (ConfigError, a 400) tools that are not functions with a name, and a ``tool_choice`` that is not
     auto / none / required / one of the given tools, before any answer starts (streamed or not)."""
@@ -121,6 +154,11 @@ def check_tools(req: ChatCompletionRequest) -> None:
         if not isinstance(tool, dict) or tool.get("type") != "function" or not isinstance(fn, dict) \
                 or not isinstance(fn.get("name"), str) or not fn["name"]:
             raise ConfigError(f"tools[{i}]: expected {{\"type\": \"function\", \"function\": {{\"name\": ...}}}}")
+        params = fn.get("parameters")
+        if params is not None and not isinstance(params, dict):
+            raise ConfigError(f"tools[{i}].function.parameters: expected a JSON Schema object")
+        if params is not None and _depth(params) > MAX_TOOL_SCHEMA_DEPTH:
+            raise ConfigError(f"tools[{i}].function.parameters: nested deeper than {MAX_TOOL_SCHEMA_DEPTH} levels")
         names.append(fn["name"])
     choice = req.tool_choice
     if choice is None:
@@ -198,7 +236,8 @@ def create_app(model: Model, *, served_name: str | None = None) -> FastAPI:
     name = served_name or model.name
     accepted = {name, model.name}
     created = int(time.time())
-    app = FastAPI(title="taskbench serve", description=f"OpenAI-compatible server over {name}", docs_url=None)
+    app = FastAPI(title="taskbench serve", description=f"OpenAI-compatible server over {name}", docs_url=None,
+                  default_response_class=_SafeJSONResponse)
     app.state.model = model
 
     @app.exception_handler(RequestValidationError)
@@ -285,7 +324,7 @@ def create_app(model: Model, *, served_name: str | None = None) -> FastAPI:
 
 
 def _sse(data: Any) -> str:
-    return f"data: {json.dumps(data, ensure_ascii=False)}\n\n"
+    return f"data: {_json_text(data)}\n\n"
 
 
 async def _stream(model: Model, messages: list[dict[str, Any]], kwargs: dict[str, Any], completion_id: str,

@@ -51,18 +51,7 @@ from ..runner import RecordDisplay, exclusive, lock_is_free, run_sync
 from ..schema import Prediction, RunConfig, RunEntry, RunLog, RunPass, RunStage, Usage
 from ..schema.run import GenerateStageSummary
 from .resolve import BUNDLED_DEMO_DATASETS, resolve_data
-from .spec import RunSpec
-
-DEFAULT_MODEL = "llamacpp/qwen2.5-coder-0.5b"
-"""The embedded default model (no server, no key)."""
-
-DEFAULT_LIMIT = 3
-"""Samples per dataset when `taskbench run` is called without --model and --limit: a stratified subset (one
-single, one chain, one DAG) so that the embedded model's whole main job (scoring 3 x 3 samples, generating 3,
-6 agent episodes) stays within about 5 minutes on a 2-core machine (measured from a fresh clone on an idle
-machine with 4 per dataset and a 4-step agent cap: 364 s, of which predictions 182 s, generation 34 s, agents
-148 s). Pass --limit 0 for every sample."""
-
+from .spec import DEFAULT_LIMIT, DEFAULT_MODEL, RunSpec
 
 RUN_LOG_FILE = "run_log.json"
 
@@ -114,7 +103,10 @@ def score_entry(entry: RunEntry, ds: Dataset, run_dir: Path, *, bootstrap: int, 
     start = time.perf_counter()
     chosen = set(entry.sample_ids)
     samples = [s for s in ds.samples if s.id in chosen]
-    raw = [r for r in read_raw_records(ds.data_path) if str(r.get("id")) in chosen] if ds.data_path else None
+    # an unreadable line was left out when the dataset loaded (and said so): it is left out here too, not an
+    # error after every model call has run
+    raw = [r for r in read_raw_records(ds.data_path, problems=[]) if str(r.get("id")) in chosen] \
+        if ds.data_path else None
     records = [r for r in entry.records if isinstance(r, Prediction)]
     result = evaluate(samples, records, ds.library, mode="both", gold_records=raw, bootstrap=bootstrap, seed=seed,
                       model=entry.model, dataset=entry.dataset)
@@ -138,7 +130,7 @@ def _write_log(log: RunLog, run_dir: Path) -> None:
         current = log.passes[-1]
         current.stage, current.status = log.stage, log.status
         current.finished = log.finished if log.status != "running" else log.updated
-    jsonio.write_json(run_dir / RUN_LOG_FILE, log.model_dump(mode="json"))
+    jsonio.write_json(run_dir / RUN_LOG_FILE, jsonio.model_json(log))
 
 
 def _set_stage(log: RunLog, run_dir: Path, stage: str) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..base import TransientProviderError, connection_refused
 from ..redact import clip
-from .openai import map_status
+from .http_status import map_status
 
 
 def _error_message(text: str, secrets: Sequence[str] = ()) -> str:

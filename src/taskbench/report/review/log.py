@@ -30,6 +30,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ...dataset.jsonio import JsonlAppender
+from ...errors import InputError
 
 __all__ = [
     "FIX_KINDS",
@@ -74,7 +75,7 @@ def utc_now() -> str:
 def record_hash(record: dict[str, Any]) -> str:
     """SHA-256 (hex) of a sample record in canonical JSON (sorted keys), identifying the version reviewed."""
     text = json.dumps(record, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class Decision(BaseModel):
@@ -141,6 +142,9 @@ class ReviewLog:
             if self._offset:
                 self._reset()
             return 0
+        except OSError as exc:  # a symlink loop, a parent that is a file
+            raise InputError(f"cannot read the review log ({exc.strerror or exc})", path=self.path,
+                             hint="remove the link or the file in its way") from None
         if size < self._offset:
             self._reset()
         if size == self._offset:
@@ -169,7 +173,7 @@ class ReviewLog:
             return
         try:
             value = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # deep nesting, huge integers too
             self.problems.append(LogProblem(line=line, message=f"not a JSON line ({exc})"))
             return
         try:

@@ -147,7 +147,7 @@ def _read_records(path: Path) -> list[tuple[int, Any, str | None]]:
             continue
         try:
             out.append((i, json.loads(raw.decode("utf-8")), None))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # deep nesting, huge integers too
             out.append((i, None, f"invalid JSON ({exc})"))
     return out
 
