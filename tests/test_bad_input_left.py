@@ -315,3 +315,20 @@ def test_review_prints_a_skipped_record_with_markup_like_text_as_text(ds: Path, 
     code, _, err = run(capsys, "review", str(ds), "--export", "-o", str(tmp_path / "out"))
     assert "Traceback" not in err and "MarkupError" not in err, err
     assert "skipped" in err and "[/x]" in err, err
+
+
+def test_predict_prints_a_failed_call_whose_error_looks_like_markup_as_text(tmp_path: Path, capsys) -> None:
+    from fault_server import FaultServer
+
+    message = "[/x] [bold]boom"
+    server = FaultServer([("status", 400, {}, message)] * 8).start()
+    try:
+        out = tmp_path / "p.jsonl"
+        code, stdout, err = run(capsys, "predict", "--data", "huggingface", "-m", "openai-compatible/x", "--base-url",
+                                server.base_url, "--limit", "1", "--max-retries", "0", "-o", str(out), "--no-cache",
+                                "-q")
+    finally:
+        server.stop()
+    assert "MarkupError" not in err and "Traceback" not in err, err
+    failed = [line for line in (stdout + err).splitlines() if line.startswith("failed ")]
+    assert code == 1 and failed and message in failed[0], (code, stdout, err)
