@@ -332,3 +332,53 @@ def test_predict_prints_a_failed_call_whose_error_looks_like_markup_as_text(tmp_
     assert "MarkupError" not in err and "Traceback" not in err, err
     failed = [line for line in (stdout + err).splitlines() if line.startswith("failed ")]
     assert code == 1 and failed and message in failed[0], (code, stdout, err)
+
+
+@pytest.mark.parametrize(("key", "value", "words"), [
+    ("n", -5, "n:"),
+    ("n", 2.5, "n:"),
+    ("temperature", "hot", "temperature:"),
+    ("temperature", -1, "temperature:"),
+    ("top_p", 2, "top_p:"),
+    ("max_tokens", -1, "max_tokens:"),
+    ("check", "maybe", "check:"),
+    ("mode_weights", [1, 1, 1], "mode_weights:"),
+    ("mode_weights", {"single": float("inf"), "chain": 1, "dag": 1}, "single"),
+    ("size_weights", "x", "size_weights:"),
+    ("size_weights", {"two": 1}, "size_weights.two"),
+    ("seed", "x", "seed:"),
+])
+def test_generate_resumes_a_directory_whose_recorded_arguments_are_wrong_as_one_line(
+        ds: Path, tmp_path: Path, capsys, monkeypatch, key: str, value: object, words: str) -> None:
+    """engine/generate.py passed the header's recorded values to GenerateOptions (pydantic) without a try."""
+    monkeypatch.setenv("TASKBENCH_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "gen"
+    assert run(capsys, "generate", "--tools", str(ds / "tool_desc.json"), "-m", "mock/echo", "--n", "2", "-o",
+               str(out), "-q")[0] == 0
+    header = json.loads((out / "header.json").read_text(encoding="utf-8"))
+    for part in ("config", "identity"):
+        header[part][key] = value
+    (out / "header.json").write_text(json.dumps(header), encoding="utf-8")
+    code, _, err = run(capsys, "generate", "-o", str(out), "-m", "mock/echo", "-q")
+    line = _one_line(code, err)
+    assert words in line and "(" in line and line.endswith(")"), line
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ('{"n": -5, "model": "mock/echo"}', "n:"),
+    ('{"n": 2, "temperature": "hot"}', "temperature:"),
+    ("[1]", "expected a JSON object"),
+    ("{", "generation.json"),
+])
+def test_generate_resumes_a_broken_legacy_generation_json_as_one_line(ds: Path, tmp_path: Path, capsys,
+                                                                     monkeypatch, text: str, words: str) -> None:
+    """A directory generated before run headers keeps its arguments in generation.json (dataset/header.py)."""
+    monkeypatch.setenv("TASKBENCH_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "gen"
+    assert run(capsys, "generate", "--tools", str(ds / "tool_desc.json"), "-m", "mock/echo", "--n", "2", "-o",
+               str(out), "-q")[0] == 0
+    (out / "header.json").unlink()
+    (out / "generation.json").write_text(text, encoding="utf-8")
+    code, _, err = run(capsys, "generate", "-o", str(out), "-m", "mock/echo", "-q")
+    line = _one_line(code, err)
+    assert "generation.json" in line and words in line and line.endswith(")"), line
