@@ -277,6 +277,10 @@ def agents_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ("episodes.jsonl", '{"task_id": 5, "agent": null}\n'),
     ("trajectories/react/tmdb-000__s0.jsonl", '{"type": "nope"}\n'),
     ("trajectories/react/tmdb-000__s0.jsonl", "\xff"),
+    ("header.json", "{\n"),
+    ("header.json", "[1]\n"),
+    ("header.json", '{"kind": 5}\n'),
+    ("metrics.json", "[1]\n"),
 ])
 def test_agents_show_and_eval_read_a_broken_run_directory_as_one_line(agents_run: Path, tmp_path: Path, capsys,
                                                                        monkeypatch, name: str, text: str) -> None:
@@ -382,3 +386,23 @@ def test_generate_resumes_a_broken_legacy_generation_json_as_one_line(ds: Path, 
     code, _, err = run(capsys, "generate", "-o", str(out), "-m", "mock/echo", "-q")
     line = _one_line(code, err)
     assert "generation.json" in line and words in line and line.endswith(")"), line
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("{", "metrics.json"),
+    ("[1]", "expected a JSON object"),
+    ('{"comparison": 5}', "comparison"),
+    ('{"comparison": [{"agent": "x", "tokens": "many"}]}', "comparison.0.tokens"),
+    ('{"turns_sweep": [{"protocol": "p", "alpha": "a", "beta": 3, "success_rate": 0.5}]}', "turns_sweep.0.alpha"),
+])
+def test_agents_plot_reads_a_broken_metrics_json_as_one_line(tmp_path: Path, capsys, text: str, words: str) -> None:
+    """cli/agents.py read metrics.json with json.loads and report/agents.py indexed it raw: a JSONDecodeError,
+    AttributeError or TypeError."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "metrics.json").write_text(text, encoding="utf-8")
+    for figure in ("tokens", "turns"):
+        code, _, err = run(capsys, "agents", "plot", str(run_dir), "--figure", figure, "-o", str(tmp_path / "x.png"))
+        line = _one_line(code, err)
+        assert "metrics.json" in line and words in line, line
+    assert not (tmp_path / "x.png").exists()
