@@ -88,6 +88,9 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
             if line.strip():
                 rep = item.config.hook.pytest_report_from_serializable(config=item.config, data=json.loads(line))
                 if rep.nodeid == item.nodeid:
+                    if rep.skipped and isinstance(rep.longrepr, list):
+                        # JSON made the skip's (path, line, reason) tuple a list; the summary needs the tuple
+                        rep.longrepr = tuple(rep.longrepr)
                     reports.append(rep)
     os.unlink(reports_path)
     tail = output.decode("utf-8", "replace").strip().splitlines()[-15:]

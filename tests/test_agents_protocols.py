@@ -2,8 +2,9 @@
 not, routing to grounding or execution, the alpha and beta limits, the step cap, failed turns, ablations.
 
 Every test runs a real episode: the offline TMDB service on loopback, the agent code in the real bwrap sandbox
-(skipped where bwrap is absent), and one scripted mock model per role whose script must be used up exactly
-(the conftest fails a test that leaves steps unused)."""
+(where bwrap is absent, the same scripted code runs with ``unsafe_local=True``, so the control flow is tested
+everywhere), and one scripted mock model per role whose script must be used up exactly (the conftest fails a
+test that leaves steps unused)."""
 
 from __future__ import annotations
 
@@ -23,16 +24,10 @@ from agent_helpers import (
     plan,
     prompts,
     run_one,
-    sandbox_or_skip,
     search_plan,
     verdict,
 )
 from taskbench.llm.base import ProviderResponse
-
-
-@pytest.fixture(autouse=True)
-def _sandbox() -> None:
-    sandbox_or_skip()
 
 
 def test_automatic_protocol_reviews_every_plan_and_execution(tmp_path: Path) -> None:

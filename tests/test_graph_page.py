@@ -110,3 +110,41 @@ def test_link_reasons_on_hover_and_in_the_side_panel(browser, tmp_path: Path) ->
         assert "translate(" in (page.locator("#viewport").get_attribute("transform") or "")
     finally:
         page.close()
+
+
+OVERLAPS = """() => {
+    const boxes = [...document.querySelectorAll('.node')].map(g => ({
+        id: g.dataset.id, text: g.querySelector('text').getBoundingClientRect(),
+        circle: g.querySelector('circle').getBoundingClientRect()}));
+    const cross = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+    const out = [];
+    for (const a of boxes) for (const b of boxes) {
+        if (a.id >= b.id) continue;
+        if (cross(a.text, b.text)) out.push(a.id + ' / ' + b.id);
+        if (cross(a.text, b.circle) || cross(b.text, a.circle)) out.push(a.id + ' on ' + b.id);
+    }
+    return {overlaps: out, n: boxes.length}; }"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n", [6, 14, 40])
+def test_names_in_the_grid_of_unlinked_tools_do_not_overlap(browser, tmp_path: Path, n: int) -> None:  # noqa: ANN001
+    """Tools without links are laid out in a grid; long names (MCP tools are named like this) ran into each
+    other there. Measured in the browser: the rendered text boxes of any two tools' names, and a name against
+    another tool's circle, do not intersect (40 tools: 23 overlapping pairs before graph/render.label_spread)."""
+    stems = ["list_directory_with_sizes", "read_multiple_files", "get_file_info", "search_files", "move_file",
+             "list_allowed_directories", "create_directory", "directory_tree", "edit_file", "write_file"]
+    tools = [Tool(id=f"{stems[i % len(stems)]}_{i}", desc="a tool", input_schema={"type": "object"}, source="mcp")
+             for i in range(n)]
+    graph = infer_graph(ToolLibrary(tools=tools, dependency="temporal"))
+    assert not graph.links  # every tool isolated: the grid
+    page_file = render_html(graph, tmp_path / "grid.html", title="grid")
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        page.goto(page_file.as_uri())
+        page.wait_for_selector("body[data-ready='1']")
+        found = page.evaluate(OVERLAPS)
+        assert found["n"] == n
+        assert found["overlaps"] == []
+    finally:
+        page.close()

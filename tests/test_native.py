@@ -249,6 +249,33 @@ def test_a_native_crash_fails_its_test_and_the_suite_goes_on(pytester: pytest.Py
     assert "2 failed, 2 passed" in out and "INTERNALERROR" not in out
 
 
+def test_a_forked_test_that_skips_is_summarised(pytester: pytest.Pytester) -> None:
+    """A ``model`` test that skips (in its body or by a skipif mark) comes back from its child process with the
+    skip's (path, line, reason) as a JSON list; -ra's summary asserted on a tuple and the run ended in a
+    traceback instead of its summary line."""
+    pytester.makeconftest("pytest_plugins = ['forked_native']\n")
+    pytester.makeini("[pytest]\nmarkers =\n    model: runs llama.cpp\n")
+    pytester.makepyfile(test_skippy=textwrap.dedent("""
+        import pytest
+
+        @pytest.mark.model
+        def test_skips_inside():
+            pytest.skip("no tiny model here")
+
+        @pytest.mark.model
+        @pytest.mark.skipif(True, reason="not wanted")
+        def test_skips_by_mark():
+            pass
+    """))
+    env_path = os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")])
+    pytester._monkeypatch.setenv("PYTHONPATH", env_path)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-ra")
+    out = result.stdout.str()
+    assert result.ret == 0, out
+    assert "SKIPPED [1]" in out and "no tiny model here" in out and "not wanted" in out
+    assert "2 skipped" in out and "AssertionError" not in out
+
+
 # ------------------------------------------------------------------------------------------- doctor
 
 

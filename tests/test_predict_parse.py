@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from taskbench.predict.parse import extract_json, make_prediction
+from taskbench.predict.parse import extract_result, make_prediction
 from taskbench.schema import Usage
 
 GRAPH = {"task_steps": ["s"], "task_nodes": [{"task": "A", "arguments": ["x"]}]}
@@ -24,13 +24,13 @@ GRAPH = {"task_steps": ["s"], "task_nodes": [{"task": "A", "arguments": ["x"]}]}
     ids=["plain", "fenced-prose", "marker", "two-objects", "trailing-commas", "python-literal", "list-merge"],
 )
 def test_extract_json_finds_the_graph(text: str) -> None:
-    obj, err = extract_json(text)
+    obj, err = extract_result(text)
     assert err is None
     assert obj == GRAPH
 
 
 def test_list_merge_concatenates_lists() -> None:
-    obj, _ = extract_json('[{"task_nodes": [{"task": "A"}]}, {"task_nodes": [{"task": "B"}]}]')
+    obj, _ = extract_result('[{"task_nodes": [{"task": "A"}]}, {"task_nodes": [{"task": "B"}]}]')
     assert obj == {"task_nodes": [{"task": "A"}, {"task": "B"}]}
 
 
@@ -44,7 +44,7 @@ def test_list_merge_concatenates_lists() -> None:
     ],
 )
 def test_extract_json_failures_name_the_reason(text: str, reason: str) -> None:
-    obj, err = extract_json(text)
+    obj, err = extract_result(text)
     assert obj is None
     assert err is not None and reason in err
 

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from proc_sessions import session_members
+
 pytest.importorskip("ray", reason="ray is not installed (pip install 'taskbench[ray]')")
 pytestmark = pytest.mark.slow
 
@@ -33,24 +35,6 @@ time.sleep(600)
 """
 
 
-def _session_members(sid: int) -> dict[int, str]:
-    """Live (not zombie) processes of session ``sid``: pid -> command line."""
-    out: dict[int, str] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2:].split()
-        state, session = fields[0], int(fields[3])
-        if session == sid and state not in ("Z", "X"):
-            out[int(entry.name)] = cmd or stat[stat.index("(") + 1: stat.rindex(")")]
-    return out
-
-
 def test_a_killed_driver_takes_its_private_cluster_with_it(tmp_path):
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", "")
@@ -63,14 +47,14 @@ def test_a_killed_driver_takes_its_private_cluster_with_it(tmp_path):
         assert proc.stdout is not None
         line = proc.stdout.readline()  # the task ran: the cluster is up, with a worker
         assert line.strip().isdigit(), "the private cluster never ran its task"
-        members = _session_members(sid)
+        members = session_members(sid)
         assert any("raylet" in c for c in members.values()), members
         assert any("DashboardAgent" in c for c in members.values()), members  # the process that outlived
         proc.send_signal(signal.SIGKILL)
         proc.wait(30)
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
-            leftovers = _session_members(sid)
+            leftovers = session_members(sid)
             if not leftovers:
                 break
             time.sleep(0.25)
@@ -81,7 +65,7 @@ def test_a_killed_driver_takes_its_private_cluster_with_it(tmp_path):
             proc.wait(30)
         if proc.stdout is not None:
             proc.stdout.close()
-        for pid in _session_members(sid):  # never leave them behind, even when the test fails
+        for pid in session_members(sid):  # never leave them behind, even when the test fails
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:

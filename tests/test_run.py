@@ -16,6 +16,7 @@ from taskbench.predict.runner import PredictOptions
 from taskbench.run import read_run_log, run_benchmark
 from taskbench.run.job import model_slug
 from taskbench.schema import RUN_LOG_SCHEMA_VERSION, RunLog
+from tiny_model import tiny_model_missing
 
 
 @pytest.fixture()
@@ -109,24 +110,10 @@ def test_run_help_documents_the_default_subset() -> None:
     assert "qwen2.5-coder-0.5b" in result.output and "3 per dataset" in result.output
 
 
-def _tiny_model_available() -> str | None:
-    try:
-        import llama_cpp  # noqa: F401
-    except ImportError:
-        return "llama-cpp-python is not installed"
-    try:
-        from taskbench.llm.weights import resolve_model_path
-
-        resolve_model_path("smollm2-135m")
-    except Exception as exc:  # noqa: BLE001 - any reason the weights are unusable
-        return f"tiny model unavailable: {exc}"
-    return None
-
-
 @pytest.mark.slow
 @pytest.mark.model
 def test_run_with_the_tiny_real_model(tmp_path, cache_dir) -> None:
-    reason = _tiny_model_available()
+    reason = tiny_model_missing()
     if reason:
         pytest.skip(reason)
     os.environ.setdefault("OMP_NUM_THREADS", "2")

@@ -148,10 +148,7 @@ def test_plan_is_identical_under_threads() -> None:
 def test_distribution_matches_weights_over_10000() -> None:
     graph = resource_graph()
     n = 10_000
-    t0 = time.perf_counter()
-    plan = sample_plan(graph, n, seed=2024)
-    elapsed = time.perf_counter() - t0
-    assert elapsed < 8, f"sampling 10,000 entries took {elapsed:.1f}s"
+    plan = sample_plan(graph, n, seed=2024)  # its speed is test_throughput_10000's
     total = sum(MODE_WEIGHTS.values())
     modes = Counter(e.mode for e in plan)
     for mode, w in MODE_WEIGHTS.items():
@@ -205,10 +202,12 @@ def test_weights_validation() -> None:
 
 def test_throughput_10000(capsys: pytest.CaptureFixture[str]) -> None:
     graph = temporal_graph(40)  # the densest case: every pair linked, as dailylifeapis
-    t0 = time.perf_counter()
+    # CPU time of this process, not the wall clock: on two cores shared with other jobs the wall clock
+    # measures the neighbours (it flaked); a slower sampler still costs this process more CPU
+    t0 = time.process_time()
     plan = sample_plan(graph, 10_000, seed=0)
-    rate = len(plan) / (time.perf_counter() - t0)
-    assert rate > 1500, f"{rate:.0f} plans/s"
+    rate = len(plan) / max(time.process_time() - t0, 1e-9)
+    assert rate > 1500, f"{rate:.0f} plans per CPU second"
 
 
 def test_cli_sample_prints_and_writes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -168,3 +168,47 @@ def test_distill_cli_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys: py
     assert not (tmp_path / "a").exists()
     code, _, err = run(capsys, "agents", "span-data", "--env", "restbench-tmdb", "-o", str(tmp_path / "g"))
     assert code == 2 and "held-out" in err
+
+
+@pytest.mark.skipif(_sandbox() is not None, reason=f"no sandbox: {_sandbox()}")
+def test_held_out_scores_per_role_count_right_and_wrong_answers(tmp_path: Path) -> None:
+    """distill-eval's scoring: a model that answers every target scores 1 in every role (the execution
+    targets rerun in the sandbox where the teacher ran them, earlier code replayed first); one that answers
+    wrongly scores 0; and a student is refused on the tasks its adapter was trained on."""
+    from taskbench.distill.evaluate import score_role
+
+    build_gold("taskbench-multimedia", tmp_path, limit=4, min_doc_words=20, perturb=1.0, seed=3)
+    targets: dict[str, str] = {}
+    for role in ("grounding", "execution", "review"):
+        for line in (tmp_path / f"{role}.jsonl").read_text().splitlines():
+            msgs = json.loads(line)["messages"]
+            targets[json.dumps(msgs[:-1])] = msgs[-1]["content"]
+
+    def right(request) -> str:
+        return targets[json.dumps([{"role": m["role"], "content": m["content"]} for m in request.messages])]
+
+    wrong_answers = {"grounding": json.dumps({"thought": "", "action": {"tool": "No_Such_Tool", "arguments": []}}),
+                     "execution": "```python\nresult = undefined_name\n```",
+                     "review": json.dumps({"problem": "vague", "feedback": "x", "route": "execution",
+                                           "verdict": "revise"})}
+    for role in ("grounding", "execution", "review"):
+        good = score_role(tmp_path, role, "mock/right", options={"responses": right})["scores"]
+        bad = score_role(tmp_path, role, "mock/wrong", options={"responses": lambda _r, a=wrong_answers[role]: a})
+        if role == "grounding":
+            assert good["next_tool_accuracy"] == good["argument_match"] == 1.0 and good["n"] > 4
+            assert bad["scores"]["next_tool_accuracy"] == 0.0
+        elif role == "execution":
+            assert good["execution_success"] == 1.0 and good["gold_failed"] == 0 and good["n"] >= 4
+            assert bad["scores"]["execution_success"] == 0.0
+            assert "NameError" in bad["examples"][0]["observation"]
+        else:
+            assert good["verdict_accuracy"] == good["route_accuracy"] == 1.0 and good["revise_targets"] > 0
+            # every accept target is missed, and the revise targets routed to grounding are misrouted
+            assert bad["scores"]["verdict_accuracy"] < 1.0 and bad["scores"]["route_accuracy"] < 1.0
+
+    adapter = tmp_path / "student"
+    adapter.mkdir()
+    (adapter / "distill.json").write_text(json.dumps({"config": {"data": str(tmp_path), "role": "grounding",
+                                                                 "limit": None}}))
+    with pytest.raises(ConfigError, match="training data"):
+        score_role(tmp_path, "grounding", f"llamacpp/smollm2-135m+{adapter}", limit=2)

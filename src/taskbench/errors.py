@@ -13,7 +13,16 @@ The tree (catch the narrowest one you can handle)::
     ├── MissingDependencyError     an optional package is not installed; the message holds the exact
     │                              ``pip install`` line
     ├── ModelError                 a model call failed for good (after the retry budget was spent)
-    │   └── ModelRefusedError      the model answered, but its output could not be used (e.g. not JSON)
+    │   ├── ModelRefusedError      the model answered, but its output could not be used (e.g. not JSON)
+    │   │   └── llm.schemas.JSONExtractionError  no JSON in a text (also a ``ValueError``); ``llm.model``
+    │   │                          records it as the answer's parse error, ``llm.extract_json`` raises it
+    │   ├── llm.base.TransientProviderError  one attempt failed in a retryable way (rate limit, 5xx, reset);
+    │   │                          ``llm.retry`` retries it and raises a plain :class:`ModelError` when the
+    │   │                          budget is spent, so it never reaches a caller of ``Model``
+    │   └── llm.providers.pool.NoEndpointLeft  every replica of an endpoint pool failed; the openai provider
+    │                              turns it into a ``TransientProviderError``
+    ├── envs.restbench.service.ApiError  a simulated API's HTTP error; the service answers it as the API's
+    │                              own error body and status
     └── SandboxError               the code sandbox broke (its supervisor could not start or answer)
         └── SandboxUnavailableError  no sandbox can be had here (no bwrap, no user namespaces, ...): agent code
                                    is refused rather than run unconfined, unless the caller passes
@@ -22,13 +31,11 @@ The tree (catch the narrowest one you can handle)::
 Library code raises these and never prints; the CLI (``taskbench.cli``) turns them into one line on stderr
 and exit code 2 (user errors, a refused sandbox) or 1 (model failures); a broken sandbox exits with 4.
 
-Four exception classes outside this tree are signals inside one module, caught there, never raised to a caller
-of a command: ``llm.base.TransientProviderError`` (a provider's retryable failure; ``llm.model`` retries it and
-raises :class:`ModelError` when the budget is spent), ``llm.providers.pool.NoEndpointLeft`` (every replica of
-an endpoint pool failed; the openai provider turns it into a ``TransientProviderError``),
-``envs.restbench.service.ApiError`` (a simulated API's HTTP error; the service answers it as the API's own
-error body and status) and ``llm.schemas.JSONExtractionError`` (a ``ValueError``: no JSON in a text;
-``llm.model`` records it as the answer's parse error, and ``llm.extract_json`` documents it for direct callers).
+Outside the tree on purpose: control-flow signals private to one module, raised and caught there
+(``agents.episode.StepCap``, ``envs.restbench.checking.ScriptError``, ``envs.taskbench_exec.env._CallError``,
+``eval.compat._Dropped``), and the sandbox supervisor's (``envs.sandbox._supervisor``: it runs inside the
+sandbox and imports nothing of taskbench). ``tests/test_one_of_each.py`` lists them, so a new class outside
+the tree is a decision, not an accident.
 """
 
 from __future__ import annotations
@@ -162,8 +169,9 @@ class SandboxUnavailableError(SandboxError):
 # --------------------------------------------------------------------------------------------- helpers
 
 
-def suggest(name: object, choices: Iterable[object], *, n: int = 1) -> list[str]:
-    """The ``choices`` closest to ``name`` (case-insensitive, difflib's ratio >= 0.6), best first."""
+def suggest(name: object, choices: Iterable[object], *, n: int = 1, cutoff: float = 0.6) -> list[str]:
+    """The ``choices`` closest to ``name`` (case-insensitive, difflib's ratio >= ``cutoff``), best first: the
+    one did-you-mean helper (every "did you mean" hint of the package comes from here)."""
     import difflib
 
     options = [str(c) for c in choices]
@@ -175,7 +183,7 @@ def suggest(name: object, choices: Iterable[object], *, n: int = 1) -> list[str]
     exact = by_lower.get(name.lower())
     if exact is not None and exact != name:
         return [exact]
-    close = difflib.get_close_matches(name.lower(), list(by_lower), n=n, cutoff=0.6)
+    close = difflib.get_close_matches(name.lower(), list(by_lower), n=n, cutoff=cutoff)
     if not close:  # a prefix or a part of a name ("chain" -> "chain_overall")
         close = [c for c in by_lower if c.startswith(name.lower()) or (len(name) >= 3 and name.lower() in c)][:n]
     return [by_lower[c] for c in close]

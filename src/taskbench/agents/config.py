@@ -41,7 +41,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..errors import ConfigError
+from ..errors import ConfigError, suggest
 from ..schema import ToolSpec
 
 BASE_AGENTS: tuple[str, ...] = ("conagents-auto", "conagents-adaptive", "react", "code", "plan-execute", "reflexion",
@@ -141,9 +141,7 @@ def parse_agent(name: str, *, alpha: int = DEFAULT_ALPHA, beta: int = DEFAULT_BE
         return AgentSpec(base=RETRY_NAMES[retry.group("base")], tries=tries)
     m = _VARIANT.match(text)
     if m is None:
-        from difflib import get_close_matches
-
-        close = get_close_matches(text, BASE_AGENTS, n=1)
+        close = suggest(text, BASE_AGENTS)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         raise ConfigError(f"unknown agent {name!r}{hint} (known: {', '.join(BASE_AGENTS)}, react@N, toolllm@N, "
                           "reflexion@N)")

@@ -13,11 +13,11 @@ import json
 import re
 from collections.abc import Sequence
 from functools import lru_cache
-from importlib import resources
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from .._templates import package_text, text_environment
 from ..errors import ConfigError
 from ..schema import ToolSpec
 
@@ -30,21 +30,12 @@ PROBLEMS = PLAN_PROBLEMS + EXEC_PROBLEMS
 """What a review can name ("none" when it accepts)."""
 
 
-@lru_cache(maxsize=1)
-def _environment() -> Any:
-    import jinja2
-
-    return jinja2.Environment(autoescape=False, trim_blocks=True, lstrip_blocks=True,
-                              keep_trailing_newline=False, undefined=jinja2.StrictUndefined)
-
-
 @lru_cache(maxsize=32)
 def _template(name: str) -> Any:
     try:
-        source = resources.files("taskbench.agents").joinpath("prompts").joinpath(f"{name}.j2").read_text(encoding="utf-8")
-    except FileNotFoundError:
+        return text_environment().from_string(package_text("taskbench.agents", "prompts", f"{name}.j2"))
+    except ConfigError:
         raise ConfigError(f"no agent prompt {name!r} in taskbench/agents/prompts") from None
-    return _environment().from_string(source)
 
 
 def render(name: str, **variables: Any) -> str:

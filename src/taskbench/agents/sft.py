@@ -123,6 +123,7 @@ def export_sft(runs: Sequence[str | Path], output: str | Path, *, all_turns: boo
     sets: dict[str, list[dict[str, Any]]] = {r: [] for r in ROLES}
     seen: set[str] = set()
     good: list[Trajectory] = []
+    paths: dict[int, Path] = {}
     for run in runs:
         _, records = load_run(run)
         for rec in records.values():
@@ -141,12 +142,14 @@ def export_sft(runs: Sequence[str | Path], output: str | Path, *, all_turns: boo
                 summary.skipped[reason] = summary.skipped.get(reason, 0) + 1
                 continue
             good.append(traj)
+            paths[id(traj)] = path
     if selection is not None:
         good = _selected(good, selection, summary)
     for traj in good:
         summary.successful += 1
         for e in kept_turns(traj, all_turns=all_turns):
             ex = example(e, traj)
+            ex["meta"]["trajectory"] = str(paths[id(traj)].resolve())  # the episode (its tools, earlier code)
             digest = hashlib.sha256(json.dumps(ex["messages"], sort_keys=True).encode()).hexdigest()
             if digest in seen:
                 continue

@@ -289,13 +289,16 @@ def plan_perturbations(tasks: Sequence[GoldTask], rate: float, seed: int) -> Non
             g.perturb[rng.randrange(len(g.steps))] = rng.choice(PERTURBATIONS)
 
 
-async def abuild_gold(env_name: str, output: str | Path, *, limit: int | None = None, perturb: float = 0.5,
+async def abuild_gold(env_name: str, output: str | Path, *, limit: int | None = None, offset: int = 0,
+                      perturb: float = 0.5,
                       seed: int = 0, min_tools: int = 10, min_doc_words: int = 100, dedup_threshold: float = 90.0,
                       unsafe_local: bool = False, display: Any = None,
                       env_options: Mapping[str, Any] | None = None) -> GoldSummary:
     """Play the selected gold tasks of ``env_name`` with the gold teacher and write per-role chat data into
     ``output`` (``grounding.jsonl``, ``execution.jsonl``, ``review.jsonl`` and ``manifest.json``, as
-    :func:`~taskbench.agents.sft.export_sft`; the episodes under ``output/gold-run``)."""
+    :func:`~taskbench.agents.sft.export_sft`; the episodes under ``output/gold-run``). ``offset`` skips the
+    first selected tasks and ``limit`` caps the rest, so ``--limit 20`` and ``--offset 20`` give disjoint
+    training and held-out tasks."""
     from ..dataset.jsonio import write_json
     from ..envs import open_environment
     from ..llm import get_model
@@ -321,11 +324,15 @@ async def abuild_gold(env_name: str, output: str | Path, *, limit: int | None = 
         by_id = {t.id: t for t in tasks}
         golds: list[GoldTask] = []
         removed["no_executable_gold"] = 0
+        passed = 0
         for c in kept:
             task = by_id[c.key]
             steps = gold_steps(env, task)
             if not steps:
                 removed["no_executable_gold"] += 1
+                continue
+            passed += 1
+            if passed <= offset:
                 continue
             task = task.model_copy(update={"meta": {**task.meta, "offered": [t.name for t in c.tools]}})
             golds.append(GoldTask(task=task, steps=steps, resource=bool(getattr(getattr(env, "runtime", None), "resource", True))))
@@ -349,7 +356,7 @@ async def abuild_gold(env_name: str, output: str | Path, *, limit: int | None = 
                           failed=result.failed, perturbed={k: sum(1 for g in golds for v in g.perturb.values()
                                                                    if v == k) for k in PERTURBATIONS},
                           examples=export.examples,
-                          rules={"min_tools": min_tools, "min_doc_words": min_doc_words,
+                          offset=offset, limit=limit, rules={"min_tools": min_tools, "min_doc_words": min_doc_words,
                                  "dedup_threshold": dedup_threshold})
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     manifest["span"] = dict(summary)

@@ -57,7 +57,9 @@ def eval_command(
     task: list[str] | None = typer.Option(None, "--task", "-t", help="Only these task ids (comma-separated, repeatable)."),
     tasks_file: Path | None = typer.Option(None, "--tasks", help="Tasks from this JSON Lines file instead of the "
                                            "environment's own: {id, query, gold_path, setup, checker} a line "
-                                           "(any environment, e.g. mcp:...; see docs/mcp.md).", show_default=False),
+                                           "(any environment, e.g. mcp:...; see docs/mcp.md), or from a dataset "
+                                           "directory that `generate --env` (or `review --export`) wrote: one "
+                                           "task per sample.", show_default=False),
     task_set: str | None = typer.Option(None, "--task-set", help="RestBench: restbench | own | all | auto "
                                         "(default auto: RestBench's queries when its files are found)."),
     output: Path = typer.Option(..., "--output", "-o", help="Run directory (resumed if it exists)."),
@@ -267,6 +269,8 @@ def span_data_command(
                             "RestBench: its queries are the held-out test)."),
     output: Path = typer.Option(..., "--output", "-o", help="Directory for grounding/execution/review.jsonl."),
     limit: int | None = typer.Option(None, "--limit", min=1, help="At most N selected tasks."),
+    offset: int = typer.Option(0, "--offset", min=0, help="Skip the first N selected tasks (held-out data: "
+                               "--offset past the training run's --limit)."),
     perturb: float = typer.Option(0.5, "--perturb", min=0.0, max=1.0, help="Share of tasks with one perturbed "
                                   "step (wrong tool, missing or wrong argument, faulty code) for review targets."),
     seed: int = typer.Option(0, "--seed", "-s", help="Seed of the perturbations."),
@@ -292,7 +296,7 @@ def span_data_command(
     console = make_console(stderr=True, quiet=quiet)
     display = RichPredictDisplay(console)
     with display:
-        summary = build_gold(env, output, limit=limit, perturb=perturb, seed=seed, min_tools=min_tools,
+        summary = build_gold(env, output, limit=limit, offset=offset, perturb=perturb, seed=seed, min_tools=min_tools,
                              min_doc_words=min_doc_words, unsafe_local=unsafe_local, display=display)
     out = make_console()
     removed = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in summary["removed"].items())
@@ -352,6 +356,52 @@ def distill_command(
         f"steps, loss {result.first_loss:.3f} -> {result.last_loss:.3f}, {result.seconds:.0f} s "
         f"({result.seconds_per_example} s/example, peak RSS {result.peak_rss_mb:.0f} MB)\n"
         f"adapter: {output}  (run it: --model-{role} llamacpp/BASE+{output})", highlight=False)
+
+
+@agents_app.command("distill-eval")
+def distill_eval_command(
+    role: str = typer.Option(..., "--role", help="grounding | execution | review."),
+    data: Path = typer.Option(..., "--data", help="Directory with held-out ROLE.jsonl (span-data --offset past "
+                              "the training tasks)."),
+    model: str = typer.Option(..., "--model", "-m", help="The model to score: a student "
+                              "llamacpp/BASE+ADAPTER, the base llamacpp/BASE, or any model string."),
+    output: Path | None = typer.Option(None, "--output", "-o", help="JSON file for the scores and every "
+                                       "example's answer."),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="At most N examples."),
+    offset: int = typer.Option(0, "--offset", min=0, help="Skip the first N examples."),
+    option: list[str] | None = typer.Option(None, "--option", "-O", help="Model option KEY=VALUE "
+                                            "(n_threads=2 ...)."),
+    unsafe_local: bool = typer.Option(False, "--unsafe-local", help="Run programs unconfined where bwrap is "
+                                      "missing."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+) -> None:
+    """Score a model in one ConAgents role on held-out SPAN examples: next-tool accuracy and argument match
+    (grounding), execution success of its code in the sandbox (execution), verdict and route accuracy
+    (review). A student is refused on tasks its adapter was trained on.
+
+    Example:
+
+        taskbench agents distill-eval --role grounding --data span-heldout/ --model llamacpp/qwen2.5-coder-0.5b+students/grounding
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from ..dataset.jsonio import write_json
+    from ..distill.data import load_examples
+    from ..distill.evaluate import score_role
+    from .options import parse_model_options
+
+    load_examples(data, role)  # bad input is one line, before any progress bar is drawn
+    options = parse_model_options(option)
+    console = make_console(stderr=True, quiet=quiet)
+    with Progress(TextColumn(f"{role} {model}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  console=console, disable=quiet) as bar:
+        job = bar.add_task("score", total=None)
+        doc = score_role(data, role, model, limit=limit, offset=offset, unsafe_local=unsafe_local, options=options,
+                         progress=lambda done, total: bar.update(job, completed=done, total=total))
+    if output is not None:
+        write_json(output, doc)
+    scores = ", ".join(f"{k} {v}" for k, v in doc["scores"].items())
+    make_console().print(f"{role} {model}: {scores} ({doc['seconds']:.0f} s)", highlight=False)
 
 
 @agents_app.command("plot")

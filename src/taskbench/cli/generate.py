@@ -101,6 +101,11 @@ def generate_command(
     max_retries: int | None = max_retries_option(),
     no_cache: bool = no_cache_option(),
     option: list[str] | None = provider_option(),
+    env: str | None = typer.Option(
+        None, "--env", help="An executable environment of these tools (mcp:<command>, ...): its state (tables, "
+        "files) goes into the prompt, and each sample's gold graph is run in it; one that fails is rejected "
+        "(the exec critic). The runs change the environment: point it at a copy of your data.",
+        show_default=False),
     fmt: str = typer.Option("auto", "--format", "-f", help="Format of --tools: auto, taskbench, openai, mcp, openapi."),
     dependency: str | None = typer.Option(None, "--dependency", "-D", help="Override: resource or temporal."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
@@ -133,6 +138,8 @@ def generate_command(
         taskbench generate --tools multimedia --output gen/mm --n 30 --model llamacpp/qwen2.5-coder-0.5b
 
         taskbench generate --graph tmdb_graph.json -o gen/tmdb -n 200 -m openai-compatible/Qwen2.5-7B-Instruct --base-url http://127.0.0.1:8000/v1 -c 16 --method two-stage
+
+        taskbench generate --graph sqlite_graph.json --env "mcp:mcp-server-sqlite --db-path shop.db" -o gen/shop -n 20 -m llamacpp/qwen2.5-coder-0.5b
 
         taskbench generate --tools dailylifeapis -o /shared/gen/daily -n 5000 -m openai-compatible/qwen7b --base-url http://gpu1:8000/v1 --executor ray --ray-address auto -c 16
     """
@@ -181,6 +188,9 @@ def generate_command(
     runner = make_executor(executor, ray_address, workers)
     console = make_console(stderr=True, quiet=quiet)
     display = RichGenerateDisplay(console)
+    if runner is not None and env is not None:
+        runner.close()
+        raise ConfigError("--env runs every gold graph in one environment: use --executor local with it")
     if runner is not None:  # sharded: each worker rebuilds the models from their configs
         from ..executors.generate import agenerate_sharded
         from ..llm.config import ModelConfig
@@ -204,8 +214,20 @@ def generate_command(
         if critic_model is not None:
             critic = open_model(critic_model, concurrency=concurrency, cache=not no_cache,
                                 base_url=critic_base_url, api_key_env=api_key_env, options=extra)
-        with display:
-            summary = generate(tool_graph, m, out, options, critic_model=critic, display=display, close_model=True)
+        environment = None
+        if env is not None:
+            from ..envs import open_environment
+
+            environment = open_environment(env)
+        try:
+            with display:
+                summary = generate(tool_graph, m, out, options, critic_model=critic, display=display,
+                                   close_model=True, env=environment)
+        finally:
+            if environment is not None:
+                from ..runner import run_sync
+
+                run_sync(environment.aclose())
     stats = summary.statistics
     screen = make_console()
     screen.print(statistics_table(stats, title=f"{out}: {summary.method} · {summary.model}"

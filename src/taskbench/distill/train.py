@@ -211,6 +211,10 @@ def distill(config: DistillConfig, output: str | Path, *, resume: bool = False,
     log_path = out / "train_log.jsonl"
     if not resume or done == 0:
         log_path.write_text("", encoding="utf-8")
+    elif log_path.is_file():  # examples past the checkpoint are trained again: their old lines go
+        kept = [line for line in log_path.read_text(encoding="utf-8").splitlines()
+                if line.strip() and json.loads(line).get("example", 0) <= done]
+        log_path.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
     start = time.perf_counter()
     losses: list[float] = []
     with log_path.open("a", encoding="utf-8") as log:
@@ -241,7 +245,9 @@ def distill(config: DistillConfig, output: str | Path, *, resume: bool = False,
     seconds = time.perf_counter() - start
     tmp = out / f".adapter.tmp{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(str(tmp))
+    # embeddings are never adapted; "auto" would look the base's config up on the Hugging Face hub (traffic
+    # off the machine, and a warning when offline, since the base is a GGUF file)
+    model.save_pretrained(str(tmp), save_embedding_layers=False)
     for name in ("adapter_model.safetensors", "adapter_config.json"):
         os.replace(tmp / name, out / name)
     shutil.rmtree(tmp, ignore_errors=True)
@@ -267,7 +273,7 @@ def distill(config: DistillConfig, output: str | Path, *, resume: bool = False,
 def _checkpoint(model: Any, opt: Any, out: Path, config: DistillConfig, done: int, torch: Any) -> None:
     tmp = out / f".checkpoint.tmp{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(str(tmp))
+    model.save_pretrained(str(tmp), save_embedding_layers=False)
     torch.save({"optimizer": opt.state_dict(), "done": done, "config": config.model_dump(mode="json")},
                str(tmp / "state.pt"))
     _atomic_dir(tmp, out / "checkpoint")

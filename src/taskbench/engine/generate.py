@@ -18,6 +18,10 @@ The flow, one plan entry at a time::
   plan entry in plan order, a file lock, a model call that failed for good written in place
   (``"failed": true``) and retried by the next run. Rerunning with the same arguments generates only the
   entries not done yet.
+- **An executable environment** (``env``, ``generate --env mcp:...``): its state is read once per run
+  (``env_state.txt``) and shown in every prompt, and every answered sample's gold graph is run in it, one at a
+  time (:mod:`taskbench.engine.execcheck`); a graph that fails is rejected by the ``exec`` critic with the
+  failing call's error.
 - **The directory remembers its arguments** (its run header, ``header.json``, :mod:`taskbench.dataset.header`): a rerun with another seed, method, model,
   critic, weights, sampling settings or tool graph is refused (use another ``--out``); a larger ``--n``
   extends the plan (entries 0..n-1 are the same for any n), a smaller one is refused. ``--keep`` and
@@ -78,9 +82,12 @@ string bounds make a 10-tool answer at most about 1,800 tokens); the reference e
 
 # arguments that must be the same on a rerun into the same directory (n may grow)
 _FIXED = ("method", "seed", "mode_weights", "size_weights", "model", "critic_model", "check", "guided",
-          "temperature", "top_p", "max_tokens", "limits", "graph_sha256")
+          "temperature", "top_p", "max_tokens", "limits", "graph_sha256", "env")
 # what a manifest written before an argument existed meant by it
-_MANIFEST_DEFAULTS: dict[str, Any] = {"guided": False}
+_MANIFEST_DEFAULTS: dict[str, Any] = {"guided": False, "env": None}
+
+STATE_FILE = "env_state.txt"
+"""The environment's state as the last run read it and showed it to the generator (``--env``)."""
 
 GUIDED_METHODS = ("back-instruct", "two-stage")
 """The methods a guided schema applies to: those that show the model the sampled subgraph, edges included."""
@@ -177,8 +184,10 @@ def graph_digest(graph: ToolGraph) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _manifest(options: GenerateOptions, graph: ToolGraph, model: str, critic: str | None) -> dict[str, Any]:
+def _manifest(options: GenerateOptions, graph: ToolGraph, model: str, critic: str | None,
+              env: str | None = None) -> dict[str, Any]:
     return {
+        "env": env,
         "method": options.method,
         "seed": options.seed,
         "n": options.n,
@@ -274,8 +283,14 @@ def _limits_for(model: Any, limits: Limits) -> Limits:
 class _Engine:
     """One generation run's state: what every plan entry's work needs, and the run's counters."""
 
-    def __init__(self, graph: ToolGraph, model: Any, options: GenerateOptions, critic: Any | None) -> None:
+    def __init__(self, graph: ToolGraph, model: Any, options: GenerateOptions, critic: Any | None,
+                 env: Any | None = None, state: str | None = None) -> None:
+        import asyncio
+
         self.graph = graph
+        self.env = env
+        self.state = state
+        self.env_lock = asyncio.Lock()
         self.library: ToolLibrary = graph.library
         self.model = model
         self.critic = critic
@@ -348,7 +363,7 @@ class _Engine:
         config = self._config(entry)
         if o.method == "two-stage":
             msgs = generation_messages(o.method, entry, self.library, seed=seed, check=o.check, stage=1,
-                                       guided=o.use_guided)
+                                       guided=o.use_guided, state=self.state)
             first = await self.model.generate(msgs, schema=self._schema(entry, ("user_request",), "UserRequest"),
                                               config=config)
             self._count(first)
@@ -362,7 +377,7 @@ class _Engine:
                 rec.update(_answer_view(first))
                 return self._finish(rec)
             msgs = generation_messages(o.method, entry, self.library, seed=seed, check=o.check, stage=2, guided=o.use_guided,
-                                       user_request=request)
+                                       user_request=request, state=self.state)
             out = await self.model.generate(msgs, schema=self._schema(entry, self._graph_parts(), "InvocationGraph"),
                                             config=config)
             self._count(out)
@@ -375,7 +390,8 @@ class _Engine:
                 rec["result"] = {"user_request": request, **out.parsed}
         else:
             parts = ("task_steps", "user_request", "invoking_graph") + (("check_by_teacher",) if o.check else ())
-            msgs = generation_messages(o.method, entry, self.library, seed=seed, check=o.check, guided=o.use_guided)
+            msgs = generation_messages(o.method, entry, self.library, seed=seed, check=o.check, guided=o.use_guided,
+                                       state=self.state)
             out = await self.model.generate(msgs, schema=self._schema(entry, parts, "BackInstruct"), config=config)
             self._count(out)
             rec.update(_answer_view(out))
@@ -385,9 +401,19 @@ class _Engine:
         if failure is not None:
             rec["error_code"], rec["error"] = failure
             return self._finish(rec)
+        if self.env is not None:
+            rec["execution"] = await self._execute(rec)
         if self.critic is not None:
             rec["critic"] = await self._critic(rec, entry)
         return self._finish(rec)
+
+    async def _execute(self, rec: dict[str, Any]) -> dict[str, Any]:
+        """The execution critic's record: the gold graph run in the environment (engine/execcheck.py)."""
+        from .execcheck import execute_gold
+        from .parse import build_sample
+
+        async with self.env_lock:  # one gold graph at a time: their calls change the environment's state
+            return await execute_gold(build_sample(rec, self.library), self.env)
 
     async def _critic(self, rec: dict[str, Any], entry: SampledSubgraph) -> dict[str, Any]:
         from .parse import build_sample
@@ -397,7 +423,7 @@ class _Engine:
         shown = None if self.options.method == "self-instruct" else entry
         config = GenerationConfig(temperature=0.0, max_tokens=min(self.options.max_tokens, 1024),
                                   seed=rec["seed"])
-        out = await self.critic.generate(critic_messages(sample, self.library, shown),
+        out = await self.critic.generate(critic_messages(sample, self.library, shown, self.state),
                                          schema=critic_schema(self.critic_limits), config=config)
         self._count(out)
         view: dict[str, Any] = {"model": self.critic.name, **_answer_view(out)}
@@ -426,7 +452,8 @@ def _plan(graph: ToolGraph, options: GenerateOptions) -> list[SampledSubgraph]:
 
 
 def prepare_output(
-    graph: ToolGraph, out_dir: str | Path, options: GenerateOptions, model_name: str, critic_name: str | None
+    graph: ToolGraph, out_dir: str | Path, options: GenerateOptions, model_name: str, critic_name: str | None,
+    env_name: str | None = None,
 ) -> tuple[Path, list[SampledSubgraph], dict[str, Any], int | None]:
     """Check the arguments against ``out_dir``'s manifest, write the graph files and the manifest, and return
     ``(out, plan, manifest, extended_from)``: what a generation run (local or sharded) does before any call."""
@@ -440,7 +467,7 @@ def prepare_output(
     if out.exists() and not out.is_dir():
         raise InputError("the output must be a directory", path=out)
     out.mkdir(parents=True, exist_ok=True)
-    manifest = _manifest(options, graph, model_name, critic_name)
+    manifest = _manifest(options, graph, model_name, critic_name, env_name)
     header = new_header("generate", config=manifest, identity={k: manifest[k] for k in _FIXED},
                         seeds={"plan": options.seed})
     old = read_header(out, "generate")
@@ -485,6 +512,16 @@ def finish_output(
     )
 
 
+def _check_env_tools(graph: ToolGraph, env: Any) -> None:
+    """Refuse an environment that has none of the graph's tools (another server than the graph was built from)."""
+    names = [t.id for t in graph.library.tools]
+    if names and all(env.tool(name) is None for name in names):
+        offered = ", ".join(t.name for t in env.tools()[:8]) or "none"
+        raise ConfigError(f"--env {env.name}: has none of the tool graph's tools ({', '.join(names[:5])}, ...); "
+                          f"it offers: {offered}. Build the graph from the same server: taskbench graph build "
+                          f"\"{env.name}\" -o graph.json")
+
+
 async def agenerate(
     graph: ToolGraph,
     model: Any,
@@ -494,14 +531,25 @@ async def agenerate(
     critic_model: Any | None = None,
     display: RecordDisplay | None = None,
     clock: Any = time.perf_counter,
+    env: Any | None = None,
 ) -> GenerateSummary:
     """Generate ``options.n`` plan entries of ``graph`` with ``model`` into ``out_dir`` (resuming what is
     there), then write the reference layout (see the module docstring). ``model`` / ``critic_model`` are
     :class:`taskbench.llm.Model` objects (anything with ``name`` and ``async generate(messages, schema=,
-    config=)``). Sharded over workers: :func:`taskbench.executors.generate.agenerate_sharded`."""
+    config=)``). ``env``: an executable :class:`~taskbench.envs.Environment` of these tools: its state
+    (:meth:`~taskbench.envs.Environment.read_state`, saved in ``env_state.txt``) goes into every prompt, and
+    each answered sample's gold graph is run in it (the ``exec`` critic, :mod:`taskbench.engine.execcheck`).
+    Sharded over workers: :func:`taskbench.executors.generate.agenerate_sharded`."""
+    if env is not None:
+        _check_env_tools(graph, env)
     out, plan, manifest, extended_from = prepare_output(graph, out_dir, options, model.name,
-                                                        getattr(critic_model, "name", None))
-    engine = _Engine(graph, model, options, critic_model)
+                                                        getattr(critic_model, "name", None),
+                                                        None if env is None else str(env.name))
+    state = None
+    if env is not None:
+        state = await env.read_state()
+        (out / STATE_FILE).write_text((state or "(the environment shows no state)") + "\n", encoding="utf-8")
+    engine = _Engine(graph, model, options, critic_model, env, state)
     label = f"{options.method} · {model.name}"
     shown = display or NullDisplay()
     ran = await run_records(plan, engine.work, out / RAW_FILE, key=lambda e: sample_id(e.index),
@@ -521,13 +569,15 @@ def generate(
     critic_model: Any | None = None,
     display: RecordDisplay | None = None,
     close_model: bool = False,
+    env: Any | None = None,
 ) -> GenerateSummary:
     """:func:`agenerate` for plain code (blocks; safe inside a running event loop too). ``close_model`` closes
     the model(s) at the end, inside the event loop where their HTTP clients were made."""
 
     async def go() -> GenerateSummary:
         try:
-            return await agenerate(graph, model, out_dir, options, critic_model=critic_model, display=display)
+            return await agenerate(graph, model, out_dir, options, critic_model=critic_model, display=display,
+                                   env=env)
         finally:
             if close_model:
                 await model.aclose()

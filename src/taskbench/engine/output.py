@@ -9,7 +9,8 @@
 - ``data_error.json``: every other record, with ``reasons`` (critic issue codes and messages, ``truncated``,
   ``unparseable``, ``call_failed``, ``duplicate``);
 - ``statistics.json``: the paper's critic table: counts and pass rates of the LLM critic, the rule critic and
-  both, overall, by mode and by size, plus the averages of its dataset table (nodes, links, request length).
+  both, overall, by mode and by size, plus the averages of its dataset table (nodes, links, request length);
+  with ``generate --env``, ``exec_critic``: the gold graphs that ran in the environment (``run``) and passed.
 
 It is pure over the files: rerunning it (``taskbench generate`` with another ``--keep``, no model calls)
 re-filters the same attempts. Judge scores already in ``data.json`` are kept.
@@ -56,7 +57,8 @@ def assess(
 ) -> tuple[Sample, dict[str, CriticVerdict]]:
     """The sample of one raw record and its verdicts: ``rule`` always; ``llm`` from the separate critic call
     when the record has one, else from the answer's ``check_by_teacher``; ``self`` (the answer's own check)
-    too when a separate critic ran."""
+    too when a separate critic ran; ``exec`` when the gold graph was run in an environment (``generate --env``:
+    the record's ``execution``)."""
     sample = build_sample(record, library)
     verdicts: dict[str, CriticVerdict] = {}
     error = record.get("error")
@@ -72,6 +74,11 @@ def assess(
         verdicts["llm"] = CriticVerdict(name="llm", passed=None, reasons=[reason])
         return sample, verdicts
     verdicts["rule"] = rule_verdict(sample, library, graph)
+    execution = record.get("execution")
+    if isinstance(execution, dict):  # the gold graph run in the environment (generate --env)
+        verdicts["exec"] = CriticVerdict(name="exec", passed=execution.get("passed") is True,
+                                         reasons=[str(r) for r in execution.get("reasons") or []],
+                                         raw=execution.get("calls"))
     result = record.get("result") if isinstance(record.get("result"), dict) else {}
     teacher = result.get("check_by_teacher") if isinstance(result, dict) else None
     critic = record.get("critic")
@@ -91,8 +98,11 @@ def assess(
 
 
 def keeps(verdicts: dict[str, CriticVerdict], keep: str, answered: bool) -> bool:
-    """Whether a sample with these verdicts goes to data.json under ``keep``."""
+    """Whether a sample with these verdicts goes to data.json under ``keep``. A gold graph that failed to run
+    in the environment (the ``exec`` critic) is kept only under ``none``."""
     if not answered:
+        return False
+    if keep != "none" and "exec" in verdicts and verdicts["exec"].passed is not True:
         return False
     rule = verdicts["rule"].passed is True
     llm = verdicts["llm"].passed is True
@@ -117,6 +127,9 @@ def _group(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "kept": len(kept),
         "duplicates": sum(1 for r in rows if r["duplicate"]),
     }
+    executed = [r for r in attempts if r.get("exec") is not None]
+    if executed:  # generate --env: gold graphs run in the environment
+        out["exec_critic"] = {**_rate(sum(1 for r in executed if r["exec"]), len(executed)), "run": len(executed)}
     if kept:
         out["avg_nodes"] = round(sum(r["nodes"] for r in kept) / len(kept), 3)
         out["avg_links"] = round(sum(r["links"] for r in kept) / len(kept), 3)
@@ -225,6 +238,7 @@ def finalize_dataset(
             "mode": plan.get("mode", sample.type), "size": plan.get("size", sample.n_tools),
             "call_failed": is_failed(rec), "answered": it["answered"],
             "rule": verdicts["rule"].passed is True, "llm": verdicts["llm"].passed is True,
+            "exec": verdicts["exec"].passed is True if "exec" in verdicts else None,
             "kept": it["kept"], "duplicate": it["duplicate"], "nodes": len(sample.task_nodes),
             "links": len(sample.task_links), "words": len(sample.user_request.split()),
             "reasons": [_code(r) for r in reasons],

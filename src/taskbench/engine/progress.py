@@ -56,15 +56,19 @@ def _cell(group: dict[str, Any], key: str) -> str:
 
 
 def statistics_table(stats: dict[str, Any], *, title: str | None = None) -> Table:
-    """The paper's critic table from statistics.json: one row per mode, per size and overall."""
+    """The paper's critic table from statistics.json: one row per mode, per size and overall (with a "gold
+    executed" column when the run executed its gold graphs, ``generate --env``)."""
     table = Table(title=title or "Critics (pass counts and rates over attempts)", title_justify="left")
-    for col in ("group", "planned", "attempts", "LLM critic", "rule critic", "both", "kept", "dups",
-                "avg nodes", "avg links", "request words"):
+    executed = "exec_critic" in stats  # generate --env: the gold graphs ran in the environment
+    for col in ("group", "planned", "attempts", "LLM critic", "rule critic", "both",
+                *(("gold executed",) if executed else ()), "kept", "dups", "avg nodes", "avg links",
+                "request words"):
         table.add_column(col, justify="left" if col == "group" else "right")
 
     def row(name: str, g: dict[str, Any]) -> None:
         table.add_row(name, str(g.get("planned", 0)), str(g.get("attempts", 0)), _cell(g, "llm_critic"),
-                      _cell(g, "rule_critic"), _cell(g, "both_critics"), str(g.get("kept", 0)),
+                      _cell(g, "rule_critic"), _cell(g, "both_critics"),
+                      *((_cell(g, "exec_critic"),) if executed else ()), str(g.get("kept", 0)),
                       str(g.get("duplicates", 0)), f"{g['avg_nodes']:.2f}" if "avg_nodes" in g else "-",
                       f"{g['avg_links']:.2f}" if "avg_links" in g else "-",
                       f"{g['avg_request_words']:.1f}" if "avg_request_words" in g else "-")

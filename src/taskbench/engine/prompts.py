@@ -20,9 +20,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from functools import lru_cache
-from importlib import resources
 from typing import Any
 
+from .._templates import jinja_environment
 from ..errors import ConfigError
 from ..schema import SampledSubgraph, Tool, ToolLibrary
 
@@ -36,26 +36,9 @@ __all__ = [
 ]
 
 
-def _source(name: str) -> str:
-    try:
-        # one path part per joinpath call: Traversable.joinpath takes several only from Python 3.11
-        return resources.files("taskbench.engine").joinpath("templates").joinpath(name).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"no data-engine template {name!r} in taskbench/engine/templates") from None
-
-
 @lru_cache(maxsize=1)
 def _environment() -> Any:
-    import jinja2
-
-    return jinja2.Environment(
-        loader=jinja2.FunctionLoader(lambda name: (_source(name), None, lambda: True)),
-        autoescape=False,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=False,
-        undefined=jinja2.StrictUndefined,
-    )
+    return jinja_environment(package="taskbench.engine", what="data-engine template")
 
 
 def render(name: str, **variables: Any) -> str:
@@ -111,13 +94,15 @@ def generation_messages(
     stage: int = 1,
     user_request: str | None = None,
     guided: bool = False,
+    state: str | None = None,
 ) -> list[dict[str, str]]:
     """The chat messages of one generation call (a single user turn, as the reference engine sends).
 
     ``method``: back-instruct | no-edges | two-stage (``stage`` 1: the request; 2: the graph, given
     ``user_request``) | self-instruct. ``guided``: the answer schema fixes the nodes (in
     :func:`~taskbench.engine.guided.guided_order`, the order the tools are listed in) and the links; the prompt
-    says so.
+    says so. ``state``: what the executable environment holds (:meth:`taskbench.envs.Environment.read_state`),
+    shown with the rule to use only what exists; None shows nothing.
     """
     dep = library.dependency
     if guided:
@@ -125,7 +110,7 @@ def generation_messages(
 
         entry = entry.model_copy(update={"nodes": guided_order(entry)})
     common: dict[str, Any] = {"dependency": dep, "seed": seed, "check": check, "n_nodes": entry.size,
-                              "guided": guided}
+                              "guided": guided, "state": state}
     if method == "self-instruct":
         nodes = [tool_line(t, dep) for t in library.tools]
         text = render("self_instruct.j2", nodes=nodes, mode=entry.mode, **common)
@@ -157,7 +142,7 @@ def _invocation_text(nodes: Sequence[Any], links: Sequence[Any]) -> str:
 
 
 def critic_messages(
-    sample: Any, library: ToolLibrary, entry: SampledSubgraph | None
+    sample: Any, library: ToolLibrary, entry: SampledSubgraph | None, state: str | None = None
 ) -> list[dict[str, str]]:
     """The separate critic's prompt for a generated :class:`~taskbench.schema.Sample` (``entry`` None: no
     sampled subgraph, as for self-instruct: the tools the sample uses are shown instead)."""
@@ -177,6 +162,7 @@ def critic_messages(
         user_request=sample.user_request,
         task_steps=list(sample.task_steps),
         invocation=_invocation_text(sample.task_nodes, sample.links_for(dep)),
+        state=state,
     )
     return [{"role": "user", "content": text}]
 

@@ -10,7 +10,8 @@ An :class:`Environment` is one episode's handle on a set of executable tools:
 - :meth:`Environment.call` executes one :class:`~taskbench.schema.ToolCall` and returns a
   :class:`~taskbench.schema.ToolResult` (a value, or an error the agent can read; it never raises for a bad
   call) and records the call;
-- :meth:`Environment.check` decides whether the task was solved and reports which tool calls were made.
+- :meth:`Environment.check` decides whether the task was solved and reports which tool calls were made;
+- :meth:`Environment.read_state` says what the environment holds (for the data engine's prompt).
 
 One instance runs one episode at a time; open one instance per concurrent episode (implementations share
 heavy resources, such as a loopback service, behind the scenes). Environments are registered by name like
@@ -24,7 +25,7 @@ import importlib
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
-from ..errors import ConfigError
+from ..errors import ConfigError, suggest
 from ..schema import AgentTask, CheckResult, ToolCall, ToolResult, ToolSpec
 
 
@@ -68,6 +69,14 @@ class Environment(ABC):
         """The tasks this environment ships with (may be empty: then tasks come from a task file, ``agents eval
         --tasks FILE``, read by :func:`taskbench.envs.tasks.load_tasks`)."""
         return []
+
+    async def read_state(self) -> str | None:
+        """What the environment holds now (tables, files, entities), as text for a prompt, read through its own
+        tools with read-only calls, unrecorded (:mod:`taskbench.envs.state`); None when it has nothing to show.
+        ``taskbench generate --env`` puts it into the generation prompt."""
+        from .state import read_state
+
+        return await read_state(self._execute, [t.name for t in self.tools()])
 
     # -------------------------------------------------------------------------------------------- episode
 
@@ -158,9 +167,7 @@ def open_environment(spec: str, **options: Any) -> Environment:
     else:
         target = _ENVIRONMENTS.get(spec, "")
     if not target:
-        from difflib import get_close_matches
-
-        close = get_close_matches(spec, known_environments(), n=1)
+        close = suggest(spec, known_environments())
         hint = f"; did you mean {close[0]!r}?" if close else ""
         raise ConfigError(
             f"unknown environment {spec!r}{hint} (known: {', '.join(known_environments()) or 'none'}, or mcp:<command>)"

@@ -21,6 +21,13 @@ A task file is JSON Lines, one task a line::
 
 An environment's own checker (RestBench's) reads the same ``checker`` and ``setup`` keys, so a task file for
 ``restbench-tmdb`` uses its fixture-backed VALUEs. Every problem in the file is one ``file:line`` error.
+
+**A generated benchmark is a task file too**: ``--tasks DIR`` with a dataset directory (what ``taskbench
+generate --env`` wrote, or its ``review --export``) makes one task per sample (:func:`tasks_from_dataset`):
+the query is the user request, the gold path the gold graph's tools in the order they ran, and the checker
+asks for those calls in that order plus, when the gold graph's last call returned a few plain values (at most
+:data:`MAX_ANSWER_VALUES` numbers or short texts, as recorded by the ``exec`` critic when it ran), an answer
+that mentions them all.
 """
 
 from __future__ import annotations
@@ -57,10 +64,80 @@ def task_file(spec: str | Path) -> Path:
     return path
 
 
+MAX_ANSWER_VALUES = 5
+"""Most values of a gold graph's final result an answer must mention (more: the check asks only for the calls)."""
+
+
+def gold_order(nodes: list[str], links: list[tuple[str, str]]) -> list[int] | None:
+    """Node indices in a topological order of ``links`` between the ``nodes`` (tool names; ties in node
+    order), or None when the links have a cycle."""
+    index = {name: i for i, name in enumerate(nodes)}
+    after: dict[int, set[int]] = {i: set() for i in range(len(nodes))}
+    for source, target in links:
+        s, t = index.get(source), index.get(target)
+        if s is not None and t is not None and s != t:
+            after[t].add(s)
+    order: list[int] = []
+    done: set[int] = set()
+    while len(order) < len(nodes):
+        ready = [i for i in range(len(nodes)) if i not in done and after[i] <= done]
+        if not ready:
+            return None
+        order.append(ready[0])
+        done.add(ready[0])
+    return order
+
+
+def _plain_values(value: Any, out: list[Any]) -> None:
+    if isinstance(value, bool) or value is None:
+        return
+    if isinstance(value, (int, float)) or (isinstance(value, str) and 0 < len(value.strip()) <= 40):
+        if value not in out:
+            out.append(value)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _plain_values(v, out)
+    elif isinstance(value, list):
+        for v in value:
+            _plain_values(v, out)
+
+
+def tasks_from_dataset(root: str | Path, *, env: str | None = None) -> list[AgentTask]:
+    """One task per sample of a dataset directory (see the module docstring)."""
+    from ..dataset.layout import load_dataset
+    from .state import result_value
+
+    ds = load_dataset(root)
+    tasks: list[AgentTask] = []
+    for sample in ds.samples:
+        names = [n.task for n in sample.task_nodes]
+        order = gold_order(names, [(lk.source, lk.target) for lk in [*sample.task_links, *sample.reference_links()]])
+        gold = [names[i] for i in (order or range(len(names)))]
+        checker: list[dict[str, Any]] = [{"called": gold, "why": "the gold graph's calls"}] if gold else []
+        verdict = sample.critics.get("exec")
+        raw = verdict.raw if verdict is not None and verdict.passed and isinstance(verdict.raw, list) else []
+        calls = [c for c in raw if isinstance(c, dict)]
+        if calls and [c.get("tool") for c in calls] == gold:  # the gold graph has not changed since it ran
+            values: list[Any] = []
+            _plain_values(result_value(calls[-1].get("result")), values)
+            if 0 < len(values) <= MAX_ANSWER_VALUES:
+                checker.append({"all": values, "why": f"what {gold[-1]} returned when the gold graph ran"})
+        meta: dict[str, Any] = {"dataset": str(root), "sample": sample.id}
+        if checker:
+            meta["checker"] = checker
+        tasks.append(AgentTask(id=sample.id, query=sample.user_request, gold_path=gold, env=env, meta=meta))
+    if not tasks:
+        raise InputError("the dataset has no samples to turn into tasks", path=root,
+                         hint="generate some first (taskbench generate), or pass a JSON Lines task file")
+    return tasks
+
+
 def load_tasks(path: str | Path, *, env: str | None = None) -> list[AgentTask]:
-    """Read a task file (see the module docstring), or a bundled one by name (:data:`BUNDLED`); every problem
-    is an :class:`InputError` with its line."""
+    """Read a task file (see the module docstring), a bundled one by name (:data:`BUNDLED`), or a dataset
+    directory (:func:`tasks_from_dataset`); every problem is an :class:`InputError` with its line."""
     path = task_file(path)
+    if path.is_dir():
+        return tasks_from_dataset(path, env=env)
     try:
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
@@ -244,4 +321,4 @@ async def check_task(task: AgentTask, answer: str | None, calls: list[str], exec
                        details={"failures": list(failures), "path": path_scores(calls, gold)})
 
 
-__all__ = ["check_task", "load_tasks", "run_setup"]
+__all__ = ["check_task", "gold_order", "load_tasks", "run_setup", "tasks_from_dataset"]

@@ -10,27 +10,11 @@ record is not plain; then the caller validates it and takes :func:`normalise_gra
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from ..schema import NODE_REF, TaskArgument, TaskGraph, ToolLibrary, node_index
-
-_EXTENSIONS = (
-    ("image", ("jpg", "png", "jpeg", "gif", "bmp", "tiff", "svg", "ico")),
-    ("audio", ("mp3", "wav", "wma", "ogg", "aac", "flac", "aiff", "au")),
-    ("video", ("mp4", "avi", "mov", "flv", "wmv", "mkv", "webm", "m4v", "mpg", "mpeg")),
-)
-_TYPE_PATTERNS = [(kind, re.compile(r"\.(?:" + "|".join(exts) + ")")) for kind, exts in _EXTENSIONS]
-
-
-def content_type(text: str) -> str:
-    """The resource type a literal argument stands for: image / audio / video by file extension, else text."""
-    for kind, pattern in _TYPE_PATTERNS:
-        if pattern.search(text):
-            return kind
-    return "text"
+from ..schema import NODE_REF, TaskArgument, TaskGraph, ToolLibrary, content_type, node_index
 
 
 def _as_text(value: Any) -> str:

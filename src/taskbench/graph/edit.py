@@ -22,13 +22,12 @@ adds. Added links get a ``manual`` reason; both kinds of edit are recorded in th
 
 from __future__ import annotations
 
-import difflib
 import reprlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, suggest
 from ..schema import LinkReason, ToolGraph, ToolLink
 from .build import TEMPORAL_LINK_TYPE, validate_graph
 from .infer import DATA
@@ -63,7 +62,7 @@ class GraphEdits:
 
 
 def _suggest(name: str, names: list[str]) -> str:
-    close = difflib.get_close_matches(name, names, n=1, cutoff=0.5)
+    close = suggest(name, names, cutoff=0.5)
     return f"did you mean {close[0]!r}?" if close else "use a tool name of the graph"
 
 

@@ -140,6 +140,42 @@ def _packed_layout(g: Any, kind: str) -> dict[str, tuple[float, float]]:
     return out
 
 
+LABEL_CHAR_PX = 7.6
+"""Width of one character of a tool's name on the page, at its 13 px font (system-ui averages about 0.55 em;
+taken a little wider, so an estimate errs towards room to spare)."""
+LABEL_LINE_PX = 17.0
+"""Height of a name's line, its stroke outline included."""
+MAX_SPREAD = 8.0
+"""At most this many times the default span: past it, a graph is read by zooming in."""
+MAX_SPREAD_TOOLS = 600
+"""Graphs with more tools are not spread (the pairwise check grows with the square of the tools)."""
+
+
+def label_spread(pos: dict[str, tuple[float, float]], labels: dict[str, str], radius: float,
+                 span: float = 600.0) -> float:
+    """The factor (1 to :data:`MAX_SPREAD`) by which the page's ``span`` (pixels for layout coordinates
+    -1..1) must grow so that no two tools' names, drawn centred under their circles, overlap each other or
+    another tool's circle."""
+    items = [(pos[k][0] * span / 2, -pos[k][1] * span / 2, len(labels.get(k, k)) * LABEL_CHAR_PX) for k in pos]
+    if len(items) > MAX_SPREAD_TOOLS:  # pairwise checks would take seconds: such a graph is left as laid out
+        return 1.0
+    need = 1.0
+    bottom = radius + 2.0 + LABEL_LINE_PX
+    for i, (x1, y1, w1) in enumerate(items):
+        for x2, y2, w2 in items[i + 1:]:
+            dx, dy = abs(x1 - x2), abs(y1 - y2)
+            # two names overlap unless their centres are this far apart horizontally or vertically
+            wide, tall = (w1 + w2) / 2 + 4.0, LABEL_LINE_PX + 2.0
+            # a name (below one circle) and the other circle (and the other way round)
+            circle_wide, circle_tall = max(w1, w2) / 2 + radius + 2.0, bottom + radius
+            for w_need, h_need in ((wide, tall), (circle_wide, circle_tall)):
+                if dx * need >= w_need or dy * need >= h_need:
+                    continue
+                grow = min(w_need / dx if dx else math.inf, h_need / dy if dy else math.inf)
+                need = max(need, grow)
+    return min(need, MAX_SPREAD)
+
+
 def _wrap(name: str, width: int = 16) -> str:
     return "\n".join(textwrap.wrap(name, width=width, break_long_words=True, break_on_hyphens=False)) or name
 
@@ -417,6 +453,9 @@ def render_html(graph: ToolGraph, path: str | Path, *, title: str | None = None,
     colors = type_colors(graph)
     size, margin = 1000.0, 200.0
     circular = kind == "circular" or (kind == "auto" and _dense(graph))
+    radius = 9.0 if n > 30 else 11.0
+    if not circular:  # spread the layout until no two names under their tools overlap (the grid of isolated tools)
+        size = margin * 2 + (size - 2 * margin) * label_spread(pos, {t.id: t.id for t in graph.nodes}, radius)
 
     def xy(name: str) -> tuple[float, float]:
         x, y = pos[name]
@@ -429,7 +468,6 @@ def render_html(graph: ToolGraph, path: str | Path, *, title: str | None = None,
         indeg[lk.target] = indeg.get(lk.target, 0) + 1
     m = len(graph.links)
     edge_opacity = max(0.06, min(0.6, 14.0 / math.sqrt(max(m, 1))))
-    radius = 9.0 if n > 30 else 11.0
     link_types = list(dict.fromkeys(lk.type or "(none)" for lk in graph.links))
     markers = []
     for i, ty in enumerate(link_types):

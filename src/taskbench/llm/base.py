@@ -15,6 +15,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from ..errors import ModelError
+
 
 @dataclass(frozen=True)
 class GenerationConfig:
@@ -77,8 +79,9 @@ class ProviderResponse:
     arguments."""
 
 
-class TransientProviderError(Exception):
-    """A failure worth retrying (rate limit, 5xx, timeout, connection reset, truncated body)."""
+class TransientProviderError(ModelError):
+    """One attempt failed in a way worth retrying (rate limit, 5xx, timeout, connection reset, truncated body):
+    a :class:`~taskbench.errors.ModelError` that :func:`~taskbench.llm.retry.with_retries` retries."""
 
     def __init__(self, message: str, *, retry_after: float | None = None, status: int | None = None,
                  refused: bool = False) -> None:

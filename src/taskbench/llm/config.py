@@ -47,15 +47,9 @@ class ModelConfig(BaseModel):
         api_key_env: str | None = None,
         options: dict[str, Any] | None = None,
     ) -> ModelConfig:
-        """The config :func:`taskbench.predict.runner.open_model` would open with the same arguments."""
-        config: dict[str, Any] = dict(options or {})
-        config["cache"] = cache
-        config.setdefault("concurrency", concurrency)
-        if base_url:
-            config["base_url"] = base_url
-        if api_key_env is not None:
-            config["api_key_env"] = api_key_env
-        return cls(spec=spec, options=config)
+        """The config :func:`open_model` would open with the same arguments."""
+        return cls(spec=spec, options=model_options(concurrency=concurrency, cache=cache, base_url=base_url,
+                                                    api_key_env=api_key_env, options=options))
 
     @property
     def name(self) -> str:
@@ -86,6 +80,27 @@ class ModelConfig(BaseModel):
             raise ConfigError(f"bad model options for {self.spec}: {exc}") from exc
 
 
+def model_options(
+    *,
+    concurrency: int = 1,
+    cache: bool | str | os.PathLike[str] = True,
+    base_url: str | list[str] | None = None,
+    api_key_env: str | None = None,
+    options: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The keyword options of :func:`~taskbench.llm.get_model` for the CLI's model options: the one place that
+    turns them into a model's options (:func:`open_model` and :meth:`ModelConfig.build` both use it). An empty
+    ``base_url`` or ``api_key_env`` is the same as none given; ``concurrency`` does not override ``-O``'s."""
+    config: dict[str, Any] = dict(options or {})
+    config["cache"] = cache
+    config.setdefault("concurrency", concurrency)
+    if base_url:
+        config["base_url"] = base_url
+    if api_key_env:
+        config["api_key_env"] = api_key_env
+    return config
+
+
 def open_model(
     spec: str,
     *,
@@ -99,14 +114,8 @@ def open_model(
     own defaults, e.g. the embedded model's long timeout, come from its provider class)."""
     from .model import get_model
 
-    config: dict[str, Any] = dict(options or {})
-    config["cache"] = cache
-    config.setdefault("concurrency", concurrency)
-    if base_url is not None:
-        config["base_url"] = base_url
-    if api_key_env is not None:
-        config["api_key_env"] = api_key_env
-    return get_model(spec, **config)
+    return get_model(spec, **model_options(concurrency=concurrency, cache=cache, base_url=base_url,
+                                           api_key_env=api_key_env, options=options))
 
 
-__all__ = ["ModelConfig", "open_model"]
+__all__ = ["ModelConfig", "model_options", "open_model"]

@@ -18,6 +18,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from ..errors import ModelRefusedError
 from ..schema import ToolLibrary
 
 
@@ -130,8 +131,9 @@ def schema_instruction(schema: dict[str, Any]) -> str:
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.S)
 
 
-class JSONExtractionError(ValueError):
-    """No JSON document could be found or repaired in a text."""
+class JSONExtractionError(ModelRefusedError, ValueError):
+    """No JSON document could be found or repaired in a text (the model answered, but not with JSON; still a
+    ``ValueError`` for callers that catch that)."""
 
 
 def extract_json(text: str) -> Any:

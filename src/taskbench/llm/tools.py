@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, suggest
 from ..schema.chat import ToolCall, ToolSpec, api_names
 
 TOOL_CHOICES = ("auto", "none", "required")
@@ -91,9 +91,7 @@ class ToolSet:
             return value
         if value in from_api:
             return from_api[value]
-        from difflib import get_close_matches
-
-        close = get_close_matches(value, names, n=1)
+        close = suggest(value, names)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         raise ConfigError(f"tool_choice {value!r} is not one of the offered tools{hint}")
 

@@ -12,7 +12,7 @@ _EXPORTS = {
     "select_samples": "runner",
     "build_messages": "prompts",
     "render_prompt": "prompts",
-    "extract_json": "parse",
+    "extract_result": "parse",
     "make_prediction": "parse",
 }
 

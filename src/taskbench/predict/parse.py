@@ -3,7 +3,7 @@
 Parsing is its own step (never hidden inside a metric): a failure is recorded in the prediction's ``error``
 with the raw text kept, and the evaluator counts it.
 
-:func:`extract_json` tries, in order, and stops at the first that yields a JSON object:
+:func:`extract_result` tries, in order, and stops at the first that yields a JSON object:
 
 1. the whole text (after removing code fences and anything up to a ``RESULT #:`` / ``STRICT JSON FORMAT #:``
    marker the model echoed);
@@ -92,8 +92,11 @@ def _python_literal(text: str) -> Any:
         return None
 
 
-def extract_json(text: str | None) -> tuple[dict[str, Any] | None, str | None]:
-    """The JSON object in a model's free-text answer, or ``(None, reason)`` when there is none."""
+def extract_result(text: str | None) -> tuple[dict[str, Any] | None, str | None]:
+    """The task-graph result object in a model's free-text answer, or ``(None, reason)`` when there is none.
+
+    Not :func:`taskbench.llm.extract_json` (any JSON value, raising on failure): this one prefers an object with
+    the result's keys and falls back on the reference scripts' cut (first ``{`` to last ``}``), as listed above."""
     if text is None or not text.strip():
         return None, "empty output"
     body = _FENCE.sub("", _after_marker(text)).strip()
@@ -178,7 +181,7 @@ def make_prediction(
     elif parsed is not None:
         result, error = normalise_result(parsed)
     if result is None and error != TRUNCATED:
-        result, extract_error = extract_json(raw)
+        result, extract_error = extract_result(raw)
         if result is None:
             error = parse_error or error or extract_error
         else:
@@ -189,4 +192,4 @@ def make_prediction(
     )
 
 
-__all__ = ["MARKERS", "TRUNCATED", "extract_json", "make_prediction", "normalise_result"]
+__all__ = ["MARKERS", "TRUNCATED", "extract_result", "make_prediction", "normalise_result"]

@@ -20,10 +20,10 @@ import functools
 import json
 from collections.abc import Sequence
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from .._templates import package_text, text_environment
 from ..errors import ConfigError, InputError
 from ..schema import Sample, ToolLibrary
 
@@ -40,30 +40,16 @@ REFORMAT_TEMPLATE_NAMES: dict[str, str] = {
 """Repair template per dependency kind."""
 
 
-def _environment() -> Any:
-    import jinja2
-
-    return jinja2.Environment(
-        autoescape=False,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=False,
-        undefined=jinja2.StrictUndefined,
-    )
+@lru_cache(maxsize=32)
+def _compile(source: str) -> Any:
+    return text_environment().from_string(source)
 
 
 @lru_cache(maxsize=32)
-def _compile(source: str) -> Any:
-    return _environment().from_string(source)
-
-
 def template_text(name: str) -> str:
-    """The text of a bundled template (e.g. ``"resource.j2"``)."""
-    try:
-        # one joinpath step per part: Traversable.joinpath takes several parts only from Python 3.11 on
-        return resources.files("taskbench.predict").joinpath("templates").joinpath(name).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"no prompt template {name!r} in taskbench/predict/templates") from None
+    """The text of a bundled template (e.g. ``"resource.j2"``); read once per process (reading it for every
+    prompt was a tenth of a structured prediction's client CPU at the released size)."""
+    return package_text("taskbench.predict", "templates", name, what="prompt template")
 
 
 def load_template(

@@ -37,7 +37,7 @@ from ..runner import (
 from ..schema import Prediction, Sample, ToolLibrary, Usage
 from .context import RequestContext
 from .demos import MAX_SHOTS
-from .parse import extract_json, make_prediction
+from .parse import extract_result, make_prediction
 from .prompts import build_messages, render_reformat
 
 DEFAULT_MAX_TOKENS = 512
@@ -212,7 +212,7 @@ async def predict_one(
         fix = [{"role": "user", "content": render_reformat(library.dependency, out.text or "")}]
         out2 = await model.generate(fix, config=config)
         run_usage = run_usage + out2.usage
-        result, error = extract_json(out2.text)
+        result, error = extract_result(out2.text)
         prediction = prediction.model_copy(
             update={"result": result, "error": None if result is not None else f"{prediction.error}; "
                     f"after --reformat: {error}", "usage": usage + _cost(out2), "reformat_raw": out2.text}

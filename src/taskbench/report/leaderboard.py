@@ -496,34 +496,29 @@ def to_html(
     """A self-contained HTML page with the table, the plots of :func:`plot_board` (for ``metric``, default
     the ranking metric) as an inline PNG data URI (no network needed), and the rank correlations when given.
     ``plots=False`` leaves the figure out."""
-    e = html.escape
-    head = "".join(f"<th>{e(h)}</th>" for h in ["#", "model", "n"] + [header(m) for m in board.metrics])
-    body = "".join(
-        "<tr>" + f"<td>{i}</td><td>{e(row['model'])}</td><td>{_n(row)}</td>"
-        + "".join(f"<td>{html_cell(row, m)}</td>" for m in board.metrics) + "</tr>\n"
-        for i, row in enumerate(board.rows, 1)
-    )
-    figure = ""
+    figure = None
     if plots:
-        shown = header(metric or board.rank_by)
         uri = "data:image/png;base64," + base64.b64encode(plot_png(board, metric=metric)).decode("ascii")
-        figure = (f"<h2>{e(shown)} per structure and per tool count</h2>"
-                  f"<img src=\"{uri}\" alt=\"{e(shown)} per structure and per tool count\">")
-    corr = ""
-    if correlations:
-        rows = "".join(
-            f"<tr><td>{e(header(c['metric']))}</td><td>{c['n']}</td><td>{_num(c['kendall_tau'])}</td>"
-            f"<td>{_num(c['spearman_rho'])}</td></tr>\n"
-            for c in correlations
-        )
-        corr = ("<h2>Rank correlation</h2><table><tr><th>metric</th><th>models</th><th>Kendall's tau</th>"
-                f"<th>Spearman's rho</th></tr>\n{rows}</table>")
-    title = f"Leaderboard ({e(board.group)}, ranked by {e(header(board.rank_by))}; values in %)"
+        figure = {"shown": header(metric or board.rank_by), "uri": uri}
+    rows = [{"model": row["model"], "n": _n(row),
+             "cells": [(_cell(row.get(m)), cell_text(row, m, sep="\n").partition("\n")[2]) for m in board.metrics]}
+            for row in board.rows]
+    corr = [{"metric": header(c["metric"]), "n": c["n"], "tau": _num(c["kendall_tau"]), "rho": _num(c["spearman_rho"])}
+            for c in correlations or ()]
     style = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
              "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td:nth-child(2){text-align:left}"
              "img{max-width:100%}")
-    return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{title}</title><style>{style}</style>"
-            f"</head><body><h1>{title}</h1><table><tr>{head}</tr>\n{body}</table>{figure}{corr}</body></html>\n")
+    page = _page_template("leaderboard.html").render(
+        title=f"Leaderboard ({board.group}, ranked by {header(board.rank_by)}; values in %)", style=style,
+        heads=["#", "model", "n"] + [header(m) for m in board.metrics], rows=rows, figure=figure, correlations=corr)
+    return str(page) + "\n"
+
+
+def _page_template(name: str) -> Any:
+    """A page template of ``report/templates`` (autoescaped: every value is escaped unless marked safe)."""
+    from .._templates import jinja_environment
+
+    return jinja_environment(package="taskbench.report", what="page template", html=True).get_template(name)
 
 
 def html_cell(row: Mapping[str, Any], metric: str) -> str:

@@ -51,18 +51,7 @@ from ..runner import RecordDisplay, exclusive, lock_is_free, run_sync
 from ..schema import Prediction, RunConfig, RunEntry, RunLog, RunPass, RunStage, Usage
 from ..schema.run import GenerateStageSummary
 from .resolve import BUNDLED_DEMO_DATASETS, resolve_data
-from .spec import RunSpec
-
-DEFAULT_MODEL = "llamacpp/qwen2.5-coder-0.5b"
-"""The embedded default model (no server, no key)."""
-
-DEFAULT_LIMIT = 3
-"""Samples per dataset when `taskbench run` is called without --model and --limit: a stratified subset (one
-single, one chain, one DAG) so that the embedded model's whole main job (scoring 3 x 3 samples, generating 3,
-6 agent episodes) stays within about 5 minutes on a 2-core machine (measured from a fresh clone on an idle
-machine with 4 per dataset and a 4-step agent cap: 364 s, of which predictions 182 s, generation 34 s, agents
-148 s). Pass --limit 0 for every sample."""
-
+from .spec import DEFAULT_LIMIT, DEFAULT_MODEL, RunSpec
 
 RUN_LOG_FILE = "run_log.json"
 

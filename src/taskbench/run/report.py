@@ -307,72 +307,55 @@ def inline_html(text: str) -> str:
 
 
 def render_html(log: RunLog, plots: dict[str, Path] | None = None, run_dir: Path | None = None) -> str:
-    """report.html: the same content as report.md in one self-contained page (plots inlined)."""
+    """report.html: the same content as report.md in one self-contained page (plots inlined), rendered from the
+    autoescaped template ``report/templates/run_report.html`` (only :func:`inline_html`'s spans are markup)."""
     from ..report.leaderboard import cell_text, header
 
-    e = html.escape
     plots = plots or {}
-    parts = [f"<h1>taskbench run <code>{e(log.run_id)}</code></h1>"]
-    cfg = log.config
-    parts.append(
-        f"<p>Status: <b>{e(log.status)}</b> · {log.seconds:.1f} s · models: {e(', '.join(cfg.models))} · "
-        f"datasets: {e(', '.join(cfg.datasets))} · shots: {cfg.shots} · limit: "
-        f"{cfg.limit if cfg.limit else 'all'} per dataset · "
-        f"{'structured' if cfg.structured else 'free text'} output · max tokens {cfg.max_tokens}</p>"
-    )
+    datasets = []
+    for ds, boards in _boards(log).items():
+        shown = []
+        for source, board in boards.items():
+            rows = [[str(i), r["model"], "-" if r.get("n") is None else str(r["n"])]
+                    + [cell_text(r, m) for m in board.metrics] for i, r in enumerate(board.rows, 1)]
+            shown.append({"source": source, "rank_by": header(board.rank_by),
+                          "head": ["#", "model", "n"] + [header(m) for m in board.metrics], "rows": rows})
+        plot = plots.get(ds)
+        datasets.append({"name": ds, "boards": shown, "plot": base64.b64encode(plot.read_bytes()).decode("ascii")
+                         if plot is not None and plot.is_file() else None})
+    viewer = None
     if run_dir is not None:
         from ..report.view.index import viewer_url
 
-        parts.append(f'<p class="viewer">Every sample, prediction and trajectory of this run: run '
-                     f'<code>taskbench view {e(str(run_dir))}</code>, then <a href="{e(viewer_url(run_dir))}">open '
-                     'this run in the viewer</a>.</p>')
+        viewer = {"dir": str(run_dir), "url": viewer_url(run_dir)}
     notes = explanations(log)
-    parts += [f'<p class="verdict"><b>Verdict:</b> {inline_html(v)}</p>' for v in notes["verdicts"]]
-    parts += [f'<p class="warning"><b>Warning:</b> {inline_html(w)}</p>' for w in notes["warnings"]]
-    parts.append("<h2>Overview (overall, values in %)</h2>")
-    parts.append(f"<p>{inline_html(STRICT_COMPAT)}</p>")
-    parts.append(_table(overview_header(), overview_rows(log)))
-    for ds, boards in _boards(log).items():
-        parts.append(f"<h2>{e(ds)}</h2>")
-        for source, board in boards.items():
-            heads = ["#", "model", "n"] + [header(m) for m in board.metrics]
-            rows = [[str(i), r["model"], "-" if r.get("n") is None else str(r["n"])]
-                    + [cell_text(r, m) for m in board.metrics] for i, r in enumerate(board.rows, 1)]
-            parts.append(f"<h3>{e(source)} (ranked by {e(header(board.rank_by))})</h3>")
-            parts.append(_table(heads, rows))
-        if ds in plots and plots[ds].is_file():
-            data = base64.b64encode(plots[ds].read_bytes()).decode("ascii")
-            parts.append(f'<img alt="{e(ds)} plot" src="data:image/png;base64,{data}">')
-    for sec in stage_sections(log, run_dir):
-        parts.append(f"<h2>{e(sec['title'])}</h2>")
-        parts += [f"<p>{inline_html(t)}</p>" for t in sec["text"]]
-        parts.append(_table(sec["head"], sec["rows"]))
-    parts.append("<h2>What the numbers mean</h2><dl>")
-    for g in notes["glossary"]:
-        term, _, meaning = g.partition(": ")
-        parts.append(f"<dt>{e(term)}</dt><dd>{e(meaning)}</dd>")
-    parts.append("</dl>")
-    if run_dir is not None:
-        parts.append("<h2>Next</h2><ul>" + "".join(f"<li><code>{e(c)}</code></li>"
-                                                   for c in next_commands(log, run_dir)) + "</ul>")
-    parts.append("<h2>Run</h2>")
-    parts.append(_table(None, [[k, v] for k, v in _facts(log)]))
-    style = ("body{font-family:sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;margin:1em 0}"
-             "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td:first-child,th:first-child,"
-             "td:nth-child(2),th:nth-child(2){text-align:left}img{max-width:100%}code{background:#f4f4f4}"
-             ".warning{background:#fff4e0;border-left:4px solid #e69500;padding:6px 10px}"
-             "dt{font-weight:bold;float:left;width:6em}dd{margin:0 0 4px 7em}")
-    return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>taskbench run {e(log.run_id)}</title>"
-            f"<style>{style}</style></head><body>\n" + "\n".join(parts) + "\n</body></html>\n")
+    page = page_environment().get_template("run_report.html").render(
+        log=log, cfg=log.config, style=_STYLE, viewer=viewer, notes=notes, strict_compat=STRICT_COMPAT,
+        overview={"head": overview_header(), "rows": overview_rows(log)}, datasets=datasets,
+        sections=stage_sections(log, run_dir),
+        glossary=[g.partition(": ")[::2] for g in notes["glossary"]],
+        next_commands=next_commands(log, run_dir) if run_dir is not None else [],
+        facts=[[k, v] for k, v in _facts(log)],
+    )
+    return str(page) + "\n"
 
 
-def _table(head: list[str] | None, rows: list[list[str]]) -> str:
-    """An HTML table; ``head`` None: no header row (a key-value table)."""
-    e = html.escape
-    out = ["<table>" + ("<tr>" + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr>" if head else "")]
-    for r in rows:
-        out.append("<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in r) + "</tr>")
-    return "\n".join(out) + "</table>"
+def page_environment() -> Any:
+    """The autoescaped environment of ``report/templates``, with the ``inline`` filter (:func:`inline_html`)."""
+    from markupsafe import Markup
+
+    from .._templates import jinja_environment
+
+    env = jinja_environment(package="taskbench.report", what="page template", html=True)
+    env.filters["inline"] = lambda text: Markup(inline_html(str(text)))
+    return env
+
+
+_STYLE = ("body{font-family:sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;margin:1em 0}"
+          "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td:first-child,th:first-child,"
+          "td:nth-child(2),th:nth-child(2){text-align:left}img{max-width:100%}code{background:#f4f4f4}"
+          ".warning{background:#fff4e0;border-left:4px solid #e69500;padding:6px 10px}"
+          "dt{font-weight:bold;float:left;width:6em}dd{margin:0 0 4px 7em}")
 
 
 def write_reports(log: RunLog, run_dir: str | Path, *, plots: bool = True) -> tuple[Path, Path]:

@@ -6,7 +6,7 @@ the run uses the embedded default model alone (then the small, stratified, demo-
 with its generation and agents stages) or other models (every sample, zero-shot, every tool, no stages).
 
 The default model is ``TASKBENCH_MODEL`` from the environment (or from a ``.env`` file in the working
-directory, see :func:`load_dotenv`), else :data:`~taskbench.run.job.DEFAULT_MODEL`.
+directory, see :func:`load_dotenv`), else :data:`DEFAULT_MODEL`.
 """
 
 from __future__ import annotations
@@ -17,6 +17,16 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+
+DEFAULT_MODEL = "llamacpp/qwen2.5-coder-0.5b"
+"""The embedded default model (no server, no key)."""
+
+DEFAULT_LIMIT = 3
+"""Samples per dataset when `taskbench run` is called without --model and --limit: a stratified subset (one
+single, one chain, one DAG) so that the embedded model's whole main job (scoring 3 x 3 samples, generating 3,
+6 agent episodes) stays within about 5 minutes on a 2-core machine (measured from a fresh clone on an idle
+machine with 4 per dataset and a 4-step agent cap: 364 s, of which predictions 182 s, generation 34 s, agents
+148 s). Pass --limit 0 for every sample."""
 
 MODEL_ENV = "TASKBENCH_MODEL"
 """Environment variable naming the default model (provider/model)."""
@@ -63,8 +73,6 @@ def load_dotenv(path: str | Path = ".env") -> dict[str, str]:
 
 def default_model() -> str:
     """``TASKBENCH_MODEL`` if set (and not empty), else the embedded default model."""
-    from .job import DEFAULT_MODEL
-
     return os.environ.get(MODEL_ENV, "").strip() or DEFAULT_MODEL
 
 
@@ -107,8 +115,6 @@ class RunSpec:
 
     def uses_default_model(self) -> bool:
         """True when the run is the embedded default model alone (the default policy's small main job)."""
-        from .job import DEFAULT_MODEL
-
         return self.model_list() == [DEFAULT_MODEL]
 
     def model_list(self) -> list[str]:
@@ -117,7 +123,6 @@ class RunSpec:
     def resolved(self) -> RunSpec:
         """A copy with every ``None`` default filled and the combinations checked (ConfigError if wrong)."""
         from ..predict.runner import default_max_tokens
-        from .job import DEFAULT_LIMIT
         from .resolve import BUNDLED_DEMO_DATASETS
         from .stages import DEFAULT_AGENTS, DEFAULT_GENERATE
 
@@ -185,5 +190,5 @@ class RunSpec:
         }
 
 
-__all__ = ["DEFAULT_OUTPUT", "DEFAULT_SHORTLIST", "DEFAULT_SHOTS", "MODEL_ENV", "RunSpec", "default_model",
+__all__ = ["DEFAULT_LIMIT", "DEFAULT_MODEL", "DEFAULT_OUTPUT", "DEFAULT_SHORTLIST", "DEFAULT_SHOTS", "MODEL_ENV", "RunSpec", "default_model",
            "load_dotenv"]

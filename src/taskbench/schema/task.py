@@ -17,6 +17,23 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, m
 NODE_REF = re.compile(r"<node-(\d+)>")
 """Matches a ``<node-j>`` reference inside an argument."""
 
+_EXTENSIONS = (
+    ("image", ("jpg", "png", "jpeg", "gif", "bmp", "tiff", "svg", "ico")),
+    ("audio", ("mp3", "wav", "wma", "ogg", "aac", "flac", "aiff", "au")),
+    ("video", ("mp4", "avi", "mov", "flv", "wmv", "mkv", "webm", "m4v", "mpg", "mpeg")),
+)
+_TYPE_PATTERNS = [(kind, re.compile(r"\.(?:" + "|".join(exts) + ")")) for kind, exts in _EXTENSIONS]
+
+
+def content_type(text: str) -> str:
+    """The resource type a literal argument stands for: image / audio / video by file extension, else text (one
+    rule for the scorer and the executable TaskBench environment)."""
+    for kind, pattern in _TYPE_PATTERNS:
+        if pattern.search(text):
+            return kind
+    return "text"
+
+
 _NODE_NAME = re.compile(r"\s*<node-(\d+)>\s*")
 
 

@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from typing import Any, cast
 from urllib.parse import urlparse
 
-from ...errors import ConfigError, MissingDependencyError
+from ...errors import ConfigError, MissingDependencyError, TaskbenchError
 from ...schema import HttpOperation, ToolSpec
 from .validate import Problems, validate_request
 
@@ -33,8 +33,9 @@ SESSION_HEADER = "X-Taskbench-Session"
 DEFAULT_SESSION = "default"
 
 
-class ApiError(Exception):
-    """An error a handler answers with: HTTP status, message, and an API-specific code (TMDB status_code)."""
+class ApiError(TaskbenchError):
+    """An error a handler answers with: HTTP status, message, and an API-specific code (TMDB status_code); the
+    service answers it as the API's own error body, so it never reaches a caller of a command."""
 
     def __init__(self, status: int, message: str, code: int | None = None) -> None:
         super().__init__(message)

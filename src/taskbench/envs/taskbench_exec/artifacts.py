@@ -27,7 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ...eval.strict import content_type
+from ...schema import content_type
 
 MEDIA_TYPES = ("image", "audio", "video")
 """Artifact types that stand for files."""

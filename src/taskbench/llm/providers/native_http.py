@@ -15,12 +15,13 @@ from __future__ import annotations
 import asyncio
 import errno
 import json
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
 from ..base import TransientProviderError, connection_refused
 from ..redact import clip
-from .openai import map_status
+from .http_status import map_status
 
 
 def _error_message(text: str, secrets: Sequence[str] = ()) -> str:
@@ -37,6 +38,55 @@ def _error_message(text: str, secrets: Sequence[str] = ()) -> str:
     elif isinstance(doc, dict) and doc.get("message"):
         text = str(doc["message"])
     return clip(text, 300, secrets) or "no body"
+
+
+class BodyEncoder:
+    """The JSON bytes of request bodies, encoding a schema sent with every request once.
+
+    A structured prediction sends the same JSON Schema with each request (a TaskBench plan schema over the
+    multimedia library is about 140 kB), and encoding it again per request was half of the client's CPU at the
+    released size (``benchmarks/bench_scale.py``, profiled with py-spy). The schema inside ``response_format``
+    (or vLLM's ``guided_json``) is recognised by identity; the encoder keeps the object alive while its encoding
+    is cached, so an id is never taken by another object. A schema must not be changed in place after it was
+    sent (taskbench builds each schema once per dataset and never changes it); a changed schema needs a new
+    dict. At most ``size`` schemas are kept (least recently used first out)."""
+
+    def __init__(self, size: int = 32) -> None:
+        self.size = size
+        self._cache: OrderedDict[int, tuple[Any, bytes]] = OrderedDict()
+
+    def _schema(self, schema: Any) -> bytes:
+        hit = self._cache.get(id(schema))
+        if hit is not None and hit[0] is schema:
+            self._cache.move_to_end(id(schema))
+            return hit[1]
+        data = _dumps(schema)
+        self._cache[id(schema)] = (schema, data)
+        while len(self._cache) > self.size:
+            self._cache.popitem(last=False)
+        return data
+
+    def encode(self, body: dict[str, Any]) -> bytes:
+        """``json.dumps(body, ensure_ascii=False)`` as UTF-8, with the schema's cached encoding spliced in."""
+        fmt = body.get("response_format")
+        spec = fmt.get("json_schema") if isinstance(fmt, dict) else None
+        if isinstance(fmt, dict) and isinstance(spec, dict) and isinstance(spec.get("schema"), dict):
+            inner = _splice(spec, "schema", self._schema(spec["schema"]))
+            return _splice(body, "response_format", _splice(fmt, "json_schema", inner))
+        if isinstance(body.get("guided_json"), dict):
+            return _splice(body, "guided_json", self._schema(body["guided_json"]))
+        return _dumps(body)
+
+
+def _dumps(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False).encode("utf-8")
+
+
+def _splice(doc: dict[str, Any], key: str, encoded: bytes) -> bytes:
+    """``doc`` encoded as ``json.dumps`` would (its separators, its key order), ``doc[key]`` given as
+    ``encoded``."""
+    parts = [_dumps(str(k)) + b": " + (encoded if k == key else _dumps(v)) for k, v in doc.items()]
+    return b"{" + b", ".join(parts) + b"}"
 
 
 def chat_url(base_url: str) -> str:
@@ -58,6 +108,7 @@ class NativeClient:
         self.provider = provider
         self.secrets = list(secrets)
         self._aiohttp = aiohttp
+        self._encoder = BodyEncoder()
         self._session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=max(1, limit), limit_per_host=max(1, limit), ttl_dns_cache=300),
             timeout=aiohttp.ClientTimeout(total=timeout),
@@ -68,7 +119,7 @@ class NativeClient:
     async def post(self, body: dict[str, Any], timeout: float | None) -> Any:
         """POST ``body``; the decoded JSON answer, or the mapped error."""
         aiohttp = self._aiohttp
-        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        data = self._encoder.encode(body)
         try:
             kwargs: dict[str, Any] = {"data": data}
             if timeout is not None:
@@ -111,4 +162,4 @@ class NativeClient:
         await self._session.close()
 
 
-__all__ = ["NativeClient", "chat_url", "map_status"]
+__all__ = ["BodyEncoder", "NativeClient", "chat_url", "map_status"]

@@ -30,11 +30,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...errors import ModelError
+
 logger = logging.getLogger("taskbench.llm.pool")
 
 
-class NoEndpointLeft(Exception):
-    """Every endpoint of the pool was tried for this request."""
+class NoEndpointLeft(ModelError):
+    """Every endpoint of the pool was tried for this request (the openai provider turns it into a
+    :class:`~taskbench.llm.base.TransientProviderError`)."""
 
 
 @dataclass
