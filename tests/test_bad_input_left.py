@@ -277,6 +277,10 @@ def agents_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ("episodes.jsonl", '{"task_id": 5, "agent": null}\n'),
     ("trajectories/react/tmdb-000__s0.jsonl", '{"type": "nope"}\n'),
     ("trajectories/react/tmdb-000__s0.jsonl", "\xff"),
+    ("header.json", "{\n"),
+    ("header.json", "[1]\n"),
+    ("header.json", '{"kind": 5}\n'),
+    ("metrics.json", "[1]\n"),
 ])
 def test_agents_show_and_eval_read_a_broken_run_directory_as_one_line(agents_run: Path, tmp_path: Path, capsys,
                                                                        monkeypatch, name: str, text: str) -> None:
@@ -315,3 +319,90 @@ def test_review_prints_a_skipped_record_with_markup_like_text_as_text(ds: Path, 
     code, _, err = run(capsys, "review", str(ds), "--export", "-o", str(tmp_path / "out"))
     assert "Traceback" not in err and "MarkupError" not in err, err
     assert "skipped" in err and "[/x]" in err, err
+
+
+def test_predict_prints_a_failed_call_whose_error_looks_like_markup_as_text(tmp_path: Path, capsys) -> None:
+    from fault_server import FaultServer
+
+    message = "[/x] [bold]boom"
+    server = FaultServer([("status", 400, {}, message)] * 8).start()
+    try:
+        out = tmp_path / "p.jsonl"
+        code, stdout, err = run(capsys, "predict", "--data", "huggingface", "-m", "openai-compatible/x", "--base-url",
+                                server.base_url, "--limit", "1", "--max-retries", "0", "-o", str(out), "--no-cache",
+                                "-q")
+    finally:
+        server.stop()
+    assert "MarkupError" not in err and "Traceback" not in err, err
+    failed = [line for line in (stdout + err).splitlines() if line.startswith("failed ")]
+    assert code == 1 and failed and message in failed[0], (code, stdout, err)
+
+
+@pytest.mark.parametrize(("key", "value", "words"), [
+    ("n", -5, "n:"),
+    ("n", 2.5, "n:"),
+    ("temperature", "hot", "temperature:"),
+    ("temperature", -1, "temperature:"),
+    ("top_p", 2, "top_p:"),
+    ("max_tokens", -1, "max_tokens:"),
+    ("check", "maybe", "check:"),
+    ("mode_weights", [1, 1, 1], "mode_weights:"),
+    ("mode_weights", {"single": float("inf"), "chain": 1, "dag": 1}, "single"),
+    ("size_weights", "x", "size_weights:"),
+    ("size_weights", {"two": 1}, "size_weights.two"),
+    ("seed", "x", "seed:"),
+])
+def test_generate_resumes_a_directory_whose_recorded_arguments_are_wrong_as_one_line(
+        ds: Path, tmp_path: Path, capsys, monkeypatch, key: str, value: object, words: str) -> None:
+    """engine/generate.py passed the header's recorded values to GenerateOptions (pydantic) without a try."""
+    monkeypatch.setenv("TASKBENCH_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "gen"
+    assert run(capsys, "generate", "--tools", str(ds / "tool_desc.json"), "-m", "mock/echo", "--n", "2", "-o",
+               str(out), "-q")[0] == 0
+    header = json.loads((out / "header.json").read_text(encoding="utf-8"))
+    for part in ("config", "identity"):
+        header[part][key] = value
+    (out / "header.json").write_text(json.dumps(header), encoding="utf-8")
+    code, _, err = run(capsys, "generate", "-o", str(out), "-m", "mock/echo", "-q")
+    line = _one_line(code, err)
+    assert words in line and "(" in line and line.endswith(")"), line
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ('{"n": -5, "model": "mock/echo"}', "n:"),
+    ('{"n": 2, "temperature": "hot"}', "temperature:"),
+    ("[1]", "expected a JSON object"),
+    ("{", "generation.json"),
+])
+def test_generate_resumes_a_broken_legacy_generation_json_as_one_line(ds: Path, tmp_path: Path, capsys,
+                                                                     monkeypatch, text: str, words: str) -> None:
+    """A directory generated before run headers keeps its arguments in generation.json (dataset/header.py)."""
+    monkeypatch.setenv("TASKBENCH_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "gen"
+    assert run(capsys, "generate", "--tools", str(ds / "tool_desc.json"), "-m", "mock/echo", "--n", "2", "-o",
+               str(out), "-q")[0] == 0
+    (out / "header.json").unlink()
+    (out / "generation.json").write_text(text, encoding="utf-8")
+    code, _, err = run(capsys, "generate", "-o", str(out), "-m", "mock/echo", "-q")
+    line = _one_line(code, err)
+    assert "generation.json" in line and words in line and line.endswith(")"), line
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("{", "metrics.json"),
+    ("[1]", "expected a JSON object"),
+    ('{"comparison": 5}', "comparison"),
+    ('{"comparison": [{"agent": "x", "tokens": "many"}]}', "comparison.0.tokens"),
+    ('{"turns_sweep": [{"protocol": "p", "alpha": "a", "beta": 3, "success_rate": 0.5}]}', "turns_sweep.0.alpha"),
+])
+def test_agents_plot_reads_a_broken_metrics_json_as_one_line(tmp_path: Path, capsys, text: str, words: str) -> None:
+    """cli/agents.py read metrics.json with json.loads and report/agents.py indexed it raw: a JSONDecodeError,
+    AttributeError or TypeError."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "metrics.json").write_text(text, encoding="utf-8")
+    for figure in ("tokens", "turns"):
+        code, _, err = run(capsys, "agents", "plot", str(run_dir), "--figure", figure, "-o", str(tmp_path / "x.png"))
+        line = _one_line(code, err)
+        assert "metrics.json" in line and words in line, line
+    assert not (tmp_path / "x.png").exists()

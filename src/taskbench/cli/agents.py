@@ -4,7 +4,6 @@ analyses."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
@@ -422,12 +421,12 @@ def plot_command(
         taskbench agents plot runs/sweep --figure turns -o turns.png
     """
     from ..errors import ConfigError, InputError
-    from ..report.agents import plot_tokens, plot_turns
+    from ..report.agents import plot_tokens, plot_turns, read_metrics
 
     path = run / "metrics.json" if run.is_dir() else run
     if not path.is_file():
         raise InputError("no metrics.json (run `taskbench agents eval` first)", path=path)
-    metrics = json.loads(path.read_text(encoding="utf-8"))
+    metrics = read_metrics(path)
     if figure == "tokens":
         plot_tokens(metrics, output)
     elif figure == "turns":

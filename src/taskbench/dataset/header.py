@@ -188,7 +188,7 @@ def _legacy_directory(path: Path) -> RunHeader | None:
         file = path / LEGACY_GENERATION
         doc = read_json(file)
         if not isinstance(doc, dict):
-            raise InputError("expected a JSON object", path=file)
+            raise InputError("expected a JSON object", path=file, hint="repair the file, or choose another output")
         identity = {k: v for k, v in doc.items() if k not in _GENERATION_FACTS}
         return RunHeader(kind="generate", config=doc, identity=identity, fingerprint=fingerprint(identity),
                          seeds={"plan": doc.get("seed")} if isinstance(doc.get("seed"), int) else {},

@@ -39,13 +39,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .. import __version__
 from ..dataset.header import HEADER_FILE, check_resume, new_header, read_header, write_header
 from ..dataset.jsonio import write_json
 from ..dataset.layout import GRAPH_FILE, RAW_FILE, TOOL_FILE
-from ..errors import ConfigError, InputError, ModelError
+from ..errors import ConfigError, InputError, ModelError, validation_message
 from ..graph.sampling import MODE_WEIGHTS, SIZE_WEIGHTS
 from ..llm.base import GenerationConfig
 from ..runner import ForwardDisplay, NullDisplay, RecordDisplay, run_records, run_sync
@@ -209,11 +209,40 @@ def _manifest(options: GenerateOptions, graph: ToolGraph, model: str, critic: st
     }
 
 
+class _RecordedArguments(BaseModel):
+    """The types and ranges of the recorded arguments a rerun reads back (checked before any is used)."""
+
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
+
+    n: int | None = Field(default=None, ge=0)
+    seed: int | None = None
+    method: str | None = None
+    model: str | None = None
+    critic_model: str | None = None
+    check: bool | None = None
+    guided: bool | None = None
+    temperature: float | None = Field(default=None, ge=0.0)
+    top_p: float | None = Field(default=None, gt=0.0, le=1.0)
+    max_tokens: int | None = Field(default=None, ge=64)
+    mode_weights: dict[str, float] | None = None
+    size_weights: dict[int, float] | None = None
+
+
 def read_manifest(out_dir: str | Path) -> dict[str, Any] | None:
     """The arguments a directory was generated with (its run header's config; a ``generation.json`` of a
-    directory generated before headers), or None."""
+    directory generated before headers), or None. A recorded value of the wrong type or out of range raises
+    :class:`InputError` naming the file."""
     header = read_header(out_dir, "generate")
-    return dict(header.config) if header is not None and header.kind == "generate" else None
+    if header is None or header.kind != "generate":
+        return None
+    doc = dict(header.config)
+    try:
+        _RecordedArguments.model_validate(doc)
+    except ValidationError as exc:
+        raise InputError(f"a recorded argument is wrong: {validation_message(exc)}",
+                         path=Path(out_dir) / (header.legacy or HEADER_FILE),
+                         hint="repair the file, or choose another --out") from None
+    return doc
 
 
 def _check_n(old: Mapping[str, Any], new: Mapping[str, Any], path: Path) -> int | None:

@@ -4,7 +4,8 @@
   Figure 4: which agent buys its successes with fewer tokens);
 - :func:`plot_turns`: success rate against the turn limits alpha / beta, one line per protocol (Figure 3),
   from a run with ``--sweep-turns``;
-- :func:`comparison_markdown`: the comparison table as Markdown.
+- :func:`comparison_markdown`: the comparison table as Markdown;
+- :func:`read_metrics`: a ``metrics.json`` read and the parts the plots use checked (one-line errors).
 """
 
 from __future__ import annotations
@@ -12,6 +13,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..dataset.jsonio import read_json
+from ..errors import InputError, validation_message
 
 COMPARISON_COLUMNS = (
     ("agent", "agent"),
@@ -127,6 +133,49 @@ def _save(fig: Any, path: str | Path) -> Path:
     return out
 
 
+class _ComparisonRow(BaseModel):
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
+
+    agent: str = Field(description="Agent name.")
+    tokens: float | None = Field(default=None, description="Tokens per episode.")
+    tokens_per_solved: float | None = Field(default=None, description="Tokens per solved task.")
+    success_rate: float | None = Field(default=None, description="Success rate 0..1.")
+
+
+class _SweepPoint(BaseModel):
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
+
+    protocol: str = Field(description="Protocol of the point.")
+    alpha: int = Field(description="Planning-review turn limit.")
+    beta: int = Field(description="Execution-review turn limit.")
+    success_rate: float | None = Field(default=None, description="Success rate 0..1.")
+    ablation: Any = Field(default=None, description="The ablation of the point, if any.")
+
+
+class _PlottedMetrics(BaseModel):
+    """The parts of a metrics document the plots read."""
+
+    model_config = ConfigDict(extra="allow")
+
+    comparison: list[_ComparisonRow] = Field(default_factory=list, description="One row per agent.")
+    turns_sweep: list[_SweepPoint] = Field(default_factory=list, description="Points of --sweep-turns.")
+
+
+def read_metrics(path: str | Path) -> dict[str, Any]:
+    """A ``metrics.json`` of ``taskbench agents eval``; what is not JSON, not an object, or of the wrong shape
+    where the plots read it raises :class:`InputError` naming the file."""
+    doc = read_json(path)
+    hint = "rerun `taskbench agents eval` into this directory to rewrite it"
+    if not isinstance(doc, dict):
+        raise InputError("expected a JSON object (a metrics document of taskbench agents eval)", path=path,
+                         hint=hint)
+    try:
+        _PlottedMetrics.model_validate(doc)
+    except ValidationError as exc:
+        raise InputError(f"not a metrics document: {validation_message(exc)}", path=path, hint=hint) from None
+    return doc
+
+
 def plot_tokens(metrics: Mapping[str, Any], path: str | Path) -> Path:
     """Figure 4: tokens per solved task (x, log scale when spread) against success rate (y), per agent."""
     plt = _pyplot()
@@ -189,4 +238,7 @@ def plot_turns(metrics: Mapping[str, Any], path: str | Path) -> Path:
         plt.close(fig)
 
 
-__all__ = ["RATES", "comparison_markdown", "mechanism_markdown", "paired_markdown", "plot_tokens", "plot_turns"]
+__all__ = [
+    "RATES", "comparison_markdown", "mechanism_markdown", "paired_markdown", "plot_tokens", "plot_turns",
+    "read_metrics",
+]
