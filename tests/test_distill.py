@@ -145,12 +145,10 @@ def test_the_span_loop_on_the_tiny_model(tmp_path: Path, monkeypatch: pytest.Mon
     assert sum(last) / len(last) < 0.6 * (sum(first) / len(first)), (first, last)
 
     # 4. the adapter reloads with peft and lowers the loss of a training target against the base
-    import peft
-
     base, tok, _ = train.load_base(TINY)
     target = rows[0]["messages"]
     base_loss = _target_loss(base, tok, target)
-    student = peft.PeftModel.from_pretrained(base, str(out))
+    student = train.load_student(base, out)
     student_loss = _target_loss(student, tok, target)
     assert student_loss < 0.6 * base_loss, (student_loss, base_loss)
     del student, base

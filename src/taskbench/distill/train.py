@@ -279,6 +279,17 @@ def _checkpoint(model: Any, opt: Any, out: Path, config: DistillConfig, done: in
     _atomic_dir(tmp, out / "checkpoint")
 
 
+def load_student(base: Any, adapter: str | Path) -> Any:
+    """The base model (from :func:`load_base`) with the saved adapter at ``adapter`` applied (peft), for scoring
+    a student in Python; llama.cpp loads the GGUF LoRA instead (``llamacpp/BASE+ADAPTER``)."""
+    import warnings
+
+    peft = _imports()[2]
+    with warnings.catch_warnings():  # peft reads transformers' deprecated is_gradient_checkpointing
+        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+        return peft.PeftModel.from_pretrained(base, str(adapter))
+
+
 def read_log(output: str | Path) -> list[dict[str, Any]]:
     """The loss curve of a training run (``train_log.jsonl``)."""
     path = Path(output) / "train_log.jsonl"
