@@ -77,10 +77,8 @@ def test_missing_llama_cpp_names_the_pip_line(monkeypatch: pytest.MonkeyPatch) -
 def test_options_identity_and_concurrency() -> None:
     from taskbench.llm.providers.llamacpp import LlamaCppProvider
 
-    with pytest.raises(ConfigError, match="unknown option.*n_ctxx.*known: n_batch, n_ctx, n_slots, n_threads"):
+    with pytest.raises(ConfigError, match="unknown option.*n_ctxx.*known: n_batch, n_ctx, n_threads"):
         LlamaCppProvider(TINY, n_ctxx=10)
-    with pytest.raises(ConfigError, match="n_slots must be at least 1"):
-        LlamaCppProvider(TINY, n_slots=-1)
     with pytest.raises(ConfigError, match="no base URL"):
         LlamaCppProvider(TINY, base_url="http://127.0.0.1:1/v1")
     p = LlamaCppProvider(TINY, concurrency=8)
@@ -88,17 +86,6 @@ def test_options_identity_and_concurrency() -> None:
     ident = p.identity()
     assert ident["provider"] == "llamacpp" and ident["model"] == TINY
     assert ident["sha256"] == KNOWN_WEIGHTS[TINY].sha256
-
-
-def test_choose_slot_prefers_the_longest_prefix_then_unused_then_new_then_lru() -> None:
-    from taskbench.llm.providers.llamacpp import choose_slot
-
-    assert choose_slot([], [], [], 100, 3) == 0  # nothing loaded yet
-    assert choose_slot([80, 10], [False, False], [1, 2], 100, 3) == 0  # holds most of the prompt
-    assert choose_slot([10, 0], [False, True], [1, 2], 100, 3) == 1  # an unused context before a new one
-    assert choose_slot([10, 20], [False, False], [1, 2], 100, 3) == 2  # a new one while fewer than n_slots
-    assert choose_slot([10, 20, 5], [False, False, False], [3, 1, 2], 100, 3) == 1  # else the least recent
-    assert choose_slot([40], [False], [1], 100, 1) == 0  # one slot: always it
 
 
 @needs_llama
@@ -304,43 +291,6 @@ def test_prefix_cache_evaluates_only_new_tokens(tiny_path) -> None:
         second.extra["prompt_tokens_reused"] == second.prompt_tokens - second.extra["prompt_tokens_evaluated"]
     )
     assert second.extra["prompt_seconds"] < first.extra["prompt_seconds"]
-
-
-@pytest.mark.model
-@pytest.mark.slow
-def test_slots_keep_each_prompt_family_prefix(tiny_path) -> None:
-    """Two prompt families called in turn (as ConAgents' roles are): with two slots each family's second call
-    evaluates only its new tail, in the slot of its first call; with one slot every call pays for the whole
-    prompt. Greedy text is the same either way."""
-    from taskbench.llm.providers.llamacpp import LlamaCppProvider
-
-    def family(name: str, n: int) -> str:
-        return "\n".join(f"{name} rule {i}: answer with one short word about {name} number {i}." for i in range(n))
-
-    def req(system: str, question: str) -> ProviderRequest:
-        return ProviderRequest([{"role": "system", "content": system}, {"role": "user", "content": question}],
-                               GenerationConfig(max_tokens=4))
-
-    a, b = family("apple", 40), family("river", 40)
-    calls = [req(a, "First?"), req(b, "First?"), req(a, "Second?"), req(b, "Second?")]
-
-    def run(n_slots: int) -> list:
-        p = LlamaCppProvider(TINY, n_threads=THREADS, n_ctx=2048, n_slots=n_slots)
-
-        async def go():
-            out = [await p.complete(r) for r in calls]
-            await p.aclose()
-            return out
-
-        return _run(go())
-
-    two, one = run(2), run(1)
-    assert [r.extra["slot"] for r in two] == [0, 1, 0, 1]
-    assert all(r.prompt_tokens > 300 for r in two)
-    assert two[2].extra["prompt_tokens_evaluated"] < 20 and two[3].extra["prompt_tokens_evaluated"] < 20
-    assert [r.extra["slot"] for r in one] == [0, 0, 0, 0]
-    assert one[3].extra["prompt_tokens_evaluated"] > 300  # the other family's call evicted this prefix
-    assert [r.text for r in two] == [r.text for r in one]
 
 
 @pytest.mark.model

@@ -10,8 +10,6 @@ writes). Options (keyword arguments of ``get_model``):
                fits with room for the answer)
 ``n_threads``  CPU threads for decoding and prompt evaluation (default ``os.cpu_count()``)
 ``n_batch``    prompt evaluation batch size (default 512)
-``n_slots``    llama.cpp contexts kept over one loaded model, each with its own KV prefix cache (default 3; see
-               below); 1 keeps a single context
 ``seed``       sampling seed used when a request has none (default 0, so runs repeat)
 ``verbose``    let llama.cpp log to stderr (default False)
 
@@ -25,13 +23,6 @@ How a call runs:
   reuses the longest common token prefix and evaluates only the rest. Prompts that put everything shared (tool
   list, instructions, demos) first and the sample last therefore pay for the shared part once. The number of
   prompt tokens actually evaluated is reported as ``extra["prompt_tokens_evaluated"]``.
-- **Slots.** Callers that alternate between prompts of different shapes (ConAgents' grounding, execution and
-  review agents, each with its own instructions and tool list) would throw that prefix away at every call. The
-  provider therefore keeps up to ``n_slots`` contexts over the same weights (memory-mapped, so loaded once;
-  each context costs its KV cache, about 12 KB per token of ``n_ctx`` for the 0.5B model, plus a logits
-  buffer), and sends each prompt to the context holding its longest token prefix. A prompt that shares less
-  than half of itself with every context goes to a new context while fewer than ``n_slots`` exist, else to
-  the least recently used one. The slot a call used is ``extra["slot"]``.
 - **Structured output.** A request's JSON Schema becomes a llama.cpp grammar, so the output always parses and
   fits the schema (unless cut off by ``max_tokens``); an empty schema or a bare ``{"type": "object"}`` means "any
   JSON object" and uses a generic JSON grammar.
@@ -64,9 +55,9 @@ from ..native import ensure_llama_runs
 from ..weights import DEFAULT_ALIAS, KNOWN_WEIGHTS, check_model_name, resolve_model_path
 from .llamacpp_tools import parse_tool_output, render_messages, template_knows_tools, tool_grammar
 
-__all__ = ["LlamaCppProvider", "choose_slot", "import_llama_cpp", "split_adapter"]
+__all__ = ["LlamaCppProvider", "import_llama_cpp", "split_adapter"]
 
-_OPTIONS = {"n_ctx", "n_threads", "n_batch", "n_slots", "seed", "verbose"}
+_OPTIONS = {"n_ctx", "n_threads", "n_batch", "seed", "verbose"}
 # Options the Model wrapper / CLI may pass for every provider; meaningless here but harmless.
 _GENERIC_OPTIONS = {"concurrency", "timeout", "api_key_env", "api_key", "base_url", "cache", "max_retries"}
 _GRAMMAR_CACHE_SIZE = 16
@@ -105,23 +96,6 @@ def split_adapter(model: str) -> tuple[str, str | None]:
         if fh.read(4) != b"GGUF":
             raise InputError("not a GGUF file (a LoRA adapter must be converted to GGUF)", path=path)
     return base, str(path)
-
-
-def choose_slot(prefix: list[int], empty: list[bool], last_used: list[int], n_tokens: int, n_slots: int) -> int:
-    """Which context a prompt of ``n_tokens`` tokens runs in, given per existing context the length of the prompt's
-    prefix it holds, whether it is unused and when it was last used: the one holding the longest prefix, unless
-    that covers less than half the prompt; then an unused context, or a new one (``len(prefix)``) while fewer
-    than ``n_slots`` exist, else the least recently used one. Pure, so a recorded run can be replayed."""
-    if not prefix:
-        return 0
-    best = max(range(len(prefix)), key=prefix.__getitem__)
-    if prefix[best] * 2 >= n_tokens:
-        return best
-    if any(empty):
-        return empty.index(True)
-    if len(prefix) < n_slots:
-        return len(prefix)
-    return min(range(len(prefix)), key=last_used.__getitem__)
 
 
 class _Deadline:
@@ -172,19 +146,11 @@ class LlamaCppProvider(Provider):
         self.n_ctx = int(options.get("n_ctx") or 8192)
         self.n_threads = int(options.get("n_threads") or os.cpu_count() or 1)
         self.n_batch = int(options.get("n_batch") or 512)
-        self.n_slots = int(options.get("n_slots") or 3)
-        if self.n_slots < 1:
-            raise ConfigError(f"the llamacpp option n_slots must be at least 1, not {self.n_slots}")
         seed = options.get("seed")
         self.seed = 0 if seed is None else int(seed)
         self.verbose = bool(options.get("verbose", False))
         self._lock = threading.Lock()
         self._llm: Any = None
-        self._slots: list[Any] = []  # contexts over the same weights; _slots[0] is self._llm
-        self._slot_used: list[int] = []  # per slot: the call counter when it was last used (LRU)
-        self._calls = 0
-        self._last_slot = 0
-        self._path: Path | None = None
         self._formatter: Any = None
         self._native_tools = False
         self._evaluated: list[int] = []
@@ -250,13 +216,12 @@ class LlamaCppProvider(Provider):
 
     def _close_sync(self) -> None:
         with self._lock:
-            for llm in self._slots:
-                close = getattr(llm, "close", None)
+            if self._llm is not None:
+                close = getattr(self._llm, "close", None)
                 if close is not None:
                     close()
-            self._slots, self._slot_used = [], []
-            self._llm = None
-            self._formatter = None
+                self._llm = None
+                self._formatter = None
 
     def _load(self) -> Any:
         """Load the model (once) and wrap its ``eval`` to count the prompt tokens each call evaluates."""
@@ -266,8 +231,24 @@ class LlamaCppProvider(Provider):
         # a llama.cpp build that uses instructions this CPU lacks would kill this process at the first decode
         # (SIGILL); try it once in a child process first (remembered per build, CPU and model file)
         ensure_llama_runs(path, n_threads=self.n_threads)
-        self._path = path
-        llm = self._new_context()
+        llm = self._llama_cpp.Llama(
+            model_path=str(path),
+            n_ctx=self.n_ctx,
+            n_threads=self.n_threads,
+            n_threads_batch=self.n_threads,
+            n_batch=self.n_batch,
+            seed=self.seed,
+            verbose=self.verbose,
+            **({"lora_path": self.lora_path} if self.lora_path else {}),
+        )
+        evaluate = llm.eval
+        counts = self._evaluated
+
+        def counting_eval(tokens: Any) -> None:
+            counts.append(len(tokens))
+            evaluate(tokens)
+
+        llm.eval = counting_eval
         template = llm.metadata.get("tokenizer.chat_template")
         self._native_tools = template_knows_tools(template)
         if template:
@@ -286,43 +267,6 @@ class LlamaCppProvider(Provider):
             )
         self._llm = llm
         return llm
-
-    def _new_context(self) -> Any:
-        """One more llama.cpp context over the model file (the weights are memory-mapped: shared, not copied),
-        with its ``eval`` wrapped to count the prompt tokens each call evaluates."""
-        llm = self._llama_cpp.Llama(
-            model_path=str(self._path),
-            n_ctx=self.n_ctx,
-            n_threads=self.n_threads,
-            n_threads_batch=self.n_threads,
-            n_batch=self.n_batch,
-            seed=self.seed,
-            verbose=self.verbose,
-            **({"lora_path": self.lora_path} if self.lora_path else {}),
-        )
-        evaluate = llm.eval
-        counts = self._evaluated
-
-        def counting_eval(tokens: Any) -> None:
-            counts.append(len(tokens))
-            evaluate(tokens)
-
-        llm.eval = counting_eval
-        self._slots.append(llm)
-        self._slot_used.append(self._calls)
-        return llm
-
-    def _slot_for(self, tokens: list[int]) -> int:
-        """The context to run ``tokens`` in (:func:`choose_slot`), made when it does not exist yet."""
-        self._calls += 1
-        held = [self._llama_cpp.Llama.longest_token_prefix(llm.input_ids[: llm.n_tokens].tolist(), tokens)
-                for llm in self._slots]
-        slot = choose_slot(held, [llm.n_tokens == 0 for llm in self._slots], self._slot_used, len(tokens),
-                           self.n_slots)
-        if slot == len(self._slots):
-            self._new_context()
-        self._slot_used[slot] = self._calls
-        return slot
 
     def _grammar(self, schema: dict[str, Any] | None, tools: list[dict[str, Any]] | None = None,
                  tool_choice: Any = None) -> Any:
@@ -372,7 +316,6 @@ class LlamaCppProvider(Provider):
                 "grammar": grammar,
             }
             self._evaluated.clear()
-            self._last_slot = 0
             started = time.monotonic()
             try:
                 if self._formatter is not None:
@@ -390,7 +333,6 @@ class LlamaCppProvider(Provider):
                 raise
             ended = time.monotonic()
             evaluated = list(self._evaluated)
-            slot = self._last_slot
         if deadline.fired == "timeout":
             raise TransientProviderError(f"the embedded model did not finish within {request.timeout:g} s")
         if deadline.fired == "cancelled":
@@ -406,7 +348,6 @@ class LlamaCppProvider(Provider):
             "prompt_tokens_evaluated": prompt_evaluated,
             "prompt_tokens_reused": max(prompt_tokens - prompt_evaluated, 0),
             "seconds": round(ended - started, 6),
-            "slot": slot,
         }
         if first is not None:
             extra["prompt_seconds"] = round(first - started, 6)
@@ -427,21 +368,6 @@ class LlamaCppProvider(Provider):
             tool_calls=calls,
         )
 
-    def _render(self, llm: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
-                ) -> tuple[Any, list[int]]:
-        rendered = self._formatter(messages=messages, tools=tools) if tools else self._formatter(messages=messages)
-        tokens = llm.tokenize(rendered.prompt.encode("utf-8"), add_bos=not rendered.added_special, special=True)
-        return rendered, list(tokens)
-
-    def prompt_tokens(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> list[int]:
-        """The tokens a call with these messages (and tools) evaluates, as :meth:`complete` renders them; loads the
-        model, decodes nothing (for replaying recorded calls, e.g. ``benchmarks/bench_slots.py``)."""
-        with self._lock:
-            llm = self._load()
-            if self._formatter is None:
-                raise ConfigError("this GGUF file has no chat template; its prompts are rendered by llama-cpp-python")
-            return self._render(llm, *render_messages(messages, tools or None, self._native_tools))[1]
-
     def _complete_formatted(
         self,
         llm: Any,
@@ -457,10 +383,10 @@ class LlamaCppProvider(Provider):
         each piece of text to it as it comes."""
         from llama_cpp import StoppingCriteriaList
 
-        rendered, tokens = self._render(llm, messages, tools)
-        slot = self._slot_for(tokens)
-        llm = self._slots[slot]
-        self._last_slot = slot
+        rendered = self._formatter(messages=messages, tools=tools) if tools else self._formatter(messages=messages)
+        tokens = llm.tokenize(
+            rendered.prompt.encode("utf-8"), add_bos=not rendered.added_special, special=True
+        )
         stop = list(request.config.stop)
         if rendered.stop is not None:
             stop += rendered.stop if isinstance(rendered.stop, list) else [rendered.stop]
