@@ -146,6 +146,13 @@ def test_base_plus_adapter_model_string(tmp_path: Path) -> None:
         split_adapter(f"qwen2.5-coder-0.5b+{tmp_path}")
     (tmp_path / "adapter.gguf").write_bytes(b"GGUF" + b"\0" * 8)
     assert split_adapter(f"smollm2-135m+{tmp_path}") == ("smollm2-135m", str(tmp_path / "adapter.gguf"))
+    if importlib.util.find_spec("llama_cpp") is not None:  # the provider takes it (the model-name check saw
+        from taskbench.llm.providers.llamacpp import LlamaCppProvider  # BASE+ADAPTER as one unknown name)
+
+        p = LlamaCppProvider(f"smollm2-135m+{tmp_path}")
+        assert (p.base, p.lora_path) == ("smollm2-135m", str(tmp_path / "adapter.gguf"))
+        with pytest.raises(InputError, match="did you mean 'smollm2-135m'"):
+            LlamaCppProvider(f"smollm2-13m+{tmp_path}")
 
 
 @pytest.mark.skipif(any(importlib.util.find_spec(m) is None for m in ("torch", "peft", "transformers")),

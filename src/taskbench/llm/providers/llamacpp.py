@@ -140,7 +140,8 @@ class LlamaCppProvider(Provider):
             )
         if options.get("base_url"):
             raise ConfigError("the llamacpp provider runs the model in-process and takes no base URL")
-        check_model_name(model)  # a misspelled alias fails here, before any output file or progress bar
+        base, lora_path = split_adapter(model)
+        check_model_name(base)  # a misspelled alias fails here, before any output file or progress bar
         super().__init__(model, **options)
         self._llama_cpp = import_llama_cpp()
         self.n_ctx = int(options.get("n_ctx") or 8192)
@@ -155,7 +156,7 @@ class LlamaCppProvider(Provider):
         self._native_tools = False
         self._evaluated: list[int] = []
         self._grammars: OrderedDict[str, Any] = OrderedDict()
-        self.base, self.lora_path = split_adapter(model)
+        self.base, self.lora_path = base, lora_path
 
     # ------------------------------------------------------------------------------------------ contract
 
