@@ -170,15 +170,16 @@ def test_rating_page_in_chromium_shows_untrusted_text_as_text(tmp_path: Path) ->
             assert page.input_value("#reviewer") == "ana"
             first = page.get_attribute("body", "data-item")
             page.click("#save")
-            page.wait_for_function("document.getElementById('status').textContent.includes('rate both')")
+            # selectors, not wait_for_function(string): the page's CSP forbids eval, and Playwright evals a string predicate
+            page.wait_for_selector("#status:has-text('rate both')")
             page.check("#executability-3")
             page.check("#utility-2")
             page.fill("#note", ATTACK)
             page.click("#save")
             page.wait_for_selector("body[data-rated='1']")
-            page.wait_for_function(f"document.body.getAttribute('data-item') !== '{first}'")
+            page.wait_for_selector(f"body:not([data-item='{first}'])")
             page.click("#prev")
-            page.wait_for_function(f"document.body.getAttribute('data-item') === '{first}'")
+            page.wait_for_selector(f"body[data-item='{first}']")
             assert page.is_checked("#executability-3") and page.is_checked("#utility-2")
             page.screenshot(path=str(tmp_path / "human.png"))
         finally:
