@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from .._loop import LoopThread
 from ..errors import ConfigError, InputError, MissingDependencyError
 from ..schema import ToolCall, ToolResult, ToolSpec
 from .base import Environment
@@ -219,8 +220,7 @@ class _Connection:
         self.cwd = cwd
         self.headers = dict(headers or {})
         self.server_name = ""
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, name=f"mcp {self.label}", daemon=True)
+        self.runner: LoopThread | None = None  # the private loop, started by start()
         self.stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")
         self.stop: asyncio.Event | None = None
         self.task: asyncio.Task[None] | None = None
@@ -235,9 +235,9 @@ class _Connection:
     # ---------------------------------------------------------------------------------------- life cycle
 
     def start(self, timeout: float) -> None:
-        self.thread.start()
+        self.runner = LoopThread(f"mcp {self.label}")
         ready: concurrent.futures.Future[list[Any]] = concurrent.futures.Future()
-        self.main = asyncio.run_coroutine_threadsafe(self._run(ready), self.loop)
+        self.main = self.runner.submit(self._run(ready))
         try:
             self.tools = ready.result(timeout)
         except concurrent.futures.TimeoutError:
@@ -310,18 +310,16 @@ class _Connection:
         if self.closed:
             return
         self.closed = True
-        if self.thread.is_alive():
-            if self.main is not None:
+        runner = self.runner
+        if runner is not None:
+            if runner.thread.is_alive() and self.main is not None:
                 if self.session is not None and self.stop is not None:
-                    self.loop.call_soon_threadsafe(self.stop.set)  # leave the contexts: stdin closed, process ended
+                    runner.call_soon(self.stop.set)  # leave the contexts: stdin closed, process ended
                 else:  # still starting: cancel the task inside the loop, so the SDK's cleanup ends the process
-                    self.loop.call_soon_threadsafe(self._cancel_task)
+                    runner.call_soon(self._cancel_task)
                 # wait for the task's own cleanup (not just the future: a cancelled future returns at once)
                 self.finished.wait(timeout)
-            self.loop.call_soon_threadsafe(self.loop.stop)
-            self.thread.join(timeout)
-        if not self.loop.is_running():
-            self.loop.close()
+            runner.stop(timeout)
         self._tail = self.tail()
         self.stderr.close()
 
@@ -350,8 +348,8 @@ class _Connection:
             return ToolResult(call_id=call.id, name=call.name, error=f"MCP server {self.label!r} is closed")
         if self.dead is not None:
             return ToolResult(call_id=call.id, name=call.name, error=self._dead_message())
-        future = asyncio.run_coroutine_threadsafe(self._call(call, timeout), self.loop)
-        return await asyncio.wrap_future(future)
+        assert self.runner is not None  # started: the connection opens in start()
+        return await asyncio.wrap_future(self.runner.submit(self._call(call, timeout)))
 
     def _dead_message(self) -> str:
         return f"MCP server {self.label!r} is gone ({self.dead}){self.tail()}"

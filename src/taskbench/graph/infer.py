@@ -58,6 +58,7 @@ from dataclasses import dataclass, field
 from ..schema import LinkReason, Tool, ToolGraph, ToolLibrary, ToolLink
 from ..schema.graph import Confidence
 from .infer_text import TextInference, documented_links
+from .rules import build_graph
 from .shapes import (
     ENVELOPE_KEYS,
     ID_TEXT,
@@ -616,8 +617,6 @@ def infer_graph(library: ToolLibrary) -> ToolGraph:
     library gets a ``temporal`` graph (any order is allowed between linked tools) whose links are only the
     inferred ones, with ``type`` ``data`` or ``state`` and their reasons.
     """
-    from .build import build_graph
-
     if library.dependency == "resource":
         return build_graph(library)
     return ToolGraph(nodes=list(library.tools), links=infer_links(library), dependency="temporal", inferred="schema")
