@@ -84,12 +84,13 @@ def main(argv: list[str] | None = None) -> int:
         by_mode = {m: (sum(1 for r in kept if r["mode"] == m), sum(1 for r in rows if r["mode"] == m))
                    for m in ("single", "chain", "dag")}
         secs = sum(r["seconds"] for r in rows)
+        per_kept = f"{secs / len(kept):.1f}" if kept else "- (none kept)"
         judge = judge_scores(d, {r["id"] for r in kept})
         jtext = (f"{judge['naturalness']} / {judge['complexity']} / {judge['alignment']} (n={judge['n']})"
                  if judge else "-")
         print(f"| {d.name} | {len(rows)} | {sum(r['rule'] for r in rows)} | {sum(r['llm'] for r in rows)} | "
               f"{len(kept)} | " + " / ".join(f"{k}/{n}" for k, n in by_mode.values()) +
-              f" | {secs / max(len(rows), 1):.1f} | {secs / len(kept) if kept else float('inf'):.1f} | {jtext} |")
+              f" | {secs / max(len(rows), 1):.1f} | {per_kept} | {jtext} |")
         sizes = sorted({r["size"] for r in rows})
         figures[d.name] = {
             "entries": len(rows), "rule": sum(r["rule"] for r in rows), "llm": sum(r["llm"] for r in rows),
