@@ -14,11 +14,6 @@ away. The sampled subgraph is known before the model writes a word, so the guide
   arguments imply are exactly the sampled ones;
 - temporal domains: ``links`` is the tuple of the sampled links, each a ``const``; the arguments are the
   API's parameters, as in the free mode;
-- resource domains: every image, audio or video input that no sampled link feeds is a fixed file
-  (:func:`guided_files`: ``example.jpg`` / ``example.wav`` / ``example.mp4``, ``example_2.jpg`` for a node's
-  second image), or one of the node's fitting ``<node-j>`` references where it has any; the prompt lists the
-  files so the request names them (a free value was often a file of the wrong kind, or one the request never
-  named: 10 and 16 of 30 guided answers of the 0.5B model);
 - ``task_steps`` has one string per node, and every string keeps its ``maxLength``.
 
 What is left for the rule critic to check is what the model writes: the argument values (media files of the
@@ -35,10 +30,7 @@ from typing import Any
 from ..schema import SampledSubgraph, Tool, ToolLibrary
 from .schemas import Limits, _array, _closed, _text, teacher_schema
 
-__all__ = ["MEDIA_FILE_EXTENSIONS", "guided_files", "guided_order", "guided_schema", "link_slots"]
-
-MEDIA_FILE_EXTENSIONS: dict[str, str] = {"image": "jpg", "audio": "wav", "video": "mp4"}
-"""The file a guided answer gets for an unlinked input of each media type (the names the prompt's rules use)."""
+__all__ = ["guided_order", "guided_schema", "link_slots"]
 
 
 def guided_order(entry: SampledSubgraph) -> list[str]:
@@ -97,27 +89,6 @@ def link_slots(
     return slots, unplaced
 
 
-def guided_files(entry: SampledSubgraph, library: ToolLibrary) -> dict[tuple[int, int], str]:
-    """``{(node, input): file name}`` for the media inputs (:data:`MEDIA_FILE_EXTENSIONS`) of a resource plan
-    entry that no sampled link feeds, nodes in :func:`guided_order`. The n-th input of one type within a node
-    gets ``example_n`` (a tool comparing two images needs two files); the same type in two nodes shares the
-    file, as one user's files would be. Empty for temporal domains."""
-    if library.dependency != "resource":
-        return {}
-    slots, _ = link_slots(entry, library)
-    out: dict[tuple[int, int], str] = {}
-    for i, name in enumerate(guided_order(entry)):
-        tool = library.get(name)
-        seen: dict[str, int] = {}
-        for k, kind in enumerate(tool.input_types or [] if tool is not None else []):
-            ext = MEDIA_FILE_EXTENSIONS.get(kind)
-            if ext is None or (i, k) in slots:
-                continue
-            seen[kind] = seen.get(kind, 0) + 1
-            out[(i, k)] = f"example.{ext}" if seen[kind] == 1 else f"example_{seen[kind]}.{ext}"
-    return out
-
-
 def _free_value(limits: Limits) -> dict[str, Any]:
     text = _text(limits.value)
     if limits.value is None:  # strict backends: no maxLength, so no first-character pattern either
@@ -127,7 +98,7 @@ def _free_value(limits: Limits) -> dict[str, Any]:
 
 def _resource_node(
     i: int, tool: Tool, order: Sequence[str], preds: set[int], slots: dict[tuple[int, int], int],
-    library: ToolLibrary, limits: Limits, files: dict[tuple[int, int], str],
+    library: ToolLibrary, limits: Limits,
 ) -> dict[str, Any]:
     props: dict[str, Any] = {}
     for k, (name, kind) in enumerate(zip(tool.argument_names(), tool.input_types or [], strict=False)):
@@ -139,7 +110,7 @@ def _resource_node(
             source = library.get(order[j])
             if source is not None and _fits(source, kind) == 0:
                 refs.append(f"<node-{j}>")
-        free = {"type": "string", "const": files[(i, k)]} if (i, k) in files else _free_value(limits)
+        free = _free_value(limits)
         props[name] = {"anyOf": [{"type": "string", "enum": refs}, free]} if refs else free
     return _closed({"task": {"type": "string", "const": tool.id}, "arguments": _closed(props)})
 
@@ -186,12 +157,11 @@ def guided_schema(
         elif part == "invoking_graph":
             if dependency == "resource":
                 slots, _ = link_slots(entry, library)
-                files = guided_files(entry, library)
                 nodes = []
                 for i, tool in enumerate(known):
                     preds = {position[lk.source] for lk in entry.links
                              if lk.target == tool.id and lk.source in position}
-                    nodes.append(_resource_node(i, tool, order, preds, slots, library, limits, files))
+                    nodes.append(_resource_node(i, tool, order, preds, slots, library, limits))
                 props[part] = _closed({"nodes": _tuple(nodes)})
             else:
                 links = [{"const": {"source": lk.source, "target": lk.target}}

@@ -100,20 +100,17 @@ def generation_messages(
 
     ``method``: back-instruct | no-edges | two-stage (``stage`` 1: the request; 2: the graph, given
     ``user_request``) | self-instruct. ``guided``: the answer schema fixes the nodes (in
-    :func:`~taskbench.engine.guided.guided_order`, the order the tools are listed in), the links and the media
-    files (:func:`~taskbench.engine.guided.guided_files`); the prompt says so and lists the files the request
-    must name. ``state``: what the executable environment holds (:meth:`taskbench.envs.Environment.read_state`),
+    :func:`~taskbench.engine.guided.guided_order`, the order the tools are listed in) and the links; the prompt
+    says so. ``state``: what the executable environment holds (:meth:`taskbench.envs.Environment.read_state`),
     shown with the rule to use only what exists; None shows nothing.
     """
     dep = library.dependency
-    files: list[str] = []
     if guided:
-        from .guided import guided_files, guided_order
+        from .guided import guided_order
 
-        files = list(dict.fromkeys(guided_files(entry, library).values()))
         entry = entry.model_copy(update={"nodes": guided_order(entry)})
     common: dict[str, Any] = {"dependency": dep, "seed": seed, "check": check, "n_nodes": entry.size,
-                              "guided": guided, "files": files, "state": state}
+                              "guided": guided, "state": state}
     if method == "self-instruct":
         nodes = [tool_line(t, dep) for t in library.tools]
         text = render("self_instruct.j2", nodes=nodes, mode=entry.mode, **common)
