@@ -293,8 +293,8 @@ def test_real_requests_pass_the_request_check(temporal_lib, request_text):
                                                               "request_empty"}
 
 
-def test_requests_that_are_a_word_a_file_or_a_copied_tool_description_are_rejected():
-    """What the embedded 0.5B model wrote as requests in 21 of 60 generated samples (issue 26); the released
+def test_requests_copied_from_a_tool_description_are_rejected():
+    """What the embedded 0.5B model wrote as requests in 14 of 60 generated samples (issue 26); the released
     gold and bundled requests pass (tests/test_critic_grounding.py reads them)."""
     from taskbench import bundled
     from taskbench.dataset.layout import load_dataset
@@ -302,8 +302,6 @@ def test_requests_that_are_a_word_a_file_or_a_copied_tool_description_are_reject
 
     resource_lib = load_dataset(bundled.path("multimedia"), samples=False).library
     desc = next(t.desc for t in resource_lib.tools if t.id == "Video-to-Audio")
-    for text in ("example.jpg", "my holiday", "download image"):
-        assert codes(check_request(text, resource_lib)) == {"request_too_short"}, text
     copied = [desc, desc.rstrip(".") + ".", f"Please help me. {desc}"]
     for text in copied:
         assert codes(check_request(text, resource_lib)) == {"request_is_tool_description"}, text
