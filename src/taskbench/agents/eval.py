@@ -28,15 +28,23 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..dataset.header import HEADER_FILE, new_header, open_run, read_header
 from ..dataset.header import fingerprint as hash_identity
 from ..dataset.jsonio import write_json
 from ..dataset.trajectories import TrajectoryWriter
-from ..errors import ConfigError, InputError, ModelError, SandboxUnavailableError, TaskbenchError
-from ..runner import RecordDisplay, is_failed, read_records, run_records, run_sync
+from ..errors import (
+    ConfigError,
+    InputError,
+    ModelError,
+    SandboxUnavailableError,
+    TaskbenchError,
+    validation_message,
+)
+from ..runner import RecordDisplay, read_records, run_records, run_sync
 from ..schema import AgentTask, Trajectory
+from ..schema.episode import EpisodeRow, EpisodeUsage, FailedEpisodeRow, parse_episode
 from . import tooldocs
 from .baselines import ROLES_OF, make_agent
 from .config import (
@@ -50,7 +58,7 @@ from .config import (
     select_tools,
 )
 from .episode import Episode
-from .metrics import EpisodeRow, episode_row, mechanism, metrics_document
+from .metrics import episode_row, mechanism, metrics_document
 
 EPISODES_FILE = "episodes.jsonl"
 METRICS_FILE = "metrics.json"
@@ -426,6 +434,11 @@ async def _episode(item: _Item, env: Any, models: Mapping[str, Any], role_models
     path.parent.mkdir(parents=True, exist_ok=True)
     base = {"agent": spec.name, "task": task.id, "seed": seed, "fingerprint": fingerprint,
             "trajectory": str(path.relative_to(out))}
+
+    def failed(error: str) -> dict[str, Any]:
+        row = FailedEpisodeRow.model_validate({**base, "error": error})
+        return row.model_dump(mode="json", exclude={"id"})
+
     writer = TrajectoryWriter(path, traj, clock=clock)
     ep = Episode(task=task, env=env, tools=offered, writer=writer, models=models, budgets=config.budgets,
                  temperature=config.temperature, seed=seed,
@@ -434,11 +447,11 @@ async def _episode(item: _Item, env: Any, models: Mapping[str, Any], role_models
         await make_agent(spec).run(ep)
     except (ModelError, SandboxUnavailableError) as exc:
         writer.finish("failed", error=str(exc))
-        return {**base, "failed": True, "error": str(exc)}
+        return failed(str(exc))
     except Exception as exc:  # a bug must not end the whole run: the episode fails, is reported and retried
         error = f"internal error: {type(exc).__name__}: {exc}"
         writer.finish("failed", error=error)
-        return {**base, "failed": True, "error": error}
+        return failed(error)
     finally:
         await ep.aclose()
     try:
@@ -446,7 +459,7 @@ async def _episode(item: _Item, env: Any, models: Mapping[str, Any], role_models
     except Exception as exc:  # the checker broke on this episode: report it, keep going
         error = f"checker failed: {exc if isinstance(exc, TaskbenchError) else f'{type(exc).__name__}: {exc}'}"
         writer.finish("failed", error=error)
-        return {**base, "failed": True, "error": error}
+        return failed(error)
     traj.outcome = outcome
     traj.answer = ep.answer
     outcome.details["mechanism"] = dict(mechanism(traj))  # what review did, in the trajectory's end line
@@ -456,8 +469,9 @@ async def _episode(item: _Item, env: Any, models: Mapping[str, Any], role_models
     stop = ep.stop if ep.answer is not None else (ep.stop if ep.stop != "answer" else "no_answer")
     writer.finish("complete", error=None if stop == "answer" else f"stopped: {stop}")
     row = episode_row(traj, stop=stop)
-    return {**base, **row.model_dump(mode="json"),
-            "usage": {"prompt_tokens": row.prompt_tokens, "completion_tokens": row.completion_tokens}}
+    line = EpisodeRow.model_validate({**row.model_dump(), **base, "usage": EpisodeUsage(
+        prompt_tokens=row.prompt_tokens, completion_tokens=row.completion_tokens)})
+    return line.model_dump(mode="json", exclude={"id"})
 
 
 def _roles(spec: AgentSpec) -> list[str]:
@@ -475,12 +489,13 @@ def compute_metrics(out: Path, config: AgentEvalConfig, *, tasks: Sequence[Agent
     wanted = {(a, t.id, k) for a in agents for t in tasks for k in range(config.seeds)}
     for rec in latest.values():
         key = (rec.get("agent"), rec.get("task"), rec.get("seed"))
-        if key not in wanted:
+        if key not in wanted:  # another selection's episode (read as a row only when wanted)
             continue
-        if is_failed(rec):
+        row = parse_episode(rec)
+        if isinstance(row, FailedEpisodeRow):
             failed[str(key[0])] += 1
             continue
-        rows[str(key[0])].append(EpisodeRow.model_validate(rec))
+        rows[str(key[0])].append(row)
     for rs in rows.values():
         order = {t.id: i for i, t in enumerate(tasks)}
         rs.sort(key=lambda r: (order.get(r.task, 0), r.seed))
@@ -490,15 +505,25 @@ def compute_metrics(out: Path, config: AgentEvalConfig, *, tasks: Sequence[Agent
                             n_boot=config.bootstrap, meta=meta)
 
 
-def load_run(run: str | Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """(the configuration in the run header, the last record of every episode) of a run directory."""
+def load_run(run: str | Path) -> tuple[dict[str, Any], dict[str, EpisodeRow | FailedEpisodeRow]]:
+    """(the configuration in the run header, the last record of every episode, by record id) of a run
+    directory. A line of the wrong shape raises :class:`InputError` naming it."""
     path = Path(run)
     if not (path / EPISODES_FILE).is_file():
         raise InputError(f"not an agent run directory (no {EPISODES_FILE})", path=path,
                          hint="give the -o directory of `taskbench agents eval`")
     header = read_header(path, "agents")
-    latest, _, _ = read_records(path / EPISODES_FILE)
-    return (dict(header.config) if header is not None else {}), latest
+    latest, _, _ = read_records(path / EPISODES_FILE, _episode_check)
+    rows = {k: parse_episode(r) for k, r in latest.items()}
+    return (dict(header.config) if header is not None else {}), rows
+
+
+def _episode_check(path: Path, line: int, rec: dict[str, Any]) -> None:
+    """Refuses a line that is no episode row, in one line naming it."""
+    try:
+        parse_episode(rec)
+    except ValidationError as exc:
+        raise InputError(f"not an episode record: {validation_message(exc)}", path=path, line=line) from None
 
 
 __all__ = [

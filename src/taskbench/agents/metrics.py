@@ -32,56 +32,11 @@ from math import comb
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
 
 from ..schema import CodeRunEvent, ModelCallEvent, ReviewEvent, ToolCallEvent, Trajectory
+from ..schema.episode import EpisodeRow
 
 FINISH_TOKEN = "finish"
-
-
-class EpisodeRow(BaseModel):
-    """One episode's figures (the per-episode record of an agent run, without its bookkeeping)."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    agent: str = Field(description="Agent name.")
-    task: str = Field(description="Task id.")
-    seed: int = Field(default=0, description="Seed of the episode.")
-    success: bool = Field(default=False, description="The environment's verdict.")
-    reason: str = Field(default="", description="The checker's reason.")
-    answered: bool = Field(default=False, description="Whether a final answer was given.")
-    stop: str = Field(default="answer", description="Why it ended: answer | step_cap | call_cap | no_plan | ...")
-    calls: list[str] = Field(default_factory=list, description="Tools called, in order.")
-    gold_path: list[str] = Field(default_factory=list, description="The gold path.")
-    cpr_lcs: float | None = Field(default=None, description="Correct path rate (LCS; None without a gold path).")
-    cpr_contains: bool | None = Field(default=None, description="Gold path is a subsequence of the calls.")
-    extra_calls: int = Field(default=0, description="max(0, calls - gold length).")
-    turns: int = Field(default=0, description="Model calls by planning or acting roles.")
-    model_calls: int = Field(default=0, description="All model calls.")
-    reviews: int = Field(default=0, description="Review verdicts.")
-    code_runs: int = Field(default=0, description="Code runs.")
-    tool_calls: int = Field(default=0, description="Tool calls.")
-    failed_turns: int = Field(default=0, description="Model answers cut off or not usable under their schema.")
-    revise_verdicts: int = Field(default=0, description="Review verdicts that asked for a change.")
-    revisions: int = Field(default=0, description="Plans revised after a planning review.")
-    plans_changed: int = Field(default=0, description="Revisions that changed the plan's tool or arguments.")
-    reroutes: int = Field(default=0, description="Execution reviews that sent their feedback to grounding.")
-    retries: int = Field(default=0, description="Code rewritten for the same step (review or compiler feedback).")
-    retries_fixed: int = Field(default=0, description="Rewrites that ran where the code before had failed.")
-    cpr_f1: float | None = Field(default=None, description="Correct path rate as the paper defines it: F1 of "
-                                                           "the called tools against the gold path (multisets).")
-    counters: dict[str, int] = Field(default_factory=dict, description="The agent's own mechanisms: DFSDT's "
-                                     "backtracks, grounded arguments' plans and refusals ... (outcome details).")
-    attempts: int = Field(default=1, description="Trials used (react@N, toolllm@N, reflexion; 1 for the others); "
-                                                 "the path rates and ``calls`` are the last trial's.")
-    prompt_tokens: int = Field(default=0, description="Prompt tokens.")
-    completion_tokens: int = Field(default=0, description="Completion tokens.")
-    model_seconds: float = Field(default=0.0, description="Seconds the model calls took (cache-replayed).")
-    wall_seconds: float = Field(default=0.0, description="Wall seconds of the episode in this run.")
-
-    @property
-    def tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
 
 
 def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
@@ -192,6 +147,7 @@ def episode_row(traj: Trajectory, *, stop: str | None = None, wall_seconds: floa
     model_events = [e for e in traj.events if isinstance(e, ModelCallEvent)]
     failed_turns = sum(1 for e in model_events if e.error)
     model_seconds = sum(e.latency for e in model_events)
+    mech = mechanism(traj)
     return EpisodeRow(
         agent=traj.agent or "", task=traj.id, seed=traj.seed or 0,
         success=bool(outcome.success) if outcome is not None else False,
@@ -202,7 +158,10 @@ def episode_row(traj: Trajectory, *, stop: str | None = None, wall_seconds: floa
         reviews=totals.reviews, code_runs=totals.code_runs, tool_calls=totals.tool_calls, failed_turns=failed_turns,
         prompt_tokens=totals.usage.prompt_tokens, completion_tokens=totals.usage.completion_tokens,
         model_seconds=round(model_seconds, 6), wall_seconds=round(totals.seconds, 6),
-        cpr_f1=correct_path_f1(calls, gold), attempts=attempts, counters=agent_counters(traj), **mechanism(traj),
+        cpr_f1=correct_path_f1(calls, gold), attempts=attempts, counters=agent_counters(traj),
+        revise_verdicts=mech["revise_verdicts"], revisions=mech["revisions"],
+        plans_changed=mech["plans_changed"], reroutes=mech["reroutes"], retries=mech["retries"],
+        retries_fixed=mech["retries_fixed"],
     )
 
 

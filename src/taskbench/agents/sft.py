@@ -31,6 +31,7 @@ from ..dataset.jsonio import write_json, write_text
 from ..dataset.trajectories import read_trajectory
 from ..errors import InputError
 from ..schema import CodeRunEvent, ModelCallEvent, ReviewEvent, Trajectory, to_openai_messages
+from ..schema.episode import EpisodeRow, FailedEpisodeRow
 from .config import ROLES
 from .eval import load_run
 
@@ -127,8 +128,8 @@ def export_sft(runs: Sequence[str | Path], output: str | Path, *, all_turns: boo
     for run in runs:
         _, records = load_run(run)
         for rec in records.values():
-            rel = rec.get("trajectory")
-            if not isinstance(rel, str):
+            rel = rec.trajectory
+            if rel is None:
                 continue
             path = Path(run) / rel
             try:
@@ -178,7 +179,7 @@ def _selected(trajs: list[Trajectory], selection: dict[str, Any], summary: Expor
     return [trajs[int(c.key)] for c in kept]
 
 
-def _skip_reason(traj: Trajectory, rec: dict[str, Any]) -> str | None:
+def _skip_reason(traj: Trajectory, rec: EpisodeRow | FailedEpisodeRow) -> str | None:
     if not (traj.agent or "").startswith("conagents"):
         return "not a ConAgents agent"
     if traj.status != "complete":

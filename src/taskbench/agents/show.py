@@ -10,7 +10,7 @@ verdict and the totals.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -28,6 +28,7 @@ from ..schema import (
     ToolCallEvent,
     Trajectory,
 )
+from ..schema.episode import EpisodeRow, FailedEpisodeRow, parse_episode
 
 ROLE_STYLE = {"grounding": "cyan", "execution": "green", "review": "magenta", "react": "blue", "code": "green",
               "planner": "cyan"}
@@ -137,22 +138,24 @@ def render(traj: Trajectory, *, full: bool = False) -> RenderableType:
     return Group(header(traj), *(event_block(e, full=full) for e in traj.events), footer(traj))
 
 
-def run_table(records: Iterable[dict[str, Any]], agents: Sequence[str] | None = None) -> Table:
-    """The episodes of a run directory: agent, task, seed, success, stop, calls, tokens (for picking one)."""
+def run_table(records: Iterable[EpisodeRow | FailedEpisodeRow | Mapping[str, Any]],
+              agents: Sequence[str] | None = None) -> Table:
+    """The episodes of a run directory: agent, task, seed, success, stop, calls, tokens (for picking one).
+    ``records``: rows, or lines of ``episodes.jsonl`` as read (parsed here)."""
     table = Table(title="episodes", show_lines=False)
     for col in ("agent", "task", "seed", "success", "stop", "calls", "tokens"):
         table.add_column(col, justify="right" if col in ("seed", "calls", "tokens") else "left")
-    for rec in records:
-        if agents and rec.get("agent") not in agents:
+    for line in records:
+        rec = parse_episode(line) if isinstance(line, Mapping) else line
+        if agents and rec.agent not in agents:
             continue
-        if rec.get("failed"):
-            table.add_row(escape(str(rec.get("agent"))), escape(str(rec.get("task"))), str(rec.get("seed")),
-                          "[red]failed[/]", escape(_clip(str(rec.get("error", "")), 40)), "", "")
+        if isinstance(rec, FailedEpisodeRow):
+            table.add_row(escape(str(rec.agent)), escape(str(rec.task)), str(rec.seed),
+                          "[red]failed[/]", escape(_clip(rec.error, 40)), "", "")
             continue
-        tokens = int(rec.get("prompt_tokens") or 0) + int(rec.get("completion_tokens") or 0)
-        table.add_row(escape(str(rec.get("agent"))), escape(str(rec.get("task"))), str(rec.get("seed")),
-                      "[green]yes[/]" if rec.get("success") else "no", escape(str(rec.get("stop", ""))),
-                      str(len(rec.get("calls") or [])), f"{tokens:,}")
+        table.add_row(escape(rec.agent), escape(rec.task), str(rec.seed),
+                      "[green]yes[/]" if rec.success else "no", escape(rec.stop),
+                      str(len(rec.calls)), f"{rec.tokens:,}")
     return table
 
 

@@ -212,15 +212,15 @@ def show_command(
     if task is None:
         console.print(run_table(records.values(), [agent] if agent else None))
         return
-    matches = [r for r in records.values() if r.get("task") == task and r.get("seed", 0) == seed
-               and (agent is None or r.get("agent") == agent)]
+    matches = [r for r in records.values() if r.task == task and (0 if r.seed is None else r.seed) == seed
+               and (agent is None or r.agent == agent)]
     if not matches:
-        agents = sorted({str(r.get("agent")) for r in records.values() if r.get("task") == task})
+        agents = sorted({str(r.agent) for r in records.values() if r.task == task})
         hint = f"agents with this task: {', '.join(agents)}" if agents else "list the episodes without --task"
         raise InputError(f"no episode of task {task!r} (seed {seed}{', agent ' + agent if agent else ''})",
                          path=run, hint=hint)
-    rel = matches[0].get("trajectory")
-    if not isinstance(rel, str):
+    rel = matches[0].trajectory
+    if rel is None:
         raise InputError("the episode record names no trajectory file", path=run)
     console.print(render(read_trajectory(run / rel), full=full))
 

@@ -39,9 +39,10 @@ from .task import (
 )
 from .tools import DEPENDENCY_KINDS, DependencyKind, Tool, ToolLibrary, ToolParameter, infer_dependency
 
-# The run log and the trajectory models are imported on first use: a prediction or scoring command that never
-# touches them does not pay for building them.
+# The run log, the episode row and the trajectory models are imported on first use: a prediction or scoring
+# command that never touches them does not pay for building them.
 if TYPE_CHECKING:  # pragma: no cover
+    from .episode import EpisodeRow, EpisodeUsage, FailedEpisodeRow, parse_episode
     from .header import HEADER_SCHEMA_VERSION, RunEnvironment, RunHeader, RunKind
     from .run import RUN_LOG_SCHEMA_VERSION, RunConfig, RunEntry, RunLog, RunPass, RunStage
     from .trajectory import (
@@ -59,6 +60,10 @@ if TYPE_CHECKING:  # pragma: no cover
     )
 
 _LAZY: dict[str, str] = {
+    "EpisodeRow": "episode",
+    "EpisodeUsage": "episode",
+    "FailedEpisodeRow": "episode",
+    "parse_episode": "episode",
     "RUN_LOG_SCHEMA_VERSION": "run",
     "RunConfig": "run",
     "RunEntry": "run",
@@ -95,6 +100,9 @@ __all__ = [
     "CodeRunEvent",
     "DEPENDENCY_KINDS",
     "DependencyKind",
+    "EpisodeRow",
+    "EpisodeUsage",
+    "FailedEpisodeRow",
     "FIELD_ALIASES",
     "FinalAnswerEvent",
     "graph_from_result",
@@ -111,6 +119,7 @@ __all__ = [
     "LinkReason",
     "ModelCallEvent",
     "NODE_REF",
+    "parse_episode",
     "parse_messages",
     "Prediction",
     "ReviewEvent",

@@ -100,17 +100,17 @@ class HumanEval:
     def __init__(self, run: str | Path, *, sample: int | None = None, seed: int = 0,
                  ratings: str | Path | None = None) -> None:
         from ...agents.eval import load_run
-        from ...runner import is_failed
+        from ...schema.episode import EpisodeRow
 
         self.run = Path(run)
         _, latest = load_run(self.run)
         by_agent: dict[str, list[Item]] = {}
         for rec in latest.values():
-            if is_failed(rec) or not isinstance(rec.get("trajectory"), str):
+            if not isinstance(rec, EpisodeRow) or rec.trajectory is None:
                 continue
-            key = f"{rec.get('agent')}/{rec.get('task')}/s{rec.get('seed')}"
-            item = Item(id=hashlib.sha256(key.encode()).hexdigest()[:12], agent=str(rec.get("agent")),
-                        task=str(rec.get("task")), seed=int(rec.get("seed") or 0), path=rec["trajectory"])
+            key = f"{rec.agent}/{rec.task}/s{rec.seed}"
+            item = Item(id=hashlib.sha256(key.encode()).hexdigest()[:12], agent=rec.agent, task=rec.task,
+                        seed=rec.seed, path=rec.trajectory)
             by_agent.setdefault(item.agent, []).append(item)
         rng = random.Random(seed)
         chosen: list[Item] = []
