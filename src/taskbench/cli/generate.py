@@ -156,16 +156,16 @@ def generate_command(
     old = read_manifest(out) if out.is_dir() else None
     if old is not None:  # resume: what is not given comes from the directory
         modes_old, sizes_old = weights_from_manifest(old)
-        n = old.get("n") if n is None else n
-        seed = old.get("seed") if seed is None else seed
-        method = old.get("method") if method is None else method
-        model = old.get("model") if model is None else model
-        critic_model = old.get("critic_model") if critic_model is None else critic_model
-        check = old.get("check", True) if check is None else check
-        guided = old.get("guided", False) if guided is None else guided
-        temperature = old.get("temperature") if temperature is None else temperature
-        top_p = old.get("top_p") if top_p is None else top_p
-        max_tokens = old.get("max_tokens") if max_tokens is None else max_tokens
+        n = old.n if n is None else n
+        seed = old.seed if seed is None else seed
+        method = old.method if method is None else method
+        model = old.model if model is None else model
+        critic_model = old.critic_model if critic_model is None else critic_model
+        check = (True if "check" not in old.model_fields_set else old.check) if check is None else check
+        guided = (False if "guided" not in old.model_fields_set else old.guided) if guided is None else guided
+        temperature = old.temperature if temperature is None else temperature
+        top_p = old.top_p if top_p is None else top_p
+        max_tokens = old.max_tokens if max_tokens is None else max_tokens
         modes = modes_old if mode_weights is None else parse_weights(mode_weights, MODES)
         sizes = sizes_old if size_weights is None else _size_weights(size_weights)
     else:

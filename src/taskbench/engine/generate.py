@@ -50,6 +50,7 @@ from ..graph.sampling import MODE_WEIGHTS, SIZE_WEIGHTS
 from ..llm.base import GenerationConfig
 from ..runner import ForwardDisplay, NullDisplay, RecordDisplay, run_records, run_sync
 from ..schema import SampledSubgraph, ToolGraph, ToolLibrary
+from ..schema.generation import GenerationManifest
 from .dedup import DEFAULT_THRESHOLD
 from .guided import guided_schema
 from .output import DEDUP_MODES, KEEP_MODES, assess, finalize_dataset
@@ -185,64 +186,45 @@ def graph_digest(graph: ToolGraph) -> str:
 
 
 def _manifest(options: GenerateOptions, graph: ToolGraph, model: str, critic: str | None,
-              env: str | None = None) -> dict[str, Any]:
-    return {
-        "env": env,
-        "method": options.method,
-        "seed": options.seed,
-        "n": options.n,
-        "mode_weights": dict(options.mode_weights or MODE_WEIGHTS),
-        "size_weights": {str(k): v for k, v in (options.size_weights or SIZE_WEIGHTS).items()},
-        "model": model,
-        "critic_model": critic,
-        "check": options.check,
-        "guided": options.use_guided,
-        "temperature": options.temperature,
-        "top_p": options.top_p,
-        "max_tokens": options.max_tokens,
-        "limits": options.limits.model_dump(),
-        "graph_sha256": graph_digest(graph),
-        "dependency": graph.dependency_kind,
-        "tools": len(graph.nodes),
-        "links": len(graph.links),
-        "taskbench": __version__,
-    }
+              env: str | None = None) -> GenerationManifest:
+    # built from options already validated: not checked again here (a bad weight, say, is refused later, by the
+    # plan, as before); the bounds are for what a rerun reads back
+    return GenerationManifest.model_construct(
+        env=env,
+        method=options.method,
+        seed=options.seed,
+        n=options.n,
+        mode_weights=dict(options.mode_weights or MODE_WEIGHTS),
+        size_weights=dict(options.size_weights or SIZE_WEIGHTS),
+        model=model,
+        critic_model=critic,
+        check=options.check,
+        guided=options.use_guided,
+        temperature=options.temperature,
+        top_p=options.top_p,
+        max_tokens=options.max_tokens,
+        limits=options.limits.model_dump(),
+        graph_sha256=graph_digest(graph),
+        dependency=graph.dependency_kind,
+        tools=len(graph.nodes),
+        links=len(graph.links),
+        taskbench=__version__,
+    )
 
 
-class _RecordedArguments(BaseModel):
-    """The types and ranges of the recorded arguments a rerun reads back (checked before any is used)."""
-
-    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
-
-    n: int | None = Field(default=None, ge=0)
-    seed: int | None = None
-    method: str | None = None
-    model: str | None = None
-    critic_model: str | None = None
-    check: bool | None = None
-    guided: bool | None = None
-    temperature: float | None = Field(default=None, ge=0.0)
-    top_p: float | None = Field(default=None, gt=0.0, le=1.0)
-    max_tokens: int | None = Field(default=None, ge=64)
-    mode_weights: dict[str, float] | None = None
-    size_weights: dict[int, float] | None = None
-
-
-def read_manifest(out_dir: str | Path) -> dict[str, Any] | None:
+def read_manifest(out_dir: str | Path) -> GenerationManifest | None:
     """The arguments a directory was generated with (its run header's config; a ``generation.json`` of a
     directory generated before headers), or None. A recorded value of the wrong type or out of range raises
     :class:`InputError` naming the file."""
     header = read_header(out_dir, "generate")
     if header is None or header.kind != "generate":
         return None
-    doc = dict(header.config)
     try:
-        _RecordedArguments.model_validate(doc)
+        return GenerationManifest.model_validate(header.config)
     except ValidationError as exc:
         raise InputError(f"a recorded argument is wrong: {validation_message(exc)}",
                          path=Path(out_dir) / (header.legacy or HEADER_FILE),
                          hint="repair the file, or choose another --out") from None
-    return doc
 
 
 def _check_n(old: Mapping[str, Any], new: Mapping[str, Any], path: Path) -> int | None:
@@ -454,7 +436,7 @@ def _plan(graph: ToolGraph, options: GenerateOptions) -> list[SampledSubgraph]:
 def prepare_output(
     graph: ToolGraph, out_dir: str | Path, options: GenerateOptions, model_name: str, critic_name: str | None,
     env_name: str | None = None,
-) -> tuple[Path, list[SampledSubgraph], dict[str, Any], int | None]:
+) -> tuple[Path, list[SampledSubgraph], GenerationManifest, int | None]:
     """Check the arguments against ``out_dir``'s manifest, write the graph files and the manifest, and return
     ``(out, plan, manifest, extended_from)``: what a generation run (local or sharded) does before any call."""
     options.check_choices()
@@ -468,7 +450,8 @@ def prepare_output(
         raise InputError("the output must be a directory", path=out)
     out.mkdir(parents=True, exist_ok=True)
     manifest = _manifest(options, graph, model_name, critic_name, env_name)
-    header = new_header("generate", config=manifest, identity={k: manifest[k] for k in _FIXED},
+    doc = manifest.model_dump(mode="json")
+    header = new_header("generate", config=doc, identity={k: doc[k] for k in _FIXED},
                         seeds={"plan": options.seed})
     old = read_header(out, "generate")
     extended_from = None
@@ -478,7 +461,7 @@ def prepare_output(
         if old.identity == header.identity:
             old.fingerprint = header.fingerprint
         check_resume(old, header, out, option="--out", labels={"graph_sha256": "the tool graph"})
-        extended_from = _check_n(old.config, manifest, out)
+        extended_from = _check_n(old.config, doc, out)
         header.created = old.created or header.created
     elif (out / RAW_FILE).is_file():
         raise ConfigError(f"{out}: holds a {RAW_FILE} but no {HEADER_FILE}: not a directory taskbench generated; "
@@ -491,19 +474,20 @@ def prepare_output(
 
 
 def finish_output(
-    out: Path, graph: ToolGraph, options: GenerateOptions, plan: list[SampledSubgraph], manifest: dict[str, Any],
-    extended_from: int | None, ran: Any, counters: Mapping[str, int],
+    out: Path, graph: ToolGraph, options: GenerateOptions, plan: list[SampledSubgraph],
+    manifest: GenerationManifest, extended_from: int | None, ran: Any, counters: Mapping[str, int],
 ) -> GenerateSummary:
     """Critics and near-duplicate detection over the whole ``data_raw.json`` (after a sharded run: after the
     merge), the output files, and the run's summary. ``ran`` is the records pass (a runner or sharded summary:
     ``skipped``, ``written``, ``failed``, ``retried``, ``seconds``, ``errors``); ``counters`` the calls,
     cache hits and tokens."""
-    info = {"method": options.method, "model": manifest["model"], "critic_model": manifest["critic_model"],
-            "seed": options.seed, "n": options.n, "dependency": manifest["dependency"]}
+    model = manifest.model or ""
+    info = {"method": options.method, "model": model, "critic_model": manifest.critic_model,
+            "seed": options.seed, "n": options.n, "dependency": manifest.dependency}
     stats = finalize_dataset(out, graph.library, graph, ids=[sample_id(e.index) for e in plan], keep=options.keep,
                              dedup=options.dedup, dedup_threshold=options.dedup_threshold, info=info)
     return GenerateSummary(
-        output=str(out), model=manifest["model"], critic_model=manifest["critic_model"], method=options.method,
+        output=str(out), model=model, critic_model=manifest.critic_model, method=options.method,
         planned=len(plan), extended_from=extended_from, skipped=ran.skipped, written=ran.written,
         failed_calls=ran.failed, retried=ran.retried, calls=counters.get("calls", 0),
         cache_hits=counters.get("cache_hits", 0), prompt_tokens=counters.get("prompt_tokens", 0),
@@ -587,7 +571,7 @@ def generate(
     return run_sync(go())
 
 
-def resume_arguments(out_dir: str | Path) -> dict[str, Any]:
+def resume_arguments(out_dir: str | Path) -> GenerationManifest:
     """The arguments a directory was generated with (for a rerun that names only ``--out``)."""
     doc = read_manifest(out_dir)
     if doc is None:
@@ -595,7 +579,7 @@ def resume_arguments(out_dir: str | Path) -> dict[str, Any]:
     return doc
 
 
-def weights_from_manifest(doc: Mapping[str, Any]) -> tuple[dict[str, float] | None, dict[int, float] | None]:
+def weights_from_manifest(doc: GenerationManifest) -> tuple[dict[str, float] | None, dict[int, float] | None]:
     """The mode and size weights recorded in a manifest."""
-    sizes = doc.get("size_weights")
-    return doc.get("mode_weights"), ({int(k): float(v) for k, v in sizes.items()} if sizes else None)
+    modes = None if doc.mode_weights is None else dict(doc.mode_weights)
+    return modes, (dict(doc.size_weights) if doc.size_weights else None)

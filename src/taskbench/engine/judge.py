@@ -153,7 +153,7 @@ def _default_method(root: Path) -> str | None:
     from .generate import read_manifest
 
     doc = read_manifest(root)
-    return doc.get("method") if doc else None
+    return doc.method if doc else None
 
 
 def _scores(parsed: dict[str, Any]) -> dict[str, float] | None:

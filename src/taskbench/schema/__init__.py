@@ -39,10 +39,11 @@ from .task import (
 )
 from .tools import DEPENDENCY_KINDS, DependencyKind, Tool, ToolLibrary, ToolParameter, infer_dependency
 
-# The run log, the episode row and the trajectory models are imported on first use: a prediction or scoring
-# command that never touches them does not pay for building them.
+# The run log, the episode row, the generation manifest and the trajectory models are imported on first use: a
+# prediction or scoring command that never touches them does not pay for building them.
 if TYPE_CHECKING:  # pragma: no cover
     from .episode import EpisodeRow, EpisodeUsage, FailedEpisodeRow, parse_episode
+    from .generation import GenerationManifest
     from .header import HEADER_SCHEMA_VERSION, RunEnvironment, RunHeader, RunKind
     from .run import RUN_LOG_SCHEMA_VERSION, RunConfig, RunEntry, RunLog, RunPass, RunStage
     from .trajectory import (
@@ -64,6 +65,7 @@ _LAZY: dict[str, str] = {
     "EpisodeUsage": "episode",
     "FailedEpisodeRow": "episode",
     "parse_episode": "episode",
+    "GenerationManifest": "generation",
     "RUN_LOG_SCHEMA_VERSION": "run",
     "RunConfig": "run",
     "RunEntry": "run",
@@ -105,6 +107,7 @@ __all__ = [
     "FailedEpisodeRow",
     "FIELD_ALIASES",
     "FinalAnswerEvent",
+    "GenerationManifest",
     "graph_from_result",
     "infer_dependency",
     "link_endpoint",
