@@ -27,6 +27,7 @@ from urllib.parse import urlparse
 
 from ...errors import ConfigError, MissingDependencyError, TaskbenchError
 from ...schema import HttpOperation, ToolSpec
+from .routing import Endpoint
 from .validate import Problems, validate_request
 
 SESSION_HEADER = "X-Taskbench-Session"
@@ -49,8 +50,9 @@ class Backend:
 
     api: str = ""
 
-    def handlers(self) -> dict[str, Any]:
-        """Handler per operation name ("GET /movie/{movie_id}" -> callable(args, session) -> JSON)."""
+    def handlers(self) -> dict[str, Endpoint]:
+        """Handler per operation name ("GET /movie/{movie_id}" -> callable(args, session) -> JSON), the
+        backend's :class:`~.routing.Routes` bound to it."""
         raise NotImplementedError
 
     def handle(self, op: str, args: dict[str, Any], session: str) -> tuple[int, Any]:

@@ -27,6 +27,7 @@ from typing import Any, cast
 
 from .dataset import load_fixtures
 from .ids import base62
+from .routing import Endpoint
 from .service import ApiError, Backend
 from .validate import Problems
 
@@ -101,6 +102,10 @@ class Spotify(Backend):
         if len(out) > limit:
             raise ApiError(400, f"Too many ids requested (at most {limit})")
         return out
+
+    def tracks_of_album(self, alid: str) -> list[dict[str, Any]]:
+        """The album's tracks in disc and track order (none for an unknown album)."""
+        return self._album_tracks.get(alid, [])
 
     def playlist(self, state: dict[str, Any], value: Any) -> dict[str, Any]:
         key = self.check_id(value, "playlist")
@@ -289,10 +294,10 @@ class Spotify(Backend):
             text += "; " + "; ".join(f"{n}: {m}" for n, _l, m, _k in problems[1:])
         return 400, self.error(400, text)
 
-    def handlers(self) -> dict[str, Any]:
-        h = self.__dict__.get("_handlers")
+    def handlers(self) -> dict[str, Endpoint]:
+        h: dict[str, Endpoint] | None = self.__dict__.get("_handlers")
         if h is None:
-            from .spotify_routes import routes
+            from .spotify_routes import routes  # the handlers import this module
 
             h = self.__dict__["_handlers"] = routes(self)
         return h

@@ -27,6 +27,7 @@ from typing import Any, cast
 
 from .dataset import load_fixtures
 from .ids import hex_id, image_path
+from .routing import Endpoint
 from .service import ApiError, Backend, Documented, documented, prune
 from .tmdb_crowd import DEPARTMENTS as CROWD_DEPARTMENTS
 from .validate import Problems
@@ -35,7 +36,7 @@ PAGE = 20
 # RestBench's TMDB spec documents these only in part: trending's schema and example are movies (the API also
 # trends shows and people), /credit's are a TV credit (the API also has movie credits)
 PARTLY_DOCUMENTED = ("GET /trending/{media_type}/{time_window}", "GET /credit/{credit_id}")
-_DEPARTMENTS = {
+DEPARTMENTS = {
     "Director": "Directing", "Co-Director": "Directing", "Screenplay": "Writing", "Writer": "Writing",
     "Novel": "Writing", "Story": "Writing", "Characters": "Writing", "Creator": "Writing", "Teleplay": "Writing",
     "Producer": "Production", "Executive Producer": "Production", "Co-Producer": "Production",
@@ -45,13 +46,35 @@ _DEPARTMENTS = {
 }
 
 
+def department(job: str) -> str:
+    """The department of a crew job ("Director" -> "Directing"; unknown jobs: "Crew")."""
+    return DEPARTMENTS.get(job, "Crew")
+
+
+def by_popularity(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Most popular first (ties: lower id first)."""
+    return sorted(items, key=lambda x: (-x.get("pop", 0), x["id"]))
+
+
+def top_rated(items: list[dict[str, Any]], min_votes: int) -> list[dict[str, Any]]:
+    """Best rated first, among the items with at least ``min_votes`` votes."""
+    rated = [x for x in items if x.get("vote", [0, 0])[1] >= min_votes]
+    return sorted(rated, key=lambda x: (-x["vote"][0], -x["vote"][1], x["id"]))
+
+
+def latest(table: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """The entry marked latest, else the one with the highest id."""
+    marked = [x for x in table.values() if x.get("latest")]
+    return marked[0] if marked else table[max(table)]
+
+
 def _fold(text: str) -> str:
     decomposed = unicodedata.normalize("NFKD", text)
     plain = "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
     return " ".join("".join(c if c.isalnum() else " " for c in plain).split())
 
 
-def _words_match(query: str, *titles: str) -> tuple[bool, int]:
+def words_match(query: str, *titles: str) -> tuple[bool, int]:
     """(matches, rank): every query word is in a title; rank 0 exact, 1 prefix, 2 contains."""
     q = _fold(query)
     if not q:
@@ -70,6 +93,10 @@ def _words_match(query: str, *titles: str) -> tuple[bool, int]:
 
 
 class TMDB(Backend):
+    """The fixture database and its derived indexes. The handlers (:mod:`.tmdb_routes`, :mod:`.tmdb_tv`) read it
+    through its public attributes and methods: the tables (``movies``, ``tv``, ``people``, ``crowd``, ...),
+    the briefs and credit, image and review objects, and the lookup and paging helpers (``get``, ``page``)."""
+
     api = "tmdb"
 
     def __init__(self, fixtures: dict[str, Any] | None = None) -> None:
@@ -116,11 +143,11 @@ class TMDB(Backend):
         for m in self.movies.values():
             for i, (pid, character) in enumerate(m.get("cast", [])):
                 self.person_movies.setdefault(pid, []).append(("cast", m, i, character))
-                self.credits[self._credit_id("movie", m["id"], pid, "cast", character)] = {
+                self.credits[self.credit_id("movie", m["id"], pid, "cast", character)] = {
                     "kind": "movie", "media": m, "person": pid, "type": "cast", "job": "Actor", "character": character}
             for pid, job in m.get("crew", []):
                 self.person_movies.setdefault(pid, []).append(("crew", m, 0, job))
-                self.credits[self._credit_id("movie", m["id"], pid, "crew", job)] = {
+                self.credits[self.credit_id("movie", m["id"], pid, "crew", job)] = {
                     "kind": "movie", "media": m, "person": pid, "type": "crew", "job": job}
             for j, review in enumerate(m.get("reviews", [])):
                 self.reviews[self._review_id("movie", m["id"], j)] = {"media": m, "kind": "movie", "review": review}
@@ -138,7 +165,7 @@ class TMDB(Backend):
                         people.setdefault((pid, "cast", character), self._episode_count(t, pid, "guest"))
             for (pid, kind, what), count in people.items():
                 self.person_tv.setdefault(pid, []).append((kind, t, count, what))
-                self.credits[self._credit_id("tv", t["id"], pid, kind, what)] = {
+                self.credits[self.credit_id("tv", t["id"], pid, kind, what)] = {
                     "kind": "tv", "media": t, "person": pid, "type": kind, "job": what if kind == "crew" else "Actor",
                     "character": what if kind == "cast" else None}
             for j, review in enumerate(t.get("reviews", [])):
@@ -158,7 +185,8 @@ class TMDB(Backend):
         return max(n, 1)
 
     @staticmethod
-    def _credit_id(kind: str, media: int, pid: int, role: str, what: str) -> str:
+    def credit_id(kind: str, media: int, pid: int, role: str, what: str) -> str:
+        """The stable credit id of a person's role in a movie or show."""
         return hex_id("credit", kind, media, pid, role, what)
 
     @staticmethod
@@ -167,7 +195,8 @@ class TMDB(Backend):
 
     # ------------------------------------------------------------------------------------- objects
 
-    def _images(self, kind: str, key: Any, count: int, label: str, ratio: float, width: int) -> list[dict[str, Any]]:
+    def images(self, kind: str, key: Any, count: int, label: str, ratio: float, width: int) -> list[dict[str, Any]]:
+        """``count`` image objects of one kind and label (poster, backdrop, profile, still)."""
         out = []
         for n in range(count):
             out.append({"aspect_ratio": ratio, "height": round(width / ratio), "iso_639_1": "en" if label != "backdrop" else None,
@@ -175,18 +204,20 @@ class TMDB(Backend):
                         "vote_count": max(1, 12 - n), "width": width})
         return out
 
-    def _poster(self, kind: str, key: Any) -> str:
+    def poster(self, kind: str, key: Any) -> str:
+        """The first poster's path."""
         return image_path(kind, key, "poster", 0)
 
-    def _backdrop(self, kind: str, key: Any) -> str:
+    def backdrop(self, kind: str, key: Any) -> str:
+        """The first backdrop's path."""
         return image_path(kind, key, "backdrop", 0)
 
     def movie_brief(self, m: dict[str, Any], media_type: bool = False) -> dict[str, Any]:
         vote = m.get("vote", [0, 0])
-        out = {"adult": False, "backdrop_path": self._backdrop("movie", m["id"]), "genre_ids": list(m.get("genres", [])),
+        out = {"adult": False, "backdrop_path": self.backdrop("movie", m["id"]), "genre_ids": list(m.get("genres", [])),
                "id": m["id"], "original_language": m.get("lang", "en"), "original_title": m.get("original_title", m["title"]),
                "overview": m.get("overview", ""), "popularity": m.get("pop", 1.0),
-               "poster_path": self._poster("movie", m["id"]), "release_date": m.get("date", ""), "title": m["title"],
+               "poster_path": self.poster("movie", m["id"]), "release_date": m.get("date", ""), "title": m["title"],
                "video": False, "vote_average": vote[0], "vote_count": vote[1]}
         if media_type:
             out["media_type"] = "movie"
@@ -194,11 +225,11 @@ class TMDB(Backend):
 
     def tv_brief(self, t: dict[str, Any], media_type: bool = False) -> dict[str, Any]:
         vote = t.get("vote", [0, 0])
-        out = {"backdrop_path": self._backdrop("tv", t["id"]), "first_air_date": t.get("date", ""),
+        out = {"backdrop_path": self.backdrop("tv", t["id"]), "first_air_date": t.get("date", ""),
                "genre_ids": list(t.get("genres", [])), "id": t["id"], "name": t["name"],
                "origin_country": list(t.get("country", ["US"])), "original_language": t.get("lang", "en"),
                "original_name": t.get("original_name", t["name"]), "overview": t.get("overview", ""),
-               "popularity": t.get("pop", 1.0), "poster_path": self._poster("tv", t["id"]),
+               "popularity": t.get("pop", 1.0), "poster_path": self.poster("tv", t["id"]),
                "vote_average": vote[0], "vote_count": vote[1]}
         if media_type:
             out["media_type"] = "tv"
@@ -256,29 +287,34 @@ class TMDB(Backend):
                 "name": p["name"], "original_name": p.get("original_name", p["name"]), "popularity": p.get("pop", 1.0),
                 "profile_path": image_path("person", pid, "profile", 0)}
 
-    def _cast(self, kind: str, media: int, cast: list[list[Any]], with_cast_id: bool = True) -> list[dict[str, Any]]:
+    def cast_credits(self, kind: str, media: int, cast: list[list[Any]], with_cast_id: bool = True) -> list[dict[str, Any]]:
+        """Cast entries (person, character, credit id, order) of ``[person id, character]`` pairs."""
         out = []
         for i, (pid, character) in enumerate(cast):
             item = {**self._credit_person(pid), "character": character,
-                    "credit_id": self._credit_id(kind, media, pid, "cast", character), "order": i}
+                    "credit_id": self.credit_id(kind, media, pid, "cast", character), "order": i}
             if with_cast_id:
                 item["cast_id"] = i + 1
             out.append(item)
         return out
 
-    def _crew(self, kind: str, media: int, crew: list[list[Any]]) -> list[dict[str, Any]]:
-        return [{**self._credit_person(pid), "credit_id": self._credit_id(kind, media, pid, "crew", job),
-                 "department": _DEPARTMENTS.get(job, "Crew"), "job": job} for pid, job in crew]
+    def crew_credits(self, kind: str, media: int, crew: list[list[Any]]) -> list[dict[str, Any]]:
+        """Crew entries (person, credit id, department, job) of ``[person id, job]`` pairs."""
+        return [{**self._credit_person(pid), "credit_id": self.credit_id(kind, media, pid, "crew", job),
+                 "department": department(job), "job": job} for pid, job in crew]
 
-    def _company_brief(self, cid: int) -> dict[str, Any]:
+    def company_brief(self, cid: int) -> dict[str, Any]:
+        """A company as lists show it: id, logo, name, country."""
         c = self.companies.get(cid, {"id": cid, "name": f"company {cid}"})
         return {"id": cid, "logo_path": image_path("company", cid, "logo", 0, ext=".png") if c.get("logo", True) else None,
                 "name": c["name"], "origin_country": c.get("country", "")}
 
-    def _genres(self, kind: str, ids: list[int]) -> list[dict[str, Any]]:
+    def genres(self, kind: str, ids: list[int]) -> list[dict[str, Any]]:
+        """Genre objects (id, name) of genre ids."""
         return [{"id": g, "name": self.genre_names[kind].get(g, str(g))} for g in ids]
 
-    def _reviews(self, kind: str, media: dict[str, Any]) -> list[dict[str, Any]]:
+    def media_reviews(self, kind: str, media: dict[str, Any]) -> list[dict[str, Any]]:
+        """The review objects of a movie or show, in fixture order."""
         out = []
         for j, review in enumerate(media.get("reviews", [])):
             author, created, content = review[0], review[1], review[2]
@@ -293,7 +329,8 @@ class TMDB(Backend):
     # ------------------------------------------------------------------------------------- helpers
 
     @staticmethod
-    def _page(args: dict[str, Any], items: list[Any], extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    def page(args: dict[str, Any], items: list[Any], extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Page ``args['page']`` of ``items`` (20 a page; outside 1..500: TMDB's error 22), ``extra`` keys added."""
         page = args.get("page")
         page = 1 if page is None else page
         if not 1 <= page <= 500:
@@ -305,25 +342,29 @@ class TMDB(Backend):
         out["total_results"] = len(items)
         return out
 
-    def _get(self, table: dict[int, dict[str, Any]], key: Any) -> dict[str, Any]:
+    def get(self, table: dict[int, dict[str, Any]], key: Any) -> dict[str, Any]:
+        """``table[key]``, else TMDB's 404 (status 34)."""
         item = table.get(key)
         if item is None:
             raise ApiError(404, "The resource you requested could not be found.", 34)
         return item
 
-    def _season(self, t: dict[str, Any], n: int) -> dict[str, Any]:
+    def season(self, t: dict[str, Any], n: int) -> dict[str, Any]:
+        """Season ``n`` of show ``t``, else 404."""
         for season in t.get("seasons", []):
             if season.get("n") == n:
                 return cast("dict[str, Any]", season)
         raise ApiError(404, "The resource you requested could not be found.", 34)
 
-    def _episode(self, season: dict[str, Any], n: int) -> dict[str, Any]:
+    def episode(self, season: dict[str, Any], n: int) -> dict[str, Any]:
+        """Episode ``n`` of a season, else 404."""
         for ep in season.get("episodes", []):
             if ep.get("n") == n:
                 return cast("dict[str, Any]", ep)
         raise ApiError(404, "The resource you requested could not be found.", 34)
 
-    def _neighbours(self, table: dict[int, dict[str, Any]], item: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    def neighbours(self, table: dict[int, dict[str, Any]], item: dict[str, Any], key: str) -> list[dict[str, Any]]:
+        """Similar titles or recommendations: the fixture's list, else the titles sharing most genres."""
         listed = item.get(key)
         if listed is None and key == "recommendations":
             listed = item.get("similar")
@@ -334,13 +375,15 @@ class TMDB(Backend):
                   if o["id"] != item["id"]]
         return [o for overlap, _p, _i, o in sorted(scored, key=lambda s: (-s[0], -s[1], s[2])) if overlap > 0]
 
-    def _released(self, m: dict[str, Any]) -> date | None:
+    def released(self, m: dict[str, Any]) -> date | None:
+        """The release (or first air) date, None when absent or malformed."""
         try:
             return date.fromisoformat(m.get("date", ""))
         except ValueError:
             return None
 
-    def _trending_score(self, item: dict[str, Any], window: str) -> float:
+    def trending_score(self, item: dict[str, Any], window: str) -> float:
+        """The fixture's trending score for the window ('day', 'week'), else popularity / 100."""
         return float((item.get("trending") or {}).get(window, item.get("pop", 0) / 100))
 
     # ------------------------------------------------------------------------------------- errors
@@ -377,10 +420,10 @@ class TMDB(Backend):
 
     # ------------------------------------------------------------------------------------- handlers
 
-    def handlers(self) -> dict[str, Any]:
-        h = self.__dict__.get("_handlers")
+    def handlers(self) -> dict[str, Endpoint]:
+        h: dict[str, Endpoint] | None = self.__dict__.get("_handlers")
         if h is None:
-            from .tmdb_routes import routes
+            from .tmdb_routes import routes  # the handlers import this module
 
             h = self.__dict__["_handlers"] = routes(self)
         return h
