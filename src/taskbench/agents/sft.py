@@ -33,6 +33,7 @@ from ..errors import InputError
 from ..schema import CodeRunEvent, ModelCallEvent, ReviewEvent, Trajectory, to_openai_messages
 from .config import ROLES
 from .eval import load_run
+from .selection import Candidate, select
 
 
 class ExportSummary(BaseModel):
@@ -114,7 +115,7 @@ def export_sft(runs: Sequence[str | Path], output: str | Path, *, all_turns: boo
     ``runs`` (agent run directories) into ``output``.
 
     ``selection`` (``{"min_tools": 10, "min_doc_words": 100, "dedup_threshold": 90}``, any subset): apply
-    SPAN's task selection (:func:`taskbench.agents.span.select`) to the successful trajectories first; what
+    SPAN's task selection (:func:`taskbench.agents.selection.select`) to the successful trajectories first; what
     each rule removed is counted under ``skipped`` (and RestBench trajectories, the held-out test, are
     always removed then)."""
     out = Path(output)
@@ -167,8 +168,6 @@ def export_sft(runs: Sequence[str | Path], output: str | Path, *, all_turns: boo
 
 
 def _selected(trajs: list[Trajectory], selection: dict[str, Any], summary: ExportSummary) -> list[Trajectory]:
-    from .span import Candidate, select
-
     cands = [Candidate(key=str(i), query=t.task, env=t.env, tools=list(t.tools), gold_path=list(t.gold_path))
              for i, t in enumerate(trajs)]
     kept, removed = select(cands, **selection)
