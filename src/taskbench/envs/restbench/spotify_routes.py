@@ -9,7 +9,7 @@ from typing import Any, cast
 
 from .ids import base62
 from .service import ApiError
-from .spotify_db import API, SpotifyDb
+from .spotify import API, Spotify
 
 Handler = Any
 _SEARCH_TYPES = ("album", "artist", "playlist", "track", "show", "episode", "audiobook")
@@ -21,7 +21,7 @@ def _fold(text: str) -> str:
     return " ".join("".join(c if c.isalnum() else " " for c in plain).split())
 
 
-def routes(db: SpotifyDb) -> dict[str, Handler]:  # noqa: C901 - one table of small closures
+def routes(db: Spotify) -> dict[str, Handler]:  # noqa: C901 - one table of small closures
     artists, albums, tracks = db.artists, db.albums, db.tracks
 
     def st(session: str) -> dict[str, Any]:

@@ -8,13 +8,12 @@ from typing import Any
 
 from .ids import image_path, small_int
 from .service import ApiError
-from .tmdb_db import _DEPARTMENTS, TmdbDb, _words_match
-from .tmdb_tv import tv_routes
+from .tmdb import TMDB, _words_match
 
 Handler = Any
 
 
-def routes(db: TmdbDb) -> dict[str, Handler]:  # noqa: C901 - one table of small closures
+def routes(db: TMDB) -> dict[str, Handler]:  # noqa: C901 - one table of small closures
     movies, tv, people = db.movies, db.tv, db.people
 
     def released(m: dict[str, Any]) -> date:
@@ -405,6 +404,8 @@ def routes(db: TmdbDb) -> dict[str, Handler]:  # noqa: C901 - one table of small
                      for p in people.values()]
         return db._page(args, [item for _s2, _i, item in sorted(pool, key=lambda x: (-x[0], x[1]))])
 
+    from .tmdb_tv import tv_routes
+
     table: dict[str, Handler] = {
         "GET /movie/{movie_id}": get_movie,
         "GET /movie/{movie_id}/credits": movie_credits,
@@ -446,6 +447,8 @@ def routes(db: TmdbDb) -> dict[str, Handler]:  # noqa: C901 - one table of small
 
 
 def _dept(job: str) -> str:
+    from .tmdb import _DEPARTMENTS
+
     return _DEPARTMENTS.get(job, "Crew")
 
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 from typing import Any, cast
 
 from .ids import image_path, small_int
-from .tmdb_db import TmdbDb
+from .tmdb import TMDB
 
 Handler = Any
 
 
-def tv_routes(db: TmdbDb, by_popularity: Any, top_rated: Any, latest: Any, search: Any) -> dict[str, Handler]:
+def tv_routes(db: TMDB, by_popularity: Any, top_rated: Any, latest: Any, search: Any) -> dict[str, Handler]:
     tv = db.tv
 
     def show(args: dict[str, Any]) -> dict[str, Any]:
