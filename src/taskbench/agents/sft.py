@@ -34,6 +34,7 @@ from ..schema import CodeRunEvent, ModelCallEvent, ReviewEvent, Trajectory, to_o
 from ..schema.episode import EpisodeRow, FailedEpisodeRow
 from .config import ROLES
 from .eval import load_run
+from .selection import Candidate, select
 
 
 class ExportSummary(BaseModel):
@@ -115,7 +116,7 @@ def export_sft(runs: Sequence[str | Path], output: str | Path, *, all_turns: boo
     ``runs`` (agent run directories) into ``output``.
 
     ``selection`` (``{"min_tools": 10, "min_doc_words": 100, "dedup_threshold": 90}``, any subset): apply
-    SPAN's task selection (:func:`taskbench.agents.span.select`) to the successful trajectories first; what
+    SPAN's task selection (:func:`taskbench.agents.selection.select`) to the successful trajectories first; what
     each rule removed is counted under ``skipped`` (and RestBench trajectories, the held-out test, are
     always removed then)."""
     out = Path(output)
@@ -168,8 +169,6 @@ def export_sft(runs: Sequence[str | Path], output: str | Path, *, all_turns: boo
 
 
 def _selected(trajs: list[Trajectory], selection: dict[str, Any], summary: ExportSummary) -> list[Trajectory]:
-    from .span import Candidate, select
-
     cands = [Candidate(key=str(i), query=t.task, env=t.env, tools=list(t.tools), gold_path=list(t.gold_path))
              for i, t in enumerate(trajs)]
     kept, removed = select(cands, **selection)

@@ -17,10 +17,11 @@ Two sources feed :mod:`taskbench.distill` (one LoRA student per ConAgents role):
     the right route (grounding for a plan, execution for code that raised); the other verdicts accept.
     Plans and code a review sent back are never grounding or execution targets.
 
-Selection (:func:`select`, the paper's appendix A.2), each rule counted in the manifest: at least
-``min_tools`` candidate tools (the paper: 10), documentation of every gold tool of at least ``min_doc_words``
-words (the paper: 100), no gold tool the environment does not have (unavailable), and no near-duplicate
-query (:func:`taskbench.dataset.dedup.near_duplicates`, the data engine's rule).
+Selection (:func:`select`, the paper's appendix A.2, defined in :mod:`taskbench.agents.selection`), each rule
+counted in the manifest: at least ``min_tools`` candidate tools (the paper: 10), documentation of every gold
+tool of at least ``min_doc_words`` words (the paper: 100), no gold tool the environment does not have
+(unavailable), and no near-duplicate query (:func:`taskbench.dataset.dedup.near_duplicates`, the data
+engine's rule).
 
 **RestBench is the held-out test set.** Its queries are what the students are evaluated on, so they are never
 training data: :func:`build_gold` refuses a RestBench environment, :func:`select` drops every RestBench
@@ -39,73 +40,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..schema import AgentTask, ToolSpec
+from ..schema import AgentTask
 from .prompts import FINISH
-
-HELD_OUT_PREFIX = "restbench"
-"""Environments whose tasks are the held-out test (never training data)."""
+from .selection import HELD_OUT_PREFIX, Candidate, doc_words, is_held_out, refuse_held_out, select
 
 PERTURBATIONS = ("wrong_tool", "missing_argument", "wrong_argument", "faulty_code")
-
-
-def is_held_out(env: str | None) -> bool:
-    """True for an environment whose tasks are the held-out test (RestBench)."""
-    return (env or "").strip().lower().startswith(HELD_OUT_PREFIX)
-
-
-def refuse_held_out(env: str | None) -> None:
-    """Raise ConfigError when ``env`` is a held-out (RestBench) environment."""
-    if is_held_out(env):
-        raise ConfigError(f"environment {env!r}: RestBench queries are the held-out test of the SPAN students and "
-                          "are never training data (use a TaskBench domain or a task file over other tools)")
-
-
-# ------------------------------------------------------------------------------------------------ selection
-
-
-@dataclass
-class Candidate:
-    """What the selection rules look at for one task."""
-
-    key: str
-    query: str
-    env: str | None
-    tools: list[ToolSpec]
-    gold_path: list[str]
-    docs: Mapping[str, str] = field(default_factory=dict)
-
-
-def doc_words(spec: ToolSpec, doc: str | None = None) -> int:
-    """Words of a tool's documentation (the given text, else its description and parameter schema)."""
-    text = doc if doc is not None else " ".join([spec.description or "", json.dumps(spec.parameters or {})])
-    return len(re.findall(r"[A-Za-z0-9_]+", text))
-
-
-def select(candidates: Sequence[Candidate], *, min_tools: int = 10, min_doc_words: int = 100,
-           dedup_threshold: float = 90.0) -> tuple[list[Candidate], dict[str, int]]:
-    """The candidates the paper's heuristics keep, in order, and how many each rule removed (rules apply in
-    the order of the returned dict; a task is counted under the first rule it fails)."""
-    from ..dataset.dedup import near_duplicates
-
-    removed = {"held_out_restbench": 0, "fewer_candidate_tools": 0, "unavailable_tool": 0,
-               "short_documentation": 0, "near_duplicate": 0}
-    kept: list[Candidate] = []
-    for c in candidates:
-        names = {t.name: t for t in c.tools}
-        if is_held_out(c.env):
-            removed["held_out_restbench"] += 1
-        elif len(c.tools) < min_tools:
-            removed["fewer_candidate_tools"] += 1
-        elif any(g not in names for g in c.gold_path):
-            removed["unavailable_tool"] += 1
-        elif any(doc_words(names[g], c.docs.get(g)) < min_doc_words for g in dict.fromkeys(c.gold_path)):
-            removed["short_documentation"] += 1
-        else:
-            kept.append(c)
-    dupes = near_duplicates([c.query for c in kept], threshold=dedup_threshold)
-    out = [c for c, d in zip(kept, dupes, strict=True) if d is None]
-    removed["near_duplicate"] = len(kept) - len(out)
-    return out, removed
 
 
 # ------------------------------------------------------------------------------------------------ gold teacher

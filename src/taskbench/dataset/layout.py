@@ -26,6 +26,7 @@ from pydantic import ValidationError
 from ..errors import ConfigError, InputError, did_you_mean, validation_message
 from ..schema import Sample, ToolGraph, ToolLibrary, record_id
 from .jsonio import iter_jsonl, read_json, write_json, write_jsonl
+from .tool_desc import load_tool_library
 
 DATA_FILE = "data.json"
 TOOL_FILE = "tool_desc.json"
@@ -264,8 +265,6 @@ def load_dataset(
     library, a broken tool library) always raises. With ``samples=False`` the sample files (``data.json``,
     ``data_raw.json``, ``data_error.json``) are not read. ``alignment_ids.json`` is read only when asked for
     (:meth:`Dataset.aligned_ids`)."""
-    from ..graph.loaders import load_tool_library
-
     if on_problem not in ("report", "raise"):
         raise ConfigError(f"on_problem must be 'report' or 'raise', not {on_problem!r}")
     root = Path(root)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..agents.config import ROLES
-from ..agents.span import is_held_out
+from ..agents.selection import is_held_out
 from ..errors import ConfigError, InputError
 
 

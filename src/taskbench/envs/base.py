@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 
 from ..errors import ConfigError, suggest
 from ..schema import AgentTask, CheckResult, ToolCall, ToolResult, ToolSpec
+from .tasks import check_task, run_setup
 
 
 class Environment(ABC):
@@ -88,8 +89,6 @@ class Environment(ABC):
         self.seed = seed
         await self._reset(seed, task)
         if task is not None and isinstance(task.meta.get("setup"), list):
-            from .tasks import run_setup
-
             await run_setup(task, self._execute)  # a task file's setup calls: unrecorded
 
     async def _reset(self, seed: int, task: AgentTask | None) -> None:  # noqa: B027 - optional hook
@@ -130,8 +129,6 @@ class Environment(ABC):
         """Was ``task`` solved by the calls made and the final ``answer``? The default runs the task's
         ``checker`` (a task file's, see :mod:`taskbench.envs.tasks`), calling this environment's tools
         unrecorded where it reads state; a task without one is not solved, and the reason says why."""
-        from .tasks import check_task
-
         return await check_task(task, answer, [c.name for c in self._calls], self._execute,
                                 lambda name: self.tool(name) is not None)
 

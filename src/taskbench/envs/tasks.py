@@ -253,8 +253,7 @@ async def check_task(task: AgentTask, answer: str | None, calls: list[str], exec
                      known: Callable[[str], bool]) -> CheckResult:
     """The verdict of a task's ``checker`` (see the module docstring), calling tools through ``execute``
     (unrecorded) for VALUEs and end-state conditions. No checker: not solved, and the reason says so."""
-    from .restbench.checking import evaluate, resolve_checker, search
-    from .restbench.env import path_scores
+    from .restbench.checking import evaluate, path_scores, resolve_checker, search
 
     checker: Any = task.meta.get("checker")
     gold = list(task.gold_path)

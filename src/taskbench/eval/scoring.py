@@ -11,16 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from rapidfuzz.distance import Indel
 
 from ..schema import Sample, ToolLibrary
 from .normalise import NormalGraph, normalise_graph
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .strict import ParsedPrediction, ParseStatus
+from .parsed import ParsedPrediction, ParseStatus
 
 Triple = tuple[int, int, int]
 """(true positives, false positives, false negatives)."""

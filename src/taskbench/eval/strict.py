@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -32,6 +32,7 @@ from .aggregate import HEADLINE, metrics_from_sums, per_tool_from_sums, split_gr
 from .groups import ALL_N_TOOLS, ALL_SPLITS, Group
 from .groups import group_mask as _group_mask
 from .normalise import ArgPair, NormalGraph, content_type, normalise_graph, normalise_record, output_types
+from .parsed import ParsedPrediction, ParseStatus
 from .scoring import (
     SampleScore,
     compare_counts,
@@ -44,23 +45,11 @@ from .scoring import (
     score_sample,
 )
 
-ParseStatus = Literal["ok", "missing", "parse_error", "call_failed"]
-
 SPLITS = ALL_SPLITS
 N_TOOLS = ALL_N_TOOLS
 
 
 # ----------------------------------------------------------------------------------------------- parsing
-
-
-@dataclass
-class ParsedPrediction:
-    """One prediction after strict parsing."""
-
-    id: str
-    status: ParseStatus
-    graph: TaskGraph
-    error: str | None = None
 
 
 def parse_strict(sample_id: str, record: Mapping[str, Any] | None) -> ParsedPrediction:

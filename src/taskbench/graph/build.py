@@ -29,18 +29,17 @@ from typing import IO
 
 from pydantic import ValidationError
 
-from ..errors import InputError, suggest
-from ..schema import ToolGraph, ToolLibrary, ToolLink, infer_dependency
-from .infer import infer_graph
-from .loaders import (
+from ..dataset.tool_desc import (
     JsonSource,
     _file_dependency,
     _first_error,
     check_dependency,
-    library_from_source,
-    load_tools,
     tools_from_taskbench,
 )
+from ..errors import InputError, suggest
+from ..schema import ToolGraph, ToolLibrary, ToolLink, infer_dependency
+from .infer import infer_graph
+from .loaders import library_from_source, load_tools
 from .rules import MAX_LINKS as MAX_LINKS
 from .rules import TEMPORAL_LINK_TYPE as TEMPORAL_LINK_TYPE
 from .rules import build_graph as build_graph

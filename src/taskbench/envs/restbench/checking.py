@@ -543,6 +543,22 @@ async def run_script(script: Mapping[str, Any], call: Caller) -> tuple[str, dict
     return answer, variables
 
 
+def path_scores(calls: list[str], gold: list[str]) -> dict[str, Any]:
+    """Precision, recall and F1 of the called tools against the gold path (as multisets), and whether the gold
+    path is a subsequence of the calls (RestGPT's 'correct path')."""
+    from collections import Counter
+
+    made, want = Counter(calls), Counter(gold)
+    hit = sum((made & want).values())
+    precision = hit / sum(made.values()) if made else 0.0
+    recall = hit / sum(want.values()) if want else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    it = iter(calls)
+    subsequence = all(any(c == g for c in it) for g in gold)
+    return {"precision": round(precision, 4), "recall": round(recall, 4), "f1": round(f1, 4),
+            "contains_gold": subsequence}
+
+
 __all__ = [
     "ANSWER_CHARS",
     "ScriptError",
@@ -553,6 +569,7 @@ __all__ = [
     "expected_values",
     "numbers",
     "other_numbers",
+    "path_scores",
     "evaluate",
     "fill",
     "mentions",

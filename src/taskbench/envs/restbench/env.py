@@ -27,7 +27,7 @@ from ...graph.loaders import load_tools
 from ...schema import AgentTask, CheckResult, ToolCall, ToolResult, ToolSpec
 from ..base import Environment
 from . import service as svc
-from .checking import evaluate, resolve_checker
+from .checking import evaluate, path_scores, resolve_checker
 from .dataset import (
     RestBenchQueries,
     check_api,
@@ -296,22 +296,6 @@ class RestBenchEnv(Environment):
             self._service.backend.drop_session(self.session)
             self._service = None
             svc.release(self._key)
-
-
-def path_scores(calls: list[str], gold: list[str]) -> dict[str, Any]:
-    """Precision, recall and F1 of the called tools against the gold path (as multisets), and whether the gold
-    path is a subsequence of the calls (RestGPT's 'correct path')."""
-    from collections import Counter
-
-    made, want = Counter(calls), Counter(gold)
-    hit = sum((made & want).values())
-    precision = hit / sum(made.values()) if made else 0.0
-    recall = hit / sum(want.values()) if want else 0.0
-    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    it = iter(calls)
-    subsequence = all(any(c == g for c in it) for g in gold)
-    return {"precision": round(precision, 4), "recall": round(recall, 4), "f1": round(f1, 4),
-            "contains_gold": subsequence}
 
 
 def fixture_names(api: str) -> list[str]:
