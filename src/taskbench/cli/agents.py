@@ -321,6 +321,8 @@ def distill_command(
     seed: int = typer.Option(0, "--seed", "-s", help="Seed of the example order and the adapter's initialisation."),
     limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N examples."),
     targets: str = typer.Option("q_proj,k_proj,v_proj,o_proj", "--targets", help="Modules to adapt."),
+    layers: int | None = typer.Option(None, "--layers", min=1, help="Adapt only the top N layers: the backward "
+                                      "pass stops below them, so a step costs less (default: every layer)."),
     checkpoint_every: int = typer.Option(50, "--checkpoint-every", min=1, help="Examples between checkpoints."),
     resume: bool = typer.Option(False, "--resume", help="Continue the training in OUTPUT from its checkpoint."),
     threads: int | None = typer.Option(None, "--threads", min=1, help="torch CPU threads."),
@@ -339,7 +341,7 @@ def distill_command(
 
     config = DistillConfig(role=role, data=str(data), base=base, rank=rank, alpha=alpha, lr=lr, epochs=epochs,
                            max_length=max_length, seed=seed, limit=limit, checkpoint_every=checkpoint_every,
-                           threads=threads, targets=_split([targets]))
+                           threads=threads, targets=_split([targets]), layers=layers)
     check(config, output, resume=resume)  # bad input is one line, before any progress bar is drawn
     console = make_console(stderr=True, quiet=quiet)
     columns = (TextColumn(f"distill {role}"), BarColumn(), MofNCompleteColumn(), TextColumn("loss {task.fields[loss]}"),

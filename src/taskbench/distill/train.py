@@ -55,6 +55,8 @@ class DistillConfig(BaseModel):
     grad_accum: int = Field(default=1, ge=1)
     limit: int | None = Field(default=None, ge=1, description="Only the first N examples.")
     targets: list[str] = Field(default_factory=lambda: list(DEFAULT_TARGETS))
+    layers: int | None = Field(default=None, ge=1, description="Adapt only the top N transformer layers "
+                               "(the backward pass stops below them); None: every layer.")
     checkpoint_every: int = Field(default=50, ge=1)
     threads: int | None = Field(default=None, ge=1)
 
@@ -150,6 +152,34 @@ def encode(tok: Any, messages: list[dict[str, Any]], max_length: int) -> tuple[l
     return ids, [-100] * len(p_ids) + a_ids
 
 
+def adapt(model: Any, config: DistillConfig) -> Any:
+    """``model`` with fresh LoRA weights on ``config.targets`` of every layer, or of the top ``config.layers``."""
+    peft = _imports()[2]
+    n_layers = int(model.config.num_hidden_layers)
+    if config.layers is not None and config.layers > n_layers:
+        raise ConfigError(f"--layers {config.layers}: the base has {n_layers} layers")
+    top = None if config.layers is None else list(range(n_layers - config.layers, n_layers))
+    lora = peft.LoraConfig(r=config.rank, lora_alpha=config.alpha, lora_dropout=0.0, bias="none",
+                           target_modules=list(config.targets), task_type="CAUSAL_LM", layers_to_transform=top)
+    import warnings
+
+    with warnings.catch_warnings():  # peft reads transformers' deprecated is_gradient_checkpointing
+        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+        return peft.get_peft_model(model, lora)
+
+
+def answer_loss(model: Any, ids: list[int], labels: list[int], torch: Any) -> Any:
+    """The mean cross-entropy of the answer tokens (the labels that are not -100, which :func:`encode` puts
+    at the end). Only the answer's positions go through the output layer (``logits_to_keep``): the same loss
+    as ``model(labels=...)``, without a vocabulary-wide projection of every prompt token."""
+    n = sum(1 for x in labels if x != -100)
+    if not 0 < n < len(ids):
+        raise ValueError("an example needs a prompt and an answer")
+    out = model(input_ids=torch.tensor([ids]), logits_to_keep=n + 1)
+    logits = out.logits[0, :-1].float()
+    return torch.nn.functional.cross_entropy(logits, torch.tensor(ids[len(ids) - n:]))
+
+
 def _atomic_dir(tmp: Path, final: Path) -> None:
     old = final.with_name(final.name + ".old")
     shutil.rmtree(old, ignore_errors=True)
@@ -186,13 +216,7 @@ def distill(config: DistillConfig, output: str | Path, *, resume: bool = False,
     if not encoded:
         raise InputError(f"every {config.role} example is longer than --max-length {config.max_length} tokens",
                          path=Path(config.data) / f"{config.role}.jsonl")
-    lora = peft.LoraConfig(r=config.rank, lora_alpha=config.alpha, lora_dropout=0.0, bias="none",
-                           target_modules=list(config.targets), task_type="CAUSAL_LM")
-    import warnings
-
-    with warnings.catch_warnings():  # peft reads transformers' deprecated is_gradient_checkpointing
-        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
-        model = peft.get_peft_model(model, lora)
+    model = adapt(model, config)
     model.train()
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=config.lr)
@@ -227,12 +251,12 @@ def distill(config: DistillConfig, output: str | Path, *, resume: bool = False,
                     continue
                 t0 = time.perf_counter()
                 ids, labels = encoded[i]
-                result = model(input_ids=torch.tensor([ids]), labels=torch.tensor([labels]))
-                (result.loss / config.grad_accum).backward()
+                result_loss = answer_loss(model, ids, labels, torch)
+                (result_loss / config.grad_accum).backward()
                 if (n + 1) % config.grad_accum == 0 or n + 1 == total:
                     opt.step()
                     opt.zero_grad()
-                loss = float(result.loss.detach())
+                loss = float(result_loss.detach())
                 losses.append(loss)
                 done = n + 1
                 log.write(json.dumps({"epoch": epoch, "example": done, "index": i, "loss": round(loss, 5),
@@ -296,5 +320,5 @@ def read_log(output: str | Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-__all__ = ["DEFAULT_TARGETS", "DistillConfig", "DistillResult", "base_gguf", "check", "distill", "encode", "load_base",
-           "read_log"]
+__all__ = ["DEFAULT_TARGETS", "DistillConfig", "DistillResult", "adapt", "answer_loss", "base_gguf", "check", "distill", "encode",
+           "load_base", "read_log"]
