@@ -28,6 +28,7 @@ TINY = "llamacpp/smollm2-135m"
 EXAMPLES = 6
 EPOCHS = 3
 CHECKPOINT = 8
+LAYERS = 8  # the top 8 of the 30 layers: the backward pass stops below them (a step costs about a third)
 
 # llama.cpp in its own process: the greedy answers of three model strings to the same chat
 _CHILD = r"""
@@ -49,9 +50,10 @@ print(json.dumps(out))
 
 def _skip_reason() -> str | None:
     if os.environ.get("TASKBENCH_DISTILL_TEST") != "1":
-        # opt-in until its final form is seen passing: the run before went through every step to the last two
-        # assertions (667 s at load 3.7); the last hit the 900 s timeout at load 5 (issue 23)
-        return "set TASKBENCH_DISTILL_TEST=1 to run the SPAN loop on the tiny model (about 7-11 minutes here)"
+        # opt-in until it passes (issue 23): with --layers 8 and lr 3e-3 it runs in 142 s and passes every step
+        # but the last: the student answers a training prompt with the FINISH target, the collapse the 0.5B
+        # student showed on held-out tasks (docs/distill.md)
+        return "set TASKBENCH_DISTILL_TEST=1 to run the SPAN loop on the tiny model (about 2-3 minutes here)"
     missing = [m for m in ("torch", "transformers", "peft", "gguf", "llama_cpp") if importlib.util.find_spec(m) is None]
     if missing:
         return f"needs the [distill] and [llamacpp] extras ({', '.join(missing)} missing)"
@@ -113,9 +115,9 @@ def test_the_span_loop_on_the_tiny_model(tmp_path: Path, monkeypatch: pytest.Mon
     from taskbench.distill import train
 
     out = tmp_path / "student"
-    config = train.DistillConfig(role="grounding", data=str(data), base=TINY, rank=8, alpha=16, lr=1e-3,
+    config = train.DistillConfig(role="grounding", data=str(data), base=TINY, rank=8, alpha=16, lr=3e-3,
                                  epochs=EPOCHS, limit=EXAMPLES, max_length=2048, checkpoint_every=CHECKPOINT,
-                                 threads=2, seed=0)
+                                 threads=2, seed=0, layers=LAYERS)
 
     class Stop(Exception):
         pass
@@ -130,8 +132,8 @@ def test_the_span_loop_on_the_tiny_model(tmp_path: Path, monkeypatch: pytest.Mon
     assert len(train.read_log(out)) == CHECKPOINT + 2
     # the same command with --resume continues from the checkpoint (a rerun without it is refused)
     args = ["agents", "distill", "--role", "grounding", "--data", str(data), "--base", TINY, "-o", str(out),
-            "--rank", "8", "--alpha", "16", "--lr", "1e-3", "--epochs", str(EPOCHS), "--limit", str(EXAMPLES),
-            "--max-length", "2048", "--checkpoint-every", str(CHECKPOINT), "--threads", "2", "-q"]
+            "--rank", "8", "--alpha", "16", "--lr", "3e-3", "--epochs", str(EPOCHS), "--limit", str(EXAMPLES),
+            "--max-length", "2048", "--checkpoint-every", str(CHECKPOINT), "--threads", "2", "--layers", str(LAYERS), "-q"]
     code, _, err = run(capsys, *args)
     assert code != 0 and "--resume" in err
     code, _, err = run(capsys, *args, "--resume")
@@ -157,12 +159,13 @@ def test_the_span_loop_on_the_tiny_model(tmp_path: Path, monkeypatch: pytest.Mon
     assert student_loss < 0.6 * base_loss, (student_loss, base_loss)
     del student, base
 
-    # 5. its GGUF LoRA: one lora_a and one lora_b per adapted weight of every layer
+    # 5. its GGUF LoRA: one lora_a and one lora_b per adapted weight of each of the top LAYERS layers
     import gguf
 
     names = [t.name for t in gguf.GGUFReader(str(out / "adapter.gguf")).tensors]
     layers = json.loads((tmp_path / "cache").glob("base-*/config.json").__next__().read_text())["num_hidden_layers"]
-    assert len(names) == layers * 4 * 2 and "blk.0.attn_q.weight.lora_a" in names
+    assert len(names) == LAYERS * 4 * 2 and f"blk.{layers - 1}.attn_q.weight.lora_a" in names
+    assert f"blk.{layers - LAYERS - 1}.attn_q.weight.lora_a" not in names
 
     # 6. held out: the student is refused on the tasks it was trained on
     from taskbench.distill.evaluate import score_role

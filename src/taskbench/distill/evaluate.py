@@ -4,7 +4,9 @@ example's target.
 
 - **grounding** (the plan schema over the task's offered tools, as ConAgents asks): next-tool accuracy (the
   planned tool, FINISH included, is the target's), argument match (tool right and every argument name and
-  value equal to the target's; FINISH needs none) and argument F1 over (name, value) pairs;
+  value equal to the target's; FINISH needs none) and argument F1 over (name, value) pairs; the same two over
+  the tool steps alone (``step_*``: targets that are not FINISH) and the share of answers that are FINISH,
+  so that a model which always finishes (right on every last step) cannot pass for a grounding agent;
 - **execution** (stop at the closing fence, as ConAgents asks): execution success, the answer's code run in
   the sandbox in the environment as it was when the teacher answered (every earlier code run of the episode
   replayed first), succeeding as the protocol counts it (no error, a non-empty ``result``). The target's own
@@ -32,7 +34,8 @@ from ..agents.prompts import CODE_STOP, extract_code, parse_plan, parse_verdict,
 from ..errors import ConfigError, InputError
 from .data import load_examples
 
-SCORES = {"grounding": ("next_tool_accuracy", "argument_match", "argument_f1"),
+SCORES = {"grounding": ("next_tool_accuracy", "argument_match", "argument_f1", "step_tool_accuracy",
+                         "step_argument_match", "finish_answers"),
           "execution": ("execution_success",),
           "review": ("verdict_accuracy", "route_accuracy")}
 
@@ -164,7 +167,8 @@ async def _score_one(role: str, model: Any, row: Mapping[str, Any], ctx: _Contex
         args_ok = tool_ok and (gold.finish or _pairs(pred.arguments) == _pairs(gold.arguments))  # type: ignore[union-attr]
         f1 = 1.0 if gold.finish and tool_ok else 0.0 if pred is None or gold.finish else \
             _f1(_pairs(pred.arguments), _pairs(gold.arguments))
-        rec.update(answer=out.text, target=target, next_tool=tool_ok, argument_match=args_ok, argument_f1=f1)
+        rec.update(answer=out.text, target=target, next_tool=tool_ok, argument_match=args_ok, argument_f1=f1,
+                   gold_finish=gold.finish, finish=pred is not None and pred.finish)
     elif role == "execution":
         gold_code = extract_code(target) or ""
         gold_ok, gold_obs = await ctx.run_in_place(meta, gold_code)
@@ -194,9 +198,15 @@ def summarise(role: str, records: list[dict[str, Any]]) -> dict[str, Any]:
         return round(sum(values) / len(values), 4) if values else None
 
     if role == "grounding":
+        # a model that always says FINISH is right on every last step: the scores over the tool steps alone
+        # (targets that are not FINISH) and the share of FINISH answers show it
+        steps = [r for r in records if not r.get("gold_finish")]
         return {"n": len(records), "next_tool_accuracy": mean([float(r["next_tool"]) for r in records]),
                 "argument_match": mean([float(r["argument_match"]) for r in records]),
-                "argument_f1": mean([float(r["argument_f1"]) for r in records])}
+                "argument_f1": mean([float(r["argument_f1"]) for r in records]),
+                "tool_steps": len(steps), "step_tool_accuracy": mean([float(r["next_tool"]) for r in steps]),
+                "step_argument_match": mean([float(r["argument_match"]) for r in steps]),
+                "finish_answers": mean([float(bool(r.get("finish"))) for r in records])}
     if role == "execution":
         kept = [r for r in records if r["gold_ok"]]
         return {"n": len(kept), "gold_failed": len(records) - len(kept),
