@@ -208,7 +208,7 @@ def test_held_out_scores_per_role_count_right_and_wrong_answers(tmp_path: Path) 
             # always FINISH (what a 0.5B student trained on 24 examples did): right on every last step, and
             # nothing on the tool steps
             done = json.dumps({"thought": "Every step is done.", "action": {"tool": "FINISH", "answer": "Done."}})
-            lazy = score_role(tmp_path, role, "mock/finish", options={"responses": lambda _r: done})["scores"]
+            lazy = score_role(tmp_path, role, "mock/finish", options={"responses": lambda _r, d=done: d})["scores"]
             assert lazy["next_tool_accuracy"] > 0 and lazy["finish_answers"] == 1.0
             assert lazy["step_tool_accuracy"] == lazy["step_argument_match"] == 0.0
             assert lazy["tool_steps"] == good["tool_steps"] == good["n"] - 4  # one FINISH per task
