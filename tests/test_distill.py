@@ -35,7 +35,7 @@ _CHILD = r"""
 import json, sys
 from taskbench.llm import get_model
 from taskbench.llm.base import GenerationConfig
-from taskbench.runner import run_sync
+from taskbench.records import run_sync
 
 messages, models = json.loads(sys.stdin.read())
 out = {}

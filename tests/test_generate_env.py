@@ -23,7 +23,7 @@ from taskbench.envs.tasks import load_tasks
 from taskbench.errors import ConfigError
 from taskbench.graph.build import build_graph
 from taskbench.llm import get_model
-from taskbench.runner import run_sync
+from taskbench.records import run_sync
 from taskbench.schema import AgentTask, ToolCall, ToolLibrary, ToolResult, ToolSpec
 
 PARAMS = {

@@ -19,7 +19,7 @@ from taskbench.predict.runner import (
     predict_dataset,
     select_samples,
 )
-from taskbench.runner import exclusive
+from taskbench.records import exclusive
 
 GOOD = '{"task_steps": ["do it"], "task_nodes": [{"task": "%s", "arguments": ["x"]}]}'
 

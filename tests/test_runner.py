@@ -1,4 +1,4 @@
-"""The one resumable runner (taskbench.runner) on its own, and what predict/run get from it: failure records in
+"""The one resumable runner (taskbench.records) on its own, and what predict/run get from it: failure records in
 place, the rewrite in order, exit codes that tell the truth, redacted secrets, the sync wrapper in a loop."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 
 from fault_server import FaultServer
 from taskbench.errors import InputError, ModelError
-from taskbench.runner import FAILED, read_records, run_records, run_sync
+from taskbench.records import FAILED, read_records, run_records, run_sync
 
 
 def _lines(path: Path) -> list[dict]:

@@ -4,13 +4,13 @@ Data flow::
 
     environment (tasks, tools, checker) x agents x seeds --select_tools(gold | gold+10 | all)--> episodes
     episode --Episode + agent.run--> trajectory (trajectories/<agent>/<task>__s<seed>.jsonl, event by event)
-            --env.check--> outcome --episode_row--> one record in episodes.jsonl (taskbench.runner.run_records)
+            --env.check--> outcome --episode_row--> one record in episodes.jsonl (taskbench.records.run_records)
     episodes.jsonl --metrics_document--> metrics.json
 
 The output directory holds ``episodes.jsonl`` (one record per (agent, task, seed), in a stable order),
 ``trajectories/``, ``header.json`` (the run header: what was asked for, checked on resume) and
 ``metrics.json``. Everything crash-safe comes
-from :func:`taskbench.runner.run_records`: a killed run keeps every finished episode and the events of the
+from :func:`taskbench.records.run_records`: a killed run keeps every finished episode and the events of the
 running ones; a rerun skips finished episodes, reruns the interrupted ones (their trajectory files are
 rewritten) and retries episodes whose model calls failed for good (written as ``"failed": true`` records).
 Records hold no run-dependent figure but ``wall_seconds``, so with the response cache a rerun's metrics equal
@@ -42,7 +42,7 @@ from ..errors import (
     TaskbenchError,
     validation_message,
 )
-from ..runner import RecordDisplay, read_records, run_records, run_sync
+from ..records import RecordDisplay, read_records, run_records, run_sync
 from ..schema import AgentTask, Trajectory
 from ..schema.episode import EpisodeRow, EpisodeUsage, FailedEpisodeRow, parse_episode
 from . import tooldocs

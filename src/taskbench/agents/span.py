@@ -305,7 +305,7 @@ async def abuild_gold(env_name: str, output: str | Path, *, limit: int | None = 
 
 def build_gold(env_name: str, output: str | Path, **options: Any) -> GoldSummary:
     """Synchronous :func:`abuild_gold`."""
-    from ..runner import run_sync
+    from ..records import run_sync
 
     return run_sync(abuild_gold(env_name, output, **options))
 

@@ -140,7 +140,7 @@ def eval_command(
     model_options = call_options(option, timeout, max_retries)
     if runner is not None:
         from ..executors.agents import arun_agents_sharded
-        from ..runner import run_sync
+        from ..records import run_sync
 
         try:
             with display:

@@ -240,7 +240,7 @@ def evaluate_command(
                           "--unusable run locally (drop --executor ray)")
     if runner is not None:  # sharded strict scoring (a map-reduce); see taskbench.executors.evaluate
         from ..executors.evaluate import aevaluate_sharded
-        from ..runner import run_sync
+        from ..records import run_sync
 
         library, data_path, aligned = _load(data, dependency, alignment)
         try:

@@ -194,7 +194,7 @@ def generate_command(
     if runner is not None:  # sharded: each worker rebuilds the models from their configs
         from ..executors.generate import agenerate_sharded
         from ..llm.config import ModelConfig
-        from ..runner import run_sync
+        from ..records import run_sync
 
         config = ModelConfig.build(model, concurrency=concurrency, cache=not no_cache, base_url=base_url,
                                    api_key_env=api_key_env, options=extra)
@@ -225,7 +225,7 @@ def generate_command(
                                    close_model=True, env=environment)
         finally:
             if environment is not None:
-                from ..runner import run_sync
+                from ..records import run_sync
 
                 run_sync(environment.aclose())
     stats = summary.statistics

@@ -159,7 +159,7 @@ def predict_command(
         from ..executors.predict import apredict_sharded
         from ..llm.config import ModelConfig
         from ..predict.runner import predict_header
-        from ..runner import run_sync
+        from ..records import run_sync
 
         config = ModelConfig.build(model, concurrency=concurrency, cache=not no_cache, base_url=base_urls(base_url),
                                    api_key_env=api_key_env, options=model_options)

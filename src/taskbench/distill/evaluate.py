@@ -255,7 +255,7 @@ async def ascore_role(data: str | Path, role: str, model: str, *, limit: int | N
 
 def score_role(data: str | Path, role: str, model: str, **options: Any) -> dict[str, Any]:
     """Synchronous :func:`ascore_role`."""
-    from ..runner import run_sync
+    from ..records import run_sync
 
     return run_sync(ascore_role(data, role, model, **options))
 

@@ -14,7 +14,7 @@ The flow, one plan entry at a time::
   ``self-instruct`` (the whole library; the model picks the tools; the plan fixes only size and structure).
 - **Constrained answers** (:mod:`taskbench.engine.schemas`); an answer that hit the token limit is recorded as a
   failed attempt (``error_code: truncated``), never repaired into a sample.
-- **Crash safety, resume, concurrency** come from :func:`taskbench.runner.run_records`: one fsynced line per
+- **Crash safety, resume, concurrency** come from :func:`taskbench.records.run_records`: one fsynced line per
   plan entry in plan order, a file lock, a model call that failed for good written in place
   (``"failed": true``) and retried by the next run. Rerunning with the same arguments generates only the
   entries not done yet.
@@ -48,7 +48,7 @@ from ..dataset.layout import GRAPH_FILE, RAW_FILE, TOOL_FILE
 from ..errors import ConfigError, InputError, ModelError, validation_message
 from ..graph.sampling import MODE_WEIGHTS, SIZE_WEIGHTS
 from ..llm.base import GenerationConfig
-from ..runner import ForwardDisplay, NullDisplay, RecordDisplay, run_records, run_sync
+from ..records import ForwardDisplay, NullDisplay, RecordDisplay, run_records, run_sync
 from ..schema import SampledSubgraph, ToolGraph, ToolLibrary
 from ..schema.generation import GenerationManifest
 from .dedup import DEFAULT_THRESHOLD

@@ -22,7 +22,7 @@ from ..dataset.jsonio import iter_jsonl, write_json, write_jsonl
 from ..dataset.layout import DATA_FILE, load_dataset
 from ..errors import InputError, ModelError
 from ..llm.base import GenerationConfig
-from ..runner import NullDisplay, RecordDisplay, is_failed, run_records, run_sync
+from ..records import NullDisplay, RecordDisplay, is_failed, run_records, run_sync
 from .prompts import judge_messages
 from .schemas import SCORE_NAMES, judge_schema, strict_backend
 

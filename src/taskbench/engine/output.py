@@ -25,7 +25,7 @@ from typing import Any
 from ..dataset.jsonio import iter_jsonl, write_json, write_jsonl
 from ..dataset.layout import DATA_FILE, ERROR_FILE, RAW_FILE, REQUESTS_FILES
 from ..errors import ConfigError
-from ..runner import is_failed, read_records
+from ..records import is_failed, read_records
 from ..schema import CriticVerdict, Sample, ToolGraph, ToolLibrary
 from .critics import rule_verdict
 from .dedup import DEFAULT_THRESHOLD, near_duplicates

@@ -47,7 +47,7 @@ class AgentsJob(ShardedJob):
 
     def keys(self) -> list[str]:
         from ..agents.eval import episode_keys
-        from ..runner import run_sync
+        from ..records import run_sync
 
         env = self._open_env()
         try:

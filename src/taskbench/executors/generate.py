@@ -56,7 +56,7 @@ class GenerateJob(ShardedJob):
     async def run_shard(self, keys: list[str], output: Path) -> dict[str, Any]:
         from ..engine.generate import _Engine, sample_id
         from ..errors import ModelError
-        from ..runner import run_records
+        from ..records import run_records
 
         graph = self._graph()
         wanted = set(keys)
@@ -95,7 +95,7 @@ async def agenerate_sharded(
     from ..dataset.layout import RAW_FILE
     from ..engine.generate import finish_output, prepare_output
     from ..predict.runner import _Forward
-    from ..runner import NullDisplay
+    from ..records import NullDisplay
 
     out, plan, manifest, extended_from = prepare_output(graph, Path(out_dir).resolve(), options, model.name,
                                                         critic.name if critic is not None else None)

@@ -5,7 +5,7 @@ config as plain data, options; never a live Model or an open file). The driver (
 its ids in input order, skips the ids the output already holds, splits the rest into contiguous shards and
 hands each shard to an executor (:class:`LocalExecutor`: threads of this process; :class:`~taskbench.executors.
 ray.RayExecutor`: Ray tasks on a cluster). A worker rebuilds the job from its description, and the job runs
-:func:`taskbench.runner.run_records` on its shard into a **shard file** ``<output>.shards/shard-NNNN.jsonl``.
+:func:`taskbench.records.run_records` on its shard into a **shard file** ``<output>.shards/shard-NNNN.jsonl``.
 When every shard is done the driver merges the shard files into the output, in input order, and removes them.
 
 Why this loses nothing and writes every record once:
@@ -45,7 +45,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import ConfigError, InputError
-from ..runner import (
+from ..records import (
     NullDisplay,
     Record,
     RecordDisplay,
@@ -105,7 +105,7 @@ class ShardedJob(BaseModel):
         return self
 
     async def run_shard(self, keys: list[str], output: Path) -> dict[str, Any]:
-        """Run the ids ``keys`` into ``output`` with :func:`taskbench.runner.run_records` (runs on a worker);
+        """Run the ids ``keys`` into ``output`` with :func:`taskbench.records.run_records` (runs on a worker);
         return a JSON-able summary of the shard for :meth:`summarize`."""
         raise NotImplementedError
 

@@ -1,6 +1,6 @@
-"""Predicting a dataset: prompt, call, parse, on the one resumable runner (:mod:`taskbench.runner`).
+"""Predicting a dataset: prompt, call, parse, on the one resumable runner (:mod:`taskbench.records`).
 
-Every crash-safety property comes from :func:`taskbench.runner.run_records`: one fsynced line per record, a
+Every crash-safety property comes from :func:`taskbench.records.run_records`: one fsynced line per record, a
 file lock, resume by id, records in dataset order, a call that failed for good written in its place as a
 failure record (``"failed": true``) and retried by the next run.
 
@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ..dataset.select import STRUCTURE_ORDER, select_samples
 from ..errors import ConfigError, InputError, ModelError
 from ..llm.config import open_model
-from ..runner import (
+from ..records import (
     FAILED,
     ForwardDisplay,
     NullDisplay,
@@ -140,7 +140,7 @@ class PredictSummary(BaseModel):
 
 
 PredictDisplay = RecordDisplay
-"""Progress display for predictions (the runner's :class:`~taskbench.runner.RecordDisplay`)."""
+"""Progress display for predictions (the runner's :class:`~taskbench.records.RecordDisplay`)."""
 
 
 def read_done(path: Path, model: str | None = None) -> dict[str, dict[str, Any]]:

@@ -47,7 +47,7 @@ from ..predict.runner import (
     read_done,
     select_samples,
 )
-from ..runner import RecordDisplay, exclusive, lock_is_free, run_sync
+from ..records import RecordDisplay, exclusive, lock_is_free, run_sync
 from ..schema import Prediction, RunConfig, RunEntry, RunLog, RunPass, RunStage, Usage
 from ..schema.run import GenerateStageSummary
 from .resolve import BUNDLED_DEMO_DATASETS, resolve_data

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import TaskbenchError
-from ..runner import NullDisplay, RecordDisplay
+from ..records import NullDisplay, RecordDisplay
 from ..schema import RunStage
 from ..schema.run import AgentsStageSummary, GenerateStageSummary
 

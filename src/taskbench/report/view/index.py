@@ -365,7 +365,7 @@ def _cached_header(path: Path) -> dict[str, Any]:
 def _read_run(d: Path, rid: str) -> RunInfo:
     from ...dataset import liveness
     from ...dataset.liveness import RUN_LOCK_FILE
-    from ...runner import lock_is_free
+    from ...records import lock_is_free
 
     head = _cached_header(d / "run_log.json")
     config = head.get("config") or {}
