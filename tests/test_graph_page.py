@@ -3,18 +3,14 @@ opens a side panel with its links and their reasons."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
+from browser_helpers import chromium
 from taskbench.graph import infer_graph, render_html
 from taskbench.schema import Tool, ToolLibrary
 from taskbench.schema.chat import HttpOperation, HttpParameter
-
-CHROMIUM = next((p for p in ("/usr/bin/chromium", "/usr/bin/chromium-browser", shutil.which("chromium") or "")
-                 if p and Path(p).exists()), None)
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 
 
 def operation(method: str, path: str, params: list[str], response: dict | None) -> Tool:
@@ -44,13 +40,8 @@ def small_graph():  # noqa: ANN201
 
 @pytest.fixture(scope="module")
 def browser():  # noqa: ANN201
-    if CHROMIUM is None:
-        pytest.skip("chromium is not installed (apt-get install chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+    with chromium() as b:
         yield b
-        b.close()
 
 
 @pytest.mark.slow

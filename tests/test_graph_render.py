@@ -4,19 +4,16 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from browser_helpers import CHROMIUM
 from taskbench.cli.main import main
 from taskbench.graph import build_graph, render_html, render_png
 from taskbench.graph.render import layout
 from taskbench.schema import Tool, ToolLibrary, ToolParameter
-
-CHROMIUM = next((p for p in ("/usr/bin/chromium", "/usr/bin/chromium-browser", shutil.which("chromium") or "")
-                 if p and Path(p).exists()), None)
 
 
 def typed(tid: str, ins: list[str], outs: list[str], desc: str = "") -> Tool:

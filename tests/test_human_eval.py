@@ -5,11 +5,11 @@ rubric, blind items, ratings logged, Cohen's and Fleiss' kappa; the routes insid
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
+from browser_helpers import CHROMIUM, chromium
 from review_fixture import LoopbackServer, make_review_dir
 from taskbench.dataset.trajectories import TrajectoryWriter
 from taskbench.errors import InputError
@@ -142,48 +142,41 @@ def test_routes_in_the_review_app_and_their_guard(tmp_path: Path) -> None:
     assert "</script><script>x()" not in text and "\\u003c/script\\u003e" in text
 
 
-CHROMIUM = next((p for p in ("/usr/bin/chromium", "/usr/bin/chromium-browser", shutil.which("chromium") or "")
-                 if p and Path(p).exists()), None)
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
 def test_rating_page_in_chromium_shows_untrusted_text_as_text(tmp_path: Path) -> None:
-    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
     from taskbench.report.review.app import create_app
     from taskbench.report.review.session import ReviewSession
 
     store = HumanEval(make_run(tmp_path / "run", tasks=2))
     app = create_app(ReviewSession(make_review_dir(tmp_path / "mm")), reviewer="ana", token="tok", human_eval=store)
     errors: list[str] = []
-    with LoopbackServer(app) as srv, sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
-        try:
-            page = browser.new_page()
-            page.set_default_timeout(60000)  # the cores are shared: be patient, never flaky
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(f"{srv.url}/human?token=tok")
-            page.wait_for_selector("#events .event")
-            assert page.evaluate("window.__pwned") is None  # no injected handler or script ran
-            assert ATTACK in page.inner_text("#task") and ATTACK in page.inner_text("#answer")
-            assert page.locator("#events img").count() == 0 and page.locator("#events script").count() == 0
-            assert page.input_value("#reviewer") == "ana"
-            first = page.get_attribute("body", "data-item")
-            page.click("#save")
-            # selectors, not wait_for_function(string): the page's CSP forbids eval, and Playwright evals a string predicate
-            page.wait_for_selector("#status:has-text('rate both')")
-            page.check("#executability-3")
-            page.check("#utility-2")
-            page.fill("#note", ATTACK)
-            page.click("#save")
-            page.wait_for_selector("body[data-rated='1']")
-            page.wait_for_selector(f"body:not([data-item='{first}'])")
-            page.click("#prev")
-            page.wait_for_selector(f"body[data-item='{first}']")
-            assert page.is_checked("#executability-3") and page.is_checked("#utility-2")
-            page.screenshot(path=str(tmp_path / "human.png"))
-        finally:
-            browser.close()
+    with LoopbackServer(app) as srv, chromium() as browser:
+        page = browser.new_page()
+        page.set_default_timeout(60000)  # the cores are shared: be patient, never flaky
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(f"{srv.url}/human?token=tok")
+        page.wait_for_selector("#events .event")
+        assert page.evaluate("window.__pwned") is None  # no injected handler or script ran
+        assert ATTACK in page.inner_text("#task") and ATTACK in page.inner_text("#answer")
+        assert page.locator("#events img").count() == 0 and page.locator("#events script").count() == 0
+        assert page.input_value("#reviewer") == "ana"
+        first = page.get_attribute("body", "data-item")
+        page.click("#save")
+        # selectors, not wait_for_function(string): the page's CSP forbids eval, and Playwright evals a string predicate
+        page.wait_for_selector("#status:has-text('rate both')")
+        page.check("#executability-3")
+        page.check("#utility-2")
+        page.fill("#note", ATTACK)
+        page.click("#save")
+        page.wait_for_selector("body[data-rated='1']")
+        page.wait_for_selector(f"body:not([data-item='{first}'])")
+        page.click("#prev")
+        page.wait_for_selector(f"body[data-item='{first}']")
+        assert page.is_checked("#executability-3") and page.is_checked("#utility-2")
+        page.screenshot(path=str(tmp_path / "human.png"))
     assert errors == []
     rated = store.ratings()[first]["ana"]
     assert (rated["executability"], rated["utility"], rated["note"]) == (3, 2, ATTACK)

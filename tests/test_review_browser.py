@@ -6,19 +6,16 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from pathlib import Path
 
 import pytest
 
+from browser_helpers import CHROMIUM, chromium
 from review_fixture import LoopbackServer, make_review_dir, records
 from taskbench.cli.main import main
 from taskbench.report.review.app import create_app
 from taskbench.report.review.session import ReviewSession
 
-CHROMIUM = next((p for p in ("/usr/bin/chromium", "/usr/bin/chromium-browser", shutil.which("chromium") or "")
-                 if p and Path(p).exists()), None)
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 TOKEN = "browser-test-token"
 
 pytestmark = [
@@ -29,13 +26,8 @@ pytestmark = [
 
 @pytest.fixture
 def browser():
-    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
+    with chromium() as b:
+        yield b
 
 
 def shots_dir(tmp_path: Path) -> Path:

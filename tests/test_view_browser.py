@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from browser_helpers import CHROMIUM, chromium
 from review_fixture import LoopbackServer
-from test_review_browser import ARGS, CHROMIUM, shots_dir
+from test_review_browser import shots_dir
 from view_fixture import XSS_SCRIPT, make_runs
 
 pytestmark = [
@@ -23,13 +24,8 @@ TOKEN = "view-browser-token"
 
 @pytest.fixture
 def browser():
-    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
+    with chromium() as b:
+        yield b
 
 
 def not_pwned(page) -> None:  # noqa: ANN001
