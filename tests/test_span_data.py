@@ -79,16 +79,26 @@ def test_gold_trajectories_give_executed_steps_checked_code_and_routed_reviews(t
     def rows(role: str) -> list[dict]:
         return [json.loads(x) for x in (tmp_path / f"{role}.jsonl").read_text().splitlines()]
 
-    # grounding targets: every kept plan is the next executed gold step (never a perturbed one), or FINISH
+    # grounding targets: every kept plan is the next executed gold step (never a perturbed one), or FINISH;
+    # the thought names the gold plan and the steps done, and FINISH reports the last result, so no two
+    # targets are the same answer (one fixed FINISH answer was a third of the targets, and a student learnt it)
+    targets = []
     for r in rows("grounding"):
-        action = json.loads(r["messages"][-1]["content"])["action"]
+        answer = json.loads(r["messages"][-1]["content"])
+        action = answer["action"]
         user = r["messages"][-1 - 1]["content"]
         query = user.split("\n", 1)[0].removeprefix("Task: ")
         done = user.split("Steps so far:", 1)[1].count("\n   result: ") if "Steps so far:" in user else 0
         path = gold[query]
         assert action["tool"] == (path[done] if done < len(path) else "FINISH")
+        assert answer["thought"].startswith(f"Plan: {', '.join(path)}. Done: {done} of {len(path)}.")
         if done < len(path):
             assert "Feedback on your last plan" in user or all(a["value"] != "unknown" for a in action["arguments"])
+        else:
+            last = user.rsplit("\n   result: ", 1)[1].split("\n", 1)[0]
+            assert action["answer"].endswith(f"The result: {last[:200]}")
+        targets.append(r["messages"][-1]["content"])
+    assert len(set(targets)) == len(targets)
     # execution targets ran in the sandbox without error (export-sft keeps only those)
     assert rows("execution") and all("```python" in r["messages"][-1]["content"] for r in rows("execution"))
     # review targets: calibrations of perturbed actions, routed to who must fix them
