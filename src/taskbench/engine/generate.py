@@ -3,7 +3,7 @@
 The flow, one plan entry at a time::
 
     plan entry (graph/sampling) -> prompt (engine/prompts + templates) -> Model.generate(schema=...)
-        -> raw record in data_raw.json (the one runner) -> Sample + critics (engine/output) -> data.json ...
+        -> GenerationRecord in data_raw.json (the one runner) -> Sample + critics (engine/output) -> data.json ...
 
 - **The plan** is the seeded, prefix-stable sampling plan (:func:`taskbench.graph.sampling.sample_plan`, modes
   3:7:8 and the paper's size weights unless overridden). Entry *i* is sample id ``f"{i:05d}"``; its generation

@@ -38,9 +38,9 @@ __all__ = [
     "KEEP_MODES",
     "STATISTICS_FILE",
     "assess",
+    "check_generation_record",
     "finalize_dataset",
     "keeps",
-    "check_generation_record",
     "read_generation_records",
     "statistics",
 ]
