@@ -1,6 +1,7 @@
 """The Back-Instruct data engine: plan -> prompt -> generate -> parse -> critics -> dataset.
 
 - :mod:`.generate`: ``taskbench generate`` (methods, the one runner, resume, the directory's arguments)
+  writing one :class:`~taskbench.schema.generation.GenerationRecord` per plan entry to data_raw.json
 - :mod:`.prompts` and ``templates/``: the prompts (data files, our wording of the paper's templates)
 - :mod:`.schemas`: the JSON Schemas that constrain the answers
 - :mod:`.parse`: answer -> :class:`~taskbench.schema.Sample` (name normalisation, ``<node-j>``), check_by_teacher

@@ -22,6 +22,7 @@ import re
 from typing import Any
 
 from ..schema import NODE_REF, Sample, TaskArgument, ToolCall
+from ..schema.generation import GoldCall, GoldExecution
 
 __all__ = ["EXEC_CODES", "execute_gold", "execution_order"]
 
@@ -79,13 +80,14 @@ def _arguments(node_args: list[Any], params: list[str], outputs: dict[int, Any])
     return args
 
 
-async def execute_gold(sample: Sample, env: Any) -> dict[str, Any]:
+async def execute_gold(sample: Sample, env: Any) -> GoldExecution:
     """Run ``sample``'s gold graph in ``env`` (an :class:`~taskbench.envs.Environment`); the record form of
-    the verdict: ``{"passed", "reasons", "calls": [{"node", "tool", "arguments", "result" | "error"}]}``."""
-    calls: list[dict[str, Any]] = []
+    the verdict: ``passed``, ``reasons`` and the ``calls`` (each ``node``, ``tool``, ``arguments``, and its
+    ``result`` or ``error``)."""
+    calls: list[GoldCall] = []
 
-    def verdict(reason: str | None) -> dict[str, Any]:
-        return {"passed": reason is None, "reasons": [] if reason is None else [reason], "calls": calls}
+    def verdict(reason: str | None) -> GoldExecution:
+        return GoldExecution(passed=reason is None, reasons=[] if reason is None else [reason], calls=calls)
 
     if not sample.task_nodes:
         return verdict("exec_unrunnable: the gold graph has no nodes")
@@ -101,7 +103,7 @@ async def execute_gold(sample: Sample, env: Any) -> dict[str, Any]:
         params = list((spec.parameters or {}).get("properties") or {})
         args = _arguments(list(node.arguments), params, outputs)
         result = await env.call(ToolCall(id=f"gold-{sample.id}-{i}", name=node.task, arguments=args))
-        entry: dict[str, Any] = {"node": i, "tool": node.task, "arguments": args}
+        entry = GoldCall(node=i, tool=node.task, arguments=args)
         content = result.content
         text = content if isinstance(content, str) else None
         if isinstance(content, dict) and len(content) == 1 and isinstance(next(iter(content.values())), str):
@@ -109,11 +111,11 @@ async def execute_gold(sample: Sample, env: Any) -> dict[str, Any]:
         error = result.error if result.error is not None else \
             (text if text is not None and ERROR_TEXT.match(text) else None)
         if error is not None:
-            entry["error"] = _short(error)
+            entry.error = _short(error)
             calls.append(entry)
             first = error.strip().splitlines()[0] if error.strip() else "an error"
             return verdict(f"exec_failed: node {i} ({node.task}): {first[:300]}")
-        entry["result"] = _short(result.content)
+        entry.result = _short(result.content)
         calls.append(entry)
         outputs[i] = result.content
     return verdict(None)

@@ -3,7 +3,7 @@
 The flow, one plan entry at a time::
 
     plan entry (graph/sampling) -> prompt (engine/prompts + templates) -> Model.generate(schema=...)
-        -> raw record in data_raw.json (the one runner) -> Sample + critics (engine/output) -> data.json ...
+        -> GenerationRecord in data_raw.json (the one runner) -> Sample + critics (engine/output) -> data.json ...
 
 - **The plan** is the seeded, prefix-stable sampling plan (:func:`taskbench.graph.sampling.sample_plan`, modes
   3:7:8 and the paper's size weights unless overridden). Entry *i* is sample id ``f"{i:05d}"``; its generation
@@ -50,10 +50,18 @@ from ..graph.sampling import MODE_WEIGHTS, SIZE_WEIGHTS
 from ..llm.base import GenerationConfig
 from ..records import ForwardDisplay, NullDisplay, RecordDisplay, run_records, run_sync
 from ..schema import SampledSubgraph, ToolGraph, ToolLibrary
-from ..schema.generation import GenerationManifest
+from ..schema.generation import (
+    AnswerUsage,
+    CriticCall,
+    FailedGenerationRecord,
+    GenerationManifest,
+    GenerationRecord,
+    GoldExecution,
+    StageAnswer,
+)
 from .dedup import DEFAULT_THRESHOLD
 from .guided import guided_schema
-from .output import DEDUP_MODES, KEEP_MODES, assess, finalize_dataset
+from .output import DEDUP_MODES, KEEP_MODES, assess, check_generation_record, finalize_dataset
 from .prompts import critic_messages, generation_messages
 from .schemas import Limits, critic_schema, generation_schema, strict_backend
 
@@ -238,14 +246,11 @@ def _check_n(old: Mapping[str, Any], new: Mapping[str, Any], path: Path) -> int 
     return old_n if new["n"] > old_n else None
 
 
-def _answer_view(out: Any) -> dict[str, Any]:
+def _answer_view(out: Any) -> StageAnswer:
     """What a call produced, as recorded (no run-dependent facts: latency is replayed on a cache hit)."""
-    return {
-        "raw": out.text,
-        "finish_reason": out.finish_reason,
-        "usage": {"prompt_tokens": out.usage.prompt_tokens, "completion_tokens": out.usage.completion_tokens,
-                  "seconds": out.latency},
-    }
+    return StageAnswer(raw=out.text, finish_reason=out.finish_reason,
+                       usage=AnswerUsage(prompt_tokens=out.usage.prompt_tokens,
+                                         completion_tokens=out.usage.completion_tokens, seconds=out.latency))
 
 
 def _failure_of(out: Any, max_tokens: int) -> tuple[str, str] | None:
@@ -296,10 +301,12 @@ class _Engine:
         self.prompt_tokens += out.usage.prompt_tokens
         self.completion_tokens += out.usage.completion_tokens
 
-    def base_record(self, entry: SampledSubgraph) -> dict[str, Any]:
+    def entry_fields(self, entry: SampledSubgraph) -> dict[str, Any]:
+        """The fields every record of ``entry`` starts with (answered or failed): the plan entry, the run's
+        method, model and schema choices, and the sampled subgraph as the prompt showed it."""
         from .parse import sampled_view
 
-        rec: dict[str, Any] = {
+        fields: dict[str, Any] = {
             "id": sample_id(entry.index),
             "seed": entry_seed(self.options.seed, entry.index),
             "type": entry.mode,
@@ -308,11 +315,11 @@ class _Engine:
             "model": self.model.name,
             "check": self.options.check,
             "guided": self.options.use_guided,
-            "plan": entry.to_record(),
+            "plan": entry,
         }
         if self.options.method != "self-instruct":
-            rec["sampled_nodes"], rec["sampled_links"] = sampled_view(entry, self.library)
-        return rec
+            fields["sampled_nodes"], fields["sampled_links"] = sampled_view(entry, self.library)
+        return fields
 
     def _schema(self, entry: SampledSubgraph, parts: tuple[str, ...], title: str) -> dict[str, Any]:
         k = entry.size
@@ -338,10 +345,14 @@ class _Engine:
         return ("task_steps", "invoking_graph") + (("check_by_teacher",) if self.options.check else ())
 
     async def work(self, entry: SampledSubgraph) -> dict[str, Any]:
+        """Generate one plan entry: its line of data_raw.json (raises ModelError when a call fails for good)."""
+        return (await self.generate(entry)).to_record()
+
+    async def generate(self, entry: SampledSubgraph) -> GenerationRecord:
         """Generate one plan entry (raises ModelError when a call fails for good)."""
         o = self.options
-        rec = self.base_record(entry)
-        seed = rec["seed"]
+        rec = GenerationRecord(**self.entry_fields(entry))
+        seed = entry_seed(o.seed, entry.index)
         config = self._config(entry)
         if o.method == "two-stage":
             msgs = generation_messages(o.method, entry, self.library, seed=seed, check=o.check, stage=1,
@@ -349,47 +360,49 @@ class _Engine:
             first = await self.model.generate(msgs, schema=self._schema(entry, ("user_request",), "UserRequest"),
                                               config=config)
             self._count(first)
-            rec["stages"] = [_answer_view(first)]
+            stages = rec.stages = [_answer_view(first)]
             failure = _failure_of(first, o.max_tokens)
             request = first.parsed.get("user_request") if failure is None else None
             if failure is None and not isinstance(request, str):
                 failure = ("unparseable", "stage 1 gave no user_request")
             if failure is not None:
-                rec["error_code"], rec["error"] = failure[0], f"stage 1: {failure[1]}"
-                rec.update(_answer_view(first))
+                rec.error_code, rec.error = failure[0], f"stage 1: {failure[1]}"
+                rec.take(stages[0])
                 return self._finish(rec)
             msgs = generation_messages(o.method, entry, self.library, seed=seed, check=o.check, stage=2, guided=o.use_guided,
                                        user_request=request, state=self.state)
             out = await self.model.generate(msgs, schema=self._schema(entry, self._graph_parts(), "InvocationGraph"),
                                             config=config)
             self._count(out)
-            rec["stages"].append(_answer_view(out))
-            rec.update(_answer_view(out))
-            rec["usage"] = {k: rec["stages"][0]["usage"][k] + rec["stages"][1]["usage"][k]
-                            for k in ("prompt_tokens", "completion_tokens", "seconds")}
+            one, two = stages[0], _answer_view(out)
+            stages.append(two)
+            rec.take(two)
+            rec.usage = AnswerUsage(prompt_tokens=one.usage.prompt_tokens + two.usage.prompt_tokens,
+                                    completion_tokens=one.usage.completion_tokens + two.usage.completion_tokens,
+                                    seconds=one.usage.seconds + two.usage.seconds)
             failure = _failure_of(out, o.max_tokens)
             if failure is None:
-                rec["result"] = {"user_request": request, **out.parsed}
+                rec.result = {"user_request": request, **out.parsed}
         else:
             parts = ("task_steps", "user_request", "invoking_graph") + (("check_by_teacher",) if o.check else ())
             msgs = generation_messages(o.method, entry, self.library, seed=seed, check=o.check, guided=o.use_guided,
                                        state=self.state)
             out = await self.model.generate(msgs, schema=self._schema(entry, parts, "BackInstruct"), config=config)
             self._count(out)
-            rec.update(_answer_view(out))
+            rec.take(_answer_view(out))
             failure = _failure_of(out, o.max_tokens)
             if failure is None:
-                rec["result"] = out.parsed
+                rec.result = out.parsed
         if failure is not None:
-            rec["error_code"], rec["error"] = failure
+            rec.error_code, rec.error = failure
             return self._finish(rec)
         if self.env is not None:
-            rec["execution"] = await self._execute(rec)
+            rec.execution = await self._execute(rec)
         if self.critic is not None:
-            rec["critic"] = await self._critic(rec, entry)
+            rec.critic = await self._critic(rec, entry)
         return self._finish(rec)
 
-    async def _execute(self, rec: dict[str, Any]) -> dict[str, Any]:
+    async def _execute(self, rec: GenerationRecord) -> GoldExecution:
         """The execution critic's record: the gold graph run in the environment (engine/execcheck.py)."""
         from .execcheck import execute_gold
         from .parse import build_sample
@@ -397,33 +410,36 @@ class _Engine:
         async with self.env_lock:  # one gold graph at a time: their calls change the environment's state
             return await execute_gold(build_sample(rec, self.library), self.env)
 
-    async def _critic(self, rec: dict[str, Any], entry: SampledSubgraph) -> dict[str, Any]:
+    async def _critic(self, rec: GenerationRecord, entry: SampledSubgraph) -> CriticCall:
         from .parse import build_sample
 
         assert self.critic is not None  # only called when a critic model is set
         sample = build_sample(rec, self.library)
         shown = None if self.options.method == "self-instruct" else entry
         config = GenerationConfig(temperature=0.0, max_tokens=min(self.options.max_tokens, 1024),
-                                  seed=rec["seed"])
+                                  seed=rec.seed)
         out = await self.critic.generate(critic_messages(sample, self.library, shown, self.state),
                                          schema=critic_schema(self.critic_limits), config=config)
         self._count(out)
-        view: dict[str, Any] = {"model": self.critic.name, **_answer_view(out)}
+        answer = _answer_view(out)
+        view = CriticCall(model=self.critic.name, raw=answer.raw, finish_reason=answer.finish_reason,
+                          usage=answer.usage)
         failure = _failure_of(out, config.max_tokens)
         if failure is None:
-            view["result"] = out.parsed
+            view.result = out.parsed
         else:
-            view["error"] = f"{failure[0]}: {failure[1]}"
+            view.error = f"{failure[0]}: {failure[1]}"
         return view
 
-    def _finish(self, rec: dict[str, Any]) -> dict[str, Any]:
+    def _finish(self, rec: GenerationRecord) -> GenerationRecord:
         """Attach the critics' verdicts in short (for the progress display; finalize recomputes them)."""
         _, verdicts = assess(rec, self.library, self.graph)
-        rec["critics"] = {name: v.passed for name, v in verdicts.items()}
+        rec.critics = {name: v.passed for name, v in verdicts.items()}
         return rec
 
     def failure(self, entry: SampledSubgraph, exc: BaseException) -> dict[str, Any]:
-        return {**self.base_record(entry), "failed": True, "error": str(exc)}
+        """The line of a plan entry whose model call failed for good (the next run retries it)."""
+        return FailedGenerationRecord(**self.entry_fields(entry), failed=True, error=str(exc)).to_record()
 
 
 def _plan(graph: ToolGraph, options: GenerateOptions) -> list[SampledSubgraph]:
@@ -538,7 +554,8 @@ async def agenerate(
     shown = display or NullDisplay()
     ran = await run_records(plan, engine.work, out / RAW_FILE, key=lambda e: sample_id(e.index),
                             concurrency=options.concurrency, label=label, display=ForwardDisplay(shown),
-                            failure=engine.failure, catch=(ModelError,), clock=clock)
+                            failure=engine.failure, catch=(ModelError,), check=check_generation_record,
+                            clock=clock)
     summary = finish_output(out, graph, options, plan, manifest, extended_from, ran, engine.counters())
     shown.finish(summary)
     return summary

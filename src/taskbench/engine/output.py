@@ -19,14 +19,16 @@ re-filters the same attempts. Judge scores already in ``data.json`` are kept.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ..dataset.jsonio import iter_jsonl, write_json, write_jsonl
 from ..dataset.layout import DATA_FILE, ERROR_FILE, RAW_FILE, REQUESTS_FILES
 from ..errors import ConfigError
-from ..records import is_failed, read_records
+from ..records import read_records
 from ..schema import CriticVerdict, Sample, ToolGraph, ToolLibrary
+from ..schema.generation import FailedGenerationRecord, GenerationRecord, parse_generation_record
 from .critics import rule_verdict
 from .dedup import DEFAULT_THRESHOLD, near_duplicates
 from .parse import build_sample, teacher_text, teacher_verdict
@@ -36,8 +38,10 @@ __all__ = [
     "KEEP_MODES",
     "STATISTICS_FILE",
     "assess",
+    "check_generation_record",
     "finalize_dataset",
     "keeps",
+    "read_generation_records",
     "statistics",
 ]
 
@@ -52,46 +56,67 @@ def _code(reason: str) -> str:
     return reason.split(":", 1)[0].strip()
 
 
+def read_generation_records(path: str | Path) -> tuple[dict[str, GenerationRecord | FailedGenerationRecord],
+                                                      list[str]]:
+    """``(last record by id, ids in order)`` of a ``data_raw.json``, each line read by
+    :func:`~taskbench.schema.generation.parse_generation_record` (a malformed line raises InputError naming it)."""
+    latest: dict[str, GenerationRecord | FailedGenerationRecord] = {}
+
+    def read(where: Path, line: int, record: dict[str, Any]) -> None:
+        latest[str(record["id"])] = parse_generation_record(record, path=where, line=line)
+
+    _, order, _ = read_records(path, check=read)
+    return latest, order
+
+
+def check_generation_record(path: Path, line: int, record: dict[str, Any]) -> None:
+    """Refuse a line of ``data_raw.json`` that is not a generation record (InputError naming path:line)."""
+    parse_generation_record(record, path=path, line=line)
+
+
+def _teacher(rec: GenerationRecord) -> Any:
+    """The answer's own check (``check_by_teacher``), if it has one."""
+    return rec.result.get("check_by_teacher") if rec.result else None
+
+
 def assess(
-    record: dict[str, Any], library: ToolLibrary, graph: ToolGraph | None = None
+    record: GenerationRecord | FailedGenerationRecord | Mapping[str, Any], library: ToolLibrary,
+    graph: ToolGraph | None = None,
 ) -> tuple[Sample, dict[str, CriticVerdict]]:
     """The sample of one raw record and its verdicts: ``rule`` always; ``llm`` from the separate critic call
     when the record has one, else from the answer's ``check_by_teacher``; ``self`` (the answer's own check)
     too when a separate critic ran; ``exec`` when the gold graph was run in an environment (``generate --env``:
     the record's ``execution``)."""
-    sample = build_sample(record, library)
+    rec = parse_generation_record(record)
+    sample = build_sample(rec, library)
     verdicts: dict[str, CriticVerdict] = {}
-    error = record.get("error")
-    if is_failed(record):
-        reason = f"call_failed: {error or 'the model call failed'}"
+    if isinstance(rec, FailedGenerationRecord):
+        reason = f"call_failed: {rec.error or 'the model call failed'}"
         verdicts["rule"] = CriticVerdict(name="rule", passed=None, reasons=[reason])
         verdicts["llm"] = CriticVerdict(name="llm", passed=None, reasons=[reason])
         return sample, verdicts
-    if error:
-        code = record.get("error_code") or "unparseable"
-        reason = f"{code}: {error}"
+    if rec.error:
+        reason = f"{rec.error_code or 'unparseable'}: {rec.error}"
         verdicts["rule"] = CriticVerdict(name="rule", passed=False, reasons=[reason])
         verdicts["llm"] = CriticVerdict(name="llm", passed=None, reasons=[reason])
         return sample, verdicts
     verdicts["rule"] = rule_verdict(sample, library, graph)
-    execution = record.get("execution")
-    if isinstance(execution, dict):  # the gold graph run in the environment (generate --env)
-        verdicts["exec"] = CriticVerdict(name="exec", passed=execution.get("passed") is True,
-                                         reasons=[str(r) for r in execution.get("reasons") or []],
-                                         raw=execution.get("calls"))
-    result = record.get("result") if isinstance(record.get("result"), dict) else {}
-    teacher = result.get("check_by_teacher") if isinstance(result, dict) else None
-    critic = record.get("critic")
-    if isinstance(critic, dict):
-        if critic.get("error"):
-            verdicts["llm"] = CriticVerdict(name="llm", passed=None, model=critic.get("model"),
-                                            reasons=[f"critic_failed: {critic['error']}"], raw=critic.get("raw"))
+    execution = rec.execution
+    if execution is not None:  # the gold graph run in the environment (generate --env)
+        verdicts["exec"] = CriticVerdict(name="exec", passed=execution.passed, reasons=list(execution.reasons),
+                                         raw=[c.to_record() for c in execution.calls])
+    teacher = _teacher(rec)
+    critic = rec.critic
+    if critic is not None:
+        if critic.error:
+            verdicts["llm"] = CriticVerdict(name="llm", passed=None, model=critic.model,
+                                            reasons=[f"critic_failed: {critic.error}"], raw=critic.raw)
         else:
-            verdicts["llm"] = teacher_verdict(critic.get("result"), model=critic.get("model"))
+            verdicts["llm"] = teacher_verdict(critic.result, model=critic.model)
         if teacher is not None:
-            verdicts["self"] = teacher_verdict(teacher, name="self", model=record.get("model"))
-    elif record.get("check", True):
-        verdicts["llm"] = teacher_verdict(teacher, model=record.get("model"))
+            verdicts["self"] = teacher_verdict(teacher, name="self", model=rec.model)
+    elif rec.check:
+        verdicts["llm"] = teacher_verdict(teacher, model=rec.model)
     else:
         verdicts["llm"] = CriticVerdict(name="llm", passed=None, reasons=["not_run: no LLM critic was asked for"])
     return sample, verdicts
@@ -184,7 +209,7 @@ def finalize_dataset(
     if dedup not in DEDUP_MODES:
         raise ConfigError(f"--dedup must be one of {', '.join(DEDUP_MODES)}, not {dedup!r}")
     out = Path(out_dir)
-    latest, order, _ = read_records(out / RAW_FILE)
+    latest, order = read_generation_records(out / RAW_FILE)
     wanted = ids if ids is not None else order
     scores = _existing_scores(out / DATA_FILE)
     items: list[dict[str, Any]] = []
@@ -193,7 +218,7 @@ def finalize_dataset(
         if rec is None:
             continue
         sample, verdicts = assess(rec, library, graph)
-        answered = not is_failed(rec) and not rec.get("error")
+        answered = isinstance(rec, GenerationRecord) and not rec.error
         items.append({"record": rec, "sample": sample, "verdicts": verdicts,
                       "kept": keeps(verdicts, keep, answered), "answered": answered, "duplicate": False})
     if dedup != "off":
@@ -214,12 +239,12 @@ def finalize_dataset(
     data, errors, rows = [], [], []
     for it in items:
         rec, sample, verdicts = it["record"], it["sample"], it["verdicts"]
+        failed = isinstance(rec, FailedGenerationRecord)
         sample.critics = verdicts
         if sample.id in scores:
             sample.scores = scores[sample.id]
         row = sample.to_record()
-        result = rec.get("result") if isinstance(rec.get("result"), dict) else {}
-        teacher = result.get("check_by_teacher") if result else None
+        teacher = None if failed else _teacher(rec)
         if teacher is not None:
             row["check_by_teacher"] = teacher_text(teacher)
         reasons = [r for v in verdicts.values() if v.passed is not True for r in v.reasons]
@@ -228,15 +253,15 @@ def finalize_dataset(
         else:
             row["reasons"] = reasons or ["not_kept: it passes the critics but not the chosen --keep"]
             for key in ("error", "error_code", "raw", "finish_reason"):
-                if rec.get(key) is not None:
-                    row[key] = rec[key]
-            if is_failed(rec):
+                if key in rec.model_fields_set and getattr(rec, key) is not None:
+                    row[key] = getattr(rec, key)
+            if failed:
                 row["failed"] = True
             errors.append(row)
-        plan = rec.get("plan") or {}
+        plan = rec.plan
         rows.append({
-            "mode": plan.get("mode", sample.type), "size": plan.get("size", sample.n_tools),
-            "call_failed": is_failed(rec), "answered": it["answered"],
+            "mode": plan.mode if plan else sample.type, "size": plan.size if plan else sample.n_tools,
+            "call_failed": failed, "answered": it["answered"],
             "rule": verdicts["rule"].passed is True, "llm": verdicts["llm"].passed is True,
             "exec": verdicts["exec"].passed is True if "exec" in verdicts else None,
             "kept": it["kept"], "duplicate": it["duplicate"], "nodes": len(sample.task_nodes),

@@ -19,9 +19,11 @@ needed, ``task_nodes``/``task_links`` at the top). All of them are read:
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from ..schema import CriticVerdict, Sample, SampledSubgraph, TaskArgument, TaskLink, TaskNode, ToolLibrary
+from ..schema.generation import FailedGenerationRecord, GenerationRecord, parse_generation_record
 
 __all__ = [
     "NameIndex",
@@ -164,16 +166,20 @@ def name_index(library: ToolLibrary) -> NameIndex:
 
 
 def build_sample(
-    record: dict[str, Any],
+    record: GenerationRecord | FailedGenerationRecord | Mapping[str, Any],
     library: ToolLibrary,
     result: dict[str, Any] | None = None,
 ) -> Sample:
-    """The sample of one data-engine record (``result``: the answer; default ``record["result"]``).
+    """The sample of one data-engine record (a line of data_raw.json, read by
+    :func:`~taskbench.schema.generation.parse_generation_record`; ``result``: the answer, default the record's).
 
     Without an answer the sample has an empty graph (the critics then say why)."""
+    rec = parse_generation_record(record)
     index = name_index(library)
     dep = library.dependency
-    result = _as_dict(record.get("result") if result is None else result)
+    if result is None and isinstance(rec, GenerationRecord):
+        result = rec.result
+    result = _as_dict(result)
     raw_nodes, raw_links = _raw_nodes(result)
     names = [index.resolve(_node_name(n)) for n in raw_nodes]
     nodes: list[TaskNode] = []
@@ -194,14 +200,14 @@ def build_sample(
                 links.append(TaskLink(source=index.resolve(raw["source"]), target=index.resolve(raw["target"])))
     request = result.get("user_request", "")
     sample = Sample(
-        id=str(record["id"]),
+        id=rec.id,
         user_request=request if isinstance(request, str) else str(request),
-        type=record.get("type", "single"),
-        n_tools=int(record.get("n_tools") or 0),
-        seed=record.get("seed"),
-        sampled_nodes=record.get("sampled_nodes"),
-        sampled_links=record.get("sampled_links"),
-        method=record.get("method"),
+        type=rec.type,
+        n_tools=rec.n_tools,
+        seed=rec.seed,
+        sampled_nodes=rec.sampled_nodes,
+        sampled_links=rec.sampled_links,
+        method=rec.method,
         task_steps=_steps(result),
         task_nodes=nodes,
         task_links=links,

@@ -13,6 +13,7 @@ from rich.progress import ProgressColumn, TextColumn
 from rich.table import Table
 
 from ..progress import RichBarDisplay
+from ..schema.generation import GenerationRecord, parse_generation_record
 
 __all__ = ["RichGenerateDisplay", "statistics_table"]
 
@@ -36,12 +37,12 @@ class RichGenerateDisplay(RichBarDisplay):
         return {"rates": self._rates(), "failed": 0}
 
     def advance(self, record: dict[str, Any], *, failed: bool) -> None:
-        """One plan entry finished (``failed``: its model call failed for good)."""
-        if failed:
+        """One plan entry finished (a line of data_raw.json; ``failed``: its model call failed for good)."""
+        rec = parse_generation_record(record)
+        if failed or not isinstance(rec, GenerationRecord):
             self.failed += 1
         else:
-            critics = record.get("critics") or {}
-            rule, llm = critics.get("rule") is True, critics.get("llm") is True
+            rule, llm = rec.critics.get("rule") is True, rec.critics.get("llm") is True
             self.attempts += 1
             self.rule += rule
             self.llm += llm

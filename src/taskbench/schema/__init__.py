@@ -39,11 +39,16 @@ from .task import (
 )
 from .tools import DEPENDENCY_KINDS, DependencyKind, Tool, ToolLibrary, ToolParameter, infer_dependency
 
-# The run log, the episode row, the generation manifest and the trajectory models are imported on first use: a
-# prediction or scoring command that never touches them does not pay for building them.
+# The run log, the episode row, the generation manifest and record, and the trajectory models are imported on
+# first use: a prediction or scoring command that never touches them does not pay for building them.
 if TYPE_CHECKING:  # pragma: no cover
     from .episode import EpisodeRow, EpisodeUsage, FailedEpisodeRow, parse_episode
-    from .generation import GenerationManifest
+    from .generation import (
+        FailedGenerationRecord,
+        GenerationManifest,
+        GenerationRecord,
+        parse_generation_record,
+    )
     from .header import HEADER_SCHEMA_VERSION, RunEnvironment, RunHeader, RunKind
     from .run import RUN_LOG_SCHEMA_VERSION, RunConfig, RunEntry, RunLog, RunPass, RunStage
     from .trajectory import (
@@ -65,7 +70,10 @@ _LAZY: dict[str, str] = {
     "EpisodeUsage": "episode",
     "FailedEpisodeRow": "episode",
     "parse_episode": "episode",
+    "FailedGenerationRecord": "generation",
     "GenerationManifest": "generation",
+    "GenerationRecord": "generation",
+    "parse_generation_record": "generation",
     "RUN_LOG_SCHEMA_VERSION": "run",
     "RunConfig": "run",
     "RunEntry": "run",
@@ -105,9 +113,11 @@ __all__ = [
     "EpisodeRow",
     "EpisodeUsage",
     "FailedEpisodeRow",
+    "FailedGenerationRecord",
     "FIELD_ALIASES",
     "FinalAnswerEvent",
     "GenerationManifest",
+    "GenerationRecord",
     "graph_from_result",
     "infer_dependency",
     "link_endpoint",
@@ -123,6 +133,7 @@ __all__ = [
     "ModelCallEvent",
     "NODE_REF",
     "parse_episode",
+    "parse_generation_record",
     "parse_messages",
     "Prediction",
     "ReviewEvent",
