@@ -50,7 +50,24 @@ def test_handlers_use_no_private_member_of_the_database(module: Any) -> None:
     assert private == []
 
 
-# ------------------------------------------------------------------------------------ recorded answers
+# the handler and database modules, and the restbench modules each must not import (nor env): the imports go
+# one way, tmdb -> tmdb_routes -> tmdb_tv -> tmdb_db and spotify -> spotify_routes -> spotify_db (no cycle)
+ABOVE = {"tmdb_db": {"tmdb", "tmdb_routes", "tmdb_tv"}, "tmdb_tv": {"tmdb", "tmdb_routes"}, "tmdb_routes": {"tmdb"},
+         "spotify_db": {"spotify", "spotify_routes"}, "spotify_routes": {"spotify"}}
+
+
+@pytest.mark.parametrize("module", sorted(ABOVE))
+def test_handlers_and_databases_import_no_module_above_them(module: str) -> None:
+    tree = ast.parse((Path(tmdb_routes.__file__).parent / f"{module}.py").read_text())
+    imported = set()
+    for node in ast.walk(tree):  # inside functions too
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            imported |= {node.module} if node.module else {a.name for a in node.names}
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            imported |= {n.rsplit(".", 1)[1] for n in names if n.startswith("taskbench.envs.restbench.")}
+    assert imported, module
+    assert not imported & (ABOVE[module] | {"env"}), imported
 
 RECORDED = Path(__file__).parent / "data" / "restbench_answers.json"
 # requests the APIs refuse, each answered with the API's own error body
