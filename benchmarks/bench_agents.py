@@ -4,7 +4,8 @@ the harness alone: the episode record and trajectory written event by event, pro
 TMDB service on loopback, and agent code in the warm bwrap sandbox (one sandbox started per episode).
 
 Reported per agent: episodes, wall seconds per episode (p50, p95), events per episode, and the share of the
-episode spent inside the sandbox. The 1-minute load average before and after is printed: on a shared machine
+episode spent inside the sandbox, over the finished episodes of the run's ``episodes.jsonl`` (read as
+:class:`~taskbench.schema.EpisodeRow`; failed ones are counted, not timed). The 1-minute load average before and after is printed: on a shared machine
 the figures move with it.
 
 Usage::
@@ -86,9 +87,10 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
 
-    from taskbench.agents import AgentEvalConfig, run_agents
+    from taskbench.agents import AgentEvalConfig, load_run, run_agents
     from taskbench.dataset.trajectories import read_trajectory
     from taskbench.llm import get_model
+    from taskbench.schema import EpisodeRow
 
     load_before = os.getloadavg()[0]
     out: dict[str, Any] = {"tasks": args.tasks, "load_before": load_before}
@@ -101,15 +103,19 @@ def main() -> None:
             start = time.perf_counter()
             result = run_agents(config, run, models={"agent": model})
             total = time.perf_counter() - start
-            records = [json.loads(line) for line in (run / "episodes.jsonl").read_text().splitlines()]
-            walls = [r["wall_seconds"] for r in records]
-            events, code_seconds = [], []
-            for r in records:
-                traj = read_trajectory(run / r["trajectory"])
+            _, latest = load_run(run)  # every episode's last line, typed (a failure is a FailedEpisodeRow)
+            rows = [r for r in latest.values() if isinstance(r, EpisodeRow)]
+            walls = [r.wall_seconds for r in rows]
+            events: list[int] = []
+            code_seconds: list[float] = []
+            for r in rows:
+                if r.trajectory is None:
+                    raise SystemExit(f"{agent}: episode {r.id} names no trajectory file")
+                traj = read_trajectory(run / r.trajectory)
                 events.append(len(traj.events))
                 code_seconds.append(sum(e.seconds for e in traj.events if e.kind == "code_run"))
             row = {"episodes": result.episodes, "failed": result.failed, **_quantiles(walls),
-                   "events_per_episode": round(statistics.mean(events), 1),
+                   "events_per_episode": round(statistics.mean(events), 1) if events else 0.0,
                    "sandbox_share": round(sum(code_seconds) / max(sum(walls), 1e-9), 3),
                    "run_seconds": round(total, 2)}
             out[agent] = row

@@ -27,7 +27,7 @@ from ...graph.loaders import load_tools
 from ...schema import AgentTask, CheckResult, ToolCall, ToolResult, ToolSpec
 from ..base import Environment
 from . import service as svc
-from .checking import evaluate, path_scores, resolve_checker
+from .checking import evaluate, path_scores, resolve_checker, run_script
 from .dataset import (
     RestBenchQueries,
     check_api,
@@ -37,6 +37,8 @@ from .dataset import (
     normalize_path,
     spec_path,
 )
+from .spotify import Spotify
+from .tmdb import TMDB
 
 TASK_SETS = ("auto", "restbench", "own", "all")
 CHECK_MODES = ("solved", "answer-only")
@@ -45,13 +47,7 @@ CHECK_MODES = ("solved", "answer-only")
 
 
 def _backend(api: str) -> svc.Backend:
-    if api == "tmdb":
-        from .tmdb import TMDB
-
-        return TMDB()
-    from .spotify import Spotify
-
-    return Spotify()
+    return TMDB() if api == "tmdb" else Spotify()
 
 
 class RestBenchEnv(Environment):
@@ -346,8 +342,6 @@ def open_spotify(**options: Any) -> RestBenchEnv:
 
 async def solve(env: RestBenchEnv, task: AgentTask) -> str:
     """Run ``task``'s solution script through ``env`` (calls recorded like an agent's) and return its answer."""
-    from .checking import run_script
-
     script = task.meta.get("solution")
     if not isinstance(script, dict):
         raise ConfigError(f"task {task.id} has no solution script")

@@ -2,7 +2,7 @@
 :mod:`.spotify`).
 
 Each handler is a function ``(db, args, session) -> body or (status, body)`` registered in :data:`ROUTES`
-(:mod:`.routing`); it reads the catalogue and the session's state through the :class:`~.spotify.Spotify`
+(:mod:`.routing`); it reads the catalogue and the session's state through the :class:`~.spotify_db.SpotifyDb`
 object's public methods. :func:`routes` binds the table to one database.
 """
 
@@ -15,9 +15,9 @@ from typing import Any, cast
 from .ids import base62
 from .routing import Endpoint, Routes
 from .service import ApiError
-from .spotify import API, Spotify
+from .spotify_db import API, SpotifyDb
 
-ROUTES: Routes[Spotify] = Routes("spotify")
+ROUTES: Routes[SpotifyDb] = Routes("spotify")
 _SEARCH_TYPES = ("album", "artist", "playlist", "track", "show", "episode", "audiobook")
 _FILTER = re.compile(r'(artist|album|track|genre|year):("([^"]*)"|(\S+))', re.IGNORECASE)
 
@@ -27,12 +27,12 @@ def _fold(text: str) -> str:
     return " ".join("".join(c if c.isalnum() else " " for c in plain).split())
 
 
-def routes(db: Spotify) -> dict[str, Endpoint]:
+def routes(db: SpotifyDb) -> dict[str, Endpoint]:
     """Every Spotify handler bound to ``db``."""
     return ROUTES.bind(db)
 
 
-def st(db: Spotify, session: str) -> dict[str, Any]:
+def st(db: SpotifyDb, session: str) -> dict[str, Any]:
     return db.session_state(session)
 
 
@@ -44,12 +44,12 @@ def stamp(s: dict[str, Any]) -> str:
 # ------------------------------------------------------------------------------------ catalogue
 
 @ROUTES.route("GET /albums/{id}")
-def get_album(db: Spotify, args: dict[str, Any], _s: str) -> Any:
+def get_album(db: SpotifyDb, args: dict[str, Any], _s: str) -> Any:
     return db.album_full(db.get(db.albums, args["id"], "album")["id"])
 
 
 @ROUTES.route("GET /albums/{id}/tracks")
-def album_tracks(db: Spotify, args: dict[str, Any], _s: str) -> Any:
+def album_tracks(db: SpotifyDb, args: dict[str, Any], _s: str) -> Any:
     al = db.get(db.albums, args["id"], "album")
     limit, offset = db.limits(args)
     items = [db.track_simple(t["id"]) for t in db.tracks_of_album(al["id"])]
@@ -57,12 +57,12 @@ def album_tracks(db: Spotify, args: dict[str, Any], _s: str) -> Any:
 
 
 @ROUTES.route("GET /artists/{id}")
-def get_artist(db: Spotify, args: dict[str, Any], _s: str) -> Any:
+def get_artist(db: SpotifyDb, args: dict[str, Any], _s: str) -> Any:
     return db.artist_full(db.get(db.artists, args["id"], "artist")["id"])
 
 
 @ROUTES.route("GET /artists/{id}/albums")
-def artist_albums(db: Spotify, args: dict[str, Any], _s: str) -> Any:
+def artist_albums(db: SpotifyDb, args: dict[str, Any], _s: str) -> Any:
     a = db.get(db.artists, args["id"], "artist")
     groups = [g.strip() for g in str(args.get("include_groups") or "").split(",") if g.strip()]
     bad = [g for g in groups if g not in ("album", "single", "appears_on", "compilation")]
@@ -75,7 +75,7 @@ def artist_albums(db: Spotify, args: dict[str, Any], _s: str) -> Any:
 
 
 @ROUTES.route("GET /artists/{id}/related-artists")
-def related_artists(db: Spotify, args: dict[str, Any], _s: str) -> Any:
+def related_artists(db: SpotifyDb, args: dict[str, Any], _s: str) -> Any:
     a = db.get(db.artists, args["id"], "artist")
     related = a.get("related")
     if related is None:
@@ -87,7 +87,7 @@ def related_artists(db: Spotify, args: dict[str, Any], _s: str) -> Any:
 
 
 @ROUTES.route("GET /artists/{id}/top-tracks")
-def top_tracks(db: Spotify, args: dict[str, Any], _s: str) -> Any:
+def top_tracks(db: SpotifyDb, args: dict[str, Any], _s: str) -> Any:
     a = db.get(db.artists, args["id"], "artist")
     listed = a.get("top_tracks")
     if listed is None:
@@ -97,19 +97,19 @@ def top_tracks(db: Spotify, args: dict[str, Any], _s: str) -> Any:
 
 
 @ROUTES.route("GET /browse/new-releases")
-def new_releases(db: Spotify, args: dict[str, Any], _s: str) -> Any:
+def new_releases(db: SpotifyDb, args: dict[str, Any], _s: str) -> Any:
     limit, offset = db.limits(args)
     newest = sorted(db.albums.values(), key=lambda al: (al["date"], al["name"]), reverse=True)
     return {"albums": db.page([db.album_simple(al["id"]) for al in newest], limit, offset, f"{API}/browse/new-releases")}
 
 
 @ROUTES.route("GET /tracks/{id}")
-def get_track(db: Spotify, args: dict[str, Any], _s: str) -> Any:
+def get_track(db: SpotifyDb, args: dict[str, Any], _s: str) -> Any:
     return db.track_full(db.get(db.tracks, args["id"], "track")["id"])
 
 
 @ROUTES.route("GET /recommendations")
-def recommendations(db: Spotify, args: dict[str, Any], _s: str) -> Any:
+def recommendations(db: SpotifyDb, args: dict[str, Any], _s: str) -> Any:
     seed_artists = [db.check_id(x, "artist") for x in str(args.get("seed_artists") or "").split(",") if x.strip()]
     seed_tracks = [db.check_id(x, "track") for x in str(args.get("seed_tracks") or "").split(",") if x.strip()]
     seed_genres = [g.strip() for g in str(args.get("seed_genres") or "").split(",") if g.strip()]
@@ -138,7 +138,7 @@ def recommendations(db: Spotify, args: dict[str, Any], _s: str) -> Any:
 # ------------------------------------------------------------------------------------ search
 
 @ROUTES.route("GET /search")
-def search(db: Spotify, args: dict[str, Any], session: str) -> Any:
+def search(db: SpotifyDb, args: dict[str, Any], session: str) -> Any:
     raw = args["type"]
     kinds = [str(k).strip() for k in (raw if isinstance(raw, list) else str(raw).split(",")) if str(k).strip()]
     if not kinds or any(k not in _SEARCH_TYPES for k in kinds):
@@ -207,18 +207,18 @@ def search(db: Spotify, args: dict[str, Any], session: str) -> Any:
 # ------------------------------------------------------------------------------------ the user
 
 @ROUTES.route("GET /me")
-def me(db: Spotify, _a: dict[str, Any], session: str) -> Any:
+def me(db: SpotifyDb, _a: dict[str, Any], session: str) -> Any:
     user = st(db, session)["me"]
     return {**db.user_public(user["id"], st(db, session)), "country": user.get("country", "US"), "email": user.get("email"),
             "explicit_content": {"filter_enabled": False, "filter_locked": False},
             "followers": {"href": None, "total": user.get("followers", 0)}, "images": [], "product": user.get("product", "premium")}
 
 
-def _saved(db: Spotify, kind: str) -> tuple[str, dict[str, Any]]:
+def _saved(db: SpotifyDb, kind: str) -> tuple[str, dict[str, Any]]:
     return ("saved_albums", db.albums) if kind == "album" else ("saved_tracks", db.tracks)
 
 
-def get_saved(db: Spotify, kind: str, args: dict[str, Any], session: str) -> Any:
+def get_saved(db: SpotifyDb, kind: str, args: dict[str, Any], session: str) -> Any:
     key, table = _saved(db, kind)
     limit, offset = db.limits(args)
     items = [{"added_at": i.get("added_at", db.now),
@@ -227,7 +227,7 @@ def get_saved(db: Spotify, kind: str, args: dict[str, Any], session: str) -> Any
     return db.page(items, limit, offset, f"{API}/me/{kind}s")
 
 
-def put_saved(db: Spotify, kind: str, args: dict[str, Any], session: str) -> Any:
+def put_saved(db: SpotifyDb, kind: str, args: dict[str, Any], session: str) -> Any:
     key, table = _saved(db, kind)
     ids = db.ids(args.get("ids"), kind, limit=20 if kind == "album" else 50)
     for i in ids:
@@ -239,7 +239,7 @@ def put_saved(db: Spotify, kind: str, args: dict[str, Any], session: str) -> Any
     return 200, None
 
 
-def delete_saved(db: Spotify, kind: str, args: dict[str, Any], session: str) -> Any:
+def delete_saved(db: SpotifyDb, kind: str, args: dict[str, Any], session: str) -> Any:
     key, _table = _saved(db, kind)
     ids = set(db.ids(args.get("ids"), kind, limit=20 if kind == "album" else 50))
     s = st(db, session)
@@ -248,37 +248,37 @@ def delete_saved(db: Spotify, kind: str, args: dict[str, Any], session: str) -> 
 
 
 @ROUTES.route("GET /me/albums")
-def get_saved_albums(db: Spotify, args: dict[str, Any], session: str) -> Any:
+def get_saved_albums(db: SpotifyDb, args: dict[str, Any], session: str) -> Any:
     return get_saved(db, "album", args, session)
 
 
 @ROUTES.route("PUT /me/albums")
-def put_saved_albums(db: Spotify, args: dict[str, Any], session: str) -> Any:
+def put_saved_albums(db: SpotifyDb, args: dict[str, Any], session: str) -> Any:
     return put_saved(db, "album", args, session)
 
 
 @ROUTES.route("DELETE /me/albums")
-def delete_saved_albums(db: Spotify, args: dict[str, Any], session: str) -> Any:
+def delete_saved_albums(db: SpotifyDb, args: dict[str, Any], session: str) -> Any:
     return delete_saved(db, "album", args, session)
 
 
 @ROUTES.route("GET /me/tracks")
-def get_saved_tracks(db: Spotify, args: dict[str, Any], session: str) -> Any:
+def get_saved_tracks(db: SpotifyDb, args: dict[str, Any], session: str) -> Any:
     return get_saved(db, "track", args, session)
 
 
 @ROUTES.route("PUT /me/tracks")
-def put_saved_tracks(db: Spotify, args: dict[str, Any], session: str) -> Any:
+def put_saved_tracks(db: SpotifyDb, args: dict[str, Any], session: str) -> Any:
     return put_saved(db, "track", args, session)
 
 
 @ROUTES.route("DELETE /me/tracks")
-def delete_saved_tracks(db: Spotify, args: dict[str, Any], session: str) -> Any:
+def delete_saved_tracks(db: SpotifyDb, args: dict[str, Any], session: str) -> Any:
     return delete_saved(db, "track", args, session)
 
 
 @ROUTES.route("GET /me/following")
-def following(db: Spotify, args: dict[str, Any], session: str) -> Any:
+def following(db: SpotifyDb, args: dict[str, Any], session: str) -> Any:
     if args.get("type") != "artist":
         raise ApiError(400, "Only valid type is artist")
     limit = int(args.get("limit") or 20)
@@ -294,7 +294,7 @@ def following(db: Spotify, args: dict[str, Any], session: str) -> Any:
                         "cursors": {"after": chunk[-1] if len(ids) > limit else None, "before": None}, "total": len(ids)}}
 
 
-def change_following(db: Spotify, add: bool, args: dict[str, Any], session: str) -> Any:
+def change_following(db: SpotifyDb, add: bool, args: dict[str, Any], session: str) -> Any:
     kind = args.get("type")
     if kind not in ("artist", "user"):
         raise ApiError(400, "Invalid type: must be artist or user")
@@ -318,17 +318,17 @@ def change_following(db: Spotify, add: bool, args: dict[str, Any], session: str)
 
 
 @ROUTES.route("PUT /me/following")
-def follow(db: Spotify, args: dict[str, Any], session: str) -> Any:
+def follow(db: SpotifyDb, args: dict[str, Any], session: str) -> Any:
     return change_following(db, True, args, session)
 
 
 @ROUTES.route("DELETE /me/following")
-def unfollow(db: Spotify, args: dict[str, Any], session: str) -> Any:
+def unfollow(db: SpotifyDb, args: dict[str, Any], session: str) -> Any:
     return change_following(db, False, args, session)
 
 
 @ROUTES.route("GET /me/top/{type}")
-def top(db: Spotify, args: dict[str, Any], session: str) -> Any:
+def top(db: SpotifyDb, args: dict[str, Any], session: str) -> Any:
     kind = args["type"]
     limit, offset = db.limits(args)
     if args.get("time_range") not in (None, "long_term", "medium_term", "short_term"):
@@ -341,19 +341,19 @@ def top(db: Spotify, args: dict[str, Any], session: str) -> Any:
 # ------------------------------------------------------------------------------------ playlists
 
 @ROUTES.route("GET /me/playlists")
-def my_playlists(db: Spotify, args: dict[str, Any], session: str) -> Any:
+def my_playlists(db: SpotifyDb, args: dict[str, Any], session: str) -> Any:
     limit, offset = db.limits(args)
     s = st(db, session)
     return db.page([db.playlist_obj(p, s, full=False) for p in s.get("playlists", [])], limit, offset, f"{API}/me/playlists")
 
 
 @ROUTES.route("GET /playlists/{playlist_id}")
-def get_playlist(db: Spotify, args: dict[str, Any], session: str) -> Any:
+def get_playlist(db: SpotifyDb, args: dict[str, Any], session: str) -> Any:
     s = st(db, session)
     return db.playlist_obj(db.playlist(s, args["playlist_id"]), s)
 
 
-def own(db: Spotify, s: dict[str, Any], playlist_id: Any) -> dict[str, Any]:
+def own(db: SpotifyDb, s: dict[str, Any], playlist_id: Any) -> dict[str, Any]:
     p = db.playlist(s, playlist_id)
     if p.get("owner") != s["me"]["id"] and not p.get("collaborative"):
         raise ApiError(403, "You cannot modify a playlist you don't own.")
@@ -361,7 +361,7 @@ def own(db: Spotify, s: dict[str, Any], playlist_id: Any) -> dict[str, Any]:
 
 
 @ROUTES.route("PUT /playlists/{playlist_id}")
-def change_playlist(db: Spotify, args: dict[str, Any], session: str) -> Any:
+def change_playlist(db: SpotifyDb, args: dict[str, Any], session: str) -> Any:
     s = st(db, session)
     p = own(db, s, args["playlist_id"])
     for key in ("name", "description", "public", "collaborative"):
@@ -372,14 +372,14 @@ def change_playlist(db: Spotify, args: dict[str, Any], session: str) -> Any:
 
 
 @ROUTES.route("GET /playlists/{playlist_id}/tracks")
-def playlist_tracks(db: Spotify, args: dict[str, Any], session: str) -> Any:
+def playlist_tracks(db: SpotifyDb, args: dict[str, Any], session: str) -> Any:
     s = st(db, session)
     p = db.playlist(s, args["playlist_id"])
     limit, offset = db.limits(args, default=100, most=100)
     return db.page(db.playlist_items(p, s), limit, offset, f"{API}/playlists/{p['id']}/tracks")
 
 
-def uris_of(db: Spotify, value: Any) -> list[str]:
+def uris_of(db: SpotifyDb, value: Any) -> list[str]:
     items = value if isinstance(value, list) else [u for u in str(value or "").split(",") if u.strip()]
     out = []
     for uri in items:
@@ -391,7 +391,7 @@ def uris_of(db: Spotify, value: Any) -> list[str]:
 
 
 @ROUTES.route("POST /playlists/{playlist_id}/tracks")
-def add_tracks(db: Spotify, args: dict[str, Any], session: str) -> Any:
+def add_tracks(db: SpotifyDb, args: dict[str, Any], session: str) -> Any:
     s = st(db, session)
     p = own(db, s, args["playlist_id"])
     ids = uris_of(db, args.get("uris"))
@@ -412,7 +412,7 @@ def add_tracks(db: Spotify, args: dict[str, Any], session: str) -> Any:
 
 
 @ROUTES.route("DELETE /playlists/{playlist_id}/tracks")
-def remove_tracks(db: Spotify, args: dict[str, Any], session: str) -> Any:
+def remove_tracks(db: SpotifyDb, args: dict[str, Any], session: str) -> Any:
     s = st(db, session)
     p = own(db, s, args["playlist_id"])
     raw = args.get("tracks")
@@ -428,7 +428,7 @@ def remove_tracks(db: Spotify, args: dict[str, Any], session: str) -> Any:
 
 
 @ROUTES.route("POST /users/{user_id}/playlists")
-def create_playlist(db: Spotify, args: dict[str, Any], session: str) -> Any:
+def create_playlist(db: SpotifyDb, args: dict[str, Any], session: str) -> Any:
     s = st(db, session)
     if args["user_id"] != s["me"]["id"]:
         raise ApiError(403, "You cannot create a playlist for another user")
@@ -461,7 +461,7 @@ def context_obj(s: dict[str, Any]) -> Any:
             "uri": context["uri"]}
 
 
-def playing(db: Spotify, s: dict[str, Any], with_device: bool) -> Any:
+def playing(db: SpotifyDb, s: dict[str, Any], with_device: bool) -> Any:
     player = s.get("player", {})
     if not player.get("item"):
         return 204, None
@@ -477,21 +477,21 @@ def playing(db: Spotify, s: dict[str, Any], with_device: bool) -> Any:
 
 
 @ROUTES.route("GET /me/player")
-def get_player(db: Spotify, _a: dict[str, Any], session: str) -> Any:
+def get_player(db: SpotifyDb, _a: dict[str, Any], session: str) -> Any:
     return playing(db, st(db, session), True)
 
 
 @ROUTES.route("GET /me/player/currently-playing")
-def currently_playing(db: Spotify, _a: dict[str, Any], session: str) -> Any:
+def currently_playing(db: SpotifyDb, _a: dict[str, Any], session: str) -> Any:
     return playing(db, st(db, session), False)
 
 
 @ROUTES.route("GET /me/player/devices")
-def devices(db: Spotify, _a: dict[str, Any], session: str) -> Any:
+def devices(db: SpotifyDb, _a: dict[str, Any], session: str) -> Any:
     return {"devices": st(db, session).get("devices", [])}
 
 
-def skip(db: Spotify, forward: bool, session: str) -> Any:
+def skip(db: SpotifyDb, forward: bool, session: str) -> Any:
     s = st(db, session)
     active(s)
     player = s.setdefault("player", {})
@@ -516,17 +516,17 @@ def skip(db: Spotify, forward: bool, session: str) -> Any:
 
 
 @ROUTES.route("POST /me/player/next")
-def next_track(db: Spotify, _a: dict[str, Any], session: str) -> Any:
+def next_track(db: SpotifyDb, _a: dict[str, Any], session: str) -> Any:
     return skip(db, True, session)
 
 
 @ROUTES.route("POST /me/player/previous")
-def previous_track(db: Spotify, _a: dict[str, Any], session: str) -> Any:
+def previous_track(db: SpotifyDb, _a: dict[str, Any], session: str) -> Any:
     return skip(db, False, session)
 
 
 @ROUTES.route("PUT /me/player/pause")
-def pause(db: Spotify, _a: dict[str, Any], session: str) -> Any:
+def pause(db: SpotifyDb, _a: dict[str, Any], session: str) -> Any:
     s = st(db, session)
     active(s)
     if not s.get("player", {}).get("is_playing"):
@@ -536,7 +536,7 @@ def pause(db: Spotify, _a: dict[str, Any], session: str) -> Any:
 
 
 @ROUTES.route("PUT /me/player/play")
-def play(db: Spotify, args: dict[str, Any], session: str) -> Any:
+def play(db: SpotifyDb, args: dict[str, Any], session: str) -> Any:
     s = st(db, session)
     active(s)
     player = s.setdefault("player", {})
@@ -582,7 +582,7 @@ def play(db: Spotify, args: dict[str, Any], session: str) -> Any:
 
 
 @ROUTES.route("GET /me/player/queue")
-def get_queue(db: Spotify, _a: dict[str, Any], session: str) -> Any:
+def get_queue(db: SpotifyDb, _a: dict[str, Any], session: str) -> Any:
     s = st(db, session)
     item = s.get("player", {}).get("item")
     return {"currently_playing": db.track_full(item) if item else None,
@@ -590,7 +590,7 @@ def get_queue(db: Spotify, _a: dict[str, Any], session: str) -> Any:
 
 
 @ROUTES.route("POST /me/player/queue")
-def add_queue(db: Spotify, args: dict[str, Any], session: str) -> Any:
+def add_queue(db: SpotifyDb, args: dict[str, Any], session: str) -> Any:
     s = st(db, session)
     active(s)
     uri = str(args["uri"])
@@ -601,7 +601,7 @@ def add_queue(db: Spotify, args: dict[str, Any], session: str) -> Any:
 
 
 @ROUTES.route("GET /me/player/recently-played")
-def recently_played(db: Spotify, args: dict[str, Any], session: str) -> Any:
+def recently_played(db: SpotifyDb, args: dict[str, Any], session: str) -> Any:
     limit = int(args.get("limit") or 20)
     if not 0 < limit <= 50:
         raise ApiError(400, "Invalid limit")
@@ -612,7 +612,7 @@ def recently_played(db: Spotify, args: dict[str, Any], session: str) -> Any:
 
 
 @ROUTES.route("PUT /me/player/repeat")
-def repeat(db: Spotify, args: dict[str, Any], session: str) -> Any:
+def repeat(db: SpotifyDb, args: dict[str, Any], session: str) -> Any:
     s = st(db, session)
     active(s)
     if args["state"] not in ("track", "context", "off"):
@@ -622,7 +622,7 @@ def repeat(db: Spotify, args: dict[str, Any], session: str) -> Any:
 
 
 @ROUTES.route("PUT /me/player/volume")
-def volume(db: Spotify, args: dict[str, Any], session: str) -> Any:
+def volume(db: SpotifyDb, args: dict[str, Any], session: str) -> Any:
     s = st(db, session)
     device = active(s)
     if not 0 <= args["volume_percent"] <= 100:

@@ -2,7 +2,7 @@
 the TV and network ones are in :mod:`.tmdb_tv`.
 
 Each handler is a function ``(db, args, session) -> body`` registered in :data:`ROUTES` (:mod:`.routing`);
-it reads the fixtures through the :class:`~.tmdb.TMDB` object's public helpers. :func:`routes` binds
+it reads the fixtures through the :class:`~.tmdb_db.TmdbDb` object's public helpers. :func:`routes` binds
 both tables to one database.
 """
 
@@ -15,24 +15,24 @@ from typing import Any
 from .ids import image_path, small_int
 from .routing import Endpoint, Handler, Routes
 from .service import ApiError
-from .tmdb import TMDB, by_popularity, department, latest, top_rated, words_match
+from .tmdb_db import TmdbDb, by_popularity, department, latest, top_rated, words_match
 from .tmdb_tv import TV_ROUTES
 
-ROUTES: Routes[TMDB] = Routes("tmdb")
+ROUTES: Routes[TmdbDb] = Routes("tmdb")
 
 
-def routes(db: TMDB) -> dict[str, Endpoint]:
+def routes(db: TmdbDb) -> dict[str, Endpoint]:
     """Every TMDB handler (movies and the rest here, TV and networks from :mod:`.tmdb_tv`) bound to ``db``."""
     return {**ROUTES.bind(db), **TV_ROUTES.bind(db)}
 
 
-def released(db: TMDB, m: dict[str, Any]) -> date:
+def released(db: TmdbDb, m: dict[str, Any]) -> date:
     return db.released(m) or date.min
 
 
 # ------------------------------------------------------------------------------------ movies
 
-def movie_details(db: TMDB, m: dict[str, Any]) -> dict[str, Any]:
+def movie_details(db: TmdbDb, m: dict[str, Any]) -> dict[str, Any]:
     coll = db.collections.get(m.get("collection")) if m.get("collection") else None
     vote = m.get("vote", [0, 0])
     return {
@@ -56,15 +56,15 @@ def movie_details(db: TMDB, m: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def movie(db: TMDB, args: dict[str, Any]) -> dict[str, Any]:
+def movie(db: TmdbDb, args: dict[str, Any]) -> dict[str, Any]:
     return db.get(db.movies, args["movie_id"])
 
 
 @ROUTES.route("GET /movie/{movie_id}")
-def get_movie(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def get_movie(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     m = movie(db, args)
     out = movie_details(db, m)
-    extras: dict[str, Handler[TMDB]] = {"credits": movie_credits, "images": movie_images, "keywords": movie_keywords,
+    extras: dict[str, Handler[TmdbDb]] = {"credits": movie_credits, "images": movie_images, "keywords": movie_keywords,
               "release_dates": movie_release_dates, "reviews": movie_reviews, "similar": movie_similar,
               "recommendations": movie_recommendations}
     for name in str(args.get("append_to_response") or "").split(","):
@@ -77,14 +77,14 @@ def get_movie(db: TMDB, args: dict[str, Any], _s: str) -> Any:
 
 
 @ROUTES.route("GET /movie/{movie_id}/credits")
-def movie_credits(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def movie_credits(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     m = movie(db, args)
     return {"id": m["id"], "cast": db.cast_credits("movie", m["id"], m.get("cast", [])),
             "crew": db.crew_credits("movie", m["id"], m.get("crew", []))}
 
 
 @ROUTES.route("GET /movie/{movie_id}/images")
-def movie_images(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def movie_images(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     m = movie(db, args)
     posters, backdrops = (m.get("images") or [2, 2])[:2]
     return {"id": m["id"], "backdrops": db.images("movie", m["id"], backdrops, "backdrop", 1.778, 1920),
@@ -92,13 +92,13 @@ def movie_images(db: TMDB, args: dict[str, Any], _s: str) -> Any:
 
 
 @ROUTES.route("GET /movie/{movie_id}/keywords")
-def movie_keywords(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def movie_keywords(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     m = movie(db, args)
     return {"id": m["id"], "keywords": [{"id": small_int("keyword", k), "name": k} for k in m.get("keywords", [])]}
 
 
 @ROUTES.route("GET /movie/{movie_id}/release_dates")
-def movie_release_dates(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def movie_release_dates(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     m = movie(db, args)
     by_country: dict[str, list[dict[str, Any]]] = {}
     for country, when, kind, cert, *note in m.get("release", []) or [["US", m.get("date", ""), 3, ""]]:
@@ -109,53 +109,53 @@ def movie_release_dates(db: TMDB, args: dict[str, Any], _s: str) -> Any:
 
 
 @ROUTES.route("GET /movie/{movie_id}/reviews")
-def movie_reviews(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def movie_reviews(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     m = movie(db, args)
     return {"id": m["id"], **db.page(args, db.media_reviews("movie", m))}
 
 
 @ROUTES.route("GET /movie/{movie_id}/similar")
-def movie_similar(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def movie_similar(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     m = movie(db, args)
     return db.page(args, [db.movie_brief(o) for o in db.neighbours(db.movies, m, "similar")])
 
 
 @ROUTES.route("GET /movie/{movie_id}/recommendations")
-def movie_recommendations(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def movie_recommendations(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     m = movie(db, args)
     return db.page(args, [db.movie_brief(o) for o in db.neighbours(db.movies, m, "recommendations")])
 
 
 @ROUTES.route("GET /movie/popular")
-def movie_popular(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def movie_popular(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     return db.page(args, [db.movie_brief(m) for m in by_popularity(list(db.movies.values()))])
 
 
 @ROUTES.route("GET /movie/top_rated")
-def movie_top_rated(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def movie_top_rated(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     return db.page(args, [db.movie_brief(m) for m in top_rated(list(db.movies.values()), 300)])
 
 
-def window(db: TMDB, low: date, high: date) -> list[dict[str, Any]]:
+def window(db: TmdbDb, low: date, high: date) -> list[dict[str, Any]]:
     return by_popularity([m for m in db.movies.values() if low <= released(db, m) <= high])
 
 
 @ROUTES.route("GET /movie/now_playing")
-def movie_now_playing(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def movie_now_playing(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     low, high = db.today - timedelta(days=42), db.today
     return db.page(args, [db.movie_brief(m) for m in window(db, low, high)],
                     {"dates": {"maximum": high.isoformat(), "minimum": low.isoformat()}})
 
 
 @ROUTES.route("GET /movie/upcoming")
-def movie_upcoming(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def movie_upcoming(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     low, high = db.today + timedelta(days=1), db.today + timedelta(days=28)
     return db.page(args, [db.movie_brief(m) for m in window(db, low, high)],
                     {"dates": {"maximum": high.isoformat(), "minimum": low.isoformat()}})
 
 
 @ROUTES.route("GET /movie/latest")
-def movie_latest(db: TMDB, _a: dict[str, Any], _s: str) -> Any:
+def movie_latest(db: TmdbDb, _a: dict[str, Any], _s: str) -> Any:
     return movie_details(db, latest(db.movies))
 
 
@@ -175,7 +175,7 @@ def year_of(value: str) -> int | None:
 
 
 @ROUTES.route("GET /search/movie")
-def search_movie(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def search_movie(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     found = search(list(db.movies.values()), args["query"], "title", "original_title")
     for key in ("year", "primary_release_year"):
         if args.get(key):
@@ -184,7 +184,7 @@ def search_movie(db: TMDB, args: dict[str, Any], _s: str) -> Any:
 
 
 @ROUTES.route("GET /search/tv")
-def search_tv(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def search_tv(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     found = search(list(db.tv.values()), args["query"], "name", "original_name")
     if args.get("first_air_date_year"):
         found = [t for t in found if year_of(t.get("date", "")) == args["first_air_date_year"]]
@@ -192,25 +192,25 @@ def search_tv(db: TMDB, args: dict[str, Any], _s: str) -> Any:
 
 
 @ROUTES.route("GET /search/person")
-def search_person(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def search_person(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     found = search(list(db.people.values()), args["query"], "name")
     return db.page(args, [db.person_brief(p, known_for=True) for p in found])
 
 
 @ROUTES.route("GET /search/company")
-def search_company(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def search_company(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     found = search(list(db.companies.values()), args["query"], "name")
     return db.page(args, [db.company_brief(c["id"]) for c in found])
 
 
-def collection_brief(db: TMDB, c: dict[str, Any]) -> dict[str, Any]:
+def collection_brief(db: TmdbDb, c: dict[str, Any]) -> dict[str, Any]:
     return {"adult": False, "backdrop_path": db.backdrop("collection", c["id"]), "id": c["id"], "name": c["name"],
             "original_language": "en", "original_name": c["name"], "overview": c.get("overview", ""),
             "poster_path": db.poster("collection", c["id"])}
 
 
 @ROUTES.route("GET /search/collection")
-def search_collection(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def search_collection(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     found = search(list(db.collections.values()), args["query"], "name")
     return db.page(args, [collection_brief(db, c) for c in found])
 
@@ -267,7 +267,7 @@ def _vote_filters(x: dict[str, Any], args: dict[str, Any]) -> bool:
 
 
 @ROUTES.route("GET /discover/movie")
-def discover_movie(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def discover_movie(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     out = []
     genres, genres_any = _ids(args.get("with_genres"))
     without, _ = _ids(args.get("without_genres"))
@@ -304,7 +304,7 @@ def discover_movie(db: TMDB, args: dict[str, Any], _s: str) -> Any:
 
 
 @ROUTES.route("GET /discover/tv")
-def discover_tv(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def discover_tv(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     out = []
     genres, genres_any = _ids(args.get("with_genres"))
     without, _ = _ids(args.get("without_genres"))
@@ -334,12 +334,12 @@ def discover_tv(db: TMDB, args: dict[str, Any], _s: str) -> Any:
 
 # ------------------------------------------------------------------------------------ people
 
-def person(db: TMDB, args: dict[str, Any]) -> dict[str, Any]:
+def person(db: TmdbDb, args: dict[str, Any]) -> dict[str, Any]:
     return db.crowd.get(args["person_id"]) or db.get(db.people, args["person_id"])
 
 
 @ROUTES.route("GET /person/{person_id}")
-def get_person(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def get_person(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     p = person(db, args)
     return {"adult": False, "also_known_as": list(p.get("aka", [])), "biography": db.biography(p),
             "birthday": p.get("birthday"), "deathday": p.get("deathday"), "gender": p.get("gender", 0),
@@ -350,7 +350,7 @@ def get_person(db: TMDB, args: dict[str, Any], _s: str) -> Any:
 
 
 @ROUTES.route("GET /person/{person_id}/movie_credits")
-def person_movie_credits(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def person_movie_credits(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     p = person(db, args)
     cast, crew = [], []
     for kind, m, order, what in db.person_movies.get(p["id"], []):
@@ -364,7 +364,7 @@ def person_movie_credits(db: TMDB, args: dict[str, Any], _s: str) -> Any:
 
 
 @ROUTES.route("GET /person/{person_id}/tv_credits")
-def person_tv_credits(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def person_tv_credits(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     p = person(db, args)
     cast, crew = [], []
     for kind, t, count, what in db.person_tv.get(p["id"], []):
@@ -378,18 +378,18 @@ def person_tv_credits(db: TMDB, args: dict[str, Any], _s: str) -> Any:
 
 
 @ROUTES.route("GET /person/{person_id}/images")
-def person_images(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def person_images(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     p = person(db, args)
     return {"id": p["id"], "profiles": db.images("person", p["id"], p.get("images", 2), "profile", 0.667, 800)}
 
 
 @ROUTES.route("GET /person/popular")
-def person_popular(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def person_popular(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     return db.page(args, [db.person_brief(p, known_for=True) for p in by_popularity(list(db.people.values()))])
 
 
 @ROUTES.route("GET /credit/{credit_id}")
-def get_credit(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def get_credit(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     credit = db.credits.get(args["credit_id"])
     if credit is None:
         raise ApiError(404, "The resource you requested could not be found.", 34)
@@ -408,7 +408,7 @@ def get_credit(db: TMDB, args: dict[str, Any], _s: str) -> Any:
 # ------------------------------------------------------------------------------------ companies, collections
 
 @ROUTES.route("GET /company/{company_id}")
-def get_company(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def get_company(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     c = db.get(db.companies, args["company_id"])
     parent = db.companies.get(c.get("parent")) if c.get("parent") else None
     return {"description": c.get("description", ""), "headquarters": c.get("hq", ""),
@@ -426,13 +426,13 @@ def logos(kind: str, key: int) -> list[dict[str, Any]]:
 
 
 @ROUTES.route("GET /company/{company_id}/images")
-def company_images(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def company_images(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     c = db.get(db.companies, args["company_id"])
     return {"id": c["id"], "logos": logos("company", c["id"]) if c.get("logo", True) else []}
 
 
 @ROUTES.route("GET /collection/{collection_id}")
-def get_collection(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def get_collection(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     c = db.get(db.collections, args["collection_id"])
     parts = sorted((db.movies[i] for i in c.get("parts", []) if i in db.movies), key=lambda m: released(db, m))
     return {"id": c["id"], "name": c["name"], "overview": c.get("overview", ""),
@@ -441,14 +441,14 @@ def get_collection(db: TMDB, args: dict[str, Any], _s: str) -> Any:
 
 
 @ROUTES.route("GET /collection/{collection_id}/images")
-def collection_images(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def collection_images(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     c = db.get(db.collections, args["collection_id"])
     return {"id": c["id"], "backdrops": db.images("collection", c["id"], 2, "backdrop", 1.778, 1920),
             "posters": db.images("collection", c["id"], 3, "poster", 0.667, 1000)}
 
 
 @ROUTES.route("GET /review/{review_id}")
-def get_review(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def get_review(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     entry = db.reviews.get(args["review_id"])
     if entry is None:
         raise ApiError(404, "The resource you requested could not be found.", 34)
@@ -463,22 +463,22 @@ def get_review(db: TMDB, args: dict[str, Any], _s: str) -> Any:
 
 # ------------------------------------------------------------------------------------ genres, trending
 
-def genre_list(db: TMDB, kind: str) -> dict[str, Any]:
+def genre_list(db: TmdbDb, kind: str) -> dict[str, Any]:
     return {"genres": [{"id": g, "name": n} for g, n in sorted(db.genre_names[kind].items(), key=lambda x: x[1])]}
 
 
 @ROUTES.route("GET /genre/movie/list")
-def movie_genres(db: TMDB, _a: dict[str, Any], _s: str) -> Any:
+def movie_genres(db: TmdbDb, _a: dict[str, Any], _s: str) -> Any:
     return genre_list(db, "movie")
 
 
 @ROUTES.route("GET /genre/tv/list")
-def tv_genres(db: TMDB, _a: dict[str, Any], _s: str) -> Any:
+def tv_genres(db: TmdbDb, _a: dict[str, Any], _s: str) -> Any:
     return genre_list(db, "tv")
 
 
 @ROUTES.route("GET /trending/{media_type}/{time_window}")
-def trending(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def trending(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     kind, time_window = args["media_type"], args["time_window"]
     pool: list[tuple[float, int, dict[str, Any]]] = []
     if kind in ("all", "movie"):

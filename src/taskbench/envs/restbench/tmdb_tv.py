@@ -11,16 +11,16 @@ from typing import Any
 
 from .ids import image_path, small_int
 from .routing import Routes
-from .tmdb import TMDB, by_popularity, latest, top_rated
+from .tmdb_db import TmdbDb, by_popularity, latest, top_rated
 
-TV_ROUTES: Routes[TMDB] = Routes("tmdb")
+TV_ROUTES: Routes[TmdbDb] = Routes("tmdb")
 
 
-def show(db: TMDB, args: dict[str, Any]) -> dict[str, Any]:
+def show(db: TmdbDb, args: dict[str, Any]) -> dict[str, Any]:
     return db.get(db.tv, args["tv_id"])
 
 
-def season_of(db: TMDB, args: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def season_of(db: TmdbDb, args: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     t = show(db, args)
     return t, db.season(t, args["season_number"])
 
@@ -33,7 +33,7 @@ def episode_id(t: dict[str, Any], s: int, e: int) -> int:
     return small_int("episode", t["id"], s, e, modulo=9_000_000)
 
 
-def episode_obj(db: TMDB, t: dict[str, Any], s: dict[str, Any], ep: dict[str, Any], full: bool = True) -> dict[str, Any]:
+def episode_obj(db: TmdbDb, t: dict[str, Any], s: dict[str, Any], ep: dict[str, Any], full: bool = True) -> dict[str, Any]:
     eid = episode_id(t, s["n"], ep["n"])
     out: dict[str, Any] = {
         "air_date": ep.get("date", ""), "episode_number": ep["n"], "id": eid, "name": ep.get("name", ""),
@@ -46,7 +46,7 @@ def episode_obj(db: TMDB, t: dict[str, Any], s: dict[str, Any], ep: dict[str, An
     return out
 
 
-def details(db: TMDB, t: dict[str, Any]) -> dict[str, Any]:
+def details(db: TmdbDb, t: dict[str, Any]) -> dict[str, Any]:
     seasons = t.get("seasons", [])
     aired = [(s, ep) for s in seasons if s["n"] > 0 for ep in s.get("episodes", []) if ep.get("date")
              and ep["date"] <= db.today.isoformat()]
@@ -85,26 +85,26 @@ def details(db: TMDB, t: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def network_brief(db: TMDB, nid: int) -> dict[str, Any]:
+def network_brief(db: TmdbDb, nid: int) -> dict[str, Any]:
     n = db.networks.get(nid, {"id": nid, "name": f"network {nid}"})
     return {"id": nid, "logo_path": image_path("network", nid, "logo", 0, ext=".png"), "name": n["name"],
             "origin_country": n.get("country", "")}
 
 
 @TV_ROUTES.route("GET /tv/{tv_id}")
-def get_tv(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def get_tv(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     return details(db, show(db, args))
 
 
 @TV_ROUTES.route("GET /tv/{tv_id}/credits")
-def tv_credits(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def tv_credits(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     t = show(db, args)
     return {"cast": db.cast_credits("tv", t["id"], t.get("cast", []), with_cast_id=False),
             "crew": db.crew_credits("tv", t["id"], t.get("crew", [])), "id": t["id"]}
 
 
 @TV_ROUTES.route("GET /tv/{tv_id}/images")
-def tv_images(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def tv_images(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     t = show(db, args)
     posters, backdrops = (t.get("images") or [2, 2])[:2]
     return {"backdrops": db.images("tv", t["id"], backdrops, "backdrop", 1.778, 1920), "id": t["id"],
@@ -112,60 +112,60 @@ def tv_images(db: TMDB, args: dict[str, Any], _s: str) -> Any:
 
 
 @TV_ROUTES.route("GET /tv/{tv_id}/keywords")
-def tv_keywords(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def tv_keywords(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     t = show(db, args)
     return {"id": t["id"], "results": [{"id": small_int("keyword", k), "name": k} for k in t.get("keywords", [])]}
 
 
 @TV_ROUTES.route("GET /tv/{tv_id}/reviews")
-def tv_reviews(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def tv_reviews(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     t = show(db, args)
     return {"id": t["id"], **db.page(args, db.media_reviews("tv", t))}
 
 
 @TV_ROUTES.route("GET /tv/{tv_id}/similar")
-def tv_similar(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def tv_similar(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     t = show(db, args)
     return db.page(args, [db.tv_brief(o) for o in db.neighbours(db.tv, t, "similar")])
 
 
 @TV_ROUTES.route("GET /tv/{tv_id}/recommendations")
-def tv_recommendations(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def tv_recommendations(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     t = show(db, args)
     return db.page(args, [db.tv_brief(o) for o in db.neighbours(db.tv, t, "recommendations")])
 
 
-def listed(db: TMDB, name: str) -> list[dict[str, Any]]:
+def listed(db: TmdbDb, name: str) -> list[dict[str, Any]]:
     return by_popularity([t for t in db.tv.values() if name in t.get("lists", [])])
 
 
 @TV_ROUTES.route("GET /tv/popular")
-def tv_popular(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def tv_popular(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     return db.page(args, [db.tv_brief(t) for t in by_popularity(list(db.tv.values()))])
 
 
 @TV_ROUTES.route("GET /tv/top_rated")
-def tv_top_rated(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def tv_top_rated(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     return db.page(args, [db.tv_brief(t) for t in top_rated(list(db.tv.values()), 200)])
 
 
 @TV_ROUTES.route("GET /tv/on_the_air")
-def tv_on_the_air(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def tv_on_the_air(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     return db.page(args, [db.tv_brief(t) for t in listed(db, "on_the_air")])
 
 
 @TV_ROUTES.route("GET /tv/airing_today")
-def tv_airing_today(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def tv_airing_today(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     return db.page(args, [db.tv_brief(t) for t in listed(db, "airing_today")])
 
 
 @TV_ROUTES.route("GET /tv/latest")
-def tv_latest(db: TMDB, _a: dict[str, Any], _s: str) -> Any:
+def tv_latest(db: TmdbDb, _a: dict[str, Any], _s: str) -> Any:
     return details(db, latest(db.tv))
 
 
 @TV_ROUTES.route("GET /tv/{tv_id}/season/{season_number}")
-def get_season(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def get_season(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     t, s = season_of(db, args)
     sid = season_id(t, s["n"])
     return {"_id": str(sid), "air_date": s.get("date", ""),
@@ -175,7 +175,7 @@ def get_season(db: TMDB, args: dict[str, Any], _s: str) -> Any:
 
 
 @TV_ROUTES.route("GET /tv/{tv_id}/season/{season_number}/credits")
-def season_credits(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def season_credits(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     t, s = season_of(db, args)
     crew = [list(c) for c in s.get("crew", [])]
     for ep in s.get("episodes", []):
@@ -187,25 +187,25 @@ def season_credits(db: TMDB, args: dict[str, Any], _s: str) -> Any:
 
 
 @TV_ROUTES.route("GET /tv/{tv_id}/season/{season_number}/images")
-def season_images(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def season_images(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     t, s = season_of(db, args)
     sid = season_id(t, s["n"])
     return {"id": sid, "posters": db.images("season", sid, 2, "poster", 0.667, 1000)}
 
 
-def episode_of(db: TMDB, args: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+def episode_of(db: TmdbDb, args: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     t, s = season_of(db, args)
     return t, s, db.episode(s, args["episode_number"])
 
 
 @TV_ROUTES.route("GET /tv/{tv_id}/season/{season_number}/episode/{episode_number}")
-def get_episode(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def get_episode(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     t, s, ep = episode_of(db, args)
     return episode_obj(db, t, s, ep)
 
 
 @TV_ROUTES.route("GET /tv/{tv_id}/season/{season_number}/episode/{episode_number}/credits")
-def episode_credits(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def episode_credits(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     t, s, ep = episode_of(db, args)
     return {"cast": db.cast_credits("tv", t["id"], ep.get("cast", s.get("cast", t.get("cast", []))), with_cast_id=False),
             "crew": db.crew_credits("tv", t["id"], ep.get("crew", [])),
@@ -214,14 +214,14 @@ def episode_credits(db: TMDB, args: dict[str, Any], _s: str) -> Any:
 
 
 @TV_ROUTES.route("GET /tv/{tv_id}/season/{season_number}/episode/{episode_number}/images")
-def episode_images(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def episode_images(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     t, s, ep = episode_of(db, args)
     eid = episode_id(t, s["n"], ep["n"])
     return {"id": eid, "stills": db.images("episode", eid, ep.get("images", 2), "still", 1.778, 1920)}
 
 
 @TV_ROUTES.route("GET /network/{network_id}")
-def get_network(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def get_network(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     n = db.get(db.networks, args["network_id"])
     return {"headquarters": n.get("hq", ""), "homepage": n.get("homepage", ""), "id": n["id"],
             "logo_path": image_path("network", n["id"], "logo", 0, ext=".png"), "name": n["name"],
@@ -229,7 +229,7 @@ def get_network(db: TMDB, args: dict[str, Any], _s: str) -> Any:
 
 
 @TV_ROUTES.route("GET /network/{network_id}/images")
-def network_images(db: TMDB, args: dict[str, Any], _s: str) -> Any:
+def network_images(db: TmdbDb, args: dict[str, Any], _s: str) -> Any:
     n = db.get(db.networks, args["network_id"])
     return {"id": n["id"], "logos": [{"aspect_ratio": 3.73, "file_path": image_path("network", n["id"], "logo", 0, ext=".png"),
                                       "height": 268, "id": image_path("network", n["id"], "logo-id", 0)[1:25],
