@@ -121,7 +121,7 @@ test: install $(TESTDEPS) sandbox-tools mcp-servers
 	$(BIN)/python -m pytest -q
 
 lint: install
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks tools
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
 

@@ -55,6 +55,7 @@ class GenerateJob(ShardedJob):
 
     async def run_shard(self, keys: list[str], output: Path) -> dict[str, Any]:
         from ..engine.generate import _Engine, sample_id
+        from ..engine.output import check_generation_record
         from ..errors import ModelError
         from ..records import run_records
 
@@ -66,7 +67,8 @@ class GenerateJob(ShardedJob):
         try:
             engine = _Engine(graph, model, self.options, critic)
             await run_records(entries, engine.work, output, key=lambda e: sample_id(e.index),
-                              concurrency=self.options.concurrency, failure=engine.failure, catch=(ModelError,))
+                              concurrency=self.options.concurrency, failure=engine.failure, catch=(ModelError,),
+                              check=check_generation_record)
         finally:
             await model.aclose()
             if critic is not None:
