@@ -80,8 +80,8 @@ def test_gold_trajectories_give_executed_steps_checked_code_and_routed_reviews(t
         return [json.loads(x) for x in (tmp_path / f"{role}.jsonl").read_text().splitlines()]
 
     # grounding targets: every kept plan is the next executed gold step (never a perturbed one), or FINISH;
-    # the thought names the gold plan and the steps done, and FINISH reports the last result, so no two
-    # targets are the same answer (one fixed FINISH answer was a third of the targets, and a student learnt it)
+    # FINISH reports the last result, so no two targets are the same answer (one fixed FINISH answer was a third
+    # of the targets, and a student learnt it); the thought is short and names the step
     targets = []
     for r in rows("grounding"):
         answer = json.loads(r["messages"][-1]["content"])
@@ -91,7 +91,8 @@ def test_gold_trajectories_give_executed_steps_checked_code_and_routed_reviews(t
         done = user.split("Steps so far:", 1)[1].count("\n   result: ") if "Steps so far:" in user else 0
         path = gold[query]
         assert action["tool"] == (path[done] if done < len(path) else "FINISH")
-        assert answer["thought"].startswith(f"Plan: {', '.join(path)}. Done: {done} of {len(path)}.")
+        assert answer["thought"] == (f"Step {done + 1}: {path[done]}." if done < len(path)
+                                     else f"Steps done: {len(path)}. The task is answered.")
         if done < len(path):
             assert "Feedback on your last plan" in user or all(a["value"] != "unknown" for a in action["arguments"])
         else:
@@ -237,3 +238,21 @@ def test_held_out_scores_per_role_count_right_and_wrong_answers(tmp_path: Path) 
                                                                  "limit": None}}))
     with pytest.raises(ConfigError, match="training data"):
         score_role(tmp_path, "grounding", f"llamacpp/smollm2-135m+{adapter}", limit=2)
+
+
+def test_max_same_target_caps_one_answer_and_keeps_the_rest_in_order() -> None:
+    from taskbench.distill.data import cap_repeats
+
+    def row(i: int, answer: str) -> dict:
+        return {"messages": [{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": answer}],
+                "meta": {}}
+
+    accept = '{"verdict": "accept"}'
+    rows = [row(i, accept if i % 5 else f"revise {i}") for i in range(20)]  # 16 accepts, 4 distinct revises
+    kept, dropped = cap_repeats(rows, 3, seed=1)
+    assert dropped == 13 and len(kept) == 7
+    assert sum(r["messages"][-1]["content"] == accept for r in kept) == 3
+    assert [r["messages"][0]["content"] for r in kept] == sorted((r["messages"][0]["content"] for r in kept),
+                                                                 key=lambda q: int(q[1:]))
+    assert cap_repeats(rows, 3, seed=1) == (kept, dropped) and cap_repeats(rows, 3, seed=2)[0] != kept
+    assert cap_repeats(rows, None) == (rows, 0)

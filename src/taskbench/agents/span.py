@@ -130,14 +130,14 @@ class GoldTeacher:
     def _plan(self, user: str) -> str:
         g = self._task(user, "Task:")
         k = self._done(user)
-        # the thought names the whole plan and how far it is, so the choice between the next tool and FINISH is
-        # read off the steps so far; the FINISH answer reports the last result (one fixed FINISH answer made a
-        # third of the grounding targets identical, and a 0.5B student learnt to answer nothing else)
+        # the FINISH answer reports the last result: one fixed FINISH answer made a third of the grounding targets
+        # identical, and a 0.5B student learnt to answer nothing else. The thought is short: one that listed the
+        # whole gold plan taught a 0.5B student to write long lists, which looped (docs/distill.md)
         plan = ", ".join(s.tool for s in g.steps)
         if k >= len(g.steps):
             results = re.findall(r"^   result: (.*)$", user.split("Steps so far:", 1)[-1], re.M)
             last = f" The result: {results[-1][:200]}" if results else ""
-            return json.dumps({"thought": f"Plan: {plan}. Done: {len(g.steps)} of {len(g.steps)}.", "action": {
+            return json.dumps({"thought": f"Steps done: {len(g.steps)}. The task is answered.", "action": {
                 "tool": FINISH, "answer": f"Done with {plan}.{last}"}})
         step = g.steps[k]
         revising = "Feedback on your last plan:" in user
@@ -146,7 +146,7 @@ class GoldTeacher:
         if kind is not None and not revising:
             tool, args = _perturbed(g, k, kind)
         target = "the artifact id" if g.resource else "the result"
-        return json.dumps({"thought": f"Plan: {plan}. Done: {k} of {len(g.steps)}. Next: {tool}.", "action": {
+        return json.dumps({"thought": f"Step {k + 1}: {tool}.", "action": {
             "tool": tool, "arguments": [{"name": n, "value": v} for n, v in args.items()], "target": target}})
 
     def _review(self, user: str) -> str:

@@ -320,6 +320,9 @@ def distill_command(
     max_length: int = typer.Option(1024, "--max-length", min=16, help="Longer examples are skipped (counted)."),
     seed: int = typer.Option(0, "--seed", "-s", help="Seed of the example order and the adapter's initialisation."),
     limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N examples."),
+    max_same_target: int | None = typer.Option(None, "--max-same-target", min=1, help="At most N examples of "
+                                               "any one answer, drawn by --seed (the review's accept verdict is "
+                                               "most of its gold targets; counted in distill.json)."),
     targets: str = typer.Option("q_proj,k_proj,v_proj,o_proj", "--targets", help="Modules to adapt."),
     layers: int | None = typer.Option(None, "--layers", min=1, help="Adapt only the top N layers: the backward "
                                       "pass stops below them, so a step costs less (default: every layer)."),
@@ -340,7 +343,8 @@ def distill_command(
     from ..distill.train import DistillConfig, check, distill
 
     config = DistillConfig(role=role, data=str(data), base=base, rank=rank, alpha=alpha, lr=lr, epochs=epochs,
-                           max_length=max_length, seed=seed, limit=limit, checkpoint_every=checkpoint_every,
+                           max_length=max_length, seed=seed, limit=limit, max_same_target=max_same_target,
+                           checkpoint_every=checkpoint_every,
                            threads=threads, targets=_split([targets]), layers=layers)
     check(config, output, resume=resume)  # bad input is one line, before any progress bar is drawn
     console = make_console(stderr=True, quiet=quiet)
@@ -354,7 +358,8 @@ def distill_command(
 
         result = distill(config, output, resume=resume, progress=progress)
     make_console().print(
-        f"{result.examples} examples ({result.skipped_too_long} longer than --max-length skipped), {result.steps} "
+        f"{result.examples} examples ({result.skipped_too_long} longer than --max-length skipped, "
+        f"{result.dropped_repeated} over --max-same-target dropped), {result.steps} "
         f"steps, loss {result.first_loss:.3f} -> {result.last_loss:.3f}, {result.seconds:.0f} s "
         f"({result.seconds_per_example} s/example, peak RSS {result.peak_rss_mb:.0f} MB)\n"
         f"adapter: {output}  (run it: --model-{role} llamacpp/BASE+{output})", highlight=False)

@@ -4,6 +4,8 @@ held-out rule enforced: an example from a RestBench environment is refused (its 
 from __future__ import annotations
 
 import json
+import random
+from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -46,4 +48,21 @@ def load_examples(data: str | Path, role: str) -> list[dict[str, Any]]:
     return out
 
 
-__all__ = ["load_examples"]
+def cap_repeats(rows: list[dict[str, Any]], most: int | None, seed: int = 0) -> tuple[list[dict[str, Any]], int]:
+    """``rows`` with at most ``most`` examples of any one answer (the target text), the kept ones drawn by
+    ``seed`` and left in their order; -> (rows, how many were dropped). A role whose targets are mostly one
+    answer (the review's accept verdict: 100 of 111 gold examples) teaches a student that answer alone."""
+    if most is None:
+        return rows, 0
+    by_target: dict[str, list[int]] = defaultdict(list)
+    for i, r in enumerate(rows):
+        by_target[str(r["messages"][-1].get("content") or "")].append(i)
+    rng = random.Random(seed)
+    keep: set[int] = set()
+    for target in sorted(by_target):
+        idx = by_target[target]
+        keep.update(idx if len(idx) <= most else rng.sample(idx, most))
+    return [r for i, r in enumerate(rows) if i in keep], len(rows) - len(keep)
+
+
+__all__ = ["cap_repeats", "load_examples"]

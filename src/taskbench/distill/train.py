@@ -35,7 +35,7 @@ from pydantic import BaseModel, Field
 
 from ..dataset.jsonio import write_json
 from ..errors import ConfigError, InputError, MissingDependencyError
-from .data import load_examples
+from .data import cap_repeats, load_examples
 
 DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj")
 
@@ -54,6 +54,8 @@ class DistillConfig(BaseModel):
     seed: int = 0
     grad_accum: int = Field(default=1, ge=1)
     limit: int | None = Field(default=None, ge=1, description="Only the first N examples.")
+    max_same_target: int | None = Field(default=None, ge=1, description="At most N examples of any one "
+                                        "answer (drawn by seed); None: every example.")
     targets: list[str] = Field(default_factory=lambda: list(DEFAULT_TARGETS))
     layers: int | None = Field(default=None, ge=1, description="Adapt only the top N transformer layers "
                                "(the backward pass stops below them); None: every layer.")
@@ -67,6 +69,7 @@ class DistillResult(BaseModel):
     output: str
     examples: int
     skipped_too_long: int
+    dropped_repeated: int = 0
     steps: int
     resumed_from: int = 0
     first_loss: float | None = None
@@ -189,14 +192,16 @@ def _atomic_dir(tmp: Path, final: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def check(config: DistillConfig, output: str | Path, *, resume: bool = False) -> list[dict[str, Any]]:
-    """The examples :func:`distill` would train on; raises what it would raise for bad data or an output
-    directory that holds something else (the CLI calls it before drawing its progress bar)."""
-    rows = load_examples(config.data, config.role)[: config.limit]
+def check(config: DistillConfig, output: str | Path, *, resume: bool = False) -> tuple[list[dict[str, Any]], int]:
+    """(the examples :func:`distill` would train on, how many ``max_same_target`` dropped); raises what it would
+    raise for bad data or an output directory that holds something else (the CLI calls it before drawing its
+    progress bar)."""
+    rows, dropped = cap_repeats(load_examples(config.data, config.role)[: config.limit], config.max_same_target,
+                                config.seed)
     out = Path(output)
     if out.exists() and any(out.iterdir()) and not resume:
         raise ConfigError(f"{out} is not empty: pass --resume to continue its training, or choose another -o")
-    return rows
+    return rows, dropped
 
 
 def distill(config: DistillConfig, output: str | Path, *, resume: bool = False,
@@ -204,7 +209,7 @@ def distill(config: DistillConfig, output: str | Path, *, resume: bool = False,
     """Train the LoRA student of ``config.role`` into ``output`` (see the module docstring)."""
     torch, _, peft = _imports()
     out = Path(output)
-    rows = check(config, out, resume=resume)
+    rows, dropped = check(config, out, resume=resume)
     state_file = out / "checkpoint" / "state.pt"
     if config.threads:
         torch.set_num_threads(config.threads)
@@ -285,7 +290,7 @@ def distill(config: DistillConfig, output: str | Path, *, resume: bool = False,
     trained = done - resumed
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     result_doc = DistillResult(
-        output=str(out), examples=len(encoded), skipped_too_long=skipped, steps=done, resumed_from=resumed,
+        output=str(out), examples=len(encoded), skipped_too_long=skipped, dropped_repeated=dropped, steps=done, resumed_from=resumed,
         first_loss=losses[0] if losses else None, last_loss=losses[-1] if losses else None,
         seconds=round(seconds, 2), seconds_per_example=round(seconds / trained, 3) if trained else None,
         peak_rss_mb=round(peak, 1), gguf=str(gguf_out))
