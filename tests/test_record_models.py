@@ -215,3 +215,13 @@ def test_a_malformed_line_of_data_raw_stops_the_output_step_and_the_resume_namin
     with pytest.raises(InputError, match=r"data_raw\.json:2: .*critics\.rule"):
         generate(mm, _oracle(resumed), out, GenerateOptions(n=4, keep="none"))
     assert resumed.calls == []  # refused before any model call, not after generating entry 3
+
+
+def test_records_the_engine_wrote_before_the_model_read_back_to_the_same_bytes() -> None:
+    # tests/data/data_raw_36b4828.json: lines the engine wrote at 36b4828, before the record was a model (the
+    # scripted oracle: back-instruct with a separate critic, two-stage, and two calls that failed for good)
+    lines = (Path(__file__).parent / "data" / "data_raw_36b4828.json").read_text(encoding="utf-8").splitlines()
+    records = [_round_trips(line) for line in lines]
+    assert sum(isinstance(r, FailedGenerationRecord) for r in records) == 2
+    assert any(isinstance(r, GenerationRecord) and r.critic is not None for r in records)
+    assert any(isinstance(r, GenerationRecord) and r.stages for r in records)

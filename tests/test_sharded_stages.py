@@ -189,3 +189,25 @@ def test_run_with_an_executor_shards_every_stage_and_equals_a_local_run(tmp_path
 
     assert scores(sharded.entries) == scores(local.entries)
     assert [st.kind for st in sharded.stages] == ["generate", "agents"]
+
+
+def test_sharded_generate_refuses_a_malformed_data_raw_line_before_any_model_call(tmp_path, mm):
+    from taskbench.errors import InputError
+    from taskbench.executors.generate import agenerate_sharded
+
+    cache = str(tmp_path / "cache.sqlite")
+    options = GenerateOptions(n=4, seed=2, concurrency=1)
+    out = tmp_path / "sharded"
+    asyncio.run(agenerate_sharded(mm, ModelConfig(spec="mock/echo", options={"cache": cache}), out, options,
+                                  executor=LocalExecutor(2), shards=2))
+    raw = out / "data_raw.json"
+    lines = raw.read_text().splitlines()
+    broken = json.loads(lines[1])
+    broken["plan"] = "not a plan"
+    raw.write_text("\n".join([lines[0], json.dumps(broken), *lines[2:]]) + "\n")
+    before = raw.read_text()
+    with pytest.raises(InputError, match=r"data_raw\.json:2: .*malformed"):
+        asyncio.run(agenerate_sharded(mm, ModelConfig(spec="mock/echo", options={"cache": cache}), out,
+                                      options.model_copy(update={"n": 6}), executor=LocalExecutor(2),
+                                      shards=2))
+    assert raw.read_text() == before  # the two new entries were never generated

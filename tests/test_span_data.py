@@ -80,8 +80,8 @@ def test_gold_trajectories_give_executed_steps_checked_code_and_routed_reviews(t
         return [json.loads(x) for x in (tmp_path / f"{role}.jsonl").read_text().splitlines()]
 
     # grounding targets: every kept plan is the next executed gold step (never a perturbed one), or FINISH;
-    # FINISH reports the last result, so no two targets are the same answer (one fixed FINISH answer was a third
-    # of the targets, and a student learnt it); the thought is short and names the step
+    # FINISH names the plan and the last result, so (in this split) no two targets are the same answer (one
+    # fixed FINISH answer was a third of the targets, and a student learnt it); the thought names the step
     targets = []
     for r in rows("grounding"):
         answer = json.loads(r["messages"][-1]["content"])
@@ -256,3 +256,15 @@ def test_max_same_target_caps_one_answer_and_keeps_the_rest_in_order() -> None:
                                                                  key=lambda q: int(q[1:]))
     assert cap_repeats(rows, 3, seed=1) == (kept, dropped) and cap_repeats(rows, 3, seed=2)[0] != kept
     assert cap_repeats(rows, None) == (rows, 0)
+
+
+def test_a_checkpoint_without_a_newer_option_resumes_with_its_default() -> None:
+    from taskbench.distill.train import DistillConfig, _with_defaults
+
+    config = DistillConfig(role="grounding", data="d", base="b")
+    saved = config.model_dump(mode="json")
+    saved.pop("max_same_target")  # a checkpoint written before --max-same-target existed
+    assert _with_defaults(saved) == config.model_dump(mode="json")
+    assert _with_defaults({**saved, "lr": 1.0}) != config.model_dump(mode="json")
+    assert _with_defaults(saved) != DistillConfig(role="grounding", data="d", base="b",
+                                                  max_same_target=3).model_dump(mode="json")

@@ -9,8 +9,8 @@ Two sources feed :mod:`taskbench.distill` (one LoRA student per ConAgents role):
   ConAgents protocol (automatic) runs each task with a *gold teacher* in every role, so every prompt is the one
   a student sees at inference time:
 
-  - grounding answers the next executed gold step (tool and arguments), or FINISH after the last one with
-    the last result; its thought names the whole gold plan and how many steps are done;
+  - grounding answers the next executed gold step (tool and arguments) with a short thought naming it, or
+    FINISH after the last one, its answer naming the plan and the last result;
   - execution answers a program that calls the tool and extracts what the next step needs; it runs in the
     sandbox, and only programs that ran without error are kept (``export_sft``'s rule);
   - review: on a share of steps (``perturb``) the teacher first proposes a perturbed plan (a wrong tool, a
@@ -130,8 +130,8 @@ class GoldTeacher:
     def _plan(self, user: str) -> str:
         g = self._task(user, "Task:")
         k = self._done(user)
-        # the FINISH answer reports the last result: one fixed FINISH answer made a third of the grounding targets
-        # identical, and a 0.5B student learnt to answer nothing else. The thought is short: one that listed the
+        # the FINISH answer names the plan and the last result: one fixed FINISH answer made a third of the
+        # grounding targets identical, and a 0.5B student learnt to answer nothing else. The thought is short: one that listed the
         # whole gold plan taught a 0.5B student to write long lists, which looped (docs/distill.md)
         plan = ", ".join(s.tool for s in g.steps)
         if k >= len(g.steps):

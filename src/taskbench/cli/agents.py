@@ -358,8 +358,9 @@ def distill_command(
 
         result = distill(config, output, resume=resume, progress=progress)
     make_console().print(
-        f"{result.examples} examples ({result.skipped_too_long} longer than --max-length skipped, "
-        f"{result.dropped_repeated} over --max-same-target dropped), {result.steps} "
+        f"{result.examples} examples ({result.skipped_too_long} longer than --max-length skipped"
+        + (f", {result.dropped_repeated} over --max-same-target dropped" if max_same_target else "")
+        + f"), {result.steps} "
         f"steps, loss {result.first_loss:.3f} -> {result.last_loss:.3f}, {result.seconds:.0f} s "
         f"({result.seconds_per_example} s/example, peak RSS {result.peak_rss_mb:.0f} MB)\n"
         f"adapter: {output}  (run it: --model-{role} llamacpp/BASE+{output})", highlight=False)

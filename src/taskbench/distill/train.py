@@ -230,7 +230,7 @@ def distill(config: DistillConfig, output: str | Path, *, resume: bool = False,
     done = 0
     if resume and state_file.is_file():
         state = torch.load(str(state_file), weights_only=False)
-        if state.get("config") != config.model_dump(mode="json"):
+        if _with_defaults(state.get("config")) != config.model_dump(mode="json"):
             raise ConfigError(f"{out}: its checkpoint is of another configuration; choose another -o")
         weights = peft.load_peft_weights(str(out / "checkpoint"))
         peft.set_peft_model_state_dict(model, weights)
@@ -297,6 +297,16 @@ def distill(config: DistillConfig, output: str | Path, *, resume: bool = False,
     write_json(out / "distill.json", {"config": config.model_dump(mode="json"), "base_gguf": str(gguf_path),
                                       "model_type": cfg.model_type, "result": result_doc.model_dump(mode="json")})
     return result_doc
+
+
+def _with_defaults(saved: Any) -> Any:
+    """A checkpoint's configuration with the default of every option it lacks (one written before the option
+    existed trained with its default)."""
+    if not isinstance(saved, dict):
+        return saved
+    defaults = {name: field.get_default(call_default_factory=True)
+                for name, field in DistillConfig.model_fields.items() if not field.is_required()}
+    return {**defaults, **saved}
 
 
 def _checkpoint(model: Any, opt: Any, out: Path, config: DistillConfig, done: int, torch: Any) -> None:

@@ -49,13 +49,19 @@ class GenerateJob(ShardedJob):
 
         return [sample_id(e.index) for e in self._plan(self._graph())]
 
+    def check(self, path: Path, line: int, record: dict[str, Any]) -> None:
+        """A line of ``data_raw.json`` or a shard that is not a generation record is refused (path:line) before
+        any model call, as the single-process run does."""
+        from ..engine.output import check_generation_record
+
+        check_generation_record(path, line, record)
+
     def prepare(self) -> GenerateJob:
         critic = self.critic.with_shared_cache() if self.critic is not None else None
         return self.model_copy(update={"model": self.model.with_shared_cache(), "critic": critic})
 
     async def run_shard(self, keys: list[str], output: Path) -> dict[str, Any]:
         from ..engine.generate import _Engine, sample_id
-        from ..engine.output import check_generation_record
         from ..errors import ModelError
         from ..records import run_records
 
@@ -67,8 +73,7 @@ class GenerateJob(ShardedJob):
         try:
             engine = _Engine(graph, model, self.options, critic)
             await run_records(entries, engine.work, output, key=lambda e: sample_id(e.index),
-                              concurrency=self.options.concurrency, failure=engine.failure, catch=(ModelError,),
-                              check=check_generation_record)
+                              concurrency=self.options.concurrency, failure=engine.failure, catch=(ModelError,))
         finally:
             await model.aclose()
             if critic is not None:

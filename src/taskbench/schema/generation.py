@@ -14,8 +14,8 @@ sampled subgraph), the answer (``raw``, ``finish_reason``, ``usage``; ``stages``
 (``execution``), a separate critic's call (``critic``) and the critics' verdicts in short (``critics``). A
 plan entry whose model call failed for good is a :class:`FailedGenerationRecord` (``"failed": true``; the next
 run retries it). :func:`parse_generation_record` reads either. The records write only the keys they were
-given, in the order of their fields, as the engine always wrote them: a line read and written back is the same
-line.
+given, in the order of their fields, as the engine always wrote them: a line the engine wrote, read and written
+back, is the same line.
 """
 
 from __future__ import annotations
@@ -221,7 +221,7 @@ def parse_generation_record(record: Any, *, path: str | Path | None = None,
         rid = record.get("id")
         which = f" {rid!r}" if isinstance(rid, str) else ""
         raise InputError(f"generation record{which} is malformed: {validation_message(exc)}", path=path,
-                         line=line, hint="a line of data_raw.json as taskbench generate writes it") from None
+                         line=line, hint="delete the line to generate that entry again, or write to another --out") from None
 
 
 __all__ = [
