@@ -40,6 +40,16 @@ def test_api_names_are_safe_unique_and_stable():
     assert all(len(n) <= 64 and n.replace("_", "").replace("-", "").isalnum() for n in names)
 
 
+def test_python_names_are_identifiers_unique_and_stable():
+    from taskbench.schema import python_names
+
+    names = python_names(["Image Downloader", "GET /search/person", "Text-to-Audio", "a-b", "a_b", "3D Render",
+                          "class", "call_tool"])
+    assert names[:3] == ["Image_Downloader", "GET_search_person", "Text_to_Audio"]
+    assert names[3:] == ["a_b", "a_b_2", "_3D_Render", "class_", "call_tool_"]
+    assert all(n.isidentifier() for n in names) and len(set(names)) == len(names)
+
+
 def test_messages_round_trip_through_the_openai_format():
     call = ToolCall(id="c1", name="Image Downloader", arguments={"url": "http://x/a.png"})
     msgs = [

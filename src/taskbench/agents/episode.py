@@ -47,7 +47,7 @@ from ..schema import (
     ToolResult,
     ToolSpec,
     Usage,
-    api_names,
+    python_names,
 )
 from .config import Budgets
 
@@ -127,7 +127,7 @@ class Episode:
         self.env = env
         self.tools = list(tools)
         self.tool_names = [t.name for t in self.tools]
-        self.api = dict(zip(self.tool_names, api_names(self.tool_names), strict=True))
+        self.api = dict(zip(self.tool_names, python_names(self.tool_names), strict=True))
         self.writer = writer
         self.models = dict(models)
         self.budgets = budgets

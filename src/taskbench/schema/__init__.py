@@ -19,6 +19,7 @@ from .chat import (
     UserMessage,
     api_names,
     parse_messages,
+    python_names,
     to_openai_messages,
 )
 from .graph import LINK_RULES, LinkReason, ToolGraph, ToolLink
@@ -101,6 +102,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 __all__ = [
     "AgentTask",
     "api_names",
+    "python_names",
     "Argument",
     "AssistantMessage",
     "ChatMessage",

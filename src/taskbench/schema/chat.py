@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import json
+import keyword
 import re
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
@@ -137,6 +138,29 @@ def api_names(names: Sequence[str]) -> list[str]:
     taken: set[str] = set()
     for name in names:
         base = _API_NAME.sub("_", name).strip("_")[:60] or "tool"
+        candidate, n = base, 2
+        while candidate in taken:
+            candidate, n = f"{base[:57]}_{n}", n + 1
+        taken.add(candidate)
+        out.append(candidate)
+    return out
+
+
+_PY_NAME = re.compile(r"[^A-Za-z0-9_]+")
+
+
+def python_names(names: Sequence[str]) -> list[str]:
+    """Python function names, one per tool, unique: what agent code calls a tool by. Like :func:`api_names`
+    but without hyphens, which Python reads as minus ("Text-to-Audio" -> "Text_to_Audio"); a name that starts
+    with a digit or is a keyword gets a leading or trailing underscore."""
+    out: list[str] = []
+    taken: set[str] = set()
+    for name in names:
+        base = _PY_NAME.sub("_", name).strip("_")[:60] or "tool"
+        if base[0].isdigit():
+            base = f"_{base}"
+        if keyword.iskeyword(base) or keyword.issoftkeyword(base) or base in ("call_tool", "ToolError"):
+            base = f"{base}_"
         candidate, n = base, 2
         while candidate in taken:
             candidate, n = f"{base[:57]}_{n}", n + 1
@@ -356,6 +380,7 @@ __all__ = [
     "ToolSpec",
     "UserMessage",
     "api_names",
+    "python_names",
     "parse_messages",
     "to_openai_messages",
 ]

@@ -18,7 +18,7 @@ The flow::
          +-- SandboxResult <-- report + stdout/stderr + exit status, usage, limit
 
 Inside, the code has ``call_tool(name, **arguments)`` (returns the tool's JSON result, raises ``ToolError``
-carrying ``error``/``status``), one function per tool under its API-safe name (:func:`~taskbench.schema.api_names`),
+carrying ``error``/``status``), one function per tool under its Python name (:func:`~taskbench.schema.python_names`),
 and the same in ``import taskbench_sandbox``. See docs/sandbox.md for the threat model and the measured cost.
 """
 

@@ -138,7 +138,7 @@ class _Client:
 
 
 def _api_module(job: dict[str, Any], client: _Client) -> Any:
-    """The documented API: ``call_tool``, ``ToolError`` and one function per tool (API-safe names)."""
+    """The documented API: ``call_tool``, ``ToolError`` and one function per tool (Python names)."""
     mod: Any = types.ModuleType("taskbench_sandbox", "Tools of this sandbox: call_tool(name, **arguments), "
                                                 "ToolError, and one function per tool.")
 

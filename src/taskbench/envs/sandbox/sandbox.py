@@ -14,7 +14,7 @@ from typing import Any
 
 from ..._loop import LoopThread
 from ...errors import ConfigError, SandboxUnavailableError
-from ...schema import CodeError, ToolCall, ToolResult, ToolSpec, api_names
+from ...schema import CodeError, ToolCall, ToolResult, ToolSpec, python_names
 from ._supervisor import SETUP_FAILED, check_report
 from .backend import SANDBOX_UID, as_root, bwrap_path, bwrap_version, interpreter
 from .channel import ToolHandler
@@ -71,7 +71,7 @@ class Sandbox:
         self.seccomp = seccomp
         self._specs: list[dict[str, Any]] = [
             {"name": t.name, "api": api, "description": t.description, "parameters": t.parameters}
-            for t, api in zip(self.tools, api_names([t.name for t in self.tools]), strict=True)
+            for t, api in zip(self.tools, python_names([t.name for t in self.tools]), strict=True)
         ]
         self._worker: Worker | None = None
         self._runs = 0
