@@ -96,9 +96,11 @@ def test_a_hyphenated_tool_is_a_python_function_by_its_python_name() -> None:
                     parameters={"type": "object", "properties": {"text": {"type": "string"}}})
     sb = Sandbox(speak, [spec], limits=SandboxLimits(wall_seconds=20))
     try:
-        out = sb.run_sync("result = Text_to_Audio(text='hi')['artifact']")
+        out = sb.run_sync("result = [Text_to_Audio(text='hi')['artifact'], call_tool('Text_to_Audio', text='a'),\n"
+                          "          call_tool('Text-to-Audio', {'text': 'b'})]")
         assert out.ok, out.error
-        assert out.result == "audio:hi" and out.tool_calls == ["Text-to-Audio"]
+        assert out.result == ["audio:hi", {"artifact": "audio:a"}, {"artifact": "audio:b"}]
+        assert out.tool_calls == ["Text-to-Audio"] * 3  # call_tool takes the Python name too
         assert sb.api_names == {"Text-to-Audio": "Text_to_Audio"}
     finally:
         sb.close()

@@ -142,11 +142,15 @@ def _api_module(job: dict[str, Any], client: _Client) -> Any:
     mod: Any = types.ModuleType("taskbench_sandbox", "Tools of this sandbox: call_tool(name, **arguments), "
                                                 "ToolError, and one function per tool.")
 
+    real = {spec["name"] for spec in job.get("tools") or []}
+
     def call_tool(name: str, arguments: dict[str, Any] | None = None, /, **kwargs: Any) -> Any:
-        """Call the tool ``name`` with ``arguments`` (a dict) and/or keyword arguments; returns its JSON
-        result or raises ToolError with the tool's error text and status."""
+        """Call the tool ``name`` (its name, or its Python name) with ``arguments`` (a dict) and/or keyword
+        arguments; returns its JSON result or raises ToolError with the tool's error text and status."""
         args = dict(arguments or {})
         args.update(kwargs)
+        if name not in real:
+            name = mod.tool_names.get(name, name)
         return client.call(name, args)
 
     mod.call_tool = call_tool
