@@ -26,7 +26,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.model, pytest.mark.timeout(900)]
 
 TINY = "llamacpp/smollm2-135m"
 EXAMPLES = 6
-EPOCHS = 3
+EPOCHS = 4  # half the targets are FINISH (4 one-step tasks): after 3 epochs the student answered the tool-step
+# prompt with a FINISH ('Step 1: The task is answered.'); after 4 or 5 it wrote the tool step's target word for word
 CHECKPOINT = 8
 LAYERS = 8  # the top 8 of the 30 layers: the backward pass stops below them (a step costs about a third)
 
@@ -49,11 +50,6 @@ print(json.dumps(out))
 
 
 def _skip_reason() -> str | None:
-    if os.environ.get("TASKBENCH_DISTILL_TEST") != "1":
-        # opt-in until it passes (issue 23): with --layers 8 and lr 3e-3 it runs in 142 s and passes every step
-        # but the last: the student answers a training prompt with the FINISH target, the collapse the 0.5B
-        # student showed on held-out tasks (docs/distill.md)
-        return "set TASKBENCH_DISTILL_TEST=1 to run the SPAN loop on the tiny model (about 2-3 minutes here)"
     missing = [m for m in ("torch", "transformers", "peft", "gguf", "llama_cpp") if importlib.util.find_spec(m) is None]
     if missing:
         return f"needs the [distill] and [llamacpp] extras ({', '.join(missing)} missing)"
@@ -193,8 +189,7 @@ def test_the_span_loop_on_the_tiny_model(tmp_path: Path, monkeypatch: pytest.Mon
     base_text, student_text, zero_text = answers[TINY], answers[models[1]], answers[models[2]]
     assert zero_text == base_text  # the zeroed adapter changes nothing: the comparison below is the training's
     assert student_text != base_text
-    # six examples for three epochs teach the 135M model the target's form, not its every word: measured, the
-    # student wrote '{"thought": "Step 1: Use Text Search.", "action": {...' where the target is '{"thought":
-    # "Step 1: use Image Downloader.", ...' and the base wrote prose (closeness 0.69 against 0.50)
+    # measured with four epochs: the student wrote the target's first 48 tokens word for word ('{"thought": "Step 1:
+    # Image Downloader.", "action": {"tool": "Image Downloader", ...') and the base wrote prose (closeness 0.50)
     assert closeness(student_text) > closeness(base_text) + 0.1, answers
     assert student_text[:20] == want[:20] != base_text[:20], answers  # the target's opening, as trained
