@@ -138,6 +138,8 @@ def test_the_span_loop_on_the_tiny_model(tmp_path: Path, monkeypatch: pytest.Mon
     total = EXAMPLES * EPOCHS
     assert record["resumed_from"] == CHECKPOINT and record["steps"] == total and record["examples"] == EXAMPLES
     assert record["peak_rss_mb"] > 0 and record["seconds_per_example"] > 0
+    trained = json.loads((out / "distill.json").read_text())["trained_tasks"]
+    assert trained == sorted({f"{r['meta']['env']}/{r['meta']['task']}" for r in rows[:EXAMPLES]})
 
     # 3. the loss log: every example once, in order, across the resume; the loss falls epoch over epoch
     log = train.read_log(out)

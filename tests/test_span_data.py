@@ -238,6 +238,13 @@ def test_held_out_scores_per_role_count_right_and_wrong_answers(tmp_path: Path) 
                                                                  "limit": None}}))
     with pytest.raises(ConfigError, match="training data"):
         score_role(tmp_path, "grounding", f"llamacpp/smollm2-135m+{adapter}", limit=2)
+    # the record distill writes now names the tasks themselves: the check holds with the data gone
+    first = json.loads((tmp_path / "grounding.jsonl").read_text().splitlines()[0])["meta"]
+    (adapter / "distill.json").write_text(json.dumps({"config": {"data": str(tmp_path / "moved"), "role": "grounding",
+                                                                 "limit": None},
+                                                      "trained_tasks": [f"{first['env']}/{first['task']}"]}))
+    with pytest.raises(ConfigError, match="1 task"):
+        score_role(tmp_path, "grounding", f"llamacpp/smollm2-135m+{adapter}", limit=2)
 
 
 def test_max_same_target_caps_one_answer_and_keeps_the_rest_in_order() -> None:

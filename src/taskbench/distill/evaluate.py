@@ -50,7 +50,11 @@ def trained_tasks(model: str) -> set[tuple[str, str]]:
     if not record.is_file():
         raise InputError("no distill.json beside the adapter: what it was trained on is unknown, so held-out "
                          "examples cannot be told apart", path=record)
-    config = json.loads(record.read_text(encoding="utf-8")).get("config") or {}
+    doc = json.loads(record.read_text(encoding="utf-8"))
+    if isinstance(doc.get("trained_tasks"), list):
+        return {tuple(str(t).split("/", 1)) for t in doc["trained_tasks"]}  # type: ignore[misc]
+    # a record written before the tasks were kept in it: read its data again
+    config = doc.get("config") or {}
     rows = load_examples(config["data"], config["role"])[: config.get("limit")]
     return {(str(r["meta"].get("env")), str(r["meta"].get("task"))) for r in rows}
 

@@ -13,7 +13,8 @@ Output directory (``-o ADAPTER``):
 - ``train_log.jsonl``: one line per example (epoch, step, loss, tokens, seconds): the loss curve;
 - ``checkpoint/``: adapter, optimiser and position every ``checkpoint_every`` examples; a rerun with
   ``resume`` continues from there (the log is kept and continued);
-- ``distill.json``: the configuration, the base, the data, time and peak memory per example and in total.
+- ``distill.json``: the configuration, the base, the data (and the tasks of its examples, ``ENV/TASK``, which
+  ``distill-eval`` refuses), time and peak memory per example and in total.
 
 Nothing here prints: progress goes to the ``progress(done, total, loss)`` callback the CLI renders.
 """
@@ -294,8 +295,13 @@ def distill(config: DistillConfig, output: str | Path, *, resume: bool = False,
         first_loss=losses[0] if losses else None, last_loss=losses[-1] if losses else None,
         seconds=round(seconds, 2), seconds_per_example=round(seconds / trained, 3) if trained else None,
         peak_rss_mb=round(peak, 1), gguf=str(gguf_out))
+    # the tasks of every example read (before the repeat cap, as a held-out check should be strict), so that
+    # distill-eval can refuse them even when the data directory has moved or is gone
+    seen = sorted({f"{r['meta'].get('env')}/{r['meta'].get('task')}"
+                   for r in load_examples(config.data, config.role)[: config.limit]})
     write_json(out / "distill.json", {"config": config.model_dump(mode="json"), "base_gguf": str(gguf_path),
-                                      "model_type": cfg.model_type, "result": result_doc.model_dump(mode="json")})
+                                      "model_type": cfg.model_type, "data_path": str(Path(config.data).resolve()),
+                                      "trained_tasks": seen, "result": result_doc.model_dump(mode="json")})
     return result_doc
 
 
