@@ -518,6 +518,62 @@ def load_run(run: str | Path) -> tuple[dict[str, Any], dict[str, EpisodeRow | Fa
     return (dict(header.config) if header is not None else {}), rows
 
 
+COMPARED_SETTINGS = ("tools", "budgets", "temperature", "seeds", "alpha", "beta", "env_options", "tasks_file")
+"""Settings of two runs that should agree for a fair comparison (the models are what is compared)."""
+
+
+def _pick_agent(run: Path, rows: Sequence[EpisodeRow], agent: str | None) -> str:
+    names = sorted({r.agent for r in rows})
+    if agent is None:
+        if len(names) == 1:
+            return names[0]
+        raise ConfigError(f"{run} has {len(names)} agents ({', '.join(names) or 'none finished'}): name one with "
+                          "--agent-a / --agent-b")
+    if agent not in names:
+        raise ConfigError(f"{run} has no finished episode of agent {agent!r} (it has {', '.join(names) or 'none'})")
+    return agent
+
+
+def compare_runs(run_a: str | Path, run_b: str | Path, *, agent_a: str | None = None, agent_b: str | None = None,
+                 n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """A paired comparison of one agent of run A against one of run B (two ``agents eval`` directories, e.g. the
+    same agent with student and with base role models) on the tasks and seeds both finished: a metrics document
+    of the two (``agents``, ``comparison``, ``paired`` with flips, ``per_task``) plus ``runs`` (each run, agent and
+    role models) and ``differs`` (settings other than the models on which the two runs disagree). Runs in two
+    environments are refused."""
+    loaded = []
+    for run, agent in ((Path(run_a), agent_a), (Path(run_b), agent_b)):
+        config, records = load_run(run)
+        rows = [r for r in records.values() if isinstance(r, EpisodeRow)]
+        name = _pick_agent(run, rows, agent)
+        loaded.append((run, config, name, [r for r in rows if r.agent == name]))
+    (pa, ca, na, ra), (pb, cb, nb, rb) = loaded
+    if ca.get("env") != cb.get("env"):
+        raise ConfigError(f"the runs are of two environments ({ca.get('env')} and {cb.get('env')}): a paired "
+                          "comparison needs the same tasks")
+    differs = {k: [ca.get(k), cb.get(k)] for k in COMPARED_SETTINGS if ca.get(k) != cb.get(k)}
+    order: dict[str, int] = {}
+    for r in (*ra, *rb):
+        order.setdefault(r.task, len(order))
+    seeds = min(int(ca.get("seeds") or 1), int(cb.get("seeds") or 1))
+    common = [t for t in order if sum(r.task == t for r in ra) >= seeds and sum(r.task == t for r in rb) >= seeds]
+    label_a, label_b = f"{na} ({pa.name or pa})", f"{nb} ({pb.name or pb})"
+    if label_a == label_b:
+        label_a, label_b = f"{label_a} A", f"{label_b} B"
+    # the rows carry their label, so the per-task table keeps two runs of one agent apart
+    ra = [r.model_copy(update={"agent": label_a}) for r in ra]
+    rb = [r.model_copy(update={"agent": label_b}) for r in rb]
+    doc = metrics_document({label_a: ra, label_b: rb}, common, seeds=seeds, n_boot=n_boot, seed=seed,
+                           meta={"env": ca.get("env")})
+
+    def models(config: Mapping[str, Any]) -> dict[str, str]:
+        return {"model": str(config.get("model")), **{k: str(v) for k, v in (config.get("role_models") or {}).items()}}
+    doc["runs"] = [{"run": str(pa), "agent": na, "label": label_a, "models": models(ca), "episodes": len(ra)},
+                   {"run": str(pb), "agent": nb, "label": label_b, "models": models(cb), "episodes": len(rb)}]
+    doc["differs"] = differs
+    return doc
+
+
 def _episode_check(path: Path, line: int, rec: dict[str, Any]) -> None:
     """Refuses a line that is no episode row, in one line naming it."""
     try:
@@ -535,6 +591,7 @@ __all__ = [
     "EPISODES_FILE",
     "METRICS_FILE",
     "arun_agents",
+    "compare_runs",
     "compute_metrics",
     "demo_config",
     "episode_keys",

@@ -1,6 +1,6 @@
-"""`taskbench agents eval|show|export-sft|span-data|distill|plot`: run ConAgents and the baselines in an
-environment, read one trajectory, export and build distillation data, train role students, plot the paper's
-analyses."""
+"""`taskbench agents eval|show|export-sft|span-data|distill|distill-eval|compare|plot`: run ConAgents and the
+baselines in an environment, read one trajectory, export and build distillation data, train and score role
+students, compare two runs, plot the paper's analyses."""
 
 from __future__ import annotations
 
@@ -410,6 +410,59 @@ def distill_eval_command(
         write_json(output, doc)
     scores = ", ".join(f"{k} {v}" for k, v in doc["scores"].items())
     make_console().print(f"{role} {model}: {scores} ({doc['seconds']:.0f} s)", highlight=False)
+
+
+@agents_app.command("compare")
+def compare_command(
+    run_a: Path = typer.Argument(..., help="Run A: a directory of `taskbench agents eval`."),
+    run_b: Path = typer.Argument(..., help="Run B: another one on the same environment."),
+    agent_a: str | None = typer.Option(None, "--agent-a", help="The agent of run A (needed when it ran several)."),
+    agent_b: str | None = typer.Option(None, "--agent-b", help="The agent of run B (needed when it ran several)."),
+    output: Path | None = typer.Option(None, "--output", "-o", help="JSON file for the whole comparison."),
+    bootstrap: int = typer.Option(1000, "--bootstrap", min=0, help="Bootstrap and permutation replicates."),
+) -> None:
+    """Paired comparison of one agent in two runs (A - B on the tasks and seeds both finished): success, the
+    correct path rates, tokens, with paired 95% CIs and p-values, the episodes solved by one only, and what
+    review did in each. For what one `agents eval` run cannot hold: the same agent with other role models,
+    e.g. ConAgents with SPAN students against ConAgents with the base. Settings other than the models on which
+    the runs disagree are printed; runs of two environments are refused.
+
+    Example:
+
+        taskbench agents compare runs/tmdb-students runs/tmdb-base --agent-b conagents-auto
+    """
+    from rich.table import Table
+
+    from ..agents.eval import compare_runs
+    from ..dataset.jsonio import write_json
+    from ..report.agents import comparison_rows, mechanism_markdown, paired_markdown
+    from ..report.tables import fit_width
+
+    doc = compare_runs(run_a, run_b, agent_a=agent_a, agent_b=agent_b, n_boot=bootstrap)
+    out = make_console()
+    for run in doc["runs"]:
+        models = ", ".join(f"{k} {v}" for k, v in run["models"].items())
+        out.print(f"{run['label']}: {run['episodes']} episodes; {models}", markup=False, highlight=False)
+    for key, (a, b) in doc["differs"].items():
+        typer.echo(f"taskbench: warning: the runs differ in {key}: {a} / {b}", err=True)
+    head, rows = comparison_rows(doc)
+    table = Table(title=f"{doc['tasks']} tasks both finished (rates in %, means per episode)", title_justify="left")
+    for i, h in enumerate(head):
+        table.add_column(h, justify="left" if i == 0 else "right")
+    for r in rows:
+        table.add_row(*r)
+    out.print(fit_width(table, out.width, keep=2, drop_first=("success 95% CI", "s/episode", "tokens/solved",
+                                                               "extra calls")))
+    for metric in ("success_rate", "correct_path_lcs"):
+        text = paired_markdown(doc, metric)
+        if text:
+            out.print(text, markup=False, highlight=False)
+    mech = mechanism_markdown(doc)
+    if mech:
+        out.print("\nwhat review did:\n" + mech, markup=False, highlight=False)
+    if output is not None:
+        write_json(output, doc)
+        out.print(f"wrote {output}", highlight=False)
 
 
 @agents_app.command("plot")
