@@ -12,7 +12,8 @@ rules every sample should satisfy:
   equal the reference-implied links, a reference's first output type is one of the node's input types, the
   argument count equals the number of input types, a media file literal suits an input type, and every link
   is an edge of the tool graph;
-- the user request is a request: not empty, not only tool names, not a query, a call or JSON;
+- the user request is a request: not empty, not only tool names or a file name, not a query, a call or JSON,
+  not a tool's description copied;
 - temporal domains (named parameters): arguments are ``{name, value}`` pairs naming parameters of the tool,
   required parameters are present, links join nodes of the sample and form a DAG.
 
@@ -83,6 +84,7 @@ ISSUE_CODES: dict[str, str] = {
     "request_is_tool_names": "the user request is only tool names, not what a user would ask",
     "request_is_code": "the user request is a query, a call or JSON, not what a user would ask",
     "request_is_tool_description": "a sentence of the user request is a tool's description copied, not a user's words",
+    "request_is_file_name": "the user request is only a file name ('example.jpg'), not what a user would ask",
 }
 """Every issue code the critics emit, with what it means."""
 
@@ -391,6 +393,9 @@ video file."): 14 of 60 answers of the 0.5B model (issue 26), none of the 86 rel
 bundled ones."""
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_FILE_IN_TEXT = re.compile(r"[\w\-]+\.(?:" + "|".join(sorted({*MEDIA_EXTENSIONS, "txt", "pdf", "doc", "docx", "csv"}))
+                           + r")\b", re.I)
+"""A file name anywhere in a text (``example.jpg``)."""
 
 
 def _norm(text: str) -> str:
@@ -399,7 +404,8 @@ def _norm(text: str) -> str:
 
 def check_request(request: str, library: ToolLibrary) -> list[Issue]:
     """The request must be what a user would type: not empty, not only tool names ("read_file read_file"), not
-    a query, a call or JSON ("SELECT * FROM users;"), not a tool description copied from the tool list."""
+    only a file name ("example.jpg"), not a query, a call or JSON ("SELECT * FROM users;"), not a tool
+    description copied from the tool list (a sentence of it, or the whole request)."""
     text = request.strip()
     if not text:
         return [Issue(code="request_empty", message="the user request is empty")]
@@ -413,10 +419,15 @@ def check_request(request: str, library: ToolLibrary) -> list[Issue]:
     if words and not rest:
         return [Issue(code="request_is_tool_names",
                       message=f"the user request only names tools: {text[:60]!r} (write what the user wants done)")]
+    if _FILE_IN_TEXT.search(text) and not [w for w in re.split(r"[^A-Za-z0-9]+", _FILE_IN_TEXT.sub(" ", text).lower())
+                                           if w and w not in _FILLER]:
+        return [Issue(code="request_is_file_name",
+                      message=f"the user request is only a file name: {text[:60]!r} (write what the user wants done)")]
     from rapidfuzz import fuzz
 
     descriptions = [(t.id, _norm(t.desc)) for t in library.tools if t.desc and len(t.desc) >= 25]
-    for sentence in _SENTENCE.split(text):
+    # each sentence, and the whole request (a description of several sentences copied whole)
+    for sentence in [*_SENTENCE.split(text), text]:
         said = _norm(sentence)
         if len(said) < 20:
             continue

@@ -1,0 +1,154 @@
+"""How well the data engine's critics tell good samples from bad ones (issue 26, point 2).
+
+The calibration set (taskbench.engine.calibration): the released gold samples of a domain that the rule critic
+passes, as the good ones, and for each a copy whose request is broken the way the embedded 0.5B model's
+requests were (a file name, a tool description, tool names, the first step only, another sample's request, a
+file of the wrong kind), as the bad ones. Labels are known by construction. Each critic gives a verdict per
+item; the script prints agreement, Cohen's kappa, good passed and bad rejected per fault:
+
+- rule: the rule critic (no model);
+- llm: the separate LLM critic of `generate --critic-model` (templates/critic.j2: "correct" true or false);
+- checklist: the checklist critic (engine/checklist.py: the model copies the words of the request that ask for
+  each step, the code checks them);
+- rule+checklist: passed by both.
+
+    python benchmarks/bench_critics.py --data ../shared/reference/taskbench/multimedia \
+        --model llamacpp/qwen2.5-coder-0.5b -o benchmarks/results/bench_critics_multimedia_0.5b.json
+
+Model answers go through the response cache, so a rerun with the same model costs nothing. `--critics rule`
+needs no model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from taskbench.dataset.layout import load_dataset
+from taskbench.engine.calibration import calibration_set, critic_agreement
+from taskbench.engine.checklist import checklist_messages, checklist_schema, checklist_verdict
+from taskbench.engine.critics import rule_verdict
+from taskbench.engine.prompts import critic_messages
+from taskbench.engine.schemas import critic_schema
+from taskbench.llm.base import GenerationConfig
+from taskbench.llm.config import open_model
+from taskbench.records import run_sync
+from taskbench.schema import SampledSubgraph
+
+CRITICS = ("rule", "llm", "checklist")
+
+
+def _entry(sample: Any) -> SampledSubgraph:
+    """The subgraph a gold sample was made from: its own nodes and links."""
+    nodes = list(dict.fromkeys(sample.tool_names))
+    return SampledSubgraph.model_validate({
+        "index": 0, "seed": 0, "mode": sample.type if sample.type in ("single", "chain", "dag") else "dag",
+        "size": len(nodes), "nodes": nodes,
+        "links": [{"source": lk.source, "target": lk.target} for lk in sample.links_for("resource")]})
+
+
+async def _ask(model: Any, items: list[Any], library: Any, which: str, progress: Any) -> list[dict[str, Any]]:
+    out = []
+    config = GenerationConfig(temperature=0.0, max_tokens=512, seed=0)
+    for i, item in enumerate(items):
+        s = item.sample
+        if which == "llm":
+            messages = critic_messages(s, library, _entry(s))
+            schema = critic_schema()
+        else:
+            messages = checklist_messages(s, library)
+            schema = checklist_schema(len(s.task_nodes))
+        t0 = time.perf_counter()
+        res = await model.generate(messages, schema=schema, config=config)
+        out.append({"parsed": res.parsed, "raw": res.raw, "finish_reason": res.finish_reason,
+                    "seconds": round(time.perf_counter() - t0, 2)})
+        progress(which, i + 1, len(items))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", default=str(Path(__file__).resolve().parents[2] / "shared/reference/taskbench/multimedia"))
+    ap.add_argument("--model", default=None, help="provider/model of the llm and checklist critics")
+    ap.add_argument("--critics", default=",".join(CRITICS))
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--limit", type=int, default=0, help="only the first N good samples (0: all)")
+    ap.add_argument("-O", "--option", action="append", default=[], help="provider option KEY=VALUE")
+    ap.add_argument("-o", "--output", default=None)
+    args = ap.parse_args(argv)
+    critics = [c for c in args.critics.split(",") if c]
+    if any(c not in CRITICS for c in critics):
+        ap.error(f"--critics: one of {', '.join(CRITICS)}")
+    if set(critics) - {"rule"} and not args.model:
+        ap.error("--model is needed for the llm and checklist critics")
+
+    ds = load_dataset(args.data)
+    good = [s for s in ds.samples if rule_verdict(s, ds.library, ds.graph).passed]
+    if args.limit:
+        good = good[: args.limit]
+    items = calibration_set(good, ds.library, seed=args.seed)
+    print(f"{args.data}: {len(ds.samples)} samples, {len(good)} pass the rule critic (the good ones); "
+          f"{len(items) - len(good)} broken copies", file=sys.stderr)
+
+    verdicts: dict[str, list[bool | None]] = {}
+    answers: dict[str, list[dict[str, Any]]] = {}
+    timing: dict[str, float] = {}
+    if "rule" in critics:
+        verdicts["rule"] = [rule_verdict(it.sample, ds.library, ds.graph).passed for it in items]
+    wanted = [c for c in critics if c != "rule"]
+    if wanted:
+        options = dict(kv.split("=", 1) for kv in args.option)
+        model = open_model(args.model, options=options)
+
+        def progress(which: str, done: int, total: int) -> None:
+            print(f"\r{which} {done}/{total}", end="", file=sys.stderr, flush=True)
+
+        async def go() -> None:
+            try:
+                for which in wanted:
+                    t0 = time.perf_counter()
+                    answers[which] = await _ask(model, items, ds.library, which, progress)
+                    timing[which] = round(time.perf_counter() - t0, 1)
+                    print(file=sys.stderr)
+            finally:
+                await model.aclose()
+
+        run_sync(go())
+    if "llm" in answers:
+        verdicts["llm"] = [bool(a["parsed"].get("correct")) if isinstance(a["parsed"], dict) else None
+                           for a in answers["llm"]]
+    if "checklist" in answers:
+        verdicts["checklist"] = [checklist_verdict(it.sample, a["parsed"], ds.library).passed
+                                 for it, a in zip(items, answers["checklist"], strict=True)]
+        if "rule" in verdicts:
+            verdicts["rule+checklist"] = [bool(r and c) for r, c in zip(verdicts["rule"], verdicts["checklist"],
+                                                                         strict=True)]
+    scores = [critic_agreement(name, items, v) for name, v in verdicts.items()]
+    faults = sorted({it.fault for it in items if it.fault})
+    head = ["critic", "passed", "good passed", "bad rejected", "agreement", "kappa", *faults]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for s in scores:
+        cells = [s.critic, f"{s.passed} / {s.n}", f"{s.good_passed} / {s.good}", f"{s.bad_rejected} / {s.bad}",
+                 f"{s.agreement:.2f}" if s.agreement is not None else "-",
+                 f"{s.kappa:.2f}" if s.kappa is not None else "-"]
+        cells += [f"{s.rejected_by_fault.get(f, [0, 0])[0]} / {s.rejected_by_fault.get(f, [0, 0])[1]}" for f in faults]
+        print("| " + " | ".join(cells) + " |")
+    if args.output:
+        doc = {"data": args.data, "model": args.model, "seed": args.seed, "seconds": timing,
+               "scores": [s.model_dump() for s in scores],
+               "items": [{"id": it.sample.id, "good": it.good, "fault": it.fault, "request": it.sample.user_request,
+                          **{k: v[i] for k, v in verdicts.items()},
+                          **{f"{k}_answer": a[i]["parsed"] for k, a in answers.items()}}
+                         for i, it in enumerate(items)]}
+        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.output).write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
