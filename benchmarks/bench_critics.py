@@ -10,7 +10,9 @@ item; the script prints agreement, Cohen's kappa, good passed and bad rejected p
 - llm: the separate LLM critic of `generate --critic-model` (templates/critic.j2: "correct" true or false);
 - checklist: the checklist critic (engine/checklist.py: the model copies the words of the request that ask for
   each step, the code checks them);
-- rule+checklist: passed by both.
+- rule+checklist: passed by both;
+- copy (no model): the checklist's code on an answer that copies the whole request for every step, the
+  baseline that says what the model's pointing adds.
 
     python benchmarks/bench_critics.py --data ../shared/reference/taskbench/multimedia \
         --model llamacpp/qwen2.5-coder-0.5b -o benchmarks/results/bench_critics_multimedia_0.5b.json
@@ -99,6 +101,10 @@ def main(argv: list[str] | None = None) -> int:
     timing: dict[str, float] = {}
     if "rule" in critics:
         verdicts["rule"] = [rule_verdict(it.sample, ds.library, ds.graph).passed for it in items]
+        verdicts["copy"] = [checklist_verdict(it.sample, {"steps": [{"step": i + 1, "words": it.sample.user_request}
+                                                                    for i in range(len(it.sample.task_nodes))]},
+                                              ds.library).passed for it in items]
+        verdicts["rule+copy"] = [bool(r and c) for r, c in zip(verdicts["rule"], verdicts["copy"], strict=True)]
     wanted = [c for c in critics if c != "rule"]
     if wanted:
         options = dict(kv.split("=", 1) for kv in args.option)
