@@ -35,7 +35,7 @@ from taskbench.engine.calibration import calibration_set, critic_agreement
 from taskbench.engine.checklist import checklist_messages, checklist_schema, checklist_verdict
 from taskbench.engine.critics import rule_verdict
 from taskbench.engine.prompts import critic_messages
-from taskbench.engine.schemas import critic_schema
+from taskbench.engine.schemas import Limits, critic_schema
 from taskbench.llm.base import GenerationConfig
 from taskbench.llm.config import open_model
 from taskbench.records import run_sync
@@ -101,12 +101,16 @@ def main(argv: list[str] | None = None) -> int:
     timing: dict[str, float] = {}
     if "rule" in critics:
         verdicts["rule"] = [rule_verdict(it.sample, ds.library, ds.graph).passed for it in items]
-        verdicts["copy"] = [checklist_verdict(it.sample, {"steps": [{"step": i + 1, "words": it.sample.user_request}
+        # the copy is cut to what the checklist schema lets a model write for a step
+        cut = Limits().step or 200
+        verdicts["copy"] = [checklist_verdict(it.sample, {"steps": [{"step": i + 1, "words": it.sample.user_request[:cut]}
                                                                     for i in range(len(it.sample.task_nodes))]},
                                               ds.library).passed for it in items]
         verdicts["rule+copy"] = [bool(r and c) for r, c in zip(verdicts["rule"], verdicts["copy"], strict=True)]
     wanted = [c for c in critics if c != "rule"]
     if wanted:
+        if any("=" not in kv for kv in args.option):
+            ap.error("-O takes KEY=VALUE")
         options = dict(kv.split("=", 1) for kv in args.option)
         model = open_model(args.model, options=options)
 
@@ -125,7 +129,8 @@ def main(argv: list[str] | None = None) -> int:
 
         run_sync(go())
     if "llm" in answers:
-        verdicts["llm"] = [bool(a["parsed"].get("correct")) if isinstance(a["parsed"], dict) else None
+        # no parsed answer is no verdict, which the scores count as a rejection (as the data engine does)
+        verdicts["llm"] = [a["parsed"].get("correct") is True if isinstance(a["parsed"], dict) else None
                            for a in answers["llm"]]
     if "checklist" in answers:
         verdicts["checklist"] = [checklist_verdict(it.sample, a["parsed"], ds.library).passed
@@ -135,12 +140,12 @@ def main(argv: list[str] | None = None) -> int:
                                                                          strict=True)]
     scores = [critic_agreement(name, items, v) for name, v in verdicts.items()]
     faults = sorted({it.fault for it in items if it.fault})
-    head = ["critic", "passed", "good passed", "bad rejected", "agreement", "kappa", *faults]
+    head = ["critic", "passed", "good passed", "bad rejected", "balanced accuracy", "kappa", *faults]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for s in scores:
         cells = [s.critic, f"{s.passed} / {s.n}", f"{s.good_passed} / {s.good}", f"{s.bad_rejected} / {s.bad}",
-                 f"{s.agreement:.2f}" if s.agreement is not None else "-",
+                 f"{s.balanced_accuracy:.2f}" if s.balanced_accuracy is not None else "-",
                  f"{s.kappa:.2f}" if s.kappa is not None else "-"]
         cells += [f"{s.rejected_by_fault.get(f, [0, 0])[0]} / {s.rejected_by_fault.get(f, [0, 0])[1]}" for f in faults]
         print("| " + " | ".join(cells) + " |")

@@ -89,3 +89,22 @@ def test_compare_command_prints_the_paired_difference_and_writes_json(two_runs: 
     assert "success_rate +100.0 pts" in text and "(1 tasks)" in text
     assert "solved by the first only 1, by the second only 0" in text
     assert json.loads(out.read_text())["paired"][0]["flips"]["a_only"] == 1
+
+
+def test_two_runs_of_one_name_are_told_apart_and_runs_without_a_common_episode_refused(tmp_path: Path) -> None:
+    a, b = tmp_path / "x" / "base", tmp_path / "y" / "base"
+    _solved(a)
+    _failed(b)
+    doc = compare_runs(a, b, n_boot=0)
+    labels = [r["label"] for r in doc["runs"]]
+    assert labels == [f"conagents-auto ({a})", f"conagents-auto ({b})"] and set(doc["agents"]) == set(labels)
+    # the same run against itself: still two labels
+    same = compare_runs(a, a, n_boot=0)
+    assert [r["label"] for r in same["runs"]] == [f"conagents-auto ({a}) A", f"conagents-auto ({a}) B"]
+    # an episode of another task only: nothing in common
+    other = tmp_path / "other-task"
+    g = mock("g", [finish("I do not know.")])
+    run_one(other, "conagents-auto", {"grounding": g, "execution": mock("x", []),
+                                      "review": mock("r", [verdict()])}, task="tmdb-own-02")
+    with pytest.raises(ConfigError, match="no finished episode .* in common"):
+        compare_runs(a, other)

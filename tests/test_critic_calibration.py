@@ -35,7 +35,7 @@ def test_each_good_sample_is_followed_by_one_broken_copy_with_balanced_faults(mm
     assert all(it.sample.id == f"{it.source}~{it.fault}" and it.fault in FAULTS for it in bad)
     assert all(it.sample.user_request != next(s for s in mm.samples if s.id == it.source).user_request for it in bad)
     counts = Counter(it.fault for it in bad)
-    assert set(counts) <= set(FAULTS) and len(counts) >= 5
+    assert len(counts) >= 5
     # the fault dealt is the least used one that applies: no kind runs far ahead of another that applies as often
     assert max(counts.values()) - min(counts.values()) <= 6, counts
     assert calibration_set(mm.samples, mm.library, seed=0) == items  # seeded
@@ -76,8 +76,12 @@ def test_agreement_and_kappa_against_the_labels(mm) -> None:
     assert yes.agreement == 0.5 and yes.kappa == 0.0 and yes.bad_rejected == 0  # passing everything is no critic
     flipped = critic_agreement("contrarian", items, [not t for t in truth])
     assert flipped.kappa == -1.0
-    partial = critic_agreement("some", items, [None if i % 2 else v for i, v in enumerate(truth)])
-    assert partial.no_verdict == 10 and partial.n == 10 and partial.bad == 0
+    # no verdict is a rejection: a critic cannot raise its score by failing to answer on what it would get wrong
+    silent = critic_agreement("silent", items, [None if not t else t for t in truth])
+    assert silent.no_verdict == 10 and silent.n == 20 and silent.bad_rejected == 10 and silent.kappa == 1.0
+    dodger = critic_agreement("dodger", items, [None if t else True for t in truth])
+    assert dodger.good_passed == 0 and dodger.bad_rejected == 0 and dodger.agreement == 0.0
+    assert yes.balanced_accuracy == 0.5 and perfect.balanced_accuracy == 1.0
     assert sum(n for _, n in perfect.rejected_by_fault.values()) == 10
     with pytest.raises(ValueError):
         critic_agreement("short", items, truth[:-1])
@@ -103,6 +107,11 @@ def test_the_checklist_verdict_is_computed_from_what_the_model_pointed_at(mm) ->
     v = checklist_verdict(chain, _answer("Download the video", "Download the video"), mm.library)
     assert not v.passed and "is not about the step" in v.reasons[0]
     assert not checklist_verdict(chain, None, mm.library).passed
+    assert not checklist_verdict(chain.model_copy(update={"task_nodes": []}), {"steps": []}, mm.library).passed
+    # words of any script: a request in Chinese is folded, not emptied
+    zh = chain.model_copy(update={"user_request": "请下载 https://example.com/videos/concert.mp4 的视频并提取音轨"})
+    v = checklist_verdict(zh, _answer("请下载 https://example.com/videos/concert.mp4", "提取音轨"), mm.library)
+    assert v.reasons[0].startswith("step 1 (Video Downloader): '请下载") and "not about the step" in v.reasons[0]
     assert not checklist_verdict(chain, {"steps": "yes"}, mm.library).passed
 
 
@@ -141,6 +150,7 @@ def test_the_checklist_prompt_and_schema(mm) -> None:
     ("Please caption example.jpg", False),
     ("Transcribe example.wav.", False),
     ("...", False),  # no file, no word: not this check's (the MCP walkthrough's tiny model writes it)
+    ("请为 example.jpg 生成描述", False),  # words of another script count
 ])
 def test_a_request_that_is_only_a_file_name_is_refused(mm, request_text, flagged) -> None:
     codes = [i.code for i in check_request(request_text, mm.library)]

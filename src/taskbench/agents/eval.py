@@ -537,10 +537,11 @@ def _pick_agent(run: Path, rows: Sequence[EpisodeRow], agent: str | None) -> str
 def compare_runs(run_a: str | Path, run_b: str | Path, *, agent_a: str | None = None, agent_b: str | None = None,
                  n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
     """A paired comparison of one agent of run A against one of run B (two ``agents eval`` directories, e.g. the
-    same agent with student and with base role models) on the tasks and seeds both finished: a metrics document
-    of the two (``agents``, ``comparison``, ``paired`` with flips, ``per_task``) plus ``runs`` (each run, agent and
-    role models) and ``differs`` (settings other than the models on which the two runs disagree). Runs in two
-    environments are refused."""
+    same agent with student and with base role models) on the episodes (task, seed) both finished, every figure
+    on the same ones (a task missing a seed in one run is left out: ``left_out_tasks``): a metrics document of the
+    two (``agents``, ``comparison``, ``paired`` with flips, ``per_task``) plus ``runs`` (each run, agent, role
+    models and episodes compared) and ``differs`` (settings other than the models on which the two runs
+    disagree). Runs in two environments, or with no episode in common, are refused."""
     loaded = []
     for run, agent in ((Path(run_a), agent_a), (Path(run_b), agent_b)):
         config, records = load_run(run)
@@ -552,19 +553,30 @@ def compare_runs(run_a: str | Path, run_b: str | Path, *, agent_a: str | None = 
         raise ConfigError(f"the runs are of two environments ({ca.get('env')} and {cb.get('env')}): a paired "
                           "comparison needs the same tasks")
     differs = {k: [ca.get(k), cb.get(k)] for k in COMPARED_SETTINGS if ca.get(k) != cb.get(k)}
+    # only the episodes (task, seed) that both runs finished are compared, every figure on the same ones
+    shared = {(r.task, r.seed) for r in ra} & {(r.task, r.seed) for r in rb}
+    if not shared:
+        raise ConfigError(f"{pa} and {pb} have no finished episode (task, seed) in common: nothing to pair")
+    ra = [r for r in ra if (r.task, r.seed) in shared]
+    rb = [r for r in rb if (r.task, r.seed) in shared]
+    seeds = len({seed for _, seed in shared})
     order: dict[str, int] = {}
-    for r in (*ra, *rb):
+    for r in ra:
         order.setdefault(r.task, len(order))
-    seeds = min(int(ca.get("seeds") or 1), int(cb.get("seeds") or 1))
-    common = [t for t in order if sum(r.task == t for r in ra) >= seeds and sum(r.task == t for r in rb) >= seeds]
+    # a task counts when every seed both runs ran of it is in both (seeds missing for a task leave it out)
+    common = [t for t in order if sum(r.task == t for r in ra) >= seeds]
+    left_out = sorted({t for t, _ in shared} - set(common))
     label_a, label_b = f"{na} ({pa.name or pa})", f"{nb} ({pb.name or pb})"
+    if label_a == label_b:
+        label_a, label_b = f"{na} ({pa})", f"{nb} ({pb})"
     if label_a == label_b:
         label_a, label_b = f"{label_a} A", f"{label_b} B"
     # the rows carry their label, so the per-task table keeps two runs of one agent apart
-    ra = [r.model_copy(update={"agent": label_a}) for r in ra]
-    rb = [r.model_copy(update={"agent": label_b}) for r in rb]
+    ra = [r.model_copy(update={"agent": label_a}) for r in ra if r.task in common]
+    rb = [r.model_copy(update={"agent": label_b}) for r in rb if r.task in common]
     doc = metrics_document({label_a: ra, label_b: rb}, common, seeds=seeds, n_boot=n_boot, seed=seed,
                            meta={"env": ca.get("env")})
+    doc["left_out_tasks"] = left_out
 
     def models(config: Mapping[str, Any]) -> dict[str, str]:
         return {"model": str(config.get("model")), **{k: str(v) for k, v in (config.get("role_models") or {}).items()}}

@@ -1,11 +1,12 @@
 """A critic's calibration set: labels known by construction, so any critic is scored without hand labels.
 
-The positives are human-verified samples (the released TaskBench gold, which people checked) that pass the rule
-critic's structural checks. Each positive also gives one negative: a copy whose request is broken the way the
-embedded 0.5B model's requests were broken when it back-instructed (docs/generate.md, issue 26), with the
-invocation graph left as it was. The faults (:data:`FAULTS`) are dealt so that each kind is used about as
-often as the others, in a seeded order; a fault that cannot apply to a sample (a file name where the graph
-uses no file, one step of a one-step graph) is not dealt to it.
+The positives are the samples given, meant to be human-verified (benchmarks/bench_critics.py gives the released
+TaskBench gold, which people checked, less the samples whose graphs the rule critic finds broken). Each positive
+is followed by one negative when a fault applies to it: a copy whose request is broken the way the embedded 0.5B
+model's requests were broken when it back-instructed (docs/generate.md, issue 26), with the invocation graph
+left as it was. The faults (:data:`FAULTS`) are dealt so that each kind is used about as often as the others,
+in a seeded order; a fault that cannot apply to a sample (a file name where the graph uses no file, one step of
+a one-step graph) is not dealt to it.
 
 :func:`critic_agreement` scores a critic's verdicts against the labels: agreement, Cohen's kappa, the good
 samples passed and the broken ones rejected per fault. Pure: no model, no file.
@@ -20,8 +21,9 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
-from ..eval.agreement import cohen_kappa
+from ..eval.agreement import cohen_kappa, observed_agreement
 from ..schema import Sample, TaskArgument, ToolLibrary
+from .critics import arg_text
 
 __all__ = ["FAULTS", "CalibrationItem", "CriticAgreement", "calibration_set", "critic_agreement", "break_request"]
 
@@ -38,7 +40,7 @@ FAULTS: dict[str, str] = {
 _MEDIA = re.compile(r"\bexample(_\d+)?\.(jpg|jpeg|png|wav|mp3|mp4|avi|mov)\b", re.I)
 _OTHER_KIND = {"jpg": "wav", "jpeg": "wav", "png": "wav", "wav": "jpg", "mp3": "jpg", "mp4": "wav", "avi": "wav",
                "mov": "wav"}
-_STEP = re.compile(r"^\s*step\s*\d+\s*[:.]\s*", re.I)
+_STEP = re.compile(r"^\s*step\s*\d+\s*[:.)-]\s*", re.I)
 
 
 class CalibrationItem(BaseModel):
@@ -50,17 +52,12 @@ class CalibrationItem(BaseModel):
     source: str = Field(description="The id of the human-verified sample it comes from.")
 
 
-def _args_text(arg: TaskArgument | object) -> str | None:
-    value = getattr(arg, "value", arg)
-    return value if isinstance(value, str) else None
-
-
 def _files(sample: Sample) -> list[str]:
     out: list[str] = []
     for node in sample.task_nodes:
         for arg in node.arguments:
-            text = _args_text(arg)
-            if text is not None:
+            text = arg_text(arg)
+            if isinstance(text, str):
                 out.extend(m.group(0) for m in _MEDIA.finditer(text))
     return out
 
@@ -114,8 +111,8 @@ def break_request(sample: Sample, fault: str, library: ToolLibrary, pool: Sequen
         for node in sample.task_nodes:
             args = []
             for arg in node.arguments:
-                text = _args_text(arg)
-                if text is not None and old in text:
+                text = arg_text(arg)
+                if isinstance(text, str) and old in text:
                     swapped = text.replace(old, new)
                     arg = arg.model_copy(update={"value": swapped}) if isinstance(arg, TaskArgument) else swapped
                 args.append(arg)
@@ -126,8 +123,9 @@ def break_request(sample: Sample, fault: str, library: ToolLibrary, pool: Sequen
 
 def calibration_set(samples: Sequence[Sample], library: ToolLibrary, *, seed: int = 0,
                     faults: Sequence[str] = tuple(FAULTS)) -> list[CalibrationItem]:
-    """Every sample of ``samples`` as a positive, each followed by one negative made from it: the fault dealt
-    is the least used of those that apply to it (ties broken by a seeded order), so the kinds stay balanced."""
+    """Every sample of ``samples`` as a positive, each followed by one negative made from it when a fault applies:
+    the fault dealt is the least used of those that apply to it (ties broken by a seeded order), so the kinds
+    stay balanced."""
     for fault in faults:
         if fault not in FAULTS:
             raise ValueError(f"unknown fault {fault!r} (one of {', '.join(FAULTS)})")
@@ -148,40 +146,44 @@ def calibration_set(samples: Sequence[Sample], library: ToolLibrary, *, seed: in
 
 
 class CriticAgreement(BaseModel):
-    """How a critic's verdicts agree with a calibration set's labels."""
+    """How a critic's verdicts agree with a calibration set's labels. A missing verdict (a failed call) counts
+    as a rejection, as in the data engine, which keeps only what a critic passed."""
 
     critic: str = Field(description="The critic's name.")
-    n: int = Field(description="Items with a verdict.")
+    n: int = Field(description="Items scored.")
     passed: int = Field(description="Items the critic passed.")
     good_passed: int = Field(description="Good items passed.")
     good: int = Field(description="Good items.")
     bad_rejected: int = Field(description="Broken items rejected.")
     bad: int = Field(description="Broken items.")
     agreement: float | None = Field(description="Share of items where the verdict equals the label.")
+    balanced_accuracy: float | None = Field(
+        description="Mean of the share of good items passed and the share of broken items rejected.")
     kappa: float | None = Field(description="Cohen's kappa of verdicts and labels; None when undefined.")
     rejected_by_fault: dict[str, list[int]] = Field(
         default_factory=dict, description="Per fault: [rejected, items] among the broken items.")
-    no_verdict: int = Field(default=0, description="Items without a verdict (a failed call), left out.")
+    no_verdict: int = Field(default=0, description="Items without a verdict (a failed call), counted as rejected.")
 
 
 def critic_agreement(critic: str, items: Sequence[CalibrationItem], verdicts: Sequence[bool | None]) -> CriticAgreement:
-    """Scores ``verdicts`` (True: passed; None: no verdict, left out) against the items' labels."""
+    """Scores ``verdicts`` (True: passed; False or None: rejected) against the items' labels."""
     if len(items) != len(verdicts):
         raise ValueError(f"{len(items)} items but {len(verdicts)} verdicts")
-    pairs = [(it, v) for it, v in zip(items, verdicts, strict=True) if v is not None]
-    labels = ["good" if it.good else "bad" for it, _ in pairs]
-    said = ["good" if v else "bad" for _, v in pairs]
+    passed = [v is True for v in verdicts]
+    labels = ["good" if it.good else "bad" for it in items]
+    said = ["good" if p else "bad" for p in passed]
     by_fault: dict[str, list[int]] = {}
-    for it, v in pairs:
+    for it, p in zip(items, passed, strict=True):
         if not it.good and it.fault is not None:
             row = by_fault.setdefault(it.fault, [0, 0])
-            row[0] += int(not v)
+            row[0] += int(not p)
             row[1] += 1
-    good = [v for it, v in pairs if it.good]
-    bad = [v for it, v in pairs if not it.good]
-    agree = sum(a == b for a, b in zip(labels, said, strict=True))
+    good = [p for it, p in zip(items, passed, strict=True) if it.good]
+    bad = [p for it, p in zip(items, passed, strict=True) if not it.good]
+    rates = [sum(good) / len(good)] if good else []
+    rates += [sum(not p for p in bad) / len(bad)] if bad else []
     return CriticAgreement(
-        critic=critic, n=len(pairs), passed=sum(bool(v) for _, v in pairs), good_passed=sum(bool(v) for v in good),
-        good=len(good), bad_rejected=sum(not v for v in bad), bad=len(bad),
-        agreement=agree / len(pairs) if pairs else None, kappa=cohen_kappa(labels, said),
-        rejected_by_fault=dict(sorted(by_fault.items())), no_verdict=len(items) - len(pairs))
+        critic=critic, n=len(items), passed=sum(passed), good_passed=sum(good), good=len(good),
+        bad_rejected=sum(not p for p in bad), bad=len(bad), agreement=observed_agreement(labels, said),
+        balanced_accuracy=sum(rates) / len(rates) if rates else None, kappa=cohen_kappa(labels, said),
+        rejected_by_fault=dict(sorted(by_fault.items())), no_verdict=sum(v is None for v in verdicts))

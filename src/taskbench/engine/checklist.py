@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..schema import CriticVerdict, Sample, ToolLibrary
+from .critics import FILE_IN_TEXT, fold, split_camel
 from .schemas import Limits, _array, _closed, _text
 
 __all__ = ["MIN_WORDS", "STEM", "checklist_messages", "checklist_schema", "checklist_verdict"]
@@ -38,8 +39,9 @@ _STOP = frozenset("""a an the and or of to in on for from with by at as is are b
 you your we our please could would can will want need like help some any all into then also using use used get
 given provide file files one two three step steps tool task text data example user request about http https www
 com org net html""".split())
-_WORD = re.compile(r"[a-z0-9]+")
-_FILE = re.compile(r"\b[\w\-]+\.(?:jpg|jpeg|png|gif|bmp|wav|mp3|flac|mp4|avi|mov|txt|pdf|csv)\b", re.I)
+_WORD = re.compile(r"[^\W_]+")
+_STEP = re.compile(r"^\s*step\s*\d+\s*[:.)-]\s*", re.I)
+"""A task step's "Step 2:" prefix (the predictor's STEP_PREFIX, which this layer may not import)."""
 
 
 def checklist_schema(n_steps: int, limits: Limits | None = None) -> dict[str, Any]:
@@ -62,25 +64,21 @@ def checklist_messages(sample: Sample, library: ToolLibrary) -> list[dict[str, s
     return [{"role": "user", "content": render("checklist.j2", user_request=sample.user_request, steps=steps)}]
 
 
-def _fold(text: str) -> str:
-    return " ".join(_WORD.findall(text.lower()))
-
-
 def _content(text: str) -> set[str]:
-    words = _WORD.findall(_FILE.sub(" ", text).lower())
+    words = _WORD.findall(FILE_IN_TEXT.sub(" ", text).lower())
     return {w[:STEM] for w in words if len(w) >= 3 and w not in _STOP and not w.isdigit()}
 
 
 def _tool_words(node: str, library: ToolLibrary | None) -> set[str]:
     tool = library.get(node) if library is not None else None
-    return _content(" ".join((re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", node), tool.desc if tool is not None else "")))
+    return _content(" ".join((split_camel(node), tool.desc if tool is not None else "")))
 
 
 def _about(sample: Sample, library: ToolLibrary | None, i: int) -> set[str]:
     """The words of step ``i`` (its tool's name and description, its task step) that the other steps' tools do
     not share: what the words for this step, and not for another, must touch (all of them when none is left)."""
     node = sample.task_nodes[i].task
-    steps = [_content(re.sub(r"^\s*step\s*\d+\s*[:.]", "", t, flags=re.I)) for t in sample.task_steps]
+    steps = [_content(_STEP.sub("", t)) for t in sample.task_steps]
     own_step = steps[i] if i < len(steps) else set()
     other_steps: set[str] = set()
     others: set[str] = set()
@@ -100,18 +98,20 @@ def checklist_verdict(sample: Sample, answer: Mapping[str, Any] | None,
     step that is not."""
     if not isinstance(answer, Mapping) or not isinstance(answer.get("steps"), list):
         return CriticVerdict(name="checklist", passed=False, reasons=["no checklist answer"])
-    request = _fold(sample.user_request)
+    if not sample.task_nodes:
+        return CriticVerdict(name="checklist", passed=False, reasons=["the sample has no task nodes"])
+    request = fold(sample.user_request)
     entries = answer["steps"]
     reasons = []
     for i, node in enumerate(sample.task_nodes):
         entry = entries[i] if i < len(entries) and isinstance(entries[i], Mapping) else {}
         raw = entry.get("words")
         words = raw if isinstance(raw, str) else ""
-        folded = _fold(_FILE.sub(" ", words))
+        folded = fold(FILE_IN_TEXT.sub(" ", words))
         label = f"step {i + 1} ({node.task})"
         if not folded:
             reasons.append(f"{label}: no words of the request ask for it")
-        elif f" {_fold(words)} " not in f" {request} ":
+        elif f" {fold(words)} " not in f" {request} ":
             reasons.append(f"{label}: {words.strip()[:60]!r} is not in the request")
         elif len(folded.split()) < MIN_WORDS:
             reasons.append(f"{label}: {words.strip()[:60]!r} is too short to ask for the step")

@@ -83,7 +83,7 @@ ISSUE_CODES: dict[str, str] = {
     "request_empty": "the user request is empty",
     "request_is_tool_names": "the user request is only tool names, not what a user would ask",
     "request_is_code": "the user request is a query, a call or JSON, not what a user would ask",
-    "request_is_tool_description": "a sentence of the user request is a tool's description copied, not a user's words",
+    "request_is_tool_description": "the user request, or a sentence of it, is a tool's description copied, not a user's words",
     "request_is_file_name": "the user request is only a file name ('example.jpg'), not what a user would ask",
 }
 """Every issue code the critics emit, with what it means."""
@@ -95,9 +95,14 @@ MEDIA_EXTENSIONS: dict[str, str] = {
 }
 """File extensions whose resource kind is clear from the name."""
 
-_FILE_NAME = re.compile(r"^[\w\-]+\.(" + "|".join(sorted({*MEDIA_EXTENSIONS, "txt", "pdf", "doc", "docx", "csv"}))
-                        + r")$", re.I)
+FILE_EXTENSIONS: tuple[str, ...] = tuple(sorted({*MEDIA_EXTENSIONS, "txt", "pdf", "doc", "docx", "csv"}))
+"""Extensions of the file names the critics recognise in arguments and requests."""
+
+_FILE_NAME = re.compile(r"^[\w\-]+\.(" + "|".join(FILE_EXTENSIONS) + r")$", re.I)
 """A whole argument value that is one file name (``example.mp4``)."""
+
+FILE_IN_TEXT = re.compile(r"[\w\-]+\.(?:" + "|".join(FILE_EXTENSIONS) + r")\b", re.I)
+"""A file name anywhere in a text (``example.jpg``)."""
 
 
 class Issue(BaseModel):
@@ -240,7 +245,8 @@ def check_structure(sample: Sample, dependency: str = "resource") -> list[Issue]
     return issues
 
 
-def _arg_text(arg: Any) -> Any:
+def arg_text(arg: Any) -> Any:
+    """The value of an argument: a named pair's value, else the argument itself."""
     return arg.value if isinstance(arg, TaskArgument) else arg
 
 
@@ -252,7 +258,7 @@ def _check_resource_node(
     names = sample.tool_names
     inputs = list(tool.input_types or []) if tool is not None else None
     for arg in node.arguments:
-        text = _arg_text(arg)
+        text = arg_text(arg)
         if not isinstance(arg, str):
             issues.append(
                 Issue(code="arg_format", node=i, message=f"node {i} ({node.task}): argument {text!r} is not a string")
@@ -393,13 +399,11 @@ video file."): 14 of 60 answers of the 0.5B model (issue 26), none of the 86 rel
 bundled ones."""
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
-_FILE_IN_TEXT = re.compile(r"[\w\-]+\.(?:" + "|".join(sorted({*MEDIA_EXTENSIONS, "txt", "pdf", "doc", "docx", "csv"}))
-                           + r")\b", re.I)
-"""A file name anywhere in a text (``example.jpg``)."""
 
 
-def _norm(text: str) -> str:
-    return " ".join(re.split(r"[^a-z0-9]+", text.lower())).strip()
+def fold(text: str) -> str:
+    """``text`` as words in lower case joined by single spaces, punctuation dropped (letters of any script)."""
+    return " ".join(re.findall(r"[^\W_]+", text.lower()))
 
 
 def check_request(request: str, library: ToolLibrary) -> list[Issue]:
@@ -414,21 +418,22 @@ def check_request(request: str, library: ToolLibrary) -> list[Issue]:
     words = [w for w in re.split(r"[^A-Za-z0-9]+", text.lower()) if w]
     name_words: set[str] = set()
     for name in library.names:
-        name_words.update(w for w in re.split(r"[^A-Za-z0-9]+", _split_camel(name).lower()) if w)
+        name_words.update(w for w in re.split(r"[^A-Za-z0-9]+", split_camel(name).lower()) if w)
     rest = [w for w in words if w not in name_words and w not in _FILLER]
     if words and not rest:
         return [Issue(code="request_is_tool_names",
                       message=f"the user request only names tools: {text[:60]!r} (write what the user wants done)")]
-    if _FILE_IN_TEXT.search(text) and not [w for w in re.split(r"[^A-Za-z0-9]+", _FILE_IN_TEXT.sub(" ", text).lower())
-                                           if w and w not in _FILLER]:
+    if FILE_IN_TEXT.search(text) and not [w for w in re.findall(r"\w+", FILE_IN_TEXT.sub(" ", text).lower())
+                                          if w not in _FILLER]:
         return [Issue(code="request_is_file_name",
                       message=f"the user request is only a file name: {text[:60]!r} (write what the user wants done)")]
     from rapidfuzz import fuzz
 
-    descriptions = [(t.id, _norm(t.desc)) for t in library.tools if t.desc and len(t.desc) >= 25]
-    # each sentence, and the whole request (a description of several sentences copied whole)
-    for sentence in [*_SENTENCE.split(text), text]:
-        said = _norm(sentence)
+    descriptions = [(t.id, fold(t.desc)) for t in library.tools if t.desc and len(t.desc) >= 25]
+    # each sentence, and the whole request when it has several (a description of several sentences copied)
+    sentences = _SENTENCE.split(text)
+    for sentence in [*sentences, text] if len(sentences) > 1 else sentences:
+        said = fold(sentence)
         if len(said) < 20:
             continue
         for name, desc in descriptions:
@@ -438,7 +443,8 @@ def check_request(request: str, library: ToolLibrary) -> list[Issue]:
     return []
 
 
-def _split_camel(name: str) -> str:
+def split_camel(name: str) -> str:
+    """``"getWeatherNow"`` -> ``"get Weather Now"``."""
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name)
 
 
@@ -449,7 +455,7 @@ def check_grounding(sample: Sample) -> list[Issue]:
     issues = []
     for i, node in enumerate(sample.task_nodes):
         for arg in node.arguments:
-            text = _arg_text(arg)
+            text = arg_text(arg)
             if not isinstance(text, str):
                 continue
             name = text.strip().strip("'\"")
