@@ -66,7 +66,7 @@ async def _ask(model: Any, items: list[Any], library: Any, which: str, progress:
             schema = checklist_schema(len(s.task_nodes))
         t0 = time.perf_counter()
         res = await model.generate(messages, schema=schema, config=config)
-        out.append({"parsed": res.parsed, "raw": res.raw, "finish_reason": res.finish_reason,
+        out.append({"parsed": res.parsed, "raw": res.text, "finish_reason": res.finish_reason,
                     "seconds": round(time.perf_counter() - t0, 2)})
         progress(which, i + 1, len(items))
     return out
