@@ -6,6 +6,8 @@
 - :mod:`.schemas`: the JSON Schemas that constrain the answers
 - :mod:`.parse`: answer -> :class:`~taskbench.schema.Sample` (name normalisation, ``<node-j>``), check_by_teacher
 - :mod:`.critics`: the rule critic (pure checks on a sample); :mod:`.dedup`: near-duplicate requests
+- :mod:`.checklist`: the checklist critic (the model points at the request's words for each step, the code
+  checks them); :mod:`.calibration`: a critic's calibration set (verified samples and broken copies) and its scores
 - :mod:`.output`: data_raw.json -> data.json, user_requests.json, data_error.json, statistics.json
 - :mod:`.judge`: ``taskbench data judge`` (naturalness, complexity, alignment)
 """
