@@ -261,8 +261,9 @@ def agents_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     mp = pytest.MonkeyPatch()
     mp.setenv("TASKBENCH_CACHE", str(out.parent / "cache"))
     try:
-        main(["agents", "eval", "--env", "restbench-tmdb", "-m", "mock/echo", "--agent", "react", "-t", "tmdb-000",
-              "-o", str(out), "-q"])
+        # our bundled TMDB task: the run needs no ../shared (RestBench's own queries are there)
+        main(["agents", "eval", "--env", "restbench-tmdb", "--task-set", "own", "-m", "mock/echo", "--agent", "react",
+              "-t", "tmdb-own-01", "-o", str(out), "-q"])
     except SystemExit as exc:
         assert exc.code in (0, 1, None)
     finally:
@@ -275,8 +276,8 @@ def agents_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ("episodes.jsonl", '{"x": 1}\n'),
     ("episodes.jsonl", "[" * 3000 + "]" * 3000 + "\n"),
     ("episodes.jsonl", '{"task_id": 5, "agent": null}\n'),
-    ("trajectories/react/tmdb-000__s0.jsonl", '{"type": "nope"}\n'),
-    ("trajectories/react/tmdb-000__s0.jsonl", "\xff"),
+    ("trajectories/react/tmdb-own-01__s0.jsonl", '{"type": "nope"}\n'),
+    ("trajectories/react/tmdb-own-01__s0.jsonl", "\xff"),
     ("header.json", "{\n"),
     ("header.json", "[1]\n"),
     ("header.json", '{"kind": 5}\n'),
@@ -289,9 +290,9 @@ def test_agents_show_and_eval_read_a_broken_run_directory_as_one_line(agents_run
     run_dir = tmp_path / "run"
     shutil.copytree(agents_run, run_dir)
     (run_dir / name).write_text(text, encoding="utf-8")
-    for argv in (["agents", "show", str(run_dir)], ["agents", "show", str(run_dir), "-t", "tmdb-000"],
-                 ["agents", "eval", "--env", "restbench-tmdb", "-m", "mock/echo", "--agent", "react", "-t",
-                  "tmdb-000", "-o", str(run_dir), "-q"]):
+    for argv in (["agents", "show", str(run_dir)], ["agents", "show", str(run_dir), "-t", "tmdb-own-01"],
+                 ["agents", "eval", "--env", "restbench-tmdb", "--task-set", "own", "-m", "mock/echo", "--agent",
+                  "react", "-t", "tmdb-own-01", "-o", str(run_dir), "-q"]):
         code, _, err = run(capsys, *argv)
         assert "Traceback" not in err, err
         if code != 0:
