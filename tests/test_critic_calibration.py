@@ -136,8 +136,10 @@ def test_the_checklist_prompt_and_schema(mm) -> None:
     chain = _chain(mm)
     (msg,) = checklist_messages(chain, mm.library)
     text = msg["content"]
-    assert chain.user_request in text and "1. Video Downloader (" in text and "2. Video-to-Audio (" in text
-    assert "Step 2: Extract the audio track of the downloaded video." in text
+    assert chain.user_request in text and "\n1. Video Downloader\n2. Video-to-Audio\n" in text
+    # only the request holds sentences: shown the task steps, the 0.5B model copied them instead of the request
+    # (30 of 37 steps; docs/generate.md)
+    assert "Step 2" not in text and mm.library.get("Video-to-Audio").desc not in text
     schema = checklist_schema(2)
     steps = schema["properties"]["steps"]
     assert (steps["minItems"], steps["maxItems"]) == (2, 2) and schema["additionalProperties"] is False

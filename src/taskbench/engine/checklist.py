@@ -53,7 +53,8 @@ def checklist_schema(n_steps: int, limits: Limits | None = None) -> dict[str, An
 
 
 def checklist_messages(sample: Sample, library: ToolLibrary) -> list[dict[str, str]]:
-    """The checklist prompt for ``sample``: its request and one line per node (tool, description, task step)."""
+    """The checklist prompt for ``sample``: its request, then one line per node with the tool's name only (shown
+    the task steps too, the 0.5B model copied them instead of the request's words; docs/generate.md)."""
     from .prompts import render
 
     steps = []
