@@ -86,7 +86,7 @@ def test_compare_command_prints_the_paired_difference_and_writes_json(two_runs: 
     assert result.exit_code == 0, result.output
     text = " ".join(result.stdout.split())
     assert "conagents-auto (students): 1 episodes; model mock/unused" in text
-    assert "success_rate +100.0 pts" in text and "(1 tasks)" in text
+    assert "success_rate +100.0 pts" in text and "(1 tasks)" in text and "correct_path_f1 +100.0 pts" in text
     assert "solved by the first only 1, by the second only 0" in text
     assert json.loads(out.read_text())["paired"][0]["flips"]["a_only"] == 1
 

@@ -5,6 +5,7 @@ students, compare two runs, plot the paper's analyses."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -115,7 +116,7 @@ def eval_command(
     from ..agents.config import Budgets
     from ..agents.eval import AgentEvalConfig, run_agents
     from ..predict.progress import RichPredictDisplay
-    from ..report.agents import comparison_rows, mechanism_markdown, paired_markdown
+    from ..report.agents import mechanism_markdown, paired_markdown
     from .options import call_options
 
     role_models = {r: m for r, m in (("grounding", model_grounding), ("execution", model_execution),
@@ -154,18 +155,7 @@ def eval_command(
             result = run_agents(config, output, display=display, cache=not no_cache, base_url=base_url,
                                 api_key_env=api_key_env, model_options=model_options)
     out = make_console()
-    from rich.table import Table
-
-    from ..report.tables import fit_width
-
-    head, rows = comparison_rows(result.metrics)
-    table = Table(title="Agents (rates in %, means per episode)", title_justify="left")
-    for i, h in enumerate(head):
-        table.add_column(h, justify="left" if i == 0 else "right")
-    for r in rows:
-        table.add_row(*r)
-    out.print(fit_width(table, out.width, keep=2, drop_first=("success 95% CI", "s/episode", "tokens/solved",
-                                                               "extra calls")))
+    _print_comparison(out, result.metrics, "Agents (rates in %, means per episode)")
     mech = mechanism_markdown(result.metrics)
     if mech:
         out.print("\nwhat review did:\n" + mech, markup=False, highlight=False)
@@ -412,6 +402,23 @@ def distill_eval_command(
     make_console().print(f"{role} {model}: {scores} ({doc['seconds']:.0f} s)", highlight=False)
 
 
+def _print_comparison(out: Any, metrics: Any, title: str) -> None:
+    """The comparison table of an agents metrics document, fitted to the terminal's width."""
+    from rich.table import Table
+
+    from ..report.agents import comparison_rows
+    from ..report.tables import fit_width
+
+    head, rows = comparison_rows(metrics)
+    table = Table(title=title, title_justify="left")
+    for i, h in enumerate(head):
+        table.add_column(h, justify="left" if i == 0 else "right")
+    for r in rows:
+        table.add_row(*r)
+    out.print(fit_width(table, out.width, keep=2, drop_first=("success 95% CI", "s/episode", "tokens/solved",
+                                                               "extra calls")))
+
+
 @agents_app.command("compare")
 def compare_command(
     run_a: Path = typer.Argument(..., help="Run A: a directory of `taskbench agents eval`."),
@@ -431,12 +438,10 @@ def compare_command(
 
         taskbench agents compare runs/tmdb-students runs/tmdb-base --agent-b conagents-auto
     """
-    from rich.table import Table
 
     from ..agents.eval import compare_runs
     from ..dataset.jsonio import write_json
-    from ..report.agents import comparison_rows, mechanism_markdown, paired_markdown
-    from ..report.tables import fit_width
+    from ..report.agents import mechanism_markdown, paired_markdown
 
     doc = compare_runs(run_a, run_b, agent_a=agent_a, agent_b=agent_b, n_boot=bootstrap)
     out = make_console()
@@ -445,15 +450,9 @@ def compare_command(
         out.print(f"{run['label']}: {run['episodes']} episodes; {models}", markup=False, highlight=False)
     for key, (a, b) in doc["differs"].items():
         typer.echo(f"taskbench: warning: the runs differ in {key}: {a} / {b}", err=True)
-    head, rows = comparison_rows(doc)
-    table = Table(title=f"{doc['tasks']} tasks both finished (rates in %, means per episode)", title_justify="left")
-    for i, h in enumerate(head):
-        table.add_column(h, justify="left" if i == 0 else "right")
-    for r in rows:
-        table.add_row(*r)
-    out.print(fit_width(table, out.width, keep=2, drop_first=("success 95% CI", "s/episode", "tokens/solved",
-                                                               "extra calls")))
-    for metric in ("success_rate", "correct_path_lcs"):
+    _print_comparison(out, doc, f"{doc['tasks']} tasks both finished (rates in %, means per episode)")
+    # LCS credits an answer with no call (the finish token): read it beside F1, the paper's rate
+    for metric in ("success_rate", "correct_path_f1", "correct_path_lcs"):
         text = paired_markdown(doc, metric)
         if text:
             out.print(text, markup=False, highlight=False)
