@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel, Field
 
 from ..eval.agreement import cohen_kappa, observed_agreement
-from ..schema import Sample, TaskArgument, ToolLibrary
+from ..schema import STEP_PREFIX, Sample, TaskArgument, ToolLibrary
 from .critics import arg_text
 
 __all__ = ["FAULTS", "CalibrationItem", "CriticAgreement", "calibration_set", "critic_agreement", "break_request"]
@@ -40,7 +40,6 @@ FAULTS: dict[str, str] = {
 _MEDIA = re.compile(r"\bexample(_\d+)?\.(jpg|jpeg|png|wav|mp3|mp4|avi|mov)\b", re.I)
 _OTHER_KIND = {"jpg": "wav", "jpeg": "wav", "png": "wav", "wav": "jpg", "mp3": "jpg", "mp4": "wav", "avi": "wav",
                "mov": "wav"}
-_STEP = re.compile(r"^\s*step\s*\d+\s*[:.)-]\s*", re.I)
 
 
 class CalibrationItem(BaseModel):
@@ -87,7 +86,7 @@ def break_request(sample: Sample, fault: str, library: ToolLibrary, pool: Sequen
     elif fault == "one_step":
         if len(sample.task_nodes) < 2 or not sample.task_steps:
             return None
-        first = _STEP.sub("", sample.task_steps[0]).strip()
+        first = STEP_PREFIX.sub("", sample.task_steps[0]).strip()
         if not first:
             return None
         update["user_request"] = first[0].upper() + first[1:]

@@ -23,7 +23,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..schema import CriticVerdict, Sample, ToolLibrary
+from ..schema import STEP_PREFIX, CriticVerdict, Sample, ToolLibrary
 from .critics import FILE_IN_TEXT, fold, split_camel
 from .schemas import Limits, _array, _closed, _text
 
@@ -40,8 +40,6 @@ you your we our please could would can will want need like help some any all int
 given provide file files one two three step steps tool task text data example user request about http https www
 com org net html""".split())
 _WORD = re.compile(r"[^\W_]+")
-_STEP = re.compile(r"^\s*step\s*\d+\s*[:.)-]\s*", re.I)
-"""A task step's "Step 2:" prefix (the predictor's STEP_PREFIX, which this layer may not import)."""
 
 
 def checklist_schema(n_steps: int, limits: Limits | None = None) -> dict[str, Any]:
@@ -79,7 +77,7 @@ def _about(sample: Sample, library: ToolLibrary | None, i: int) -> set[str]:
     """The words of step ``i`` (its tool's name and description, its task step) that the other steps' tools do
     not share: what the words for this step, and not for another, must touch (all of them when none is left)."""
     node = sample.task_nodes[i].task
-    steps = [_content(_STEP.sub("", t)) for t in sample.task_steps]
+    steps = [_content(STEP_PREFIX.sub("", t)) for t in sample.task_steps]
     own_step = steps[i] if i < len(steps) else set()
     other_steps: set[str] = set()
     others: set[str] = set()

@@ -37,10 +37,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..schema import NODE_REF, Sample, TaskArgument, Tool, ToolLibrary
-
-STEP_PREFIX = re.compile(r"^\s*step\s*\d+\s*[:.)-]\s*", re.I)
-"""A "Step n:" prefix a model (or gold data) wrote in front of a step text."""
+from ..schema import NODE_REF, STEP_PREFIX, Sample, TaskArgument, Tool, ToolLibrary
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from .plan import SampledSubgraph
 from .sample import FIELD_ALIASES, CriticVerdict, Prediction, Sample, StructureType, Usage, record_id
 from .task import (
     NODE_REF,
+    STEP_PREFIX,
     Argument,
     TaskArgument,
     TaskGraph,
@@ -134,6 +135,7 @@ __all__ = [
     "LinkReason",
     "ModelCallEvent",
     "NODE_REF",
+    "STEP_PREFIX",
     "parse_episode",
     "parse_generation_record",
     "parse_messages",

@@ -17,6 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, m
 NODE_REF = re.compile(r"<node-(\d+)>")
 """Matches a ``<node-j>`` reference inside an argument."""
 
+STEP_PREFIX = re.compile(r"^\s*step\s*\d+\s*[:.)-]\s*", re.I)
+"""A "Step n:" prefix a model (or gold data) wrote in front of a step text."""
+
 _EXTENSIONS = (
     ("image", ("jpg", "png", "jpeg", "gif", "bmp", "tiff", "svg", "ico")),
     ("audio", ("mp3", "wav", "wma", "ogg", "aac", "flac", "aiff", "au")),
