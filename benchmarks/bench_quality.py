@@ -105,12 +105,15 @@ def run_one(model: Any, ds: Any, name: str, out: Path, config: dict[str, Any], a
 
 
 def repeat_counts(records: list[dict]) -> dict[str, int]:
-    """Issue 26 point 4: the plan steps dropped as repeats of an earlier step (``drop_repeated_steps``), the
-    answers that had any, and the results still calling a tool twice after the drop (what is left)."""
+    """Issue 26 point 4: the answers whose decoding stopped at a repeated step (``finish_reason`` ``repeat``,
+    ``GenerationConfig.stop_repeat``), the plan steps still dropped as repeats of an earlier step
+    (``drop_repeated_steps``) and the answers that had any, and the results still calling a tool twice after both
+    (what is left)."""
     from taskbench.predict.plan import drop_repeated_steps, is_plan
 
-    dropped = answers = left = 0
+    dropped = answers = left = stops = 0
     for r in records:
+        stops += r.get("finish_reason") == "repeat"
         try:
             plan = json.loads(r.get("raw") or "")
         except ValueError:
@@ -121,7 +124,8 @@ def repeat_counts(records: list[dict]) -> dict[str, int]:
             answers += n > 0
         names = [n.get("task") for n in ((r.get("result") or {}).get("task_nodes") or []) if isinstance(n, dict)]
         left += len(names) != len(set(names))
-    return {"repeated_steps_dropped": dropped, "answers_with_repeats": answers, "results_with_a_tool_twice": left}
+    return {"repeat_stops": stops, "repeated_steps_dropped": dropped, "answers_with_repeats": answers,
+            "results_with_a_tool_twice": left}
 
 
 def explicit_link_f1(samples: Any, records: list[dict]) -> float:
@@ -154,8 +158,8 @@ async def _predict(model: Any, ds: Any, name: str, out: Path, options: Any, pred
 
 def table(summary: dict[str, Any]) -> str:
     lines = [
-        "| model | config | domain | n | parse fail | token limit | node F1 | edge F1 | edge F1 (task_links) | v-F1 | R-1 | shortlist recall | s/sample | load |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| model | config | domain | n | parse fail | token limit | repeat stops | node F1 | edge F1 | edge F1 (task_links) | v-F1 | R-1 | shortlist recall | s/sample | load |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for key, row in summary["results"].items():
         model, config, domain = key.split("|")
@@ -163,7 +167,7 @@ def table(summary: dict[str, Any]) -> str:
         sps = f"{row['seconds_per_sample']:.1f}" if row["seconds_per_sample"] is not None else "-"
         lines.append(
             f"| {model} | {config} | {domain} | {row['n']} | {row['parse_failures']} | {row['token_limit']} | "
-            f"{row['node_f1']:.3f} | {row['edge_f1']:.3f} | {row.get('edge_f1_task_links', float('nan')):.3f} | "
+            f"{row.get('repeat_stops', '-')} | {row['node_f1']:.3f} | {row['edge_f1']:.3f} | {row.get('edge_f1_task_links', float('nan')):.3f} | "
             f"{row['arg_value_f1']:.3f} | {row['step_rouge1']:.3f} | "
             f"{recall} | {sps} | {row['load_1min_before']}-{row['load_1min_after']} |"
         )

@@ -333,3 +333,20 @@ def test_through_the_model_wrapper(tiny_path) -> None:
     assert out.finish_reason == "stop" and out.parse_error is None, out.text
     jsonschema.validate(out.parsed, _resource_schema())
     assert out.extra["prompt_tokens_evaluated"] > 0 and out.usage.prompt_tokens > 0
+
+
+@pytest.mark.model
+def test_stop_repeat_ends_a_loop_in_decoding(provider) -> None:
+    """A grammar that forces one item twelve times: without ``stop_repeat`` decoding writes all twelve; with it,
+    decoding stops at the second, so the loop costs one turn of tokens, and the text is cut where it began."""
+    schema = {"type": "object", "additionalProperties": False, "required": ["items"],
+              "properties": {"items": {"type": "array", "minItems": 12, "maxItems": 12,
+                                       "items": {"type": "string", "const": "tick"}}}}
+    msgs = [{"role": "user", "content": "Write the JSON document."}]
+    full = _run(provider.complete(ProviderRequest(msgs, GenerationConfig(max_tokens=200), json_schema=schema)))
+    cut = _run(provider.complete(ProviderRequest(
+        msgs, GenerationConfig(max_tokens=200, stop_repeat=r'"(tick)"'), json_schema=schema)))
+    assert full.finish_reason == "stop" and json.loads(full.text)["items"] == ["tick"] * 12
+    assert cut.finish_reason == "repeat", cut.text
+    assert cut.text.count('"tick"') == 1 and full.text.startswith(cut.text)
+    assert cut.completion_tokens < full.completion_tokens / 2, (cut.completion_tokens, full.completion_tokens)

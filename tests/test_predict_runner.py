@@ -194,9 +194,11 @@ def test_structured_mode_sends_the_plan_schema_by_default(tmp_path, hf) -> None:
 def test_a_truncated_answer_is_recorded_as_a_failure_not_repaired(tmp_path, hf) -> None:
     from taskbench.llm.base import ProviderResponse
 
+    # distinct steps cut off mid-document, as max_tokens leaves them (a loop of one step is cut where it starts
+    # instead: tests/test_plan_repeats.py)
     looping = '{"steps": [' + ", ".join(
-        ['{"step": "Speak it", "tool": "Text-to-Speech", "arguments": {"text": "hi"}}'] * 30
-    )  # cut off mid-document, as max_tokens leaves it
+        [f'{{"step": "Speak part {i}", "tool": "Text-to-Speech", "arguments": {{"text": "hi"}}}}' for i in range(30)]
+    )
     out = tmp_path / "p.jsonl"
     summary = _run(_model(tmp_path, responses=lambda req: ProviderResponse(looping, 10, 400, "length"),
                           cache=False), hf, out, limit=1)

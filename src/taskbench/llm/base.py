@@ -11,8 +11,10 @@ exception for permanent failures.
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, ClassVar
 
 from ..errors import ModelError
@@ -27,15 +29,41 @@ class GenerationConfig:
     max_tokens: int = 1024
     seed: int | None = None
     stop: tuple[str, ...] = ()
+    stop_repeat: str | None = None
+    """A regular expression over the answer: decoding stops as soon as a match's groups repeat those of an earlier
+    match in the same answer (case and spacing folded), and the answer is cut where the repeating match starts,
+    with ``finish_reason`` ``"repeat"``. The plan's steps use it (:data:`taskbench.predict.plan.REPEATED_STEP`) so
+    that a model looping on one step stops at the loop's first turn instead of at the token limit. Honoured by the
+    embedded llama.cpp provider; others ignore it (the predictor's post-hoc filter still drops repeated steps)."""
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "temperature": self.temperature,
             "top_p": self.top_p,
             "max_tokens": self.max_tokens,
             "seed": self.seed,
             "stop": list(self.stop),
         }
+        if self.stop_repeat is not None:  # absent otherwise, so earlier cache keys stay valid
+            out["stop_repeat"] = self.stop_repeat
+        return out
+
+
+@lru_cache(maxsize=32)
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+def first_repeat(pattern: str, text: str) -> int | None:
+    """Where ``text`` starts to repeat itself by :attr:`GenerationConfig.stop_repeat`: the offset of the first match
+    of ``pattern`` whose groups (case and spacing folded) equal an earlier match's, or None."""
+    seen: set[tuple[str, ...]] = set()
+    for match in _compiled(pattern).finditer(text):
+        key = tuple(" ".join((g or "").casefold().split()) for g in match.groups()) or (match.group(0),)
+        if key in seen:
+            return match.start()
+        seen.add(key)
+    return None
 
 
 @dataclass

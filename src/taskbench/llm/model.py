@@ -30,7 +30,14 @@ from .._loop import LoopThread
 from ..errors import ConfigError, ModelError, ModelRefusedError, TaskbenchError
 from ..schema import AssistantMessage, ToolCall, Usage
 from ..schema.chat import to_openai_messages
-from .base import GenerationConfig, Provider, ProviderRequest, ProviderResponse, TransientProviderError
+from .base import (
+    GenerationConfig,
+    Provider,
+    ProviderRequest,
+    ProviderResponse,
+    TransientProviderError,
+    first_repeat,
+)
 from .cache import CacheBackend, cache_key, open_cache
 from .registry import parse_model_string, provider_class
 from .retry import RetryOutcome, RetryPolicy, call_with_retries
@@ -49,9 +56,11 @@ class ModelOutput(BaseModel):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    text: str = Field(description="The raw text the model produced.")
+    text: str = Field(description="The raw text the model produced (cut where it started to repeat itself when "
+                      "the call's config has ``stop_repeat``).")
     usage: Usage = Field(description="Tokens, wall seconds (including retries), cache flag and retry count.")
-    finish_reason: str | None = Field(default=None, description="'stop', 'length', ... as the backend said.")
+    finish_reason: str | None = Field(default=None, description="'stop', 'length', ... as the backend said; "
+                                      "'repeat' when ``stop_repeat`` cut the answer.")
     parsed: Any = Field(default=None, description="The JSON value parsed (and repaired) from text when a schema "
                         "was given; None when there was no schema or nothing could be parsed.")
     parse_error: str | None = Field(default=None, description="Why text did not give valid JSON for the schema.")
@@ -447,11 +456,18 @@ class Model:
         if finish_reason == "stop" and resp.completion_tokens >= config.max_tokens > 0:
             # some backends say "stop" when the token budget ran out; a cut answer must say so
             finish_reason = "length"
+        text = resp.text
+        if config.stop_repeat is not None and not resp.tool_calls:
+            # the same cut as the embedded provider's decoding stop, for answers from any backend (and from the
+            # cache): with the same sampling, the text before the repeat is what decoding would have stopped at
+            cut = first_repeat(config.stop_repeat, text)
+            if cut is not None:
+                text, finish_reason = text[:cut], "repeat"
         parsed = None
         parse_error = None
         if json_schema is not None:
             try:
-                parsed = extract_json(resp.text)
+                parsed = extract_json(text)
             except JSONExtractionError as exc:
                 parse_error = str(exc)
             else:
@@ -485,7 +501,7 @@ class Model:
             retries=retries,
         )
         return ModelOutput(
-            text=resp.text,
+            text=text,
             usage=usage,
             finish_reason=finish_reason,
             parsed=parsed,

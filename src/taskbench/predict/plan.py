@@ -58,6 +58,13 @@ class PlanBounds:
 
 DEFAULT_BOUNDS = PlanBounds()
 
+REPEATED_STEP = r'\{\s*"step"\s*:\s*"(?:[Ss]tep\s*\d+\s*:\s*)?((?:[^"\\]|\\.)*)"\s*,\s*"tool"\s*:\s*"((?:[^"\\]|\\.)*)"'
+"""The ``stop_repeat`` pattern of a plan answer (:class:`taskbench.llm.base.GenerationConfig`): a step's text and
+tool. Decoding stops at the first step whose text and tool repeat an earlier step's (case, spacing and a
+"Step n:" prefix folded),
+the loop a small model falls into; the answer keeps the steps before it. :func:`drop_repeated_steps` still
+drops the repeats decoding cannot see (same tool and arguments under another text)."""
+
 
 def node_ref(j: int) -> str:
     """The reference to the output of step ``j``."""
@@ -380,6 +387,7 @@ def tool_names_of(plan: Mapping[str, Any]) -> Sequence[str]:
 __all__ = [
     "DEFAULT_BOUNDS",
     "PlanBounds",
+    "REPEATED_STEP",
     "argument_keys",
     "drop_repeated_steps",
     "is_plan",

@@ -100,9 +100,11 @@ class PredictOptions(BaseModel):
     def generation_config(self) -> Any:
         """The :class:`taskbench.llm.base.GenerationConfig` for these options."""
         from ..llm.base import GenerationConfig
+        from .plan import REPEATED_STEP
 
         return GenerationConfig(
-            temperature=self.temperature, top_p=self.top_p, max_tokens=self.max_tokens, seed=self.seed
+            temperature=self.temperature, top_p=self.top_p, max_tokens=self.max_tokens, seed=self.seed,
+            stop_repeat=REPEATED_STEP if self.structured and self.plan else None,
         )
 
 
@@ -119,6 +121,8 @@ class PredictSummary(BaseModel):
         default=0, description="Model calls that failed for good (written as failure records, retried next run)."
     )
     parse_failures: int = Field(default=0, description="Records written with a parse error (this run).")
+    repeat_stops: int = Field(default=0, description="Answers cut where the model began to repeat a step "
+                              "(GenerationConfig.stop_repeat; this run).")
     reformatted: int = Field(default=0, description="Answers repaired by the --reformat pass (this run).")
     cache_hits: int = Field(default=0, description="Calls answered from the response cache.")
     retries: int = Field(default=0, description="Retried requests.")
@@ -269,6 +273,7 @@ async def predict_dataset(
         summary.retries += u.retries
         summary.cache_hits += int(u.cached)
         summary.parse_failures += int(outcome.prediction.error is not None)
+        summary.repeat_stops += int(outcome.prediction.finish_reason == "repeat")
         summary.reformatted += int(outcome.reformatted)
         return outcome.record
 

@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ...errors import ConfigError, InputError, MissingDependencyError
-from ..base import Provider, ProviderRequest, ProviderResponse, TransientProviderError
+from ..base import Provider, ProviderRequest, ProviderResponse, TransientProviderError, first_repeat
 from ..native import ensure_llama_runs
 from ..weights import DEFAULT_ALIAS, KNOWN_WEIGHTS, check_model_name, resolve_model_path
 from .llamacpp_tools import parse_tool_output, render_messages, template_knows_tools, tool_grammar
@@ -116,6 +116,30 @@ class _Deadline:
         elif self.deadline is not None and now > self.deadline:
             self.fired = "timeout"
         return self.fired is not None
+
+
+class _RepeatStop:
+    """A llama-cpp-python stopping criterion: stop once the answer repeats itself by ``stop_repeat``
+    (:func:`taskbench.llm.base.first_repeat`), so a loop costs one turn instead of the rest of the token budget."""
+
+    def __init__(self, llm: Any, pattern: str, prompt_tokens: int) -> None:
+        self.llm, self.pattern, self.start = llm, pattern, prompt_tokens
+        self.data = bytearray()
+        self.seen = prompt_tokens
+        self.cut: int | None = None
+
+    def __call__(self, input_ids: Any, logits: Any) -> bool:
+        if self.cut is not None:
+            return True
+        ids = [int(t) for t in input_ids[self.seen:]]
+        if not ids:
+            return False
+        self.data += self.llm.detokenize(ids, prev_tokens=[int(t) for t in input_ids[: self.seen]])
+        self.seen += len(ids)
+        if b'"' not in self.data[-8 * len(ids) - 8:]:  # a match ends at a quote; skip the regex otherwise
+            return False
+        self.cut = first_repeat(self.pattern, self.data.decode("utf-8", errors="ignore"))
+        return self.cut is not None
 
 
 class LlamaCppProvider(Provider):
@@ -391,7 +415,11 @@ class LlamaCppProvider(Provider):
         stop = list(request.config.stop)
         if rendered.stop is not None:
             stop += rendered.stop if isinstance(rendered.stop, list) else [rendered.stop]
-        criteria = [deadline]
+        criteria: list[Any] = [deadline]
+        repeat = None
+        if request.config.stop_repeat is not None and not tools:
+            repeat = _RepeatStop(llm, request.config.stop_repeat, len(tokens))
+            criteria.append(repeat)
         if rendered.stopping_criteria is not None:
             criteria.extend(rendered.stopping_criteria)
         out = llm.create_completion(
@@ -417,11 +445,16 @@ class LlamaCppProvider(Provider):
             out = {"choices": [{"text": text, "finish_reason": finish}],
                    "usage": {"prompt_tokens": len(tokens), "completion_tokens": generated}}
         choice = out["choices"][0]
+        text, finish = choice["text"], choice["finish_reason"]
+        if repeat is not None and repeat.cut is not None:
+            # cut where the repeat starts (the Model wrapper cuts the same place from any backend's text)
+            cut = first_repeat(request.config.stop_repeat or "", text)
+            text, finish = (text if cut is None else text[:cut]), "repeat"
         return {
             "choices": [
                 {
-                    "message": {"role": "assistant", "content": choice["text"]},
-                    "finish_reason": choice["finish_reason"],
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": finish,
                 }
             ],
             "usage": out.get("usage"),
