@@ -350,3 +350,16 @@ def test_stop_repeat_ends_a_loop_in_decoding(provider) -> None:
     assert cut.finish_reason == "repeat", cut.text
     assert cut.text.count('"tick"') == 1 and full.text.startswith(cut.text)
     assert cut.completion_tokens < full.completion_tokens / 2, (cut.completion_tokens, full.completion_tokens)
+
+
+@pytest.mark.model
+def test_a_pattern_with_an_escaped_dot_decodes(provider) -> None:
+    """``\\.`` in a pattern: the stock converter wrote it into the grammar as an escape llama.cpp does not know,
+    and the process died of SIGSEGV in the sampler (taskbench.llm.grammar writes it as the class ``[.]``)."""
+    import re
+
+    schema = {"type": "object", "additionalProperties": False, "required": ["file"],
+              "properties": {"file": {"type": "string", "pattern": r"^[a-z]{1,8}\.(wav|mp3)$"}}}
+    msgs = [{"role": "user", "content": "Name an audio file as JSON."}]
+    resp = _run(provider.complete(ProviderRequest(msgs, GenerationConfig(max_tokens=40), json_schema=schema)))
+    assert re.fullmatch(r"[a-z]{1,8}\.(wav|mp3)", json.loads(resp.text)["file"]), resp.text

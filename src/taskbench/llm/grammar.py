@@ -43,6 +43,8 @@ def _converter_class() -> Any:
                 char = self._add_primitive("char", PRIMITIVE_RULES["char"])
                 rest = _build_repetition(char, 0, int(schema["maxLength"]) - 1)
                 return self._add_rule(name or "root", rf'"\"" {first} {rest} "\"" space')
+            if isinstance(schema.get("pattern"), str) and "\\" in schema["pattern"]:
+                schema = {**schema, "pattern": _escapes_as_classes(schema["pattern"])}
             alternatives = schema.get("anyOf") or schema.get("oneOf")
             if isinstance(alternatives, list) and "$ref" not in schema:
                 head = _common_head(alternatives)
@@ -84,6 +86,31 @@ def _converter_class() -> Any:
 
 
 _CLASS = re.compile(r"^\^\[(\^?)([^\]\\\"]+)\]$")
+
+
+def _escapes_as_classes(pattern: str) -> str:
+    """``pattern`` with each escaped punctuation character outside a class (``\\.``) written as a class (``[.]``).
+    The stock converter copies ``\\.`` into a GBNF literal, where llama.cpp does not know the escape: the grammar
+    fails to parse and the sampler crashes the process (SIGSEGV, seen with ``^[a-z]+\\.(wav|mp3)$``)."""
+    out, i, in_class = [], 0, False
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\" and i + 1 < len(pattern):
+            nxt = pattern[i + 1]
+            if not in_class and not nxt.isalnum():
+                out.append("[\\]]" if nxt == "]" else "[\\\\]" if nxt == "\\" else
+                           "[\\^]" if nxt == "^" else f"[{nxt}]")
+            else:
+                out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        if ch == "[" and not in_class:
+            in_class = True
+        elif ch == "]" and in_class:
+            in_class = False
+        out.append(ch)
+        i += 1
+    return "".join(out)
 
 
 def _first_char_class(schema: dict[str, Any]) -> str | None:
