@@ -19,6 +19,16 @@ item; the script prints agreement, Cohen's kappa, good passed and bad rejected p
 
 Model answers go through the response cache, so a rerun with the same model costs nothing. `--critics rule`
 needs no model.
+
+`--review DIR...` scores the critics on generated samples labelled by a person instead: every answered attempt
+of each `taskbench generate` directory (kept or rejected) that REVIEWER decided in the review page
+(`taskbench review DIR --include-rejected`; the latest decision in DIR/review_log.jsonl counts: correct is good,
+discard and fix are bad, since a sample that needs fixing is not good as generated). The rule critic includes
+the alignment check against the sampled subgraph (`engine.output.assess`), `self` is the generator's own check
+recorded with the answer, and `llm` / `checklist` are asked again, with the sampled subgraph shown.
+
+    python benchmarks/bench_critics.py --review gen/guided gen/free --reviewer lead \
+        --model llamacpp/qwen2.5-coder-0.5b -o benchmarks/results/bench_critics_review.json
 """
 
 from __future__ import annotations
@@ -53,13 +63,54 @@ def _entry(sample: Any) -> SampledSubgraph:
         "links": [{"source": lk.source, "target": lk.target} for lk in sample.links_for("resource")]})
 
 
-async def _ask(model: Any, items: list[Any], library: Any, which: str, progress: Any) -> list[dict[str, Any]]:
+def reviewed_items(dirs: list[str], reviewer: str) -> tuple[list[Any], dict[str, Any]]:
+    """The answered attempts of generate directories that ``reviewer`` decided, as calibration items (ids
+    ``DIR#id``), with ``{item id: (library, graph, record)}`` to score them."""
+    from taskbench.engine.calibration import CalibrationItem
+    from taskbench.graph.build import graph_from_path
+    from taskbench.report.review.log import ReviewLog
+    from taskbench.schema.generation import parse_generation_record
+
+    items, where = [], {}
+    for d in dirs:
+        graph = graph_from_path(d)
+        latest = ReviewLog(Path(d)).latest()
+        for line in (Path(d) / "data_raw.json").read_text(encoding="utf-8").splitlines():
+            if not line.strip():
+                continue
+            rec = json.loads(line)
+            decision = latest.get(str(rec.get("id")), {}).get(reviewer)
+            if decision is None or parse_generation_record(rec).result is None:
+                continue
+            from taskbench.engine.parse import build_sample
+
+            sample = build_sample(rec, graph.library)
+            key = f"{Path(d).name}#{sample.id}"
+            items.append(CalibrationItem(sample=sample.model_copy(update={"id": key}), good=decision.outcome == "correct",
+                                         source=key))
+            where[key] = (graph.library, graph, rec)
+    return items, where
+
+
+def _sampled_entry(rec: dict[str, Any]) -> SampledSubgraph:
+    """The subgraph a generated record was made from."""
+    nodes = [n["task"] if isinstance(n, dict) else str(n) for n in rec.get("sampled_nodes") or []]
+    return SampledSubgraph.model_validate({
+        "index": 0, "seed": 0, "mode": rec.get("type") if rec.get("type") in ("single", "chain", "dag") else "dag",
+        "size": len(nodes), "nodes": nodes,
+        "links": [{"source": lk["source"], "target": lk["target"]} for lk in rec.get("sampled_links") or []]})
+
+
+async def _ask(model: Any, items: list[Any], library: Any, which: str, progress: Any,
+               where: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     out = []
     config = GenerationConfig(temperature=0.0, max_tokens=512, seed=0)
     for i, item in enumerate(items):
         s = item.sample
+        if where is not None:
+            library, _, rec = where[s.id]
         if which == "llm":
-            messages = critic_messages(s, library, _entry(s))
+            messages = critic_messages(s, library, _sampled_entry(rec) if where is not None else _entry(s))
             schema = critic_schema()
         else:
             messages = checklist_messages(s, library)
@@ -81,7 +132,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=0, help="only the first N good samples (0: all)")
     ap.add_argument("-O", "--option", action="append", default=[], help="provider option KEY=VALUE")
     ap.add_argument("-o", "--output", default=None)
+    ap.add_argument("--review", nargs="+", default=None, metavar="DIR",
+                    help="score on these generate directories' samples as REVIEWER labelled them (not --data)")
+    ap.add_argument("--reviewer", default=None, help="with --review: whose decisions are the labels")
     args = ap.parse_args(argv)
+    if args.review is not None:
+        if not args.reviewer:
+            ap.error("--review needs --reviewer")
+        return _review_main(args)
     critics = [c for c in args.critics.split(",") if c]
     if any(c not in CRITICS for c in critics):
         ap.error(f"--critics: one of {', '.join(CRITICS)}")
@@ -153,6 +211,73 @@ def main(argv: list[str] | None = None) -> int:
         doc = {"data": args.data, "model": args.model, "seed": args.seed, "seconds": timing,
                "scores": [s.model_dump() for s in scores],
                "items": [{"id": it.sample.id, "good": it.good, "fault": it.fault, "request": it.sample.user_request,
+                          **{k: v[i] for k, v in verdicts.items()},
+                          **{f"{k}_answer": a[i]["parsed"] for k, a in answers.items()}}
+                         for i, it in enumerate(items)]}
+        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.output).write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+    return 0
+
+
+def _review_main(args: argparse.Namespace) -> int:
+    from taskbench.engine.output import assess
+
+    critics = [c for c in args.critics.split(",") if c]
+    items, where = reviewed_items(args.review, args.reviewer)
+    if not items:
+        print(f"no sample of {', '.join(args.review)} was decided by {args.reviewer!r}", file=sys.stderr)
+        return 2
+    good = sum(it.good for it in items)
+    print(f"{len(items)} reviewed samples: {good} correct, {len(items) - good} discarded or fixed", file=sys.stderr)
+    verdicts: dict[str, list[bool | None]] = {"rule": [], "self": []}
+    for it in items:
+        library, graph, rec = where[it.sample.id]
+        _, v = assess(rec, library, graph)
+        verdicts["rule"].append(v["rule"].passed)
+        verdicts["self"].append((v.get("self") or v["llm"]).passed)
+    verdicts["rule+self"] = [bool(r and s) for r, s in zip(verdicts["rule"], verdicts["self"], strict=True)]
+    answers: dict[str, list[dict[str, Any]]] = {}
+    timing: dict[str, float] = {}
+    wanted = [c for c in critics if c in ("llm", "checklist")]
+    if wanted and args.model:
+        options = dict(kv.split("=", 1) for kv in args.option)
+        model = open_model(args.model, options=options)
+
+        def progress(which: str, done: int, total: int) -> None:
+            print(f"\r{which} {done}/{total}", end="", file=sys.stderr, flush=True)
+
+        async def go() -> None:
+            try:
+                for which in wanted:
+                    t0 = time.perf_counter()
+                    answers[which] = await _ask(model, items, None, which, progress, where)
+                    timing[which] = round(time.perf_counter() - t0, 1)
+                    print(file=sys.stderr)
+            finally:
+                await model.aclose()
+
+        run_sync(go())
+    if "llm" in answers:
+        verdicts["llm"] = [a["parsed"].get("correct") is True if isinstance(a["parsed"], dict) else None
+                           for a in answers["llm"]]
+    if "checklist" in answers:
+        verdicts["checklist"] = [checklist_verdict(it.sample, a["parsed"], where[it.sample.id][0]).passed
+                                 for it, a in zip(items, answers["checklist"], strict=True)]
+        verdicts["rule+checklist"] = [bool(r and c) for r, c in zip(verdicts["rule"], verdicts["checklist"],
+                                                                     strict=True)]
+    scores = [critic_agreement(name, items, v) for name, v in verdicts.items()]
+    head = ["critic", "passed", "correct passed", "bad rejected", "agreement", "balanced accuracy", "kappa"]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for sc in scores:
+        print("| " + " | ".join([
+            sc.critic, f"{sc.passed} / {sc.n}", f"{sc.good_passed} / {sc.good}", f"{sc.bad_rejected} / {sc.bad}",
+            f"{sc.agreement:.2f}" if sc.agreement is not None else "-", f"{sc.balanced_accuracy:.2f}" if sc.balanced_accuracy is not None else "-",
+            f"{sc.kappa:.2f}" if sc.kappa is not None else "-"]) + " |")
+    if args.output:
+        doc = {"review": args.review, "reviewer": args.reviewer, "model": args.model, "seconds": timing,
+               "scores": [sc.model_dump() for sc in scores],
+               "items": [{"id": it.sample.id, "good": it.good, "request": it.sample.user_request,
                           **{k: v[i] for k, v in verdicts.items()},
                           **{f"{k}_answer": a[i]["parsed"] for k, a in answers.items()}}
                          for i, it in enumerate(items)]}
