@@ -20,6 +20,12 @@ with the project's inference prompt (``taskbench.predict.prompts``: the tool lis
     .venv/bin/python benchmarks/bench_embedded.py overhead                  # 20 prompts, 0.5B model
     .venv/bin/python benchmarks/bench_embedded.py parse -n 10 --domains huggingface multimedia dailylifeapis
     .venv/bin/python benchmarks/bench_embedded.py parse --model smollm2-135m -n 5
+    .venv/bin/python benchmarks/bench_embedded.py speculative --model qwen2.5-coder-1.5b \
+        --draft qwen2.5-coder-0.5b --k 2 4 -n 6 --threads 2 --n-ctx 4096
+
+``speculative``  Decode tokens/s of a model on the plan prompts (2 fixed demos, the plan schema) of gold
+              requests: plain, with a smaller model of the same vocabulary as a draft proposing k tokens, and
+              with llama-cpp-python's prompt-lookup decoding; checks the texts are identical (greedy).
 
 Results are printed and, with ``--json PATH``, written as JSON.
 """
@@ -346,6 +352,115 @@ def bench_parse(args: argparse.Namespace) -> dict[str, Any]:
     return summary
 
 
+class DraftModel:
+    """A llama-cpp-python draft model (``LlamaDraftModel``'s call) from a second, smaller ``Llama`` with the same
+    vocabulary: it keeps its own KV cache (the longest common prefix with the last call is reused) and proposes
+    ``k`` greedy tokens. No grammar: the target model's constrained sampler accepts or rejects them."""
+
+    def __init__(self, llm: Any, k: int) -> None:
+        import numpy as np
+
+        self.llm, self.k, self.np = llm, k, np
+        self.proposed = self.calls = 0
+
+    def __call__(self, input_ids: Any, /, **kwargs: Any) -> Any:
+        import llama_cpp
+
+        np, d = self.np, self.llm
+        ids = [int(t) for t in input_ids]
+        cached = d.input_ids[: d.n_tokens].tolist()
+        common = 0
+        while common < min(len(cached), len(ids)) and cached[common] == ids[common]:
+            common += 1
+        common = min(common, len(ids) - 1)  # evaluate at least one token, for its logits
+        d.n_tokens = common
+        d.eval(ids[common:])
+        out = []
+        for _ in range(self.k):
+            logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(d._ctx.ctx, -1), shape=(d.n_vocab(),))
+            token = int(logits.argmax())
+            if llama_cpp.llama_vocab_is_eog(d._model.vocab, token):
+                break
+            out.append(token)
+            d.eval([token])
+        self.calls += 1
+        self.proposed += len(out)
+        return np.array(out, dtype=np.intc)
+
+
+def bench_speculative(args: argparse.Namespace) -> dict[str, Any]:
+    """Decode tokens/s of ``--model`` on the plan prompts of ``-n`` gold requests: plain, with ``--draft`` as a
+    draft model proposing k tokens (each ``--k``), and with prompt-lookup decoding; identical texts checked."""
+    import functools
+
+    import llama_cpp
+    from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
+
+    from taskbench.dataset.layout import load_dataset
+    from taskbench.llm.base import GenerationConfig, ProviderRequest
+    from taskbench.llm.providers.llamacpp import LlamaCppProvider
+    from taskbench.llm.weights import resolve_model_path
+    from taskbench.predict.context import RequestContext
+    from taskbench.predict.prompts import build_messages
+    from taskbench.predict.runner import PredictOptions, select_samples
+
+    data = load_dataset(REFERENCE / args.domain)
+    options = PredictOptions(shots=2, demo_selection="fixed", max_tokens=args.max_tokens)
+    context = RequestContext(data.library, data.samples, options, dataset_name=args.domain)
+    chosen = select_samples(data.samples, args.n)
+    prompts = []
+    for sample in chosen:
+        request = data.requests.get(sample.id, sample.user_request)
+        demos, schema = context.for_sample(sample.id, request)
+        prompts.append((sample.id, build_messages(data.library, request, demos, plan=True), schema))
+    threads = args.threads or os.cpu_count() or 1
+    variants: list[tuple[str, Any]] = [("plain", None)]
+    if args.draft:
+        variants += [(f"draft {args.draft} k={k}", ("draft", k)) for k in args.k]
+    variants.append(("prompt lookup (10)", ("lookup", 10)))
+    results: dict[str, Any] = {"model": args.model, "domain": args.domain, "n": len(prompts), "threads": threads,
+                               "load_before": os.getloadavg()[0], "variants": {}}
+    texts: dict[str, list[str]] = {}
+    for name, how in variants:
+        draft = None
+        extra: dict[str, Any] = {}
+        if how is not None and how[0] == "draft":
+            small = llama_cpp.Llama(model_path=str(resolve_model_path(args.draft)), n_ctx=args.n_ctx,
+                                    n_threads=threads, n_threads_batch=threads, n_batch=512, verbose=False)
+            draft = DraftModel(small, how[1])
+            extra = {"draft_model": draft, "logits_all": True}
+        elif how is not None:
+            extra = {"draft_model": LlamaPromptLookupDecoding(num_pred_tokens=how[1]), "logits_all": True}
+        provider = LlamaCppProvider(args.model, n_ctx=args.n_ctx, n_threads=threads)
+        if extra:  # llama-cpp-python sizes its logits buffer by logits_all, which a draft model needs
+            module = provider._llama_cpp
+            provider._llama_cpp = type("M", (), {"Llama": staticmethod(functools.partial(module.Llama, **extra))})
+        tokens = decode = 0.0
+        rows = []
+        texts[name] = []
+        t0 = time.perf_counter()
+        for sid, messages, schema in prompts:
+            resp = asyncio.run(provider.complete(ProviderRequest(
+                messages, GenerationConfig(max_tokens=args.max_tokens, temperature=0.0), json_schema=schema)))
+            tokens += resp.completion_tokens
+            decode += float(resp.extra.get("decode_seconds") or 0.0)
+            texts[name].append(resp.text)
+            rows.append({"id": sid, "tokens": resp.completion_tokens, "decode_s": resp.extra.get("decode_seconds"),
+                         "prompt_s": resp.extra.get("prompt_seconds")})
+        wall = time.perf_counter() - t0
+        asyncio.run(provider.aclose())
+        results["variants"][name] = {
+            "decode_tokens_per_s": round(tokens / decode, 2) if decode else None, "tokens": tokens,
+            "decode_seconds": round(decode, 1), "wall_seconds": round(wall, 1),
+            "same_text_as_plain": texts[name] == texts["plain"],
+            "load_after": os.getloadavg()[0], "rows": rows,
+            **({"draft_calls": draft.calls, "draft_tokens_proposed": draft.proposed} if draft else {}),
+        }
+        print(f"{name}: {results['variants'][name]['decode_tokens_per_s']} tok/s, wall {wall:.0f} s, "
+              f"same text {texts[name] == texts['plain']}, load {os.getloadavg()[0]:.2f}", file=sys.stderr)
+    return results
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -366,11 +481,17 @@ def main(argv: list[str] | None = None) -> int:
     p_parse.add_argument("--domains", nargs="+", default=["huggingface"])
     p_parse.add_argument("--max-tokens", type=int, default=768)
     p_parse.add_argument("--records", default=None, help="write every answer as JSONL here")
+    p_spec = sub.add_parser("speculative", parents=[common], help="decode speed with a draft model")
+    p_spec.add_argument("--domain", default="huggingface")
+    p_spec.add_argument("--draft", default=None, help="draft model alias, e.g. qwen2.5-coder-0.5b")
+    p_spec.add_argument("--k", type=int, nargs="+", default=[4], help="draft tokens per step")
+    p_spec.add_argument("--max-tokens", type=int, default=512)
     args = parser.parse_args(argv)
     if not REFERENCE.is_dir():
         print(f"reference data not found at {REFERENCE} (set TASKBENCH_SHARED)", file=sys.stderr)
         return 2
-    summary = bench_overhead(args) if args.command == "overhead" else bench_parse(args)
+    bench = {"overhead": bench_overhead, "parse": bench_parse, "speculative": bench_speculative}[args.command]
+    summary = bench(args)
     print(json.dumps(summary, indent=2))
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
