@@ -68,13 +68,13 @@ def reviewed_items(dirs: list[str], reviewer: str) -> tuple[list[Any], dict[str,
     ``DIR#id``), with ``{item id: (library, graph, record)}`` to score them."""
     from taskbench.engine.calibration import CalibrationItem
     from taskbench.graph.build import graph_from_path
-    from taskbench.report.review.log import ReviewLog
+    from taskbench.report.review.log import LOG_FILE, ReviewLog
     from taskbench.schema.generation import parse_generation_record
 
     items, where = [], {}
     for d in dirs:
         graph = graph_from_path(d)
-        latest = ReviewLog(Path(d)).latest()
+        latest = ReviewLog(Path(d) / LOG_FILE).latest()
         for line in (Path(d) / "data_raw.json").read_text(encoding="utf-8").splitlines():
             if not line.strip():
                 continue

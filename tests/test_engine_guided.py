@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 import random
+import re
 
 import pytest
 
 from taskbench import bundled
 from taskbench.engine.critics import check_against_sampled, rule_verdict
 from taskbench.engine.generate import GenerateOptions
-from taskbench.engine.guided import guided_order, guided_schema, link_slots
+from taskbench.engine.guided import MEDIA_FILES, guided_order, guided_schema, link_slots
 from taskbench.engine.parse import build_sample, sampled_view
 from taskbench.engine.prompts import generation_messages
 from taskbench.errors import ConfigError
@@ -46,7 +47,10 @@ def _fill(schema, rng):
             return [_fill(s, rng) for s in schema["prefixItems"]]
         return [_fill(schema["items"], rng) for _ in range(schema.get("minItems", 0))]
     if kind == "string":
-        return rng.choice(["example.jpg", "a sunny beach", "example.wav", "Paris", "example.mp4"])
+        words = ["example.jpg", "a sunny beach", "example.wav", "Paris", "example.mp4", "talk.mp3", "photo_2.png"]
+        fits = [w for w in words if re.search(schema.get("pattern", ""), w)]
+        assert fits, schema
+        return rng.choice(fits)
     if kind == "boolean":
         return rng.random() < 0.5
     if kind == "null":
@@ -82,6 +86,13 @@ def test_any_document_of_the_guided_schema_has_exactly_the_sampled_subgraph(grap
             issues = [i.code for i in check_against_sampled(sample)]
             if not unplaced:
                 assert issues == [], (entry, doc, issues)
+            # a media input is a reference or a file of its kind in every filling
+            for node in doc["invoking_graph"]["nodes"]:
+                tool = g.library.get(node["task"])
+                for name, kind in zip(tool.argument_names(), tool.input_types or [], strict=False):
+                    value = node["arguments"].get(name)
+                    if kind in MEDIA_FILES and not str(value).startswith("<node-"):
+                        assert str(value).rsplit(".", 1)[-1] in MEDIA_FILES[kind], (node, kind)
         multi += entry.size > 1
     assert multi >= 15  # chains and DAGs were among them
 
@@ -193,3 +204,15 @@ def test_the_tiny_model_under_the_guided_grammar_writes_the_sampled_subgraph(gra
                       "duplicate_tool", "ref_type", "ref_self", "ref_out_of_range", "arg_count"}
         reasons = {r.split(":", 1)[0] for r in rule_verdict(sample, g.library, g).reasons}
         assert not reasons & structural, reasons
+
+
+def test_a_guided_media_input_takes_a_file_of_its_kind_only(graphs):
+    g = graphs["multimedia"]
+    image = next(t for t in g.library.tools if (t.input_types or []) == ["image"])
+    single = SampledSubgraph(index=0, seed=0, mode="single", size=1, nodes=[image.id], links=[])
+    arg = guided_schema(single, g.library)["properties"]["invoking_graph"]["properties"]["nodes"]["prefixItems"][0]
+    validator = jsonschema.Draft202012Validator(arg)
+    doc = {"task": image.id, "arguments": {image.argument_names()[0]: "photo.png"}}
+    assert validator.is_valid(doc)
+    doc["arguments"][image.argument_names()[0]] = "example.wav"
+    assert not validator.is_valid(doc)

@@ -11,14 +11,16 @@ away. The sampled subgraph is known before the model writes a word, so the guide
   output fits (its first output type first, as the rule critic reads a reference) is the ``const``
   ``<node-j>``; every other argument is free text (it cannot start with ``<``) or, where the input type is
   the predecessor's first output type, a ``<node-j>`` of one of node i's sampled predecessors. No other reference can be written, so the links the
-  arguments imply are exactly the sampled ones;
+  arguments imply are exactly the sampled ones. A free input of a media type (image, audio, video) is a file
+  name of that kind (:data:`MEDIA_FILES`: ``example.jpg`` or ``.png`` for an image), so a file of the wrong kind
+  cannot be written either;
 - temporal domains: ``links`` is the tuple of the sampled links, each a ``const``; the arguments are the
   API's parameters, as in the free mode;
 - ``task_steps`` has one string per node, and every string keeps its ``maxLength``.
 
-What is left for the rule critic to check is what the model writes: the argument values (media files of the
-right kind, required parameters present) and, for a link that no argument of the target can carry (no input
-of node i fits node j's output), the missing link (:func:`link_slots` reports those; the schema cannot fix
+What is left for the rule critic to check is what the model writes: the request (that it names every file the
+arguments use, that it is not a tool's description, ...), required parameters present, and, for a link that no
+argument of the target can carry (no input of node i fits node j's output), the missing link (:func:`link_slots` reports those; the schema cannot fix
 them). The schema is standard JSON Schema 2020-12, so guided-decoding servers get the same constraints.
 """
 
@@ -30,7 +32,7 @@ from typing import Any
 from ..schema import SampledSubgraph, Tool, ToolLibrary
 from .schemas import Limits, _array, _closed, _text, teacher_schema
 
-__all__ = ["guided_order", "guided_schema", "link_slots"]
+__all__ = ["MEDIA_FILES", "guided_order", "guided_schema", "link_slots"]
 
 
 def guided_order(entry: SampledSubgraph) -> list[str]:
@@ -89,10 +91,18 @@ def link_slots(
     return slots, unplaced
 
 
-def _free_value(limits: Limits) -> dict[str, Any]:
+MEDIA_FILES: dict[str, tuple[str, ...]] = {"image": ("jpg", "png"), "audio": ("wav", "mp3"), "video": ("mp4",)}
+"""The file kinds a media input of a resource tool may name in guided mode (each is one the rule critic reads as
+that kind: :data:`taskbench.engine.critics.MEDIA_EXTENSIONS`)."""
+
+
+def _free_value(limits: Limits, kind: str | None = None) -> dict[str, Any]:
     text = _text(limits.value)
-    if limits.value is None:  # strict backends: no maxLength, so no first-character pattern either
+    if limits.value is None:  # strict backends: no maxLength, so no pattern either
         return text
+    exts = MEDIA_FILES.get((kind or "").lower())
+    if exts:  # a file of the input's kind: "example.wav" for an image input cannot be written
+        return {"type": "string", "pattern": r"^[a-z][a-z0-9_]{0,19}\.(" + "|".join(exts) + ")$"}
     return {**text, "pattern": "^[^<]"}
 
 
@@ -110,7 +120,7 @@ def _resource_node(
             source = library.get(order[j])
             if source is not None and _fits(source, kind) == 0:
                 refs.append(f"<node-{j}>")
-        free = _free_value(limits)
+        free = _free_value(limits, kind)
         props[name] = {"anyOf": [{"type": "string", "enum": refs}, free]} if refs else free
     return _closed({"task": {"type": "string", "const": tool.id}, "arguments": _closed(props)})
 
