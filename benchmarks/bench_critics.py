@@ -135,6 +135,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--review", nargs="+", default=None, metavar="DIR",
                     help="score on these generate directories' samples as REVIEWER labelled them (not --data)")
     ap.add_argument("--reviewer", default=None, help="with --review: whose decisions are the labels")
+    ap.add_argument("--rule-passed", action="store_true",
+                    help="with --review: only the samples the rule critic passes (what a second critic would see "
+                    "under --keep both)")
     args = ap.parse_args(argv)
     if args.review is not None:
         if not args.reviewer:
@@ -227,6 +230,8 @@ def _review_main(args: argparse.Namespace) -> int:
     if not items:
         print(f"no sample of {', '.join(args.review)} was decided by {args.reviewer!r}", file=sys.stderr)
         return 2
+    if args.rule_passed:
+        items = [it for it in items if assess(where[it.sample.id][2], *where[it.sample.id][:2])[1]["rule"].passed]
     good = sum(it.good for it in items)
     print(f"{len(items)} reviewed samples: {good} correct, {len(items) - good} discarded or fixed", file=sys.stderr)
     verdicts: dict[str, list[bool | None]] = {"rule": [], "self": []}
