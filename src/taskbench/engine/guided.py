@@ -20,8 +20,8 @@ away. The sampled subgraph is known before the model writes a word, so the guide
 
 What is left for the rule critic to check is what the model writes: the request (that it names every file the
 arguments use, that it is not a tool's description, ...), required parameters present, and, for a link that no
-argument of the target can carry (no input of node i fits node j's output), the missing link (:func:`link_slots` reports those; the schema cannot fix
-them). The schema is standard JSON Schema 2020-12, so guided-decoding servers get the same constraints.
+argument of the target can carry (no input of node i fits node j's output), the missing link
+(:func:`link_slots` reports those; the schema cannot fix them). The schema is standard JSON Schema 2020-12, so guided-decoding servers get the same constraints.
 """
 
 from __future__ import annotations

@@ -33,8 +33,9 @@ class GenerationConfig:
     """A regular expression over the answer: decoding stops as soon as a match's groups repeat those of an earlier
     match in the same answer (case and spacing folded), and the answer is cut where the repeating match starts,
     with ``finish_reason`` ``"repeat"``. The plan's steps use it (:data:`taskbench.predict.plan.REPEATED_STEP`) so
-    that a model looping on one step stops at the loop's first turn instead of at the token limit. Honoured by the
-    embedded llama.cpp provider; others ignore it (the predictor's post-hoc filter still drops repeated steps)."""
+    that a model looping on one step stops at the loop's first turn instead of at the token limit. The embedded
+    llama.cpp provider stops decoding there (the tokens are saved); for any other backend the Model wrapper cuts the
+    returned text at the same place, so the prediction is the same."""
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {

@@ -123,7 +123,7 @@ class _RepeatStop:
     (:func:`taskbench.llm.base.first_repeat`), so a loop costs one turn instead of the rest of the token budget."""
 
     def __init__(self, llm: Any, pattern: str, prompt_tokens: int) -> None:
-        self.llm, self.pattern, self.start = llm, pattern, prompt_tokens
+        self.llm, self.pattern = llm, pattern
         self.data = bytearray()
         self.seen = prompt_tokens
         self.cut: int | None = None
