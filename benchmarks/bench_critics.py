@@ -67,6 +67,7 @@ def reviewed_items(dirs: list[str], reviewer: str) -> tuple[list[Any], dict[str,
     """The answered attempts of generate directories that ``reviewer`` decided, as calibration items (ids
     ``DIR#id``), with ``{item id: (library, graph, record)}`` to score them."""
     from taskbench.engine.calibration import CalibrationItem
+    from taskbench.engine.parse import build_sample
     from taskbench.graph.build import graph_from_path
     from taskbench.report.review.log import LOG_FILE, ReviewLog
     from taskbench.schema.generation import parse_generation_record
@@ -80,10 +81,8 @@ def reviewed_items(dirs: list[str], reviewer: str) -> tuple[list[Any], dict[str,
                 continue
             rec = json.loads(line)
             decision = latest.get(str(rec.get("id")), {}).get(reviewer)
-            if decision is None or parse_generation_record(rec).result is None:
+            if decision is None or getattr(parse_generation_record(rec), "result", None) is None:
                 continue
-            from taskbench.engine.parse import build_sample
-
             sample = build_sample(rec, graph.library)
             key = f"{Path(d).name}#{sample.id}"
             items.append(CalibrationItem(sample=sample.model_copy(update={"id": key}), good=decision.outcome == "correct",
@@ -101,16 +100,15 @@ def _sampled_entry(rec: dict[str, Any]) -> SampledSubgraph:
         "links": [{"source": lk["source"], "target": lk["target"]} for lk in rec.get("sampled_links") or []]})
 
 
-async def _ask(model: Any, items: list[Any], library: Any, which: str, progress: Any,
-               where: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+async def _ask(model: Any, items: list[Any], context: Any, which: str, progress: Any) -> list[dict[str, Any]]:
+    """One critic call per item; ``context(item)`` is the item's ``(library, sampled subgraph)``."""
     out = []
     config = GenerationConfig(temperature=0.0, max_tokens=512, seed=0)
     for i, item in enumerate(items):
         s = item.sample
-        if where is not None:
-            library, _, rec = where[s.id]
+        library, entry = context(item)
         if which == "llm":
-            messages = critic_messages(s, library, _sampled_entry(rec) if where is not None else _entry(s))
+            messages = critic_messages(s, library, entry)
             schema = critic_schema()
         else:
             messages = checklist_messages(s, library)
@@ -121,6 +119,45 @@ async def _ask(model: Any, items: list[Any], library: Any, which: str, progress:
                     "seconds": round(time.perf_counter() - t0, 2)})
         progress(which, i + 1, len(items))
     return out
+
+
+def ask_critics(args: argparse.Namespace, items: list[Any], context: Any,
+                wanted: list[str]) -> tuple[dict[str, list[dict[str, Any]]], dict[str, float]]:
+    """The model critics' answers for every item, each critic in turn, and the seconds each took."""
+    answers: dict[str, list[dict[str, Any]]] = {}
+    timing: dict[str, float] = {}
+    model = open_model(args.model, options=dict(kv.split("=", 1) for kv in args.option))
+
+    def progress(which: str, done: int, total: int) -> None:
+        print(f"\r{which} {done}/{total}", end="", file=sys.stderr, flush=True)
+
+    async def go() -> None:
+        try:
+            for which in wanted:
+                t0 = time.perf_counter()
+                answers[which] = await _ask(model, items, context, which, progress)
+                timing[which] = round(time.perf_counter() - t0, 1)
+                print(file=sys.stderr)
+        finally:
+            await model.aclose()
+
+    run_sync(go())
+    return answers, timing
+
+
+def add_model_verdicts(verdicts: dict[str, list[bool | None]], items: list[Any],
+                       answers: dict[str, list[dict[str, Any]]], library_of: Any) -> None:
+    """The llm and checklist verdicts from their answers (no parsed answer is no verdict, which the scores count
+    as a rejection, as the data engine does), and rule+checklist when the rule verdicts are there."""
+    if "llm" in answers:
+        verdicts["llm"] = [a["parsed"].get("correct") is True if isinstance(a["parsed"], dict) else None
+                           for a in answers["llm"]]
+    if "checklist" in answers:
+        verdicts["checklist"] = [checklist_verdict(it.sample, a["parsed"], library_of(it)).passed
+                                 for it, a in zip(items, answers["checklist"], strict=True)]
+        if "rule" in verdicts:
+            verdicts["rule+checklist"] = [bool(r and c) for r, c in zip(verdicts["rule"], verdicts["checklist"],
+                                                                         strict=True)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -139,15 +176,17 @@ def main(argv: list[str] | None = None) -> int:
                     help="with --review: only the samples the rule critic passes (what a second critic would see "
                     "under --keep both)")
     args = ap.parse_args(argv)
-    if args.review is not None:
-        if not args.reviewer:
-            ap.error("--review needs --reviewer")
-        return _review_main(args)
     critics = [c for c in args.critics.split(",") if c]
     if any(c not in CRITICS for c in critics):
         ap.error(f"--critics: one of {', '.join(CRITICS)}")
     if set(critics) - {"rule"} and not args.model:
         ap.error("--model is needed for the llm and checklist critics")
+    if any("=" not in kv for kv in args.option):
+        ap.error("-O takes KEY=VALUE")
+    if args.review is not None:
+        if not args.reviewer:
+            ap.error("--review needs --reviewer")
+        return _review_main(args, critics)
 
     ds = load_dataset(args.data)
     good = [s for s in ds.samples if rule_verdict(s, ds.library, ds.graph).passed]
@@ -170,35 +209,8 @@ def main(argv: list[str] | None = None) -> int:
         verdicts["rule+copy"] = [bool(r and c) for r, c in zip(verdicts["rule"], verdicts["copy"], strict=True)]
     wanted = [c for c in critics if c != "rule"]
     if wanted:
-        if any("=" not in kv for kv in args.option):
-            ap.error("-O takes KEY=VALUE")
-        options = dict(kv.split("=", 1) for kv in args.option)
-        model = open_model(args.model, options=options)
-
-        def progress(which: str, done: int, total: int) -> None:
-            print(f"\r{which} {done}/{total}", end="", file=sys.stderr, flush=True)
-
-        async def go() -> None:
-            try:
-                for which in wanted:
-                    t0 = time.perf_counter()
-                    answers[which] = await _ask(model, items, ds.library, which, progress)
-                    timing[which] = round(time.perf_counter() - t0, 1)
-                    print(file=sys.stderr)
-            finally:
-                await model.aclose()
-
-        run_sync(go())
-    if "llm" in answers:
-        # no parsed answer is no verdict, which the scores count as a rejection (as the data engine does)
-        verdicts["llm"] = [a["parsed"].get("correct") is True if isinstance(a["parsed"], dict) else None
-                           for a in answers["llm"]]
-    if "checklist" in answers:
-        verdicts["checklist"] = [checklist_verdict(it.sample, a["parsed"], ds.library).passed
-                                 for it, a in zip(items, answers["checklist"], strict=True)]
-        if "rule" in verdicts:
-            verdicts["rule+checklist"] = [bool(r and c) for r, c in zip(verdicts["rule"], verdicts["checklist"],
-                                                                         strict=True)]
+        answers, timing = ask_critics(args, items, lambda it: (ds.library, _entry(it.sample)), wanted)
+    add_model_verdicts(verdicts, items, answers, lambda it: ds.library)
     scores = [critic_agreement(name, items, v) for name, v in verdicts.items()]
     faults = sorted({it.fault for it in items if it.fault})
     head = ["critic", "passed", "good passed", "bad rejected", "balanced accuracy", "kappa", *faults]
@@ -222,54 +234,31 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _review_main(args: argparse.Namespace) -> int:
+def _review_main(args: argparse.Namespace, critics: list[str]) -> int:
     from taskbench.engine.output import assess
 
-    critics = [c for c in args.critics.split(",") if c]
     items, where = reviewed_items(args.review, args.reviewer)
     if not items:
         print(f"no sample of {', '.join(args.review)} was decided by {args.reviewer!r}", file=sys.stderr)
         return 2
+    assessed = [assess(where[it.sample.id][2], *where[it.sample.id][:2])[1] for it in items]
     if args.rule_passed:
-        items = [it for it in items if assess(where[it.sample.id][2], *where[it.sample.id][:2])[1]["rule"].passed]
+        kept = [(it, v) for it, v in zip(items, assessed, strict=True) if v["rule"].passed]
+        items, assessed = [it for it, _ in kept], [v for _, v in kept]
     good = sum(it.good for it in items)
     print(f"{len(items)} reviewed samples: {good} correct, {len(items) - good} discarded or fixed", file=sys.stderr)
-    verdicts: dict[str, list[bool | None]] = {"rule": [], "self": []}
-    for it in items:
-        library, graph, rec = where[it.sample.id]
-        _, v = assess(rec, library, graph)
-        verdicts["rule"].append(v["rule"].passed)
-        verdicts["self"].append((v.get("self") or v["llm"]).passed)
+    verdicts: dict[str, list[bool | None]] = {
+        "rule": [v["rule"].passed for v in assessed],
+        "self": [(v.get("self") or v["llm"]).passed for v in assessed],
+    }
     verdicts["rule+self"] = [bool(r and s) for r, s in zip(verdicts["rule"], verdicts["self"], strict=True)]
     answers: dict[str, list[dict[str, Any]]] = {}
     timing: dict[str, float] = {}
     wanted = [c for c in critics if c in ("llm", "checklist")]
-    if wanted and args.model:
-        options = dict(kv.split("=", 1) for kv in args.option)
-        model = open_model(args.model, options=options)
-
-        def progress(which: str, done: int, total: int) -> None:
-            print(f"\r{which} {done}/{total}", end="", file=sys.stderr, flush=True)
-
-        async def go() -> None:
-            try:
-                for which in wanted:
-                    t0 = time.perf_counter()
-                    answers[which] = await _ask(model, items, None, which, progress, where)
-                    timing[which] = round(time.perf_counter() - t0, 1)
-                    print(file=sys.stderr)
-            finally:
-                await model.aclose()
-
-        run_sync(go())
-    if "llm" in answers:
-        verdicts["llm"] = [a["parsed"].get("correct") is True if isinstance(a["parsed"], dict) else None
-                           for a in answers["llm"]]
-    if "checklist" in answers:
-        verdicts["checklist"] = [checklist_verdict(it.sample, a["parsed"], where[it.sample.id][0]).passed
-                                 for it, a in zip(items, answers["checklist"], strict=True)]
-        verdicts["rule+checklist"] = [bool(r and c) for r, c in zip(verdicts["rule"], verdicts["checklist"],
-                                                                     strict=True)]
+    if wanted:
+        answers, timing = ask_critics(args, items, lambda it: (where[it.sample.id][0],
+                                                               _sampled_entry(where[it.sample.id][2])), wanted)
+    add_model_verdicts(verdicts, items, answers, lambda it: where[it.sample.id][0])
     scores = [critic_agreement(name, items, v) for name, v in verdicts.items()]
     head = ["critic", "passed", "correct passed", "bad rejected", "agreement", "balanced accuracy", "kappa"]
     print("| " + " | ".join(head) + " |")
