@@ -134,7 +134,7 @@ class _RepeatStop:
         ids = [int(t) for t in input_ids[self.seen:]]
         if not ids:
             return False
-        self.data += self.llm.detokenize(ids, prev_tokens=[int(t) for t in input_ids[: self.seen]])
+        self.data += self.llm.detokenize(ids)  # bytes concatenate: no earlier tokens needed
         self.seen += len(ids)
         if b'"' not in self.data[-8 * len(ids) - 8:]:  # a match ends at a quote; skip the regex otherwise
             return False
