@@ -21,9 +21,15 @@ from ..schema import ToolSpec
 HELD_OUT_PREFIX = "restbench"
 """Environments whose tasks are the held-out test (never training data)."""
 
-def is_held_out(env: str | None) -> bool:
-    """True for an environment whose tasks are the held-out test (RestBench)."""
-    return (env or "").strip().lower().startswith(HELD_OUT_PREFIX)
+def is_held_out(env: str | None, task_id: str | None = None) -> bool:
+    """True for a task of the held-out test: any task of a RestBench environment but a generated one
+    (``generate --method executed``: ids ``tmdb-gen-00017``, checked further by
+    :func:`taskbench.envs.heldout.held_out_reason`). Without ``task_id``, whether the environment holds test tasks."""
+    from ..envs.heldout import GENERATED
+
+    if not (env or "").strip().lower().startswith(HELD_OUT_PREFIX):
+        return False
+    return task_id is None or not GENERATED.search(task_id)
 
 
 def refuse_held_out(env: str | None) -> None:
@@ -46,6 +52,8 @@ class Candidate:
     tools: list[ToolSpec]
     gold_path: list[str]
     docs: Mapping[str, str] = field(default_factory=dict)
+    test: str | None = None
+    """Why the task is a held-out test task (:func:`taskbench.envs.heldout.held_out_reason`), or None."""
 
 
 def doc_words(spec: ToolSpec, doc: str | None = None) -> int:
@@ -65,7 +73,7 @@ def select(candidates: Sequence[Candidate], *, min_tools: int = 10, min_doc_word
     kept: list[Candidate] = []
     for c in candidates:
         names = {t.name: t for t in c.tools}
-        if is_held_out(c.env):
+        if c.test is not None or is_held_out(c.env, c.key):
             removed["held_out_restbench"] += 1
         elif len(c.tools) < min_tools:
             removed["fewer_candidate_tools"] += 1

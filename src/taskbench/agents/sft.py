@@ -107,7 +107,7 @@ def example(e: ModelCallEvent, traj: Trajectory) -> dict[str, Any]:
     messages.append({"role": "assistant", "content": e.output.content or ""})
     return {"messages": messages,
             "meta": {"role": e.role, "task": traj.id, "agent": traj.agent, "env": traj.env, "seed": traj.seed,
-                     "model": e.model, "event": e.index}}
+                     "model": e.model, "event": e.index, "query": traj.task}}
 
 
 def export_sft(runs: Sequence[str | Path], output: str | Path, *, all_turns: bool = False,

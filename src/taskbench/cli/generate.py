@@ -66,7 +66,9 @@ def generate_command(
     seed: int | None = typer.Option(None, "--seed", "-s", help="Plan seed (default 0): the same seed, the same plan."),
     method: str | None = typer.Option(
         None, "--method", help="back-instruct (default: one call, as released), two-stage (the paper's equations 1 "
-        "and 2), no-edges (edges withheld), self-instruct (the model picks tools from the whole library)."),
+        "and 2), no-edges (edges withheld), self-instruct (the model picks tools from the whole library), executed "
+        "(tasks over --env: calls sampled and made first, arguments from the environment's own data, the checker "
+        "from what the calls returned, the model writes the request last; writes tasks.jsonl)."),
     mode_weights: str | None = typer.Option(
         None, "--mode-weights", help="single,chain,dag weights (default 3,7,8), or 'chain=1,dag=1'."),
     size_weights: str | None = typer.Option(
@@ -154,6 +156,15 @@ def generate_command(
     if out is None:
         raise ConfigError("give --output DIR (the output directory)")
     old = read_manifest(out) if out.is_dir() else None
+    if method == "executed" or (method is None and old is not None and old.method == "executed"):
+        if tools is not None or graph is not None:
+            raise ConfigError("--method executed reads the tools from --env (its graph is inferred): drop "
+                              "--tools/--graph")
+        _generate_executed(out, old, env=env, n=n, model=model, seed=seed, temperature=temperature,
+                           max_tokens=max_tokens, concurrency=concurrency, base_url=base_url,
+                           api_key_env=api_key_env, no_cache=no_cache, extra=call_options(option, timeout, max_retries),
+                           quiet=quiet, dedup_threshold=dedup_threshold)
+        return
     if old is not None:  # resume: what is not given comes from the directory
         modes_old, sizes_old = weights_from_manifest(old)
         n = old.n if n is None else n
@@ -240,6 +251,52 @@ def generate_command(
         f"{summary.completion_tokens:,} tokens, {summary.seconds:.1f} s"
     )
     exit_if_calls_failed(summary.failed_calls, summary.planned, summary.errors)
+
+
+def _generate_executed(out: Path, old: Any, *, env: str | None, n: int | None, model: str | None, seed: int | None,
+                       temperature: float | None, max_tokens: int | None, concurrency: int, base_url: str | None,
+                       api_key_env: str | None, no_cache: bool, extra: dict[str, Any], quiet: bool,
+                       dedup_threshold: float) -> None:
+    """``generate --method executed``: calls first, the request last (engine/executed)."""
+    from ..engine.executed import ExecutedOptions, agenerate_executed
+    from ..errors import ConfigError
+    from ..predict.progress import RichPredictDisplay
+    from ..predict.runner import open_model
+    from ..records import run_sync
+
+    if old is not None:  # resume: what is not given comes from the directory
+        env = old.env if env is None else env
+        n = old.n if n is None else n
+        model = old.model if model is None else model
+        seed = old.seed if seed is None else seed
+        temperature = old.temperature if temperature is None else temperature
+        max_tokens = old.max_tokens if max_tokens is None else max_tokens
+    if env is None:
+        raise ConfigError("--method executed needs --env (restbench-tmdb, restbench-spotify, mcp:<command>, ...)")
+    if n is None:
+        raise ConfigError("give --n (how many tasks to attempt)")
+    if model is None:
+        raise ConfigError("give --model (the request writer, e.g. llamacpp/qwen2.5-coder-0.5b)")
+    options = ExecutedOptions(n=n, seed=0 if seed is None else seed,
+                              temperature=0.7 if temperature is None else temperature,
+                              max_tokens=max_tokens or 120, dedup_threshold=dedup_threshold)
+    m = open_model(model, concurrency=concurrency, cache=not no_cache, base_url=base_url, api_key_env=api_key_env,
+                   options=extra)
+    console = make_console(stderr=True, quiet=quiet)
+    display = RichPredictDisplay(console)
+    try:
+        with display:
+            summary = run_sync(agenerate_executed(env, out, m, options, concurrency=concurrency, display=display))
+    finally:
+        m.close()
+    stats = summary.statistics
+    screen = make_console()
+    dropped = ", ".join(f"{k} {v}" for k, v in summary.dropped.items()) or "none"
+    refused = ", ".join(f"{k} {v}" for k, v in stats.get("requests_refused", {}).items()) or "none"
+    screen.print(f"{out}: {summary.entries} entries, {summary.kept} tasks kept in {out / 'tasks.jsonl'} "
+                 f"({stats.get('operations_used', 0)} operations; {dict(stats.get('types', {}))}); dropped: {dropped}; "
+                 f"requests refused: {refused}; {summary.seconds:.0f} s", highlight=False)
+    exit_if_calls_failed(summary.failed, summary.entries, [])
 
 
 def register(app: typer.Typer) -> None:

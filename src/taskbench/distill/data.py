@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..agents.config import ROLES
-from ..agents.selection import is_held_out
+from ..envs.heldout import held_out_reason
 from ..errors import ConfigError, InputError
 
 
@@ -38,10 +38,16 @@ def load_examples(data: str | Path, role: str) -> list[dict[str, Any]]:
                     or msgs[-1].get("role") != "assistant":
                 raise InputError("expected {\"messages\": [..., {\"role\": \"assistant\", ...}]}", path=path, line=n)
             meta = row.get("meta") if isinstance(row.get("meta"), dict) else {}
-            if is_held_out(meta.get("env")):
-                raise InputError(f"an example from {meta.get('env')!r}: RestBench queries are the held-out test "
-                                 "of the students and never training data", path=path, line=n,
-                                 hint="rebuild the data with `taskbench agents export-sft --select` or span-data")
+            calls = meta.get("calls") if isinstance(meta.get("calls"), list) else None
+            why = held_out_reason(meta.get("env"), str(meta.get("task") or ""), meta.get("query"), calls)
+            if why is None and str(meta.get("env") or "").startswith("restbench") and calls is None:
+                why = f"{meta.get('task')}: a generated RestBench task whose calls are not recorded, so the held-out " \
+                      "rule cannot be checked"
+            if why is not None:
+                raise InputError(f"an example from {meta.get('env')!r} is held-out test data ({why}): RestBench "
+                                 "queries, our own tasks and their (entity, path) pairs are never training data",
+                                 path=path, line=n, hint="rebuild the data with `taskbench agents span-data --tasks` "
+                                 "from a generated task file, or `export-sft --select`")
             out.append({"messages": msgs, "meta": meta})
     if not out:
         raise InputError(f"{role}.jsonl holds no examples", path=path)

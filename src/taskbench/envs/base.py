@@ -71,6 +71,11 @@ class Environment(ABC):
         --tasks FILE``, read by :func:`taskbench.envs.tasks.load_tasks`)."""
         return []
 
+    def snapshot(self) -> Any:
+        """The episode's state as JSON, for code that compares states (what a write changed: the data engine's
+        executed tasks); None when the environment cannot show it (the default)."""
+        return None
+
     async def read_state(self) -> str | None:
         """What the environment holds now (tables, files, entities), as text for a prompt, read through its own
         tools with read-only calls, unrecorded (:mod:`taskbench.envs.state`); None when it has nothing to show.

@@ -204,6 +204,54 @@ class FailedGenerationRecord(_EntryFields):
     error: str = Field(default="", description="Why the call failed, one line.")
 
 
+class ExecutedStep(BaseModel):
+    """One executed call of a generated task (``generate --method executed``): what it was called with, where its
+    identifiers came from, and how its value was taken from the result (three ways: JMESPath, Python, words)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    tool: str = Field(description="The operation called.")
+    arguments: dict[str, Any] = Field(default_factory=dict, description="The arguments as called (typed).")
+    sources: dict[str, int] = Field(default_factory=dict, alias="from",
+                                    description="parameter -> index of the earlier step whose value it took.")
+    named: dict[str, str] = Field(default_factory=dict, description="parameter -> a name the user gives.")
+    extract: str = Field(default="", description="JMESPath of the value taken from the result.")
+    code: str = Field(default="", description="The same as Python over ``response``.")
+    target: str = Field(default="", description="The same in words (the grounding agent's target).")
+    value: Any = Field(default=None, description="The value taken.")
+    item: str | None = Field(default=None, description="The name of the item picked, when it has one.")
+
+
+class ExecutedTaskRecord(BaseModel):
+    """One plan entry of ``generate --method executed``: the chain of calls made in the environment, the target,
+    the request the model wrote, and whether the task was kept (the line of ``data_raw.json``)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str = Field(description="The plan entry's id ('00017').")
+    seed: int | None = Field(default=None, description="The entry's seed (chain sampling and the request).")
+    method: Literal["executed"] = Field(default="executed", description="The generation method.")
+    type: StructureType = Field(default="single", description="single | chain (dag is not sampled).")
+    model: str | None = Field(default=None, description="'provider/model' of the request writer.")
+    tries: list[str] = Field(default_factory=list, description="Why earlier chain attempts of this entry failed "
+                             "(reason codes such as dead_end, call_failed, held_out).")
+    steps: list[ExecutedStep] = Field(default_factory=list, description="The executed calls, in order.")
+    target: dict[str, Any] | None = Field(default=None, description="What the task asks: kind, extract, code, "
+                                          "target (words), values, checker (state conditions of a write).")
+    changes: list[str] = Field(default_factory=list, description="For a write: what changed, in words.")
+    requests: list[StageAnswer] = Field(default_factory=list, description="The request writer's answers, one per "
+                                        "attempt.")
+    request: str | None = Field(default=None, description="The request kept (None: none passed the checks).")
+    request_errors: list[str] = Field(default_factory=list, description="Why earlier requests were refused.")
+    overlap: list[str] = Field(default_factory=list, description="Entities of test tasks this task uses (at "
+                               "other paths: allowed, reported).")
+    kept: bool = Field(default=False, description="Whether the task passed every check.")
+    reason: str | None = Field(default=None, description="Why it was not kept (a code of "
+                               "taskbench.engine.executed.DROP_CODES, then the detail).")
+    task: dict[str, Any] | None = Field(default=None, description="The task as a task-file line (query, gold_path, "
+                                        "checker, meta with the solution script and the gold plan).")
+
+
 def parse_generation_record(record: Any, *, path: str | Path | None = None,
                             line: int | None = None) -> GenerationRecord | FailedGenerationRecord:
     """One line of ``data_raw.json`` as its model (a true ``failed`` makes it a failure, as the runner reads
@@ -227,6 +275,8 @@ def parse_generation_record(record: Any, *, path: str | Path | None = None,
 __all__ = [
     "AnswerUsage",
     "CriticCall",
+    "ExecutedStep",
+    "ExecutedTaskRecord",
     "FailedGenerationRecord",
     "GenerationManifest",
     "GenerationRecord",

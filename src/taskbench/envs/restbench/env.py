@@ -136,6 +136,11 @@ class RestBenchEnv(Environment):
         backend.reset_session(self.session, setup if isinstance(setup, dict) else None)
         self._initial = copy.deepcopy(backend.state(self.session))
 
+    def snapshot(self) -> Any:
+        """A copy of this episode's state in the service (the Spotify user's library, playlists and player;
+        TMDB has none)."""
+        return copy.deepcopy(self.backend.state(self.session))
+
     def request_for(self, spec: ToolSpec, arguments: dict[str, Any]) -> tuple[str, str, dict[str, Any], dict[str, str],
                                                                                  dict[str, Any] | None]:
         """(method, url, query, headers, JSON body) for a call to ``spec`` with ``arguments``."""
