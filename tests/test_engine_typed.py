@@ -378,3 +378,21 @@ def test_generate_over_the_filesystem_server_keeps_typed_arguments_end_to_end(tm
     for guided, n in counts.items():  # the reference layout with typed values reads back and checks clean
         code, text, _ = run(capsys, "data", "check", str(out / guided), "--strict")
         assert code == 0 and f"{n} samples" in text and f"{n} clean, 0 with issues" in text, text
+
+
+def test_restbench_operations_are_typed_bounded_and_compile(shared):
+    """The offline REST services' operations: ids and pages are integers, flags booleans, and the whole
+    library's schema (self-instruct offers every tool) is bounded and a llama.cpp grammar."""
+    for name in ("tmdb", "spotify"):
+        lib = load_tools(shared / "reference" / "restbench" / f"{name}_oas.json", "openapi", openapi_ids="path")
+        schema = generation_schema(lib.tools, "temporal", n_nodes=3, max_links=2)
+        assert_bounded(schema)
+        if name == "tmdb":
+            credits = args_schema(schema, "GET /movie/{movie_id}/credits")["properties"]
+            assert credits["movie_id"] == {"type": "integer"}
+            assert args_schema(schema, "GET /discover/movie")["properties"]["include_adult"] == {
+                "anyOf": [{"type": "boolean"}, {"type": "null"}]}
+        llama_grammar = pytest.importorskip("llama_cpp.llama_grammar")
+        from taskbench.llm.grammar import schema_to_gbnf
+
+        assert llama_grammar.LlamaGrammar.from_string(schema_to_gbnf(schema), verbose=False) is not None
