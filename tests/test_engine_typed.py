@@ -396,3 +396,22 @@ def test_restbench_operations_are_typed_bounded_and_compile(shared):
         from taskbench.llm.grammar import schema_to_gbnf
 
         assert llama_grammar.LlamaGrammar.from_string(schema_to_gbnf(schema), verbose=False) is not None
+
+
+def test_the_parser_keeps_typed_values_and_leaves_out_null_optional_fields_at_any_depth():
+    """A typed answer becomes a Sample with the same typed values; a null optional field is left out at any
+    depth, as a null optional parameter is (the schema makes every optional field nullable)."""
+    lib = library("mcp-filesystem")
+    answer = {"task_steps": ["a"], "user_request": "r", "invoking_graph": {"nodes": [
+        {"task": "edit_file", "arguments": {"path": "/a.txt", "dryRun": True, "edits": [
+            {"oldText": "x", "newText": "y", "note": None}]}},
+        {"task": "read_text_file", "arguments": {"path": "/a.txt", "head": 2, "tail": None}},
+        {"task": "directory_tree", "arguments": {"path": "/", "excludePatterns": ["*.log", None]}}], "links": []}}
+    sample = build_sample({"id": "1", "result": answer}, lib)
+    assert [n.named_arguments() for n in sample.task_nodes] == [
+        {"path": "/a.txt", "dryRun": True, "edits": [{"oldText": "x", "newText": "y"}]},
+        {"path": "/a.txt", "head": 2},
+        {"path": "/", "excludePatterns": ["*.log", None]},  # an item of a list is not a field: kept
+    ]
+    again = Sample.model_validate_json(sample.model_dump_json())
+    assert again.task_nodes[1].named_arguments()["head"] == 2 and again.task_nodes[0].arguments[1].value is True
