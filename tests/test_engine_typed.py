@@ -415,3 +415,38 @@ def test_the_parser_keeps_typed_values_and_leaves_out_null_optional_fields_at_an
     ]
     again = Sample.model_validate_json(sample.model_dump_json())
     assert again.task_nodes[1].named_arguments()["head"] == 2 and again.task_nodes[0].arguments[1].value is True
+
+
+@pytest.mark.native_fork
+def test_llama_cpp_itself_parses_the_typed_grammars(shared):
+    """llama-cpp-python's LlamaGrammar only stores the text; llama.cpp parses it when sampling starts. Its parser
+    (a vocabulary-only load of the tiny model: no weights computed, nothing decoded) takes every typed grammar,
+    free and guided, of the five servers and of RestBench, and refuses a broken one."""
+    from tiny_model import tiny_model_missing
+
+    if tiny_model_missing():
+        pytest.skip(tiny_model_missing())
+    import llama_cpp
+
+    from taskbench.llm.grammar import schema_to_gbnf
+    from taskbench.llm.weights import KNOWN_WEIGHTS, locate_packaged_file
+
+    path = locate_packaged_file(KNOWN_WEIGHTS["smollm2-135m"].chunks[0])
+    vocab = llama_cpp.Llama(str(path), vocab_only=True, verbose=False)._model.vocab
+
+    def parses(gbnf: str) -> bool:
+        sampler = llama_cpp.llama_sampler_init_grammar(vocab, gbnf.encode(), b"root")
+        if sampler:
+            llama_cpp.llama_sampler_free(sampler)
+        return bool(sampler)
+
+    for name in SERVERS:
+        lib = library(name)
+        assert parses(schema_to_gbnf(generation_schema(lib.tools, "temporal", n_nodes=2, max_links=1)))
+        for tool in lib.tools:
+            entry = SampledSubgraph(index=0, seed=0, mode="single", size=1, nodes=[tool.id], links=[])
+            assert parses(schema_to_gbnf(guided_schema(entry, lib))), tool.id
+    for name in ("tmdb", "spotify"):
+        lib = load_tools(shared / "reference" / "restbench" / f"{name}_oas.json", "openapi", openapi_ids="path")
+        assert parses(schema_to_gbnf(generation_schema(lib.tools, "temporal", n_nodes=2, max_links=1)))
+    assert not parses('root ::= "a" \\. ')
