@@ -28,6 +28,7 @@ from typing import Any
 
 from ..schema import NODE_REF, Sample, TaskArgument, ToolCall
 from ..schema.generation import GoldCall, GoldExecution
+from .schemas import follow_ref
 
 __all__ = ["EXEC_CODES", "coerce", "execute_gold", "execution_order"]
 
@@ -62,15 +63,8 @@ def _as_text(value: Any) -> str:
 
 
 def _resolved(schema: Any, root: Any) -> Any:
-    """``schema`` with local ``$ref`` s followed (at most a few: a recursive schema stops)."""
-    for _ in range(8):
-        if not (isinstance(schema, dict) and isinstance(schema.get("$ref"), str) and schema["$ref"].startswith("#/")):
-            return schema
-        target: Any = root
-        for part in schema["$ref"][2:].split("/"):
-            target = target.get(part.replace("~1", "/").replace("~0", "~")) if isinstance(target, dict) else None
-        schema = target
-    return None
+    """``schema`` with local ``$ref`` s followed (None for a recursive or dangling one)."""
+    return follow_ref(schema, root)[0]
 
 
 def _types(schema: dict[str, Any]) -> list[str]:

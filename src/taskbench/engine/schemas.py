@@ -31,6 +31,7 @@ __all__ = [
     "MAX_ITEMS",
     "Limits",
     "critic_schema",
+    "follow_ref",
     "generation_schema",
     "judge_schema",
     "strict_backend",
@@ -91,9 +92,10 @@ def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
     return {"anyOf": [schema, {"type": "null"}]}
 
 
-def _resolve(schema: Any, root: Any, seen: frozenset[str]) -> tuple[Any, frozenset[str]]:
-    """``schema`` with a local ``$ref`` (``#/$defs/X``, ``#/definitions/X``) followed; a ref already followed on
-    this path (a recursive schema) or one that leads nowhere gives None."""
+def follow_ref(schema: Any, root: Any, seen: frozenset[str] = frozenset()) -> tuple[Any, frozenset[str]]:
+    """``schema`` with a local ``$ref`` (``#/$defs/X``, ``#/definitions/X``) into ``root`` followed, and the refs
+    followed so far; a ref already followed on this path (a recursive schema) or one that leads nowhere gives
+    None."""
     while isinstance(schema, dict) and isinstance(schema.get("$ref"), str):
         ref = schema["$ref"]
         if ref in seen or not ref.startswith("#/"):
@@ -143,7 +145,7 @@ def value_schema(declared: Any, limits: Limits, *, root: Any = None, depth: int 
     else — strings, free-form objects and maps, values nested deeper than :data:`MAX_DEPTH`, recursive or
     unreadable schemas — is bounded text (the execution critic reads JSON text back into the declared type)."""
     text = _text(limits.value)
-    schema, seen = _resolve(declared, root, _seen)
+    schema, seen = follow_ref(declared, root, _seen)
     if not isinstance(schema, dict):
         return text
     values = schema.get("enum") if isinstance(schema.get("enum"), list) else (
