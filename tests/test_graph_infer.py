@@ -253,6 +253,83 @@ def test_openai_tools_without_output_schema_use_names_and_descriptions(tmp_path:
     assert "booking id" in links[("book_flight", "cancel_booking")].reasons[0].note
 
 
+def _mcp(tmp_path: Path, *tools: tuple[Any, ...]) -> dict[tuple[str, str], Any]:
+    """Links of an MCP library: (name, description, properties, required[, output schema]) per tool."""
+    doc = [{"name": t[0], "description": t[1], "inputSchema": {"type": "object", "properties": t[2],
+                                                              "required": t[3]},
+            **({"outputSchema": t[4]} if len(t) > 4 else {})} for t in tools]
+    return links_of(load_tools(write(tmp_path, {"tools": doc}), "mcp"))
+
+
+def _params(links: dict[tuple[str, str], Any], a: str, b: str) -> set[str | None]:
+    return {r.parameter for r in links[(a, b)].reasons}
+
+
+def test_the_ends_of_an_operation_take_what_their_descriptions_name(tmp_path: Path) -> None:
+    """from / to / source / destination / target name no concept: the parameter's description says what it
+    takes, else the tool's description ("between ..." / "from ..." first, else what its verb acts on)."""
+    links = _mcp(
+        tmp_path,
+        ("list_buckets", "List all buckets of the account.", {}, []),
+        ("list_objects", "List the objects in a bucket.", {"bucket": STR}, ["bucket"]),
+        ("copy_bucket", "Copy everything from one bucket to another.", {"source": STR, "destination": STR},
+         ["source", "destination"]),
+        ("list_people", "List the people in the address book.", {}, []),
+        ("link_people", "Link two people.", {"from": {"type": "string", "description": "Name of the person the link "
+                                                                                     "starts at"},
+                                             "to": {"type": "string", "description": "Name of the person it ends at"}},
+         ["from", "to"]),
+        ("find_flights", "Find flights between two airports.", {"origin": STR, "destination": STR},
+         ["origin", "destination"]),
+    )
+    assert _params(links, "list_buckets", "copy_bucket") == {"source", "destination"}
+    assert _params(links, "list_people", "link_people") == {"from", "to"}
+    # the ends of find_flights are airports, which nothing lists: no flight, bucket or person feeds them
+    assert not any(b == "find_flights" for _, b in links)
+    assert ("list_objects", "copy_bucket") not in links  # it lists objects, not buckets
+
+
+def test_trees_new_things_contents_echoes_and_whole_objects(tmp_path: Path) -> None:
+    name = lambda d: {"type": "string", "description": d}  # noqa: E731
+    link = obj(**{"from": name("The name of the note the link starts at"),
+                  "to": name("The name of the note the link ends at")})
+    link["required"] = ["from", "to"]
+    note = obj(name=name("The name of the note"), text=name("The note text"))
+    note["required"] = ["name", "text"]
+    tag = obj(noteName=name("The name of the note to tag"), labels=name("The tag labels"))
+    tag["required"] = ["noteName", "labels"]
+    links = _mcp(
+        tmp_path,
+        ("folder_tree", "Get a tree of folders and files.", {"path": STR}, ["path"]),
+        ("create_folder", "Create a new folder.", {"path": STR}, ["path"]),
+        ("read_page", "Read the text of a file.", {"path": STR}, ["path"]),
+        ("write_page", "Create or overwrite a file.", {"path": STR, "text": STR}, ["path", "text"]),
+        ("create_notes", "Create new notes.", {"notes": arr(note)}, ["notes"], obj(notes=arr(note))),
+        ("tag_notes", "Add tags to notes.", {"tags": arr(tag)}, ["tags"],
+         obj(results=arr(obj(noteName=STR, addedTags=arr(STR))))),
+        ("open_notes", "Open notes by name.", {"names": {"type": "array", "items": STR,
+                                                         "description": "The note names"}}, ["names"],
+         obj(notes=arr(note), links=arr(link))),
+        ("create_links", "Create links between notes.", {"links": arr(link)}, ["links"], obj(links=arr(link))),
+        ("delete_links", "Delete links.", {"links": arr(link)}, ["links"]),
+        ("add_sketches", "Add sketches to notes.", {"sketches": {"type": "array", "items": STR, "description":
+                                                                 "An array of sketch contents"}}, ["sketches"]),
+        ("list_sketches", "List the sketches.", {}, []),
+    )
+    # a tool whose name says tree lists what it is given: its paths feed every tool that takes one
+    assert {("folder_tree", t) for t in ("create_folder", "read_page", "write_page")} <= set(links)
+    # a new folder goes inside an existing one, and holds nothing to read yet
+    assert ("folder_tree", "create_folder") in links and ("create_folder", "write_page") in links
+    assert ("create_folder", "read_page") not in links and ("create_folder", "folder_tree") not in links
+    # "sketch contents" are values: nothing feeds them
+    assert ("list_sketches", "add_sketches") not in links
+    # tag_notes echoes the note names it was given: it gives no note
+    assert not any(a == "tag_notes" for a, _ in links)
+    # links to delete come whole from what returns links; new links take their ends from any note
+    assert ("open_notes", "delete_links") in links and ("create_notes", "delete_links") not in links
+    assert _params(links, "create_notes", "create_links") == {"links[].from", "links[].to"}
+
+
 # ------------------------------------------------------------------------------------------ TaskBench rules kept
 
 

@@ -2,8 +2,12 @@
 
 Each node is called once, in the order its links give (a topological order; ties in node order), with its
 arguments as the tool's parameters (temporal ``{name, value}`` pairs; a resource sample's positional values
-take the tool's parameters in order; a null value is left out). A value that is exactly ``"<node-j>"`` is
-replaced by node j's result (its text, or its JSON). The sample passes when every call returns a result; a
+take the tool's parameters in order; a null value is left out). A value that is exactly ``"<node-j>"`` (also as
+an item of an array, or a field of an object) is replaced by node j's result: its text, or its JSON, where the
+parameter takes text; the result itself where it takes an array or an object. Every value then takes the type
+the tool's input schema declares where a string says it unambiguously (:func:`coerce`: ``"3"`` is 3 for an
+integer, ``"true"`` is true for a boolean, a JSON array's text is the array; ``"three"`` stays a string, and
+the environment decides). The sample passes when every call returns a result; a
 call fails when the environment says so (an error result) or its text answer is an error message
 (:data:`ERROR_TEXT`: some servers report failures as ordinary text). The first call that fails stops the run and
 is the reason (``exec_failed: node 2 (read_query): no such table:
@@ -18,13 +22,15 @@ the data you care about. One sample's graph runs at a time (the engine holds a l
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
 from ..schema import NODE_REF, Sample, TaskArgument, ToolCall
 from ..schema.generation import GoldCall, GoldExecution
+from .schemas import follow_ref
 
-__all__ = ["EXEC_CODES", "execute_gold", "execution_order"]
+__all__ = ["EXEC_CODES", "coerce", "execute_gold", "execution_order"]
 
 EXEC_CODES = {
     "exec_failed": "a call of the gold graph returned an error in the environment",
@@ -52,16 +58,153 @@ def _short(value: Any) -> Any:
     return text[:RESULT_CHARS] + " ..."
 
 
-def _substitute(value: Any, outputs: dict[int, Any]) -> Any:
+def _as_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _resolved(schema: Any, root: Any) -> Any:
+    """``schema`` with local ``$ref`` s followed (None for a recursive or dangling one)."""
+    return follow_ref(schema, root)[0]
+
+
+def _types(schema: dict[str, Any]) -> list[str]:
+    kind = schema.get("type")
+    if isinstance(kind, str):
+        return [kind]
+    if isinstance(kind, list):
+        return [k for k in kind if isinstance(k, str)]
+    if isinstance(schema.get("properties"), dict):
+        return ["object"]
+    if isinstance(schema.get("items"), dict):
+        return ["array"]
+    return []
+
+
+def _fits(value: Any, kind: str) -> bool:
+    return {
+        "string": isinstance(value, str),
+        "integer": isinstance(value, int) and not isinstance(value, bool),
+        "number": isinstance(value, (int, float)) and not isinstance(value, bool),
+        "boolean": isinstance(value, bool),
+        "array": isinstance(value, list),
+        "object": isinstance(value, dict),
+        "null": value is None,
+    }.get(kind, False)
+
+
+_INTEGER = re.compile(r"[-+]?\d{1,300}")
+
+
+def _from_text(text: str, kind: str) -> Any:
+    """``text`` as a value of ``kind`` when it says one unambiguously, else :data:`_NO`."""
+    s = text.strip()
+    if kind == "integer" and _INTEGER.fullmatch(s):
+        return int(s)
+    if kind == "number":
+        if _INTEGER.fullmatch(s):
+            return int(s)
+        try:
+            number = float(s)
+        except ValueError:
+            return _NO
+        return number if math.isfinite(number) and any(c.isdigit() for c in s) else _NO
+    if kind == "boolean" and s.lower() in ("true", "false"):
+        return s.lower() == "true"
+    if kind in ("array", "object") and s[:1] in "[{":
+        try:
+            parsed = json.loads(s)
+        except ValueError:
+            return _NO
+        return parsed if _fits(parsed, kind) else _NO
+    if kind == "null" and s.lower() == "null":
+        return None
+    return _NO
+
+
+_NO = object()
+
+
+def coerce(value: Any, schema: Any, root: Any = None, depth: int = 0) -> Any:
+    """``value`` in the type its declared JSON Schema ``schema`` gives, where that is unambiguous: a string that
+    is an integer, a number, ``true``/``false`` or the JSON text of an array or object becomes that value (a
+    number written for a string parameter becomes its text); arrays and objects are coerced item by item and
+    field by field (a null optional field is left out). A value that fits already, or that no reading makes
+    fit, is returned as it is. ``root`` is the document local ``$ref`` s point into."""
+    schema = _resolved(schema, root)
+    if not isinstance(schema, dict) or depth > 16:
+        return value
+    branches = [b for b in (schema.get("anyOf") or schema.get("oneOf") or []) if isinstance(b, dict)]
+    if branches:
+        resolved = [_resolved(b, root) for b in branches]
+        kinds = [k for b in resolved if isinstance(b, dict) for k in _types(b)]
+        if any(_fits(value, k) for k in kinds):
+            fitting = next(b for b in resolved if isinstance(b, dict) and any(_fits(value, k) for k in _types(b)))
+            return coerce(value, fitting, root, depth + 1)
+        for b in resolved:
+            out = coerce(value, b, root, depth + 1)
+            if out is not value:
+                return out
+        return value
+    kinds = _types(schema)
+    if not kinds:
+        return value
+    kind = next((k for k in kinds if _fits(value, k)), None)
+    if kind is None and isinstance(value, str):
+        for k in kinds:
+            out = _from_text(value, k)
+            if out is not _NO:
+                value, kind = out, k
+                break
+    elif kind is None and "string" in kinds and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return json.dumps(value)
+    if kind == "array" and isinstance(schema.get("items"), dict):
+        return [coerce(v, schema["items"], root, depth + 1) for v in value]
+    if kind == "object" and isinstance(schema.get("properties"), dict):
+        props = schema["properties"]
+        found = schema.get("required")
+        required: list[Any] = found if isinstance(found, list) else []
+        return {k: coerce(v, props[k], root, depth + 1) if k in props else v for k, v in value.items()
+                if not (v is None and k in props and k not in required)}
+    return value
+
+
+def _substitute(value: Any, schema: Any, root: Any, outputs: dict[int, Any]) -> Any:
+    """``value`` with each ``"<node-j>"`` (a whole string, also inside arrays and objects) replaced by node j's
+    result: its text where the declared schema takes no array or object, else the result itself."""
     if isinstance(value, str):
         m = NODE_REF.fullmatch(value.strip())
         if m is not None and int(m.group(1)) in outputs:
             out = outputs[int(m.group(1))]
-            return out if isinstance(out, str) else json.dumps(out, ensure_ascii=False, default=str)
+            declared = _resolved(schema, root)
+            structured = isinstance(declared, dict) and {"array", "object"} & set(_kinds_of(declared, root))
+            return out if structured and not isinstance(out, str) else _as_text(out)
+        return value
+    declared = _resolved(schema, root)
+    if isinstance(value, list):
+        items = declared.get("items") if isinstance(declared, dict) else None
+        return [_substitute(v, items, root, outputs) for v in value]
+    if isinstance(value, dict):
+        props = declared.get("properties") if isinstance(declared, dict) else None
+        return {k: _substitute(v, props.get(k) if isinstance(props, dict) else None, root, outputs)
+                for k, v in value.items()}
     return value
 
 
-def _arguments(node_args: list[Any], params: list[str], outputs: dict[int, Any]) -> dict[str, Any]:
+def _kinds_of(schema: dict[str, Any], root: Any) -> list[str]:
+    out = _types(schema)
+    for b in schema.get("anyOf") or schema.get("oneOf") or []:
+        b = _resolved(b, root)
+        if isinstance(b, dict):
+            out += _types(b)
+    return out
+
+
+def _arguments(node_args: list[Any], spec: dict[str, Any], outputs: dict[int, Any]) -> dict[str, Any]:
+    """The call's arguments: named or positional values, ``<node-j>`` substituted, each coerced to its declared
+    type (``spec``: the tool's input schema)."""
+    found = spec.get("properties")
+    props: dict[str, Any] = found if isinstance(found, dict) else {}
+    params = list(props)
     args: dict[str, Any] = {}
     positional = 0
     for arg in node_args:
@@ -76,7 +219,8 @@ def _arguments(node_args: list[Any], params: list[str], outputs: dict[int, Any])
             positional += 1
         if value is None:
             continue
-        args[name] = _substitute(value, outputs)
+        declared = props.get(name)
+        args[name] = coerce(_substitute(value, declared, spec, outputs), declared, spec)
     return args
 
 
@@ -100,8 +244,7 @@ async def execute_gold(sample: Sample, env: Any) -> GoldExecution:
         spec = env.tool(node.task)
         if spec is None:
             return verdict(f"exec_unrunnable: node {i} ({node.task}): the environment has no such tool")
-        params = list((spec.parameters or {}).get("properties") or {})
-        args = _arguments(list(node.arguments), params, outputs)
+        args = _arguments(list(node.arguments), dict(spec.parameters or {}), outputs)
         result = await env.call(ToolCall(id=f"gold-{sample.id}-{i}", name=node.task, arguments=args))
         entry = GoldCall(node=i, tool=node.task, arguments=args)
         content = result.content

@@ -15,7 +15,7 @@ away. The sampled subgraph is known before the model writes a word, so the guide
   name of that kind (:data:`MEDIA_FILES`: ``example.jpg`` or ``.png`` for an image), so a file of the wrong kind
   cannot be written either;
 - temporal domains: ``links`` is the tuple of the sampled links, each a ``const``; the arguments are the
-  API's parameters, as in the free mode;
+  API's parameters, typed as in the free mode (:func:`taskbench.engine.schemas.value_schema`);
 - ``task_steps`` has one string per node, and every string keeps its ``maxLength``.
 
 What is left for the rule critic to check is what the model writes: the request (that it names every file the
@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..schema import SampledSubgraph, Tool, ToolLibrary
-from .schemas import Limits, _array, _closed, _text, teacher_schema
+from .schemas import Limits, _array, _closed, _text, arguments_schema, teacher_schema
 
 __all__ = ["MEDIA_FILES", "guided_order", "guided_schema", "link_slots"]
 
@@ -126,10 +126,7 @@ def _resource_node(
 
 
 def _temporal_node(tool: Tool, limits: Limits) -> dict[str, Any]:
-    props: dict[str, Any] = {}
-    for p in tool.parameters or []:
-        props[p.name] = _text(limits.value) if p.required else {"anyOf": [_text(limits.value), {"type": "null"}]}
-    return _closed({"task": {"type": "string", "const": tool.id}, "arguments": _closed(props)})
+    return _closed({"task": {"type": "string", "const": tool.id}, "arguments": arguments_schema(tool, "temporal", limits)})
 
 
 def _tuple(items: list[dict[str, Any]]) -> dict[str, Any]:

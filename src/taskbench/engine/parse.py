@@ -11,7 +11,9 @@ needed, ``task_nodes``/``task_links`` at the top). All of them are read:
 - **Resource arguments** become the reference's list of strings in the tool's input order; a value that names
   another node's tool (the reference engine's convention) becomes ``<node-j>``. The links of a resource sample
   are the ones its ``<node-j>`` arguments imply, as the evaluator reads them.
-- **Temporal arguments** become ``{name, value}`` pairs (null optional parameters dropped); links are explicit.
+- **Temporal arguments** become ``{name, value}`` pairs whose values keep the type the model wrote (a number, a
+  list, an object: the answer schema gives each parameter its declared type); null optional parameters, and
+  null fields of object values at any depth, are dropped; links are explicit.
 - ``check_by_teacher`` is parsed for the paper's two verdicts, *Executable* and *Correct*, from our object or
   from the template's ``... Conclusion: Executable: yes, Correct: no`` text.
 """
@@ -133,18 +135,27 @@ def _resource_arguments(raw: Any, tool: Any, names: list[str], index: NameIndex,
     return out
 
 
+def _without_nulls(value: Any) -> Any:
+    """``value`` with every null field of an object left out, at any depth (items of arrays are kept)."""
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
+
+
 def _temporal_arguments(raw: Any) -> list[Any]:
     args = raw.get("arguments", raw.get("input", raw.get("parameters"))) if isinstance(raw, dict) else None
     if args is None:
         return []
     if isinstance(args, dict):
-        return [TaskArgument(name=str(k), value=v) for k, v in args.items() if v is not None]
+        return [TaskArgument(name=str(k), value=_without_nulls(v)) for k, v in args.items() if v is not None]
     if isinstance(args, list):
         out: list[Any] = []
         for a in args:
             if isinstance(a, dict) and "name" in a:
                 if a.get("value") is not None:
-                    out.append(TaskArgument(name=str(a["name"]), value=a.get("value")))
+                    out.append(TaskArgument(name=str(a["name"]), value=_without_nulls(a.get("value"))))
             else:
                 out.append(a)
         return out

@@ -532,10 +532,12 @@ class SchemaInference:
         return out
 
     def _says(self, src: str, word: str) -> bool:
-        """Whether a tool's name or description names ``word`` (the thing its envelope holds)."""
+        """Whether a tool's name or the first sentence of its description (what it does, not its caveats:
+        "... without reading the actual content") names ``word`` (the thing its envelope holds)."""
         tool = self.facts[src].tool
         lemma = self.lex.lemma(word.lower())
-        return lemma in {self.lex.lemma(t) for t in tokens(tool.id) + tokens(tool.desc or "")}
+        what = (tool.desc or "").split(". ", 1)[0]
+        return lemma in {self.lex.lemma(t) for t in tokens(tool.id) + tokens(what)}
 
     def state_reason(self, a: Tool, b: Tool) -> LinkReason | None:
         """OpenAPI operations on the same resource: a write ``a`` changes what ``b`` works on, or a read ``a``
