@@ -1,6 +1,6 @@
-"""`taskbench agents eval|show|export-sft|span-data|distill|distill-eval|compare|plot`: run ConAgents and the
-baselines in an environment, read one trajectory, export and build distillation data, train and score role
-students, compare two runs, plot the paper's analyses."""
+"""`taskbench agents eval|show|ratings|export-sft|span-data|distill|distill-eval|compare|plot`: run ConAgents and
+the baselines in an environment, read one trajectory, the human ratings of a run, export and build distillation
+data, train and score role students, compare two runs, plot the paper's analyses."""
 
 from __future__ import annotations
 
@@ -213,6 +213,40 @@ def show_command(
     if rel is None:
         raise InputError("the episode record names no trajectory file", path=run)
     console.print(render(read_trajectory(run / rel), full=full))
+
+
+@agents_app.command("ratings")
+def ratings_command(
+    run: Path = typer.Argument(..., help="The run directory whose trajectories were rated (`taskbench review "
+                               "DATASET --trajectories RUN`)."),
+    output: Path | None = typer.Option(None, "--output", "-o", help="Where to write the results (default "
+                                       "RUN/human_eval.json)."),
+) -> None:
+    """The human evaluation's results, after the rating session: per agent the mean Executability and Utility,
+    the kappas, and which rated item was which agent (the rating page and its API never show these, so raters
+    stay blind). Writes RUN/human_eval.json and prints the per-agent table.
+
+    Example:
+
+        taskbench agents ratings runs/tmdb
+    """
+    from ..report.review.human_eval import EXPORT_FILE, HumanEval
+
+    store = HumanEval(run)
+    doc = store.export(output)
+    console = make_console()
+    console.print(f"{doc['rated_items']} of {doc['items_total']} items rated by {len(doc['raters'])} raters "
+                  f"({', '.join(doc['raters']) or 'none'})", highlight=False)
+    if doc["per_agent"]:
+        console.print("| agent | items | ratings | executability | utility |\n|---|---|---|---|---|", markup=False,
+                      highlight=False)
+        for agent, e in doc["per_agent"].items():
+            console.print(f"| {agent} | {e['items']} | {e['ratings']} | {e['executability']} | {e['utility']} |",
+                          markup=False, highlight=False)
+    for dim, agree in doc["agreement"].items():
+        console.print(f"{dim}: Fleiss' kappa {agree['fleiss_kappa']} over {agree['items_with_two_or_more']} items "
+                      "rated twice or more", highlight=False)
+    console.print(f"wrote {output or Path(run) / EXPORT_FILE}", highlight=False)
 
 
 @agents_app.command("export-sft")
