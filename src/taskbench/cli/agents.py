@@ -264,9 +264,10 @@ def export_sft_command(
     """Write one chat-format JSON Lines training set per role (grounding, execution, review) from the
     successful ConAgents trajectories of the runs: the first half of SPAN (specialised action distillation).
 
-    Each line is {"messages": [..., {"role": "assistant", "content": teacher's answer}], "meta": {...}}; plans
-    sent back by a review, code that failed or was sent back, and failed turns are left out (unless
-    --all-turns). OUTPUT/manifest.json counts what was used and skipped.
+    Each line is {"messages": [..., {"role": "assistant", "content": teacher's answer}], "meta": {...}}; a plan
+    is kept only when the call it led to succeeded with the plan's own values and no review sent it back; code
+    that failed (or whose tool calls failed) or was sent back, and failed turns, are left out (unless
+    --all-turns). OUTPUT/manifest.json counts what was used and skipped, and the turns left out by reason.
 
     Example:
 
@@ -300,7 +301,7 @@ def span_data_command(
     seed: int = typer.Option(0, "--seed", "-s", help="Seed of the perturbations."),
     min_tools: int = typer.Option(10, "--min-tools", min=0, help="Candidate tools at least (the paper: 10)."),
     min_doc_words: int = typer.Option(100, "--min-doc-words", min=0, help="Words of documentation per gold tool "
-                                      "at least (the paper: 100; TaskBench tools have 20-60)."),
+                                      "at least (the paper: 100; TaskBench tools have 17-57)."),
     unsafe_local: bool = typer.Option(False, "--unsafe-local", help="Run the gold programs unconfined where "
                                       "bwrap is missing."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
