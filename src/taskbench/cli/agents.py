@@ -72,7 +72,9 @@ def eval_command(
                                            "1..5: alpha, beta or both (the paper's Figure 3)."),
     max_steps: int = typer.Option(8, "--max-steps", min=1, help="Step cap per episode (plan/act steps)."),
     temperature: float = typer.Option(0.0, "--temperature", min=0.0, help="Sampling temperature."),
-    concurrency: int = typer.Option(1, "--concurrency", "-c", min=1, help="Episodes at once."),
+    concurrency: int = typer.Option(1, "--concurrency", "-c", min=1, help="Episodes at once (one environment "
+                                    "each; an MCP server's data is copied per episode, and a server whose data "
+                                    "cannot be copied is refused above 1 for tasks with a set-up)."),
     unsafe_local: bool = typer.Option(False, "--unsafe-local", help="Run agent code WITHOUT confinement where "
                                       "bwrap is missing (only for code you would run yourself)."),
     base_url: str | None = base_url_option(),
@@ -165,7 +167,15 @@ def eval_command(
     out.print(f"\n{result.episodes} episodes ({result.skipped} from an earlier run), {result.seconds:.1f} s; "
               f"metrics: {Path(result.output) / 'metrics.json'}", highlight=False)
     if result.failed:
-        first = result.errors[0].split(": ", 1)[-1] if result.errors else "unknown"
+        from ..envs.tasks import SETUP_FAILED
+
+        errors = [e.split(": ", 1)[-1] for e in result.errors]
+        setup = [e for e in errors if e.startswith(SETUP_FAILED)]
+        if setup:  # the task file's set-up, not the model: rerunning gives the same
+            typer.echo(f"taskbench: episodes failed because a task's set-up failed ({setup[0]}); fix the task file "
+                       "(or the server's data), then rerun", err=True)
+            raise typer.Exit(2)
+        first = errors[0] if errors else "unknown"
         typer.echo(f"taskbench: {result.failed} of {result.episodes} episodes failed (model calls failed for good; "
                    f"first: {first}); rerun the same command to retry them", err=True)
         raise typer.Exit(1)
