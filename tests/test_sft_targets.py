@@ -68,6 +68,9 @@ def test_faulty_plans_of_an_ablation_are_not_targets(agent: str, tmp_path: Path)
     else:
         assert dropped["grounding: the call did not use the plan's values"] == 1, dropped
         assert dropped["grounding: the call it led to failed"] == 1, dropped
+        # the plan review accepted all four plans: its accepts of the two that did not work are wrong labels
+        assert dropped["review: accepted a plan that did not work"] == 2, dropped
+        assert summary.examples["review"] == 2
 
 
 def _call(role: str, text: str) -> ModelCallEvent:

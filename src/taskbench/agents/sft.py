@@ -17,7 +17,8 @@ What is kept, by default (``all_turns=True`` keeps every usable turn):
   evidence, and its plans are not kept;
 - an execution turn whose code ran without error, whose tool calls all succeeded, and that no execution
   review sent back;
-- every review turn whose verdict was usable;
+- every review turn whose verdict was usable, except an accept of a plan that did not work (by the rule above)
+  or of an execution that failed (:func:`review_fault`);
 - never a failed turn (cut off at the token limit, not valid under its schema).
 
 What was left out of the used trajectories is counted per reason in the manifest (``dropped_turns``).
@@ -80,8 +81,10 @@ def judged_turns(traj: Trajectory, *, all_turns: bool = False) -> list[tuple[Mod
         if not isinstance(e, ModelCallEvent) or e.role not in ROLES or e.error:
             continue
         if all_turns or e.role == "review":
-            if e.role != "review" or _verdict_follows(events, i):
+            if e.role != "review":
                 out.append((e, None))
+            elif _verdict_follows(events, i):
+                out.append((e, None if all_turns else review_fault(traj, i)))
             continue
         following = _until_next_turn(events, i)
         if e.role == "grounding":
@@ -137,6 +140,30 @@ def plan_fault(traj: Trajectory, i: int) -> str | None:
     needed = {str(r) for r in required} if isinstance(required, list) else None
     if not any(_uses(plan.arguments, c.arguments, needed) for c in ok):
         return "the call did not use the plan's values"
+    return None
+
+
+_DID_NOT_WORK = ("the call it led to failed", "the call did not use the plan's values",
+                 "the plan led to no call of its tool")
+
+
+def review_fault(traj: Trajectory, i: int) -> str | None:
+    """Why the verdict of review turn ``traj.events[i]`` is not a target, or None: an accept of a plan that did
+    not work (:func:`plan_fault`) or of an execution that failed is a wrong label, whoever the teacher was."""
+    events = traj.events
+    verdict = events[i + 1]
+    if not isinstance(verdict, ReviewEvent) or verdict.verdict != "accept":
+        return None
+    if verdict.target == "plan":
+        g = next((k for k in range(i - 1, -1, -1) if isinstance(events[k], ModelCallEvent)
+                  and getattr(events[k], "role", None) == "grounding"), None)
+        if g is not None and plan_fault(traj, g) in _DID_NOT_WORK:
+            return "accepted a plan that did not work"
+        return None
+    run = next((e for e in reversed(events[:i]) if isinstance(e, CodeRunEvent)), None)
+    if run is not None and (run.error is not None or run.limit is not None or not run.code
+                            or any(c.error is not None for c in run.calls)):
+        return "accepted an execution that failed"
     return None
 
 
@@ -276,4 +303,4 @@ def _skip_reason(traj: Trajectory, rec: EpisodeRow | FailedEpisodeRow) -> str | 
     return None
 
 
-__all__ = ["ExportSummary", "example", "export_sft", "judged_turns", "kept_turns", "plan_fault"]
+__all__ = ["ExportSummary", "example", "export_sft", "judged_turns", "kept_turns", "plan_fault", "review_fault"]
