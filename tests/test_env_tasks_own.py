@@ -132,6 +132,12 @@ def test_set_ups_on_a_server_reached_by_url_are_refused(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="would change the data it serves") as info:
         check_tasks(load_tasks(path), Remote(), path=path)
     assert info.value.line == 1
+    # reading its state at check time changes nothing: one episode at a time may; several may not
+    reads = write(tmp_path / "r.jsonl", {"query": "q", "gold_path": ["add"],
+                                         "checker": [{"call": "list", "expr": "books", "equals": []}]})
+    check_tasks(load_tasks(reads), Remote(), path=reads)
+    with pytest.raises(InputError, match="--concurrency 2"):
+        check_tasks(load_tasks(reads), Remote(), path=reads, concurrency=2)
 
 
 # ------------------------------------------------------------------------------------------------ typos

@@ -226,11 +226,11 @@ def _task(item: Any, path: Path, line: int, env: str | None) -> AgentTask:
 
 
 def _expressions(value: Any) -> list[str]:
-    """Every ``expr`` string in a checker (conditions, VALUEs, nested)."""
+    """Every JMESPath string in a checker (``expr`` of conditions and VALUEs, ``initial``; nested)."""
     out: list[str] = []
     if isinstance(value, dict):
         for k, v in value.items():
-            if k == "expr" and isinstance(v, str):
+            if k in ("expr", "initial") and isinstance(v, str):
                 out.append(v)
             else:
                 out += _expressions(v)
@@ -301,8 +301,9 @@ def check_tasks(tasks: list[AgentTask], env: Any, *, path: str | Path | None, to
                 concurrency: int = 1) -> None:
     """Refuse, with the task's ``file:line``, what the open environment ``env`` shows a task file gets wrong
     (see the module docstring): a tool name it lacks (with the closest name), a task ``--tools gold`` would
-    leave without tools, and set-ups on a server whose data taskbench cannot copy per episode
-    (``env.shared_state``): always for a server reached by URL, and with ``concurrency`` above 1 for any."""
+    leave without tools, and, on a server whose data taskbench cannot copy per episode (``env.shared_state``),
+    set-ups on one reached by URL (they would change the data it serves) and, with ``concurrency`` above 1,
+    set-ups and end-state checks on any (episodes in flight would see each other's changes)."""
     from ..errors import suggest
 
     known = [t.name for t in env.tools()]
@@ -321,21 +322,22 @@ def check_tasks(tasks: list[AgentTask], env: Any, *, path: str | Path | None, to
         if tools == "gold" and not task.gold_path:
             raise InputError(f"{label} has no gold_path, and --tools gold offers only the gold path's tools",
                              hint="give it a gold_path, or run with --tools gold+10 or all", path=path, line=at)
+        if shared is None:
+            continue
         checker = task.meta.get("checker")
-        writes = bool(task.meta.get("setup")) or (isinstance(checker, list) and any(
-            isinstance(c, dict) and "call" in c for c in checker))
-        if shared is not None and writes:
-            remote = getattr(getattr(env, "server", None), "transport", "stdio") != "stdio"
-            if remote:
-                raise InputError(f"{label} has a set-up or an end-state check, and {env.name}: {shared}; the "
-                                 "set-up would change the data it serves", hint="start the server as a command "
-                                 "(mcp:<command> naming its data, which each episode then gets a copy of)", path=path,
-                                 line=at)
-            if concurrency > 1:
-                raise InputError(f"{label} has a set-up or an end-state check, and with --concurrency "
-                                 f"{concurrency} the copies of {env.name} would share state ({shared})",
-                                 hint="run with --concurrency 1, or name the server's data file or directory on "
-                                 "its command line so that each episode gets a copy", path=path, line=at)
+        setup = bool(task.meta.get("setup"))
+        stateful = setup or (isinstance(checker, list) and any(isinstance(c, dict) and "call" in c for c in checker))
+        remote = getattr(getattr(env, "server", None), "transport", "stdio") != "stdio"
+        if remote and setup:
+            raise InputError(f"{label} has a set-up, and {env.name}: {shared}; the set-up would change the data "
+                             "it serves", hint="start the server as a command "
+                             "(mcp:<command> naming its data, which each episode then gets a copy of)", path=path,
+                             line=at)
+        if stateful and concurrency > 1:
+            raise InputError(f"{label} has a set-up or an end-state check, and with --concurrency {concurrency} "
+                             f"the episodes in flight on {env.name} would share state ({shared})",
+                             hint="run with --concurrency 1, or name the server's data file or directory on its "
+                             "command line so that each episode gets a copy", path=path, line=at)
 
 
 # --------------------------------------------------------------------------------------------- episodes
