@@ -80,6 +80,29 @@ def test_concurrent_episodes_have_their_own_state_and_the_users_file_is_untouche
     assert digest(users) == before and json.loads(users.read_text()) == {"mine": "precious"}
 
 
+def test_data_reached_through_a_symlink_is_copied_not_linked(tmp_path: Path) -> None:
+    """A copied symlink would point back at the user's file, and the episode would write through it."""
+    from taskbench.envs import open_environment
+
+    (tmp_path / "real").mkdir()
+    users = tmp_path / "real" / "store.json"
+    users.write_text(json.dumps({"mine": "precious"}))
+    (tmp_path / "link.json").symlink_to(users)
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "store.json").symlink_to(users)  # a link inside a directory the server is pointed at
+    before = digest(users)
+    for spec in (f"mcp:{KV} --file {tmp_path / 'link.json'}", f"mcp:{KV} --file {folder / 'store.json'} {folder}"):
+        env = open_environment(spec)
+        try:
+            run(env.reset(0))
+            run(env.call(ToolCall(id="1", name="clear", arguments={})))
+            run(env.call(ToolCall(id="2", name="put", arguments={"key": "x", "value": "1"})))
+        finally:
+            env.close()
+        assert digest(users) == before, spec
+
+
 def test_scratch_copies_are_removed_and_a_large_data_set_is_refused(tmp_path: Path) -> None:
     from taskbench.envs import open_environment
     from taskbench.errors import ConfigError

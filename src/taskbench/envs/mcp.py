@@ -288,26 +288,44 @@ def data_paths(server: ServerSpec, env: Mapping[str, str] | None = None, cwd: st
     return out
 
 
+SIDECARS = ("-wal", "-shm", "-journal")
+"""Files a database keeps next to its file (SQLite's write-ahead log, shared memory, rollback journal): copied
+with it, so the copy holds what the log holds."""
+
+
 def _size(path: Path, limit: int) -> int:
-    """Bytes under ``path`` (symlinks not followed), stopping once past ``limit``."""
-    if not path.is_dir() or path.is_symlink():
-        return path.lstat().st_size if path.exists() or path.is_symlink() else 0
+    """Bytes under ``path`` (what links point to counted, as they are copied), stopping once past ``limit``."""
+    if not path.exists():
+        return 0
+    if not path.is_dir():
+        return path.stat().st_size + sum(Path(f"{path}{s}").stat().st_size for s in SIDECARS
+                                         if Path(f"{path}{s}").is_file())
     total = 0
-    for root, _dirs, files in os.walk(path):
+    for root, _dirs, files in os.walk(path, followlinks=True):
         for name in files:
             with contextlib.suppress(OSError):
-                total += (Path(root) / name).lstat().st_size
+                total += (Path(root) / name).stat().st_size
             if total > limit:
                 return total
     return total
 
 
-def _copy(src: Path, dst: Path) -> None:
+def _copy(src: Path, dst: Path, skip: Path) -> None:
+    """Copy ``src`` to ``dst`` as real files: a symlink is copied as what it points to (a copied link would
+    lead the episode back to the user's data), a database's sidecar files go with it; ``skip`` (the scratch
+    directory itself, when the data contains it) is left out."""
     dst.parent.mkdir(parents=True, exist_ok=True)
-    if src.is_dir() and not src.is_symlink():
-        shutil.copytree(src, dst, symlinks=True)
-    else:
-        shutil.copy2(src, dst, follow_symlinks=False)
+    if src.is_dir():
+        def ignore(folder: str, names: list[str]) -> list[str]:
+            return [n for n in names if Path(folder, n) == skip]
+
+        shutil.copytree(src, dst, symlinks=False, ignore=ignore, ignore_dangling_symlinks=True)
+        return
+    shutil.copy2(src, dst)
+    for suffix in SIDECARS:
+        side = Path(f"{src}{suffix}")
+        if side.is_file():
+            shutil.copy2(side, Path(f"{dst}{suffix}"))
 
 
 class _Scratch:
@@ -330,8 +348,8 @@ class _Scratch:
         self.root = Path(tempfile.mkdtemp(prefix="taskbench-mcp-"))
         self.snapshot = self.root / "snapshot"
         for k, top in enumerate(tops):
-            if top.exists() or top.is_symlink():
-                _copy(top, self.snapshot / f"d{k}" / top.name)
+            if top.exists():
+                _copy(top, self.snapshot / f"d{k}" / top.name, self.root)
         self.work = self.root / "work"
         self.episodes = 0
 
@@ -350,8 +368,8 @@ class _Scratch:
         self.work.mkdir()
         for k, top in enumerate(self.tops):
             src = self.snapshot / f"d{k}" / top.name
-            if src.exists() or src.is_symlink():
-                _copy(src, self.work / f"d{k}" / top.name)
+            if src.exists():
+                _copy(src, self.work / f"d{k}" / top.name, self.root)
             else:  # a path the server creates: its directory only
                 (self.work / f"d{k}").mkdir(parents=True, exist_ok=True)
 
