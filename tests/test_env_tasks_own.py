@@ -80,6 +80,33 @@ def test_concurrent_episodes_have_their_own_state_and_the_users_file_is_untouche
     assert digest(users) == before and json.loads(users.read_text()) == {"mine": "precious"}
 
 
+def test_what_a_command_line_names_as_data(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    from taskbench.envs.mcp import data_paths, parse_server
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "shop.db").write_text("")
+    (tmp_path / "server.py").write_text("")
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "pyproject.toml").write_text("")
+
+    def named(text: str) -> list[str]:
+        server = parse_server(text)
+        return [str(d.path.relative_to(tmp_path)) if d.path.is_relative_to(tmp_path) else str(d.path)
+                for d in data_paths(server, dict(server.env))]
+
+    assert named("npx -y @modelcontextprotocol/server-filesystem docs") == ["docs"]
+    assert named("mcp-server-sqlite --db-path shop.db") == ["shop.db"]
+    assert named("mcp-server-sqlite --db-path=new.db") == ["new.db"]  # the server will create it
+    assert named(f"mcp-server-sqlite --db-path {tmp_path}/sub/new.db") == []  # nowhere to create it
+    assert named("python server.py") == []  # the program, not its data
+    assert named(f"uv --directory {tmp_path / 'proj'} run server.py") == []  # where the program is
+    assert named(f"uvx --from={tmp_path / 'proj'} my-server proj") == ["proj"]  # a positional directory is data
+    assert named("mcp-server-time --local-timezone=UTC") == []
+    assert named(f"MEMORY_FILE_PATH={tmp_path}/m.json npx -y @modelcontextprotocol/server-memory") == ["m.json"]
+    assert named("--cwd=docs mcp-server-sqlite --db-path x.sqlite") == ["docs/x.sqlite"]  # relative to --cwd
+
+
 def test_data_reached_through_a_symlink_is_copied_not_linked(tmp_path: Path) -> None:
     """A copied symlink would point back at the user's file, and the episode would write through it."""
     from taskbench.envs import open_environment

@@ -243,6 +243,11 @@ class DataPath:
     env: str | None = None
 
 
+LAUNCHER_OPTIONS = frozenset({"--directory", "--project", "--prefix", "--from", "--with", "--with-editable"})
+"""Options of launchers (uv, uvx, npx, npm) whose value is where the program is (``uv --directory DIR run
+server.py``), not its data."""
+
+
 def _is_program(path: Path) -> bool:
     return path.is_file() and (path.suffix.lower() in PROGRAM_SUFFIXES or os.access(path, os.X_OK))
 
@@ -265,7 +270,8 @@ def data_paths(server: ServerSpec, env: Mapping[str, str] | None = None, cwd: st
                ) -> list[DataPath]:
     """The data a stdio server's command names (see the module docstring): arguments after the executable,
     ``--opt=VALUE`` values and ``NAME=VALUE`` settings (``env``: their expanded values) that are an existing
-    file or directory (not a program: a ``.py``/``.js``/... or executable file), or a path to one that does
+    file or directory (not a program: a ``.py``/``.js``/... or executable file, or the value of a launcher's
+    ``--directory``/``--project``/``--prefix``/``--from``/``--with``), or a path to one that does
     not exist yet (with a ``/``, or a data suffix such as ``.db`` after an option). Relative paths resolve
     against ``cwd`` (else the server's ``--cwd``, else ours)."""
     if server.transport != "stdio":
@@ -278,6 +284,8 @@ def data_paths(server: ServerSpec, env: Mapping[str, str] | None = None, cwd: st
         if word.startswith("-") and "=" in word:
             prefix, _, value = word.partition("=")
             prefix += "="
+        if (prefix[:-1] or server.argv[i - 1]) in LAUNCHER_OPTIONS:
+            continue
         path = _data_path(value, base, after_option=bool(prefix) or server.argv[i - 1].startswith("-"))
         if path is not None:
             out.append(DataPath(path=path, index=i, prefix=prefix))
