@@ -12,6 +12,7 @@ from taskbench.schema import (
     AssistantMessage,
     CodeError,
     CodeRunEvent,
+    CodeToolCall,
     ModelCallEvent,
     ReviewEvent,
     ToolSpec,
@@ -62,12 +63,14 @@ def test_export_sft_drops_a_plan_a_failure_review_blamed_on_grounding() -> None:
     for e in [
         _call("grounding", '{"tool": "GET /movie/{movie_id}/credits", "arguments": {"movie_id": "The Dark Knight"}}'),
         _call("execution", "```python\nresult = 1\n```"),
-        CodeRunEvent(code="result = 1", error=CodeError(type="ToolError", message="HTTP 404")),
+        CodeRunEvent(code="result = 1", error=CodeError(type="ToolError", message="HTTP 404"),
+                     calls=[CodeToolCall(name="GET /movie/{movie_id}/credits",
+                                         arguments={"movie_id": "The Dark Knight"}, error="HTTP 404")]),
         _call("review", "{}"),
         ReviewEvent(target="execution", verdict="revise", route="grounding", feedback="search the id first"),
         _call("grounding", '{"tool": "GET /search/movie"}'),
         _call("execution", "```python\nresult = 155\n```"),
-        CodeRunEvent(code="result = 155", result=155),
+        CodeRunEvent(code="result = 155", result=155, calls=[CodeToolCall(name="GET /search/movie")]),
     ]:
         traj.add(e)
     kept = kept_turns(traj)

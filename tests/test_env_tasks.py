@@ -87,8 +87,8 @@ def test_a_broken_checker_fails_the_check_with_its_reason(tmp_path):
     (task,) = load_tasks(write(tmp_path, {"query": "q", "checker": [{"all": {"api": "missing_tool"}}]}))
     result = run(Shelf().check(task, "x"))
     assert not result.success and "lacks" in result.reason
-    (task,) = load_tasks(write(tmp_path, {"query": "q", "checker": [{"call": "list", "expr": "books[", "equals": 1}]}))
-    assert "could not run" in run(Shelf().check(task, "x")).reason
+    with pytest.raises(InputError, match="checker expression 'books\\['"):  # refused at load (issue 42)
+        load_tasks(write(tmp_path, {"query": "q", "checker": [{"call": "list", "expr": "books[", "equals": 1}]}))
 
 
 def test_a_failing_setup_names_the_task(tmp_path):
@@ -100,7 +100,7 @@ def test_a_failing_setup_names_the_task(tmp_path):
         async def _execute(self, call: ToolCall) -> ToolResult:
             return ToolResult(call_id=call.id, name=call.name, error="no such tool")
 
-    with pytest.raises(ConfigError, match="task 't': setup call 1 \\(nope\\) failed"):
+    with pytest.raises(ConfigError, match="set-up failed: task 't' \\(line 1 of the task file\\): call 1 \\(nope\\) failed"):
         run(Failing().reset(0, task))
 
 

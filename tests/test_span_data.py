@@ -34,8 +34,8 @@ def test_each_selection_rule_removes_and_counts() -> None:
     assert [c.key for c in kept] == ["a", "g"]
     assert removed == {"held_out_restbench": 1, "fewer_candidate_tools": 1, "unavailable_tool": 1,
                        "short_documentation": 1, "near_duplicate": 1}
-    # the documentation text given for a tool counts, not its one-line description
-    assert doc_words(_tool("x", 3), "one two three four") == 4
+    # the documentation counts the tool's name, description, HTTP route and argument schema
+    assert doc_words(_tool("x", 3)) == 1 + 3 + 2
 
 
 def test_restbench_is_refused_as_gold_data(tmp_path: Path) -> None:

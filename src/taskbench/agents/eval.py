@@ -256,11 +256,18 @@ def write_run_header(out: Path, config: AgentEvalConfig, fingerprint: str) -> No
 
 
 def run_tasks(config: AgentEvalConfig, env: Any, file_tasks: Sequence[AgentTask] | None) -> list[AgentTask]:
-    """The selected tasks (from the tasks file, else the environment's own)."""
+    """The selected tasks (from the tasks file, else the environment's own); a task file's are checked against
+    the open environment first (:func:`taskbench.envs.tasks.check_tasks`: its tool names, ``--tools``, and
+    set-ups on a server whose data cannot be copied per episode)."""
     tasks = select_tasks(file_tasks if file_tasks is not None else env.tasks(), limit=config.limit,
                          task_ids=config.task_ids)
     if not tasks:
         raise ConfigError(f"environment {config.env!r} has no tasks to run (give them in a file: --tasks FILE)")
+    if file_tasks is not None:
+        from ..envs.tasks import check_tasks, task_file
+
+        check_tasks(list(file_tasks), env, path=task_file(config.tasks_file) if config.tasks_file else None,
+                    tools=config.tools, concurrency=config.concurrency)
     return tasks
 
 
@@ -348,8 +355,10 @@ async def arun_agents(
 
     start = time.perf_counter()
     envs: list[Any] = []
-    try:  # the environments open before anything is written: a misspelled --env leaves no run header behind
+    try:  # the environments open, and the tasks are checked, before anything is written: a misspelled --env
+        # or a task file that names a tool the environment lacks leaves no run header behind
         envs += [new_env() for _ in range(config.concurrency)]
+        tasks = run_tasks(config, envs[0], file_tasks)
         write_run_header(out, config, fingerprint)
     except BaseException:
         for e in envs:
@@ -359,7 +368,6 @@ async def arun_agents(
     models = dict(models) if models is not None else open_models(config, cache=cache, base_url=base_url,
                                                                  api_key_env=api_key_env, options=model_options)
     try:
-        tasks = run_tasks(config, envs[0], file_tasks)
         summary = await run_episodes(config, out, tasks, out / EPISODES_FILE, envs=envs, models=models,
                                      fingerprint=fingerprint, display=display, clock=clock)
         metrics = write_metrics(out, config, tasks, envs[0])

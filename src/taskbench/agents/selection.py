@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from ..errors import ConfigError
 from ..schema import ToolSpec
@@ -51,15 +51,22 @@ class Candidate:
     env: str | None
     tools: list[ToolSpec]
     gold_path: list[str]
-    docs: Mapping[str, str] = field(default_factory=dict)
     test: str | None = None
     """Why the task is a held-out test task (:func:`taskbench.envs.heldout.held_out_reason`), or None."""
 
 
-def doc_words(spec: ToolSpec, doc: str | None = None) -> int:
-    """Words of a tool's documentation (the given text, else its description and parameter schema)."""
-    text = doc if doc is not None else " ".join([spec.description or "", json.dumps(spec.parameters or {})])
-    return len(re.findall(r"[A-Za-z0-9_]+", text))
+def doc_text(spec: ToolSpec) -> str:
+    """A tool's documentation as the selection counts it: its name, description, HTTP method and path, and
+    argument schema. That is what both the environment's spec and a trajectory's record of it hold (the record
+    drops the response schema, :func:`taskbench.agents.tooldocs.slim`), so a tool counts the same words on
+    every path: gold trajectories (``span-data``) and teacher runs (``export-sft --select``)."""
+    route = f"{spec.http.method} {spec.http.path}" if spec.http is not None else ""
+    return " ".join([spec.name, spec.description or "", route, json.dumps(spec.parameters or {})])
+
+
+def doc_words(spec: ToolSpec) -> int:
+    """Words of a tool's documentation (:func:`doc_text`): the one count of SPAN's documentation rule."""
+    return len(re.findall(r"[A-Za-z0-9_]+", doc_text(spec)))
 
 
 def select(candidates: Sequence[Candidate], *, min_tools: int = 10, min_doc_words: int = 100,
@@ -79,7 +86,7 @@ def select(candidates: Sequence[Candidate], *, min_tools: int = 10, min_doc_word
             removed["fewer_candidate_tools"] += 1
         elif any(g not in names for g in c.gold_path):
             removed["unavailable_tool"] += 1
-        elif any(doc_words(names[g], c.docs.get(g)) < min_doc_words for g in dict.fromkeys(c.gold_path)):
+        elif any(doc_words(names[g]) < min_doc_words for g in dict.fromkeys(c.gold_path)):
             removed["short_documentation"] += 1
         else:
             kept.append(c)
@@ -89,4 +96,4 @@ def select(candidates: Sequence[Candidate], *, min_tools: int = 10, min_doc_word
     return out, removed
 
 
-__all__ = ["Candidate", "HELD_OUT_PREFIX", "doc_words", "is_held_out", "refuse_held_out", "select"]
+__all__ = ["Candidate", "HELD_OUT_PREFIX", "doc_text", "doc_words", "is_held_out", "refuse_held_out", "select"]

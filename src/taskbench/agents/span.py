@@ -20,7 +20,8 @@ Two sources feed :mod:`taskbench.distill` (one LoRA student per ConAgents role):
 
 Selection (:func:`select`, the paper's appendix A.2, defined in :mod:`taskbench.agents.selection`), each rule
 counted in the manifest: at least ``min_tools`` candidate tools (the paper: 10), documentation of every gold
-tool of at least ``min_doc_words`` words (the paper: 100), no gold tool the environment does not have
+tool of at least ``min_doc_words`` words (the paper: 100; counted by
+:func:`~taskbench.agents.selection.doc_words`, as export-sft counts them), no gold tool the environment does not have
 (unavailable), and no near-duplicate query (:func:`taskbench.dataset.dedup.near_duplicates`, the data
 engine's rule).
 
@@ -409,12 +410,11 @@ async def abuild_gold(env_name: str, output: str | Path, *, limit: int | None = 
         candidates = []
         for t in tasks:
             offered = select_tools(env.tools(), t.gold_path, "gold+10", seed=0, task_id=t.id)
-            docs = {g: env.documentation(g) for g in t.gold_tools if env.tool(g) is not None}
             plan = t.meta.get("plan")
             calls = [{"tool": p.get("tool"), "arguments": p.get("arguments")} for p in plan
                      if isinstance(p, dict)] if isinstance(plan, list) else None
             candidates.append(Candidate(key=t.id, query=t.query, env=env_name, tools=offered,
-                                        gold_path=list(t.gold_path), docs=docs,
+                                        gold_path=list(t.gold_path),
                                         test=held_out_reason(env_name, t.id, t.query, calls)))
         kept, removed = select(candidates, min_tools=min_tools, min_doc_words=min_doc_words,
                                dedup_threshold=dedup_threshold)

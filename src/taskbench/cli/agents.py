@@ -1,6 +1,6 @@
-"""`taskbench agents eval|show|export-sft|span-data|distill|distill-eval|compare|plot`: run ConAgents and the
-baselines in an environment, read one trajectory, export and build distillation data, train and score role
-students, compare two runs, plot the paper's analyses."""
+"""`taskbench agents eval|show|ratings|export-sft|span-data|distill|distill-eval|compare|plot`: run ConAgents and
+the baselines in an environment, read one trajectory, the human ratings of a run, export and build distillation
+data, train and score role students, compare two runs, plot the paper's analyses."""
 
 from __future__ import annotations
 
@@ -72,7 +72,9 @@ def eval_command(
                                            "1..5: alpha, beta or both (the paper's Figure 3)."),
     max_steps: int = typer.Option(8, "--max-steps", min=1, help="Step cap per episode (plan/act steps)."),
     temperature: float = typer.Option(0.0, "--temperature", min=0.0, help="Sampling temperature."),
-    concurrency: int = typer.Option(1, "--concurrency", "-c", min=1, help="Episodes at once."),
+    concurrency: int = typer.Option(1, "--concurrency", "-c", min=1, help="Episodes at once (one environment "
+                                    "each; an MCP server's data is copied per episode, and a server whose data "
+                                    "cannot be copied is refused above 1 for tasks with a set-up)."),
     unsafe_local: bool = typer.Option(False, "--unsafe-local", help="Run agent code WITHOUT confinement where "
                                       "bwrap is missing (only for code you would run yourself)."),
     base_url: str | None = base_url_option(),
@@ -165,7 +167,15 @@ def eval_command(
     out.print(f"\n{result.episodes} episodes ({result.skipped} from an earlier run), {result.seconds:.1f} s; "
               f"metrics: {Path(result.output) / 'metrics.json'}", highlight=False)
     if result.failed:
-        first = result.errors[0].split(": ", 1)[-1] if result.errors else "unknown"
+        from ..envs.tasks import SETUP_FAILED
+
+        errors = [e.split(": ", 1)[-1] for e in result.errors]
+        setup = [e for e in errors if e.startswith(SETUP_FAILED)]
+        if setup:  # the task file's set-up, not the model: rerunning gives the same
+            typer.echo(f"taskbench: episodes failed because a task's set-up failed ({setup[0]}); fix the task file "
+                       "(or the server's data), then rerun", err=True)
+            raise typer.Exit(2)
+        first = errors[0] if errors else "unknown"
         typer.echo(f"taskbench: {result.failed} of {result.episodes} episodes failed (model calls failed for good; "
                    f"first: {first}); rerun the same command to retry them", err=True)
         raise typer.Exit(1)
@@ -215,6 +225,40 @@ def show_command(
     console.print(render(read_trajectory(run / rel), full=full))
 
 
+@agents_app.command("ratings")
+def ratings_command(
+    run: Path = typer.Argument(..., help="The run directory whose trajectories were rated (`taskbench review "
+                               "DATASET --trajectories RUN`)."),
+    output: Path | None = typer.Option(None, "--output", "-o", help="Where to write the results (default "
+                                       "RUN/human_eval.json)."),
+) -> None:
+    """The human evaluation's results, after the rating session: per agent the mean Executability and Utility,
+    the kappas, and which rated item was which agent (the rating page and its API never show these, so raters
+    stay blind). Writes RUN/human_eval.json and prints the per-agent table.
+
+    Example:
+
+        taskbench agents ratings runs/tmdb
+    """
+    from ..report.review.human_eval import EXPORT_FILE, HumanEval
+
+    store = HumanEval(run)
+    doc = store.export(output)
+    console = make_console()
+    console.print(f"{doc['rated_items']} of {doc['items_total']} items rated by {len(doc['raters'])} raters "
+                  f"({', '.join(doc['raters']) or 'none'})", highlight=False)
+    if doc["per_agent"]:
+        console.print("| agent | items | ratings | executability | utility |\n|---|---|---|---|---|", markup=False,
+                      highlight=False)
+        for agent, e in doc["per_agent"].items():
+            console.print(f"| {agent} | {e['items']} | {e['ratings']} | {e['executability']} | {e['utility']} |",
+                          markup=False, highlight=False)
+    for dim, agree in doc["agreement"].items():
+        console.print(f"{dim}: Fleiss' kappa {agree['fleiss_kappa']} over {agree['items_with_two_or_more']} items "
+                      "rated twice or more", highlight=False)
+    console.print(f"wrote {output or Path(run) / EXPORT_FILE}", highlight=False)
+
+
 @agents_app.command("export-sft")
 def export_sft_command(
     runs: list[Path] = typer.Argument(..., help="Run directories of `taskbench agents eval`."),
@@ -230,9 +274,10 @@ def export_sft_command(
     """Write one chat-format JSON Lines training set per role (grounding, execution, review) from the
     successful ConAgents trajectories of the runs: the first half of SPAN (specialised action distillation).
 
-    Each line is {"messages": [..., {"role": "assistant", "content": teacher's answer}], "meta": {...}}; plans
-    sent back by a review, code that failed or was sent back, and failed turns are left out (unless
-    --all-turns). OUTPUT/manifest.json counts what was used and skipped.
+    Each line is {"messages": [..., {"role": "assistant", "content": teacher's answer}], "meta": {...}}; a plan
+    is kept only when the call it led to succeeded with the plan's own values and no review sent it back; code
+    that failed (or whose tool calls failed) or was sent back, and failed turns, are left out (unless
+    --all-turns). OUTPUT/manifest.json counts what was used and skipped, and the turns left out by reason.
 
     Example:
 
@@ -266,7 +311,7 @@ def span_data_command(
     seed: int = typer.Option(0, "--seed", "-s", help="Seed of the perturbations."),
     min_tools: int = typer.Option(10, "--min-tools", min=0, help="Candidate tools at least (the paper: 10)."),
     min_doc_words: int = typer.Option(100, "--min-doc-words", min=0, help="Words of documentation per gold tool "
-                                      "at least (the paper: 100; TaskBench tools have 20-60)."),
+                                      "at least (the paper: 100; TaskBench tools have 17-57)."),
     unsafe_local: bool = typer.Option(False, "--unsafe-local", help="Run the gold programs unconfined where "
                                       "bwrap is missing."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),

@@ -86,7 +86,8 @@ def review(
     log_level: str = typer.Option("warning", "--log-level", help="uvicorn log level."),
     trajectories: Path | None = typer.Option(None, "--trajectories", metavar="RUN", help="Also rate the "
                                              "trajectories of this agent run (`agents eval -o RUN`) at /human: "
-                                             "Executability and Utility, 1-3, blind; kappas at /api/human/summary."),
+                                             "Executability and Utility, 1-3, blind; kappas at /api/human/summary, "
+                                             "per-agent results after the session: taskbench agents ratings RUN."),
     sample: int | None = typer.Option(None, "--sample", min=1, help="With --trajectories: N random episodes per "
                                       "agent (the paper rates 30)."),
 ) -> None:

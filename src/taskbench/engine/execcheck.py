@@ -26,19 +26,17 @@ import math
 import re
 from typing import Any
 
+from ..envs.state import ERROR_TEXT, result_error
 from ..schema import NODE_REF, Sample, TaskArgument, ToolCall
 from ..schema.generation import GoldCall, GoldExecution
 from .schemas import follow_ref
 
-__all__ = ["EXEC_CODES", "coerce", "execute_gold", "execution_order"]
+__all__ = ["ERROR_TEXT", "EXEC_CODES", "coerce", "execute_gold", "execution_order"]
 
 EXEC_CODES = {
     "exec_failed": "a call of the gold graph returned an error in the environment",
     "exec_unrunnable": "the gold graph cannot be run (no nodes, a cycle, a tool the environment lacks)",
 }
-ERROR_TEXT = re.compile(r"^\s*(?:[A-Za-z]+ )?(?:error|exception)\b\s*:", re.I)
-"""A text result that reports a failure without MCP's ``isError`` (mcp-server-sqlite answers ``Database error:
-no such table: users`` and ``Error: Only SELECT queries are allowed`` as ordinary text): such a call failed."""
 RESULT_CHARS = 2000
 """Most characters of one call's result kept in the record."""
 
@@ -247,12 +245,7 @@ async def execute_gold(sample: Sample, env: Any) -> GoldExecution:
         args = _arguments(list(node.arguments), dict(spec.parameters or {}), outputs)
         result = await env.call(ToolCall(id=f"gold-{sample.id}-{i}", name=node.task, arguments=args))
         entry = GoldCall(node=i, tool=node.task, arguments=args)
-        content = result.content
-        text = content if isinstance(content, str) else None
-        if isinstance(content, dict) and len(content) == 1 and isinstance(next(iter(content.values())), str):
-            text = next(iter(content.values()))  # structured content wrapping the text
-        error = result.error if result.error is not None else \
-            (text if text is not None and ERROR_TEXT.match(text) else None)
+        error = result_error(result)
         if error is not None:
             entry.error = _short(error)
             calls.append(entry)

@@ -16,9 +16,20 @@ and forwards each :class:`~taskbench.schema.ToolCall` as ``tools/call``:
 
 The client runs on its own event loop in a background thread, so the environment works from any caller (the
 protocol's async methods, or :meth:`MCPEnvironment.close` from synchronous code) and ``tools()`` needs no
-event loop. MCP servers have no reset: :meth:`reset` starts a new episode of call records, and the server's
-own state carries over (a task's ``setup`` calls, or a new environment, give a known state). Tasks and their
-checkers come from a task file (:mod:`taskbench.envs.tasks`); settings and transports: :func:`parse_server`.
+event loop. Tasks and their checkers come from a task file (:mod:`taskbench.envs.tasks`); settings and
+transports: :func:`parse_server`.
+
+**Episodes run on scratch copies.** MCP has no reset, and a server's state lives in the files it was pointed
+at. So the data a stdio server's command names (:func:`data_paths`: every argument, ``--opt=VALUE`` value and
+``NAME=VALUE`` setting that is an existing file or directory, or a path to one the server would create; not
+the program it runs) is copied once, when the first episode starts (:meth:`MCPEnvironment.reset`), and every
+episode then gets a fresh copy of that snapshot, with the server restarted on it (a ``--cwd`` inside a copied
+directory moves with it). An episode's set-up calls, the agent's writes and the checker's reads touch the
+copy, never the user's files, and concurrent episodes (``agents eval -c N`` opens one environment per
+episode in flight) never share state. Before the first episode (listing tools, ``generate --env``) the server
+runs on the data as given. A server with no data on its command line, or one reached by URL, keeps its own
+state: :attr:`MCPEnvironment.shared_state` says why, and ``agents eval`` then refuses what would collide
+(:func:`taskbench.envs.tasks.check_tasks`). Copies larger than ``scratch_mb`` are refused with one line.
 """
 
 from __future__ import annotations
@@ -30,6 +41,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import tempfile
 import threading
 import weakref
@@ -206,6 +218,171 @@ def parse_server(text: str) -> ServerSpec:
     if headers:
         raise ConfigError("mcp: --header is for servers reached by URL")
     return ServerSpec(transport="stdio", argv=tuple(rest), env=tuple(env), cwd=cwd)
+
+
+# ------------------------------------------------------------------------------------------------ scratch copies
+
+PROGRAM_SUFFIXES = frozenset({".py", ".pyc", ".js", ".mjs", ".cjs", ".ts", ".mts", ".sh", ".bash", ".rb", ".pl",
+                              ".php", ".jar", ".exe", ".bat", ".cmd", ".ps1"})
+"""A file with one of these suffixes on a server's command line is its program, not its data."""
+DATA_SUFFIXES = frozenset({".db", ".sqlite", ".sqlite3", ".duckdb", ".json", ".jsonl", ".csv", ".tsv", ".txt",
+                           ".md", ".yaml", ".yml", ".toml", ".xml", ".parquet", ".bin", ".dat"})
+"""A word with one of these suffixes after an option names a data file even before it exists."""
+SCRATCH_MB = 512
+"""Largest total size of a server's data that is copied per episode (MB)."""
+
+
+@dataclass(frozen=True)
+class DataPath:
+    """One place a server's command line names data: argument ``index`` (after ``prefix``, for ``--opt=VALUE``),
+    or the environment variable ``env``; ``path`` is where it resolves (absolute)."""
+
+    path: Path
+    index: int | None = None
+    prefix: str = ""
+    env: str | None = None
+
+
+LAUNCHER_OPTIONS = frozenset({"--directory", "--project", "--prefix", "--from", "--with", "--with-editable"})
+"""Options of launchers (uv, uvx, npx, npm) whose value is where the program is (``uv --directory DIR run
+server.py``), not its data."""
+
+
+def _is_program(path: Path) -> bool:
+    return path.is_file() and (path.suffix.lower() in PROGRAM_SUFFIXES or os.access(path, os.X_OK))
+
+
+def _data_path(word: str, base: Path, after_option: bool) -> Path | None:
+    """Where ``word`` names data (existing, or a path the server would create), else None."""
+    if not word or "://" in word or word.startswith("-") or word.startswith("@"):
+        return None
+    path = Path(os.path.expanduser(word))
+    path = path if path.is_absolute() else base / path
+    if path.exists() or path.is_symlink():
+        return None if _is_program(path) else Path(os.path.abspath(path))
+    looks_like_path = os.sep in word or (after_option and path.suffix.lower() in DATA_SUFFIXES)
+    if looks_like_path and path.parent.is_dir() and path.suffix.lower() not in PROGRAM_SUFFIXES:
+        return Path(os.path.abspath(path))
+    return None
+
+
+def data_paths(server: ServerSpec, env: Mapping[str, str] | None = None, cwd: str | Path | None = None
+               ) -> list[DataPath]:
+    """The data a stdio server's command names (see the module docstring): arguments after the executable,
+    ``--opt=VALUE`` values and ``NAME=VALUE`` settings (``env``: their expanded values) that are an existing
+    file or directory (not a program: a ``.py``/``.js``/... or executable file, or the value of a launcher's
+    ``--directory``/``--project``/``--prefix``/``--from``/``--with``), or a path to one that does
+    not exist yet (with a ``/``, or a data suffix such as ``.db`` after an option). Relative paths resolve
+    against ``cwd`` (else the server's ``--cwd``, else ours)."""
+    if server.transport != "stdio":
+        return []
+    base = Path(cwd if cwd is not None else server.cwd or os.getcwd())
+    base = base if base.is_absolute() else Path.cwd() / base
+    out: list[DataPath] = []
+    for i, word in enumerate(server.argv[1:], 1):
+        prefix, value = "", word
+        if word.startswith("-") and "=" in word:
+            prefix, _, value = word.partition("=")
+            prefix += "="
+        if (prefix[:-1] or server.argv[i - 1]) in LAUNCHER_OPTIONS:
+            continue
+        path = _data_path(value, base, after_option=bool(prefix) or server.argv[i - 1].startswith("-"))
+        if path is not None:
+            out.append(DataPath(path=path, index=i, prefix=prefix))
+    for name, value in (env if env is not None else dict(server.env)).items():
+        path = _data_path(value, base, after_option=True)
+        if path is not None:
+            out.append(DataPath(path=path, env=name))
+    return out
+
+
+SIDECARS = ("-wal", "-shm", "-journal")
+"""Files a database keeps next to its file (SQLite's write-ahead log, shared memory, rollback journal): copied
+with it, so the copy holds what the log holds."""
+
+
+def _size(path: Path, limit: int) -> int:
+    """Bytes under ``path`` (what links point to counted, as they are copied), stopping once past ``limit``."""
+    if not path.exists():
+        return 0
+    if not path.is_dir():
+        return path.stat().st_size + sum(Path(f"{path}{s}").stat().st_size for s in SIDECARS
+                                         if Path(f"{path}{s}").is_file())
+    total = 0
+    for root, _dirs, files in os.walk(path, followlinks=True):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += (Path(root) / name).stat().st_size
+            if total > limit:
+                return total
+    return total
+
+
+def _copy(src: Path, dst: Path, skip: Path) -> None:
+    """Copy ``src`` to ``dst`` as real files: a symlink is copied as what it points to (a copied link would
+    lead the episode back to the user's data), a database's sidecar files go with it; ``skip`` (the scratch
+    directory itself, when the data contains it) is left out."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    if src.is_dir():
+        def ignore(folder: str, names: list[str]) -> list[str]:
+            return [n for n in names if Path(folder, n) == skip]
+
+        shutil.copytree(src, dst, symlinks=False, ignore=ignore, ignore_dangling_symlinks=True)
+        return
+    shutil.copy2(src, dst)
+    for suffix in SIDECARS:
+        side = Path(f"{src}{suffix}")
+        if side.is_file():
+            shutil.copy2(side, Path(f"{dst}{suffix}"))
+
+
+class _Scratch:
+    """A server's data, snapshotted once and copied afresh for each episode (see the module docstring)."""
+
+    def __init__(self, label: str, paths: list[DataPath], limit_mb: float) -> None:
+        self.paths = paths
+        # the distinct places to copy: a path inside another named directory is copied with it
+        tops: list[Path] = []
+        for p in sorted({d.path for d in paths}, key=lambda q: len(q.parts)):
+            if not any(p.is_relative_to(t) for t in tops):
+                tops.append(p)
+        self.tops = tops
+        limit = int(limit_mb * 1024 * 1024)
+        total = sum(_size(t, limit) for t in tops)
+        if total > limit:
+            raise ConfigError(f"MCP server {label!r}: its data ({', '.join(map(str, tops))}) is over {limit_mb:g} MB, "
+                              "too large to copy for every episode (point the server at a smaller copy, or raise "
+                              "scratch_mb)")
+        self.root = Path(tempfile.mkdtemp(prefix="taskbench-mcp-"))
+        self.snapshot = self.root / "snapshot"
+        for k, top in enumerate(tops):
+            if top.exists():
+                _copy(top, self.snapshot / f"d{k}" / top.name, self.root)
+        self.work = self.root / "work"
+        self.episodes = 0
+
+    def where(self, path: Path) -> Path:
+        """Where ``path`` is in the current working copy."""
+        for k, top in enumerate(self.tops):
+            if path.is_relative_to(top):
+                return self.work / f"d{k}" / top.name / path.relative_to(top)
+        return path
+
+    def fresh(self) -> None:
+        """A new working copy of the snapshot (the last episode's changes gone)."""
+        self.episodes += 1
+        if self.work.exists():
+            shutil.rmtree(self.work)
+        self.work.mkdir()
+        for k, top in enumerate(self.tops):
+            src = self.snapshot / f"d{k}" / top.name
+            if src.exists():
+                _copy(src, self.work / f"d{k}" / top.name, self.root)
+            else:  # a path the server creates: its directory only
+                (self.work / f"d{k}").mkdir(parents=True, exist_ok=True)
+
+    def close(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
 
 
 class _Connection:
@@ -416,6 +593,7 @@ class MCPEnvironment(Environment):
         cwd: str | Path | None = None,
         startup_timeout: float = 30.0,
         call_timeout: float = 60.0,
+        scratch_mb: float = SCRATCH_MB,
     ) -> None:
         super().__init__()
         text = command if isinstance(command, str) else shlex.join(str(a) for a in command)
@@ -428,10 +606,85 @@ class MCPEnvironment(Environment):
         self.command = list(server.argv)
         self.name = f"mcp:{text.strip()}"  # type: ignore[misc]  # as written: $NAME values stay unexpanded
         self.call_timeout = call_timeout
-        self._conn = _Connection(server, extra_env or None, cwd if cwd is not None else server.cwd, headers)
-        self._finalizer = weakref.finalize(self, self._conn.close)
+        self.startup_timeout = startup_timeout
+        self.scratch_mb = scratch_mb
+        self._env = extra_env
+        self._headers = headers
+        self._cwd = cwd if cwd is not None else server.cwd
+        self._data = data_paths(server, extra_env, self._cwd)
+        self._scratch: _Scratch | None = None
+        self._conn = _Connection(server, extra_env or None, self._cwd, headers)
+        self._finalizer = weakref.finalize(self, _close_all, self._conn, None)
         self._conn.start(startup_timeout)
         self._specs = specs_from_listing(self._conn.tools, self._conn.label)
+
+    @property
+    def data(self) -> list[Path]:
+        """The data the server's command names (copied for each episode)."""
+        return [d.path for d in self._data]
+
+    @property
+    def shared_state(self) -> str | None:
+        """None when every episode gets its own state (the server's data is copied per episode); else why
+        episodes, and several copies of this server, may share state."""
+        if self.server.transport != "stdio":
+            return f"the server at {self.server.url} is one server for every episode, and taskbench cannot copy its data"
+        if not self._data:
+            return ("its command names no data file or directory that taskbench could copy per episode, so any "
+                    "state it keeps lives where every copy of the server sees it")
+        return None
+
+    def read_only_tools(self) -> list[str]:
+        """The tools the server marks read-only (MCP's ``readOnlyHint``, not ``destructiveHint``) that need no
+        argument: what :meth:`read_state` may call on a server no recipe knows."""
+        out = []
+        for tool in self._conn.tools:
+            ann = tool.get("annotations") if isinstance(tool, Mapping) else None
+            schema = tool.get("inputSchema") if isinstance(tool, Mapping) else None
+            required = schema.get("required") if isinstance(schema, Mapping) else None
+            if isinstance(ann, Mapping) and ann.get("readOnlyHint") is True and ann.get("destructiveHint") is not True \
+                    and not required:
+                out.append(str(tool.get("name")))
+        return out
+
+    async def read_state(self) -> str | None:
+        """What the server holds now (:mod:`taskbench.envs.state`: a known recipe, else its read-only tools)."""
+        from .state import read_state
+
+        return await read_state(self._execute, [t.name for t in self.tools()], read_only=self.read_only_tools())
+
+    async def _reset(self, seed: int, task: Any) -> None:
+        if self._data:
+            await asyncio.to_thread(self._fresh_server)
+
+    def _fresh_server(self) -> None:
+        """Restart the server on a fresh copy of its data (the first call makes the snapshot)."""
+        if self._scratch is None:
+            self._scratch = _Scratch(self._conn.label, self._data, self.scratch_mb)
+            self._finalizer.detach()
+            self._finalizer = weakref.finalize(self, _close_all, self._conn, self._scratch)
+        scratch = self._scratch
+        self._conn.close()
+        scratch.fresh()
+        argv = list(self.server.argv)
+        env = dict(self._env)
+        for d in self._data:
+            moved = str(scratch.where(d.path))
+            if d.env is not None:
+                env[d.env] = moved
+            elif d.index is not None:
+                argv[d.index] = d.prefix + moved
+        cwd = self._cwd
+        if cwd is not None:
+            cwd = str(scratch.where(Path(os.path.abspath(cwd))))
+        else:  # the server ran in our directory: inside a copied directory it moves with it
+            here = scratch.where(Path.cwd())
+            cwd = str(here) if here != Path.cwd() else None
+        server = ServerSpec(transport="stdio", argv=tuple(argv), env=tuple(env.items()), cwd=cwd)
+        self._conn = _Connection(server, env or None, cwd, self._headers)
+        self._finalizer.detach()
+        self._finalizer = weakref.finalize(self, _close_all, self._conn, scratch)
+        self._conn.start(self.startup_timeout)
 
     def tools(self) -> list[ToolSpec]:
         return list(self._specs)
@@ -454,11 +707,18 @@ class MCPEnvironment(Environment):
         return await self._conn.call(call, self.call_timeout)
 
     def close(self) -> None:
-        """Shut the server down (idempotent; also done when the environment is garbage-collected)."""
+        """Shut the server down and remove the scratch copies (idempotent; also done when the environment is
+        garbage-collected)."""
         self._finalizer()
 
     async def aclose(self) -> None:
         await asyncio.to_thread(self.close)
+
+
+def _close_all(conn: _Connection, scratch: _Scratch | None) -> None:
+    conn.close()
+    if scratch is not None:
+        scratch.close()
 
 
 def save_listing(spec: str, directory: str | Path, *, startup_timeout: float = 30.0) -> Path:
@@ -478,4 +738,5 @@ def save_listing(spec: str, directory: str | Path, *, startup_timeout: float = 3
     return out
 
 
-__all__ = ["MCPEnvironment", "ServerSpec", "convert_result", "parse_server", "save_listing", "specs_from_listing"]
+__all__ = ["SCRATCH_MB", "DataPath", "MCPEnvironment", "ServerSpec", "convert_result", "data_paths", "parse_server",
+           "save_listing", "specs_from_listing"]

@@ -8,16 +8,23 @@ only, by the first recipe whose tools the environment has:
   ``read_query`` its row count and first rows;
 - **files** (``list_allowed_directories`` with ``directory_tree`` or ``list_directory``, e.g.
   @modelcontextprotocol/server-filesystem): the allowed directories and what is in them;
-- **knowledge graph** (``read_graph``, e.g. @modelcontextprotocol/server-memory): the entities and relations.
+- **knowledge graph** (``read_graph``, e.g. @modelcontextprotocol/server-memory): the entities and relations;
+- **any other server**: what each tool the server itself marks read-only (MCP's ``readOnlyHint``, and not
+  ``destructiveHint``) and that needs no argument answers (``read_only``: :meth:`MCPEnvironment.read_only_tools
+  <taskbench.envs.mcp.MCPEnvironment.read_only_tools>`), at most :data:`MAX_READ_ONLY` of them.
 
-An environment with none of these has no state to show (None). A call that fails is left out with its error
-in the text, never an exception; the text is cut at ``max_chars``.
+An environment with none of these has no state to show (None), and that is on purpose: a tool the server does
+not mark read-only may change the data when called (``get_`` or ``list_`` in a name promises nothing), and
+the arguments a tool requires cannot be guessed (mcp-server-git marks ``git_status`` read-only, but it needs
+the repository's path; mcp-server-time has no state). A call that fails is left out with its error in the
+text, never an exception; the text is cut at ``max_chars``.
 """
 
 from __future__ import annotations
 
 import ast
 import json
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -29,6 +36,8 @@ MAX_TABLES = 20
 SAMPLE_ROWS = 3
 MAX_STATE_CHARS = 4000
 """Most characters of state shown in a prompt (about 1,000 tokens)."""
+MAX_READ_ONLY = 8
+"""Most read-only tools the general recipe calls."""
 
 
 def result_value(content: Any) -> Any:
@@ -47,6 +56,24 @@ def result_value(content: Any) -> Any:
         except (ValueError, SyntaxError, RecursionError, MemoryError, TypeError):
             pass
     return content
+
+
+ERROR_TEXT = re.compile(r"^\s*(?:[A-Za-z]+ )?(?:error|exception)\b\s*:", re.I)
+"""A text result that reports a failure without MCP's ``isError`` (mcp-server-sqlite answers ``Database error:
+no such table: users`` and ``Error: Only SELECT queries are allowed`` as ordinary text): such a call failed."""
+
+
+def result_error(result: ToolResult) -> str | None:
+    """Why a call failed: the result's error, or its text when that is an error message (:data:`ERROR_TEXT`);
+    None when it succeeded."""
+    if result.error is not None:
+        return result.error
+    content = result.content
+    text: str | None = content if isinstance(content, str) else None
+    if isinstance(content, dict) and len(content) == 1:
+        inner = next(iter(content.values()))
+        text = inner if isinstance(inner, str) else None  # structured content wrapping the text
+    return text if text is not None and ERROR_TEXT.match(text) else None
 
 
 class _Reader:
@@ -165,14 +192,33 @@ RECIPES: tuple[tuple[str, frozenset[str], Callable[[_Reader, set[str]], Awaitabl
 """(kind, the tools it needs, the reader), tried in order; the first whose tools are all there is used."""
 
 
-async def read_state(execute: Executor, tool_names: list[str], *, max_chars: int = MAX_STATE_CHARS) -> str | None:
-    """The state text of an environment with these tools (see the module docstring), or None."""
+async def _read_only(read: _Reader, names: list[str]) -> str:
+    lines = ["What the server's read-only tools answer:"]
+    for name in names[:MAX_READ_ONLY]:
+        value, error = await read(name)
+        lines.append(f"- {name}: " + (f"(failed: {error})" if error is not None else _compact(value, 600)))
+    if len(names) > MAX_READ_ONLY:
+        lines.append(f"- ... and {len(names) - MAX_READ_ONLY} more read-only tools")
+    return "\n".join(lines)
+
+
+async def read_state(execute: Executor, tool_names: list[str], *, read_only: list[str] | None = None,
+                     max_chars: int = MAX_STATE_CHARS) -> str | None:
+    """The state text of an environment with these tools (see the module docstring), or None. ``read_only``:
+    the tools the server marks read-only that need no argument (for servers no recipe knows)."""
     tools = set(tool_names)
+    text = None
     for _kind, needs, reader in RECIPES:
         if needs <= tools:
             text = (await reader(_Reader(execute), tools)).strip()
-            return text if len(text) <= max_chars else text[:max_chars] + "\n... (cut)"
-    return None
+            break
+    else:
+        if read_only:
+            text = (await _read_only(_Reader(execute), [n for n in read_only if n in tools])).strip()
+    if text is None:
+        return None
+    return text if len(text) <= max_chars else text[:max_chars] + "\n... (cut)"
 
 
-__all__ = ["MAX_STATE_CHARS", "RECIPES", "read_state", "result_value"]
+__all__ = ["ERROR_TEXT", "MAX_READ_ONLY", "MAX_STATE_CHARS", "RECIPES", "read_state", "result_error",
+           "result_value"]

@@ -20,7 +20,12 @@ A task file is JSON Lines, one task a line::
   "one_of" | "below": VALUE}``. A tool result that is JSON text is read as JSON; ``expr`` is applied to it.
 
 An environment's own checker (RestBench's) reads the same ``checker`` and ``setup`` keys, so a task file for
-``restbench-tmdb`` uses its fixture-backed VALUEs. Every problem in the file is one ``file:line`` error.
+``restbench-tmdb`` uses its fixture-backed VALUEs. Every problem in the file is one ``file:line`` error: what
+the file alone shows when it is read (:func:`load_tasks`: keys, types, a JMESPath ``expr`` that does not parse
+or calls an unknown function), and what needs the environment once it is open (:func:`check_tasks`: a tool in
+``gold_path``, ``setup``, ``called``, ``call`` or ``api`` that the environment lacks, a task the ``--tools``
+setting would leave without tools, set-ups that would change data taskbench cannot give each episode a copy
+of). A set-up call that fails during a run fails the episode with :data:`SETUP_FAILED` and the task's line.
 
 **A generated benchmark is a task file too**: ``--tasks DIR`` with a dataset directory (what ``taskbench
 generate --env`` wrote, or its ``review --export``) makes one task per sample (:func:`tasks_from_dataset`):
@@ -39,12 +44,15 @@ from typing import Any
 
 from ..errors import ConfigError, InputError
 from ..schema import AgentTask, CheckResult, ToolCall, ToolResult
+from .state import result_error
 
 TASK_KEYS = frozenset({"id", "query", "gold_path", "checker", "setup", "answer", "meta"})
 STATE_TESTS = ("equals", "same_items", "includes", "excludes", "one_of", "below")
 ANSWER_TESTS = ("all", "any", "at_least", "none", "yes", "picks", "called")
 MAX_CHECK_CALLS = 64
 """Tool calls one check may make (VALUEs and end-state conditions together)."""
+SETUP_FAILED = "set-up failed"
+"""How the error of an episode whose task set-up failed starts (the CLI tells it from a model failure)."""
 
 Executor = Callable[[ToolCall], Awaitable[ToolResult]]
 
@@ -197,6 +205,10 @@ def _task(item: Any, path: Path, line: int, env: str | None) -> AgentTask:
             if "call" in cond and (not isinstance(cond["call"], str) or not any(k in cond for k in STATE_TESTS)):
                 raise bad("an end-state condition is {\"call\": TOOL, \"args\": {...}, \"expr\": ..., "
                           f"<test>: VALUE}} with a test among {', '.join(STATE_TESTS)}")
+        for expr in _expressions(checker):
+            problem = expression_problem(expr)
+            if problem is not None:
+                raise bad(f"checker expression {expr!r}: {problem}", "JMESPath, e.g. \"[0].n\" or \"cast[0].name\"")
         meta["checker"] = checker
     setup = item.get("setup")
     if setup is not None:
@@ -209,7 +221,123 @@ def _task(item: Any, path: Path, line: int, env: str | None) -> AgentTask:
         elif not isinstance(setup, dict):  # RestBench's own setup is an object (its fixture changes)
             raise bad("'setup' must be a list of tool calls")
         meta["setup"] = setup
+    meta["line"] = line
     return AgentTask(id=task_id, query=query, gold_path=gold, answer=item.get("answer"), env=env, meta=meta)
+
+
+def _expressions(value: Any) -> list[str]:
+    """Every JMESPath string in a checker (``expr`` of conditions and VALUEs, ``initial``; nested)."""
+    out: list[str] = []
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k in ("expr", "initial") and isinstance(v, str):
+                out.append(v)
+            else:
+                out += _expressions(v)
+    elif isinstance(value, list):
+        for v in value:
+            out += _expressions(v)
+    return out
+
+
+def expression_problem(expr: str) -> str | None:
+    """Why the JMESPath ``expr`` cannot run (a syntax error, an unknown function), or None."""
+    from .restbench.checking import _jmespath, search
+
+    jmespath = _jmespath()
+    try:
+        parsed = jmespath.compile(expr)
+    except jmespath.exceptions.JMESPathError as exc:
+        return " ".join(str(exc).split())
+    names: set[str] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if node.get("type") == "function_expression":
+                names.add(str(node.get("value")))
+            for child in node.get("children") or []:
+                walk(child)
+        elif isinstance(node, list):
+            for child in node:
+                walk(child)
+
+    walk(parsed.parsed)
+    for name in sorted(names):
+        try:
+            search(f"{name}()", None)  # a known function complains about its arguments; an unknown one, its name
+        except jmespath.exceptions.UnknownFunctionError:
+            return f"unknown function {name}()"
+        except Exception:  # noqa: BLE001,S110 - the arity or types of a known function
+            pass
+    return None
+
+
+def _tool_names(task: AgentTask) -> list[tuple[str, str]]:
+    """(where, tool name) of every tool a task names: its gold path, set-up calls, and checker."""
+    out = [("gold_path", g) for g in task.gold_path]
+    setup = task.meta.get("setup")
+    if isinstance(setup, list):
+        out += [("setup", str(step["call"])) for step in setup if isinstance(step, dict) and "call" in step]
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            for key in ("api", "call"):
+                if isinstance(value.get(key), str):
+                    out.append((f"checker {key!r}", value[key]))
+            called = value.get("called")
+            if isinstance(called, list):
+                out.extend(("checker 'called'", str(c)) for c in called if isinstance(c, str))
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+
+    walk(task.meta.get("checker"))
+    return out
+
+
+def check_tasks(tasks: list[AgentTask], env: Any, *, path: str | Path | None, tools: str = "all",
+                concurrency: int = 1) -> None:
+    """Refuse, with the task's ``file:line``, what the open environment ``env`` shows a task file gets wrong
+    (see the module docstring): a tool name it lacks (with the closest name), a task ``--tools gold`` would
+    leave without tools, and, on a server whose data taskbench cannot copy per episode (``env.shared_state``),
+    set-ups on one reached by URL (they would change the data it serves) and, with ``concurrency`` above 1,
+    set-ups and end-state checks on any (episodes in flight would see each other's changes)."""
+    from ..errors import suggest
+
+    known = [t.name for t in env.tools()]
+    names = set(known)
+    shared = getattr(env, "shared_state", None)
+    for task in tasks:
+        line = task.meta.get("line")
+        at = line if isinstance(line, int) else None
+        label = f"task {task.id!r}"
+        for part, name in _tool_names(task):
+            if name not in names:
+                close = suggest(name, known)
+                hint = f"did you mean {close[0]!r}?" if close else f"tools: {', '.join(known[:12])}"
+                raise InputError(f"{label}: {part} names the tool {name!r}, which {env.name} does not have",
+                                 hint=hint, path=path, line=at)
+        if tools == "gold" and not task.gold_path:
+            raise InputError(f"{label} has no gold_path, and --tools gold offers only the gold path's tools",
+                             hint="give it a gold_path, or run with --tools gold+10 or all", path=path, line=at)
+        if shared is None:
+            continue
+        checker = task.meta.get("checker")
+        setup = bool(task.meta.get("setup"))
+        stateful = setup or (isinstance(checker, list) and any(isinstance(c, dict) and "call" in c for c in checker))
+        remote = getattr(getattr(env, "server", None), "transport", "stdio") != "stdio"
+        if remote and setup:
+            raise InputError(f"{label} has a set-up, and {env.name}: {shared}; the set-up would change the data "
+                             "it serves", hint="start the server as a command "
+                             "(mcp:<command> naming its data, which each episode then gets a copy of)", path=path,
+                             line=at)
+        if stateful and concurrency > 1:
+            raise InputError(f"{label} has a set-up or an end-state check, and with --concurrency {concurrency} "
+                             f"the episodes in flight on {env.name} would share state ({shared})",
+                             hint="run with --concurrency 1, or name the server's data file or directory on its "
+                             "command line so that each episode gets a copy", path=path, line=at)
 
 
 # --------------------------------------------------------------------------------------------- episodes
@@ -236,17 +364,22 @@ def _value(result: ToolResult) -> Any:
 
 
 async def run_setup(task: AgentTask, execute: Executor) -> None:
-    """Make the task's setup calls (a list of ``{"call", "args"}``), unrecorded; a failure is a ConfigError."""
+    """Make the task's setup calls (a list of ``{"call", "args"}``), unrecorded; a failure is a ConfigError
+    that starts with :data:`SETUP_FAILED` and names the task (and its line in the task file)."""
     setup = task.meta.get("setup")
     if not isinstance(setup, list):
         return
+    line = task.meta.get("line")
+    where = f" (line {line} of the task file)" if isinstance(line, int) else ""
     for i, step in enumerate(setup):
         if not isinstance(step, dict):
             continue
         name, args = str(step.get("call")), step.get("args") or {}
         result = await execute(ToolCall(id=f"setup-{i}", name=name, arguments=dict(args) if isinstance(args, dict) else {}))
-        if result.error is not None:
-            raise ConfigError(f"task {task.id!r}: setup call {i + 1} ({name}) failed: {result.error}")
+        error = result_error(result)  # an error result, or a text answer that is an error message
+        if error is not None:
+            raise ConfigError(f"{SETUP_FAILED}: task {task.id!r}{where}: call {i + 1} ({name}) failed: "
+                              f"{' '.join(error.split())[:300]}")
 
 
 async def check_task(task: AgentTask, answer: str | None, calls: list[str], execute: Executor,
@@ -320,4 +453,5 @@ async def check_task(task: AgentTask, answer: str | None, calls: list[str], exec
                        details={"failures": list(failures), "path": path_scores(calls, gold)})
 
 
-__all__ = ["check_task", "gold_order", "load_tasks", "run_setup", "tasks_from_dataset"]
+__all__ = ["SETUP_FAILED", "check_task", "check_tasks", "expression_problem", "gold_order", "load_tasks",
+           "run_setup", "tasks_from_dataset"]

@@ -109,6 +109,16 @@ class CodeError(BaseModel):
     traceback: str | None = Field(default=None, description="The traceback, trimmed to the agent's own frames.")
 
 
+class CodeToolCall(BaseModel):
+    """One tool call agent code made, and whether the tool answered it."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    name: str = Field(description="The tool called.")
+    arguments: dict[str, JsonValue] = Field(default_factory=dict, description="The arguments the code passed.")
+    error: str | None = Field(default=None, description="The tool's error; None when it answered.")
+
+
 class CodeRunEvent(_Event):
     """One run of agent-written code in the sandbox."""
 
@@ -122,6 +132,10 @@ class CodeRunEvent(_Event):
         default=None, description="The limit that stopped it: cpu | wall | memory | processes | files | output."
     )
     tool_calls: list[str] = Field(default_factory=list, description="Tools the code called, in order.")
+    calls: list[CodeToolCall] = Field(
+        default_factory=list, description="The same calls with their arguments and errors (empty in trajectories "
+        "written before they were kept)."
+    )
     seconds: float = Field(default=0.0, description="Wall seconds of the run.")
 
 

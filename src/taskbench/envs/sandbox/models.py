@@ -7,7 +7,7 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from ...schema import CodeError, CodeRunEvent, ToolCall, ToolResult
+from ...schema import CodeError, CodeRunEvent, CodeToolCall, ToolCall, ToolResult
 
 LimitName = Literal["cpu", "wall", "memory", "processes", "files", "output"]
 """The limit that stopped a run (``output`` also covers the disk quota of the scratch directories)."""
@@ -83,10 +83,13 @@ class SandboxResult(BaseModel):
 
     def event(self, code: str, role: str = "execution") -> CodeRunEvent:
         """This run as a trajectory event."""
+        errors = [r.error for r in self.results] + ["no result recorded"] * (len(self.calls) - len(self.results))
         return CodeRunEvent(
             role=role,  # type: ignore[arg-type]
             code=code, stdout=self.stdout, result=self.result, error=self.error, limit=self.limit,
             tool_calls=self.tool_calls, seconds=self.seconds,
+            calls=[CodeToolCall(name=c.name, arguments=c.arguments, error=err)
+                   for c, err in zip(self.calls, errors, strict=False)],
         )
 
     def feedback(self) -> str:

@@ -4,20 +4,33 @@ kappa over all of them (:mod:`taskbench.eval.agreement`; the paper reports 0.75 
 
 :class:`HumanEval` holds the trajectories of one agent run directory (``taskbench agents eval -o RUN``): every
 finished episode, or ``sample`` drawn at random per agent with ``seed`` (the paper rates 30 per dataset). Raters
-are blind: an item is an opaque id, shown in a seeded shuffled order, with the task, the tools offered, what
-the agents did (calls, code, results, reviews) and the answer, never the agent's name or the checker's
-verdict. Ratings are appended to ``RUN/human_ratings.jsonl`` (one line each, flushed and fsynced; a later
-rating of the same item by the same rater replaces the earlier one), so a killed server loses nothing.
+are blind:
+
+- an item id is a keyed hash (HMAC-SHA256) of agent, task and seed under a random key kept in
+  ``RUN/human_eval.key`` (made on first use, readable by its owner only): the same run gives the same ids, so
+  ratings stay attached, but hashing guesses of agent/task/seed gives nothing without the key; the order the
+  items are shown in is shuffled with the key too, so it cannot be rebuilt from a copy of the run;
+- an item shows the task, the tools offered, what was done (model outputs, calls, code, results, checks) and
+  the answer under neutral labels (``model``, ``tool call``, ``code run``, ``check``, ``final answer``), never
+  a role name (``grounding``, ``planner``, ``reflect`` ... name the agent family), the agent's name or the
+  checker's verdict;
+- no per-agent figure reaches the page or the API: :meth:`HumanEval.summary` gives the counts and the kappas;
+  the per-agent means, and which item was which agent, are written by :meth:`HumanEval.export`
+  (``taskbench agents ratings RUN``, after the session) to ``RUN/human_eval.json``.
+
+Ratings are appended to ``RUN/human_ratings.jsonl`` (one line each, flushed and fsynced; a later rating of the
+same item by the same rater replaces the earlier one), so a killed server loses nothing.
 
 :func:`human_eval_router` serves it inside the review app (``create_app(..., human_eval=...)``): the page
 ``GET /human`` and ``GET /api/human/items``, ``GET /api/human/item/{id}``, ``POST /api/human/rate``,
-``GET /api/human/summary`` (per agent means and the kappas). The app's guard (token, Host, JSON-only POSTs)
+``GET /api/human/summary`` (counts and kappas, no agent). The app's guard (token, Host, JSON-only POSTs)
 covers these routes too. The page builds every text with ``textContent``: a trajectory is untrusted text.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
 import random
@@ -46,6 +59,10 @@ RUBRIC: dict[str, dict[int, str]] = {
 
 DIMENSIONS = tuple(RUBRIC)
 RATINGS_FILE = "human_ratings.jsonl"
+KEY_FILE = "human_eval.key"
+"""The run's secret key for item ids and the order (never served)."""
+EXPORT_FILE = "human_eval.json"
+"""What :meth:`HumanEval.export` writes: per-agent results and which item was which agent."""
 MAX_NOTE = 2000
 MAX_REVIEWER = 64
 TEXT_LIMIT = 4000
@@ -62,7 +79,7 @@ class RateBody(BaseModel):
 class Item(BaseModel):
     """One trajectory to rate."""
 
-    id: str = Field(description="Opaque id (hash of agent, task and seed).")
+    id: str = Field(description="Opaque id: HMAC-SHA256 of agent, task and seed under the run's secret key.")
     agent: str
     task: str
     seed: int
@@ -75,23 +92,51 @@ def _short(text: Any, limit: int = TEXT_LIMIT) -> str:
 
 
 def event_view(e: Any) -> dict[str, Any]:
-    """One trajectory event as the rater sees it (no prompts; texts bounded)."""
+    """One trajectory event as the rater sees it: what was done, under a neutral kind (``model``, ``tool``,
+    ``program``, ``check``, ``final``), never the role that did it nor where a check sent its feedback (role
+    names and routes tell the agent family); no prompts; texts bounded."""
     kind = e.kind
     if kind == "model_call":
         calls = [{"name": c.name, "arguments": c.arguments} for c in e.output.tool_calls or []]
-        return {"kind": "model", "role": e.role, "text": _short(e.output.content or ""),
-                "calls": _short(calls) if calls else "", "error": e.error or ""}
+        return {"kind": "model", "text": _short(e.output.content or ""), "calls": _short(calls) if calls else "",
+                "error": e.error or ""}
     if kind == "tool_call":
-        return {"kind": "tool", "role": e.role, "name": e.call.name, "arguments": _short(e.call.arguments),
+        return {"kind": "tool", "name": e.call.name, "arguments": _short(e.call.arguments),
                 "result": _short(e.result.error or e.result.content)}
     if kind == "code_run":
         error = f"{e.error.type}: {e.error.message}" if e.error else (e.limit or "")
-        return {"kind": "code", "role": e.role, "code": _short(e.code), "tools": ", ".join(e.tool_calls),
+        return {"kind": "program", "code": _short(e.code), "tools": ", ".join(e.tool_calls),
                 "result": _short(e.result), "stdout": _short(e.stdout, 1000), "error": error}
     if kind == "review":
-        return {"kind": "review", "target": e.target, "verdict": e.verdict, "feedback": _short(e.feedback),
-                "route": e.route or ""}
-    return {"kind": "final", "role": e.role, "answer": _short(e.answer)}
+        return {"kind": "check", "verdict": e.verdict, "feedback": _short(e.feedback)}
+    return {"kind": "final", "answer": _short(e.answer)}
+
+
+def run_key(run: Path) -> bytes:
+    """The run's secret key (:data:`KEY_FILE`), made on first use: 32 random bytes, hex, owner-only."""
+    path = run / KEY_FILE
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        text = path.read_text(encoding="ascii").strip()
+        try:
+            key = bytes.fromhex(text)
+        except ValueError:
+            key = b""
+        if len(key) < 16:
+            raise InputError("not a key (delete it to make a new one; ratings made under it are then lost)",
+                             path=path) from None
+        return key
+    key = os.urandom(32)
+    with os.fdopen(fd, "w", encoding="ascii") as f:
+        f.write(key.hex() + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    return key
+
+
+def _keyed(key: bytes, text: str) -> str:
+    return hmac.new(key, text.encode(), hashlib.sha256).hexdigest()
 
 
 class HumanEval:
@@ -104,20 +149,25 @@ class HumanEval:
 
         self.run = Path(run)
         _, latest = load_run(self.run)
+        key = run_key(self.run)
         by_agent: dict[str, list[Item]] = {}
+        self._legacy: dict[str, str] = {}  # ids of ratings made before ids were keyed -> today's ids
         for rec in latest.values():
             if not isinstance(rec, EpisodeRow) or rec.trajectory is None:
                 continue
-            key = f"{rec.agent}/{rec.task}/s{rec.seed}"
-            item = Item(id=hashlib.sha256(key.encode()).hexdigest()[:12], agent=rec.agent, task=rec.task,
-                        seed=rec.seed, path=rec.trajectory)
+            name = f"{rec.agent}/{rec.task}/s{rec.seed}"
+            item = Item(id=_keyed(key, "item:" + name)[:16], agent=rec.agent, task=rec.task, seed=rec.seed,
+                        path=rec.trajectory)
+            self._legacy[hashlib.sha256(name.encode()).hexdigest()[:12]] = item.id
             by_agent.setdefault(item.agent, []).append(item)
-        rng = random.Random(seed)
+        rng = random.Random(seed)  # which episodes: reproducible from the seed
         chosen: list[Item] = []
         for agent in sorted(by_agent):
             items = sorted(by_agent[agent], key=lambda i: (i.task, i.seed))
             chosen += rng.sample(items, sample) if sample is not None and sample < len(items) else items
-        rng.shuffle(chosen)  # blind: no agent's trajectories together
+        chosen.sort(key=lambda i: i.id)
+        # blind: no agent's trajectories together, in an order only the key gives
+        random.Random(_keyed(key, f"order:{seed}")).shuffle(chosen)
         self.items = {i.id: i for i in chosen}
         self.order = [i.id for i in chosen]
         self.ratings_path = Path(ratings) if ratings is not None else self.run / RATINGS_FILE
@@ -152,8 +202,11 @@ class HumanEval:
                 if n == len(lines):
                     continue  # a last line cut by a crash
                 raise InputError(f"line {n} is not JSON", path=self.ratings_path) from None
-            if isinstance(rec, dict) and rec.get("id") in self.items:
-                out.setdefault(rec["id"], {})[str(rec.get("reviewer"))] = rec
+            if not isinstance(rec, dict):
+                continue
+            item_id = self._legacy.get(str(rec.get("id")), rec.get("id"))
+            if item_id in self.items:
+                out.setdefault(item_id, {})[str(rec.get("reviewer"))] = {**rec, "id": item_id}
         return out
 
     def index(self, reviewer: str | None = None) -> dict[str, Any]:
@@ -189,14 +242,28 @@ class HumanEval:
         return rec
 
     def summary(self) -> dict[str, Any]:
-        """Per agent: items rated and the mean of each dimension (over every rating); per dimension: Cohen's
-        kappa for each pair of raters and Fleiss' kappa over the items rated by two raters or more."""
+        """What raters may see during the session: items, items rated, the raters, and per dimension Cohen's
+        kappa for each pair of raters and Fleiss' kappa over the items rated by two raters or more. No
+        per-agent figure (one rating would name its agent): those are in :meth:`export`."""
         from ...eval.agreement import fleiss_kappa, pairwise_agreement
 
         ratings = self.ratings()
         raters = sorted({r for by in ratings.values() for r in by})
+        agreement: dict[str, Any] = {}
+        for d in DIMENSIONS:
+            table = {r: {i: str(by[r][d]) for i, by in ratings.items() if r in by} for r in raters}
+            fleiss = fleiss_kappa([[str(rec[d]) for rec in by.values()] for by in ratings.values()])
+            agreement[d] = {"fleiss_kappa": None if fleiss is None else round(fleiss, 4),
+                            "items_with_two_or_more": sum(1 for by in ratings.values() if len(by) >= 2),
+                            "pairs": [p.model_dump() for p in pairwise_agreement(table)]}
+        return {"items": len(self.items), "rated_items": len(ratings), "raters": raters, "agreement": agreement,
+                "per_agent": f"withheld until the ratings are exported (taskbench agents ratings RUN writes "
+                             f"RUN/{EXPORT_FILE})"}
+
+    def per_agent(self) -> dict[str, dict[str, Any]]:
+        """Per agent: items rated, ratings, and the mean of each dimension over every rating."""
         per_agent: dict[str, dict[str, Any]] = {}
-        for item_id, by in ratings.items():
+        for item_id, by in self.ratings().items():
             agent = self.items[item_id].agent
             entry = per_agent.setdefault(agent, {"items": 0, "ratings": 0, **{d: 0.0 for d in DIMENSIONS}})
             entry["items"] += 1
@@ -207,15 +274,23 @@ class HumanEval:
         for entry in per_agent.values():
             for d in DIMENSIONS:
                 entry[d] = round(entry[d] / entry["ratings"], 4) if entry["ratings"] else None
-        agreement: dict[str, Any] = {}
-        for d in DIMENSIONS:
-            table = {r: {i: str(by[r][d]) for i, by in ratings.items() if r in by} for r in raters}
-            fleiss = fleiss_kappa([[str(rec[d]) for rec in by.values()] for by in ratings.values()])
-            agreement[d] = {"fleiss_kappa": None if fleiss is None else round(fleiss, 4),
-                            "items_with_two_or_more": sum(1 for by in ratings.values() if len(by) >= 2),
-                            "pairs": [p.model_dump() for p in pairwise_agreement(table)]}
-        return {"items": len(self.items), "rated_items": len(ratings), "raters": raters,
-                "per_agent": dict(sorted(per_agent.items())), "agreement": agreement}
+        return dict(sorted(per_agent.items()))
+
+    def export(self, output: str | Path | None = None) -> dict[str, Any]:
+        """The session's results, unblinded, written to ``output`` (default ``RUN/human_eval.json``): per agent
+        the means (:meth:`per_agent`), the kappas and counts (:meth:`summary`), every latest rating, and which
+        item was which agent (``items``: id -> agent, task, seed, trajectory). Returns the document."""
+        from ...dataset.jsonio import write_json
+
+        summary = self.summary()
+        doc = {"run": str(self.run), "items_total": summary["items"], "rated_items": summary["rated_items"],
+               "raters": summary["raters"], "per_agent": self.per_agent(), "agreement": summary["agreement"],
+               "items": {i: {"agent": it.agent, "task": it.task, "seed": it.seed, "trajectory": it.path}
+                         for i, it in sorted(self.items.items(), key=lambda kv: (kv[1].agent, kv[1].task,
+                                                                                 kv[1].seed))},
+               "ratings": [rec for by in self.ratings().values() for rec in by.values()]}
+        write_json(Path(output) if output is not None else self.run / EXPORT_FILE, doc)
+        return doc
 
 
 def page_html() -> str:
@@ -270,4 +345,5 @@ def human_eval_router(store: HumanEval, *, reviewer: str = "") -> Any:
     return router
 
 
-__all__ = ["DIMENSIONS", "RATINGS_FILE", "RUBRIC", "HumanEval", "event_view", "human_eval_router", "page_html"]
+__all__ = ["DIMENSIONS", "EXPORT_FILE", "KEY_FILE", "RATINGS_FILE", "RUBRIC", "HumanEval", "event_view",
+           "human_eval_router", "page_html", "run_key"]
