@@ -72,7 +72,7 @@ def test_evaluate_both_and_compat_layouts(data, tmp_path, capsys):
     assert set(b) == {"model", "dataset", "mode", "n_samples", "strict", "compat"} and b["compat"] == c
     assert b["mode"] == "both" and b["n_samples"] == 2 and b["dataset"] == b["strict"].get("dataset", b["dataset"])
     # the compat file keeps the reference's exact layout: what it is of is in its run header beside it
-    header = json.loads((tmp_path / "compat.json.header.json").read_text())
+    header = json.loads((tmp_path / ".compat.json.header.json").read_text())
     assert header["kind"] == "evaluate" and header["config"]["mode"] == "compat"
     assert header["config"]["n_samples"] == 2 and header["config"]["dataset"] == b["dataset"]
     assert c["overall_overall"]["all_samples"] == 1  # compat: only ids present in both count
