@@ -4,6 +4,7 @@ same agent with SPAN students against the base model is the case one run cannot 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -86,7 +87,9 @@ def test_compare_command_prints_the_paired_difference_and_writes_json(two_runs: 
     assert result.exit_code == 0, result.output
     text = " ".join(result.stdout.split())
     assert "conagents-auto (students): 1 episodes; model mock/unused" in text
-    assert "success_rate +100.0 pts" in text and "(1 tasks)" in text and "correct_path_f1 +100.0 pts" in text
+    assert "paired on the 1 tasks both finished" in text
+    assert re.search(r"success % │ +100\.0 │ +0\.0 │ +\+100\.0 │", text)
+    assert re.search(r"path F1 % │ +100\.0 │ +0\.0 │ +\+100\.0 │", text)
     assert "solved by the first only 1, by the second only 0" in text
     assert json.loads(out.read_text())["paired"][0]["flips"]["a_only"] == 1
 

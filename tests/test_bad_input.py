@@ -419,7 +419,7 @@ def test_tables_at_100_columns_never_cut_a_number(shared: Path, monkeypatch, cap
     assert code == 0, err
     lines = out.splitlines()
     assert max(len(line) for line in lines) <= 100 and "…" not in out
-    assert "left out at 100 columns:" in out  # what did not fit is named, not cut
+    assert "not shown at 100 columns:" in out  # what did not fit is named, not cut
     for cmd in (["leaderboard", str(shared / "parity" / "huggingface" / "metrics" / "perturbed_1.json")],
                 ["data", "list"]):
         code, out, err = run(capsys, *cmd)

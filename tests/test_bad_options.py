@@ -75,7 +75,7 @@ def test_a_broken_or_binary_template_fails_before_anything_is_written(tmp_path: 
         code, _, err = run(capsys, "predict", "-m", "mock/echo", "-d", "multimedia", "--limit", "1", "--template",
                            str(tmp_path / name), "-o", str(out))
         assert code == 2 and err.strip().startswith("taskbench: error:") and name in err, err
-        assert not out.exists() and not (tmp_path / "p.jsonl.header.json").exists()
+        assert not out.exists() and not list(tmp_path.glob("*p.jsonl.header.json"))
 
 
 def test_an_output_that_is_a_directory_is_one_line(tmp_path: Path, capsys) -> None:

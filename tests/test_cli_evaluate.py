@@ -72,7 +72,7 @@ def test_evaluate_both_and_compat_layouts(data, tmp_path, capsys):
     assert set(b) == {"model", "dataset", "mode", "n_samples", "strict", "compat"} and b["compat"] == c
     assert b["mode"] == "both" and b["n_samples"] == 2 and b["dataset"] == b["strict"].get("dataset", b["dataset"])
     # the compat file keeps the reference's exact layout: what it is of is in its run header beside it
-    header = json.loads((tmp_path / "compat.json.header.json").read_text())
+    header = json.loads((tmp_path / ".compat.json.header.json").read_text())
     assert header["kind"] == "evaluate" and header["config"]["mode"] == "compat"
     assert header["config"]["n_samples"] == 2 and header["config"]["dataset"] == b["dataset"]
     assert c["overall_overall"]["all_samples"] == 1  # compat: only ids present in both count
@@ -131,10 +131,10 @@ def test_evaluate_warns_about_coverage(data, tmp_path, capsys):
     assert code == 0 and "(left out by the reference's rules): '2'" in err
     other = write_jsonl(tmp_path / "other.jsonl", [{"id": "x1", "result": {"task_nodes": [{"task": "Q"}]}},
                                                    {"id": "x2", "result": {"task_nodes": []}}])
-    code, _, err = run(["evaluate", "--data", str(d), "-p", str(other), "--bootstrap", "0"], capsys)
-    assert code == 0
-    assert _warnings(err) == ["none of the 2 prediction ids is a gold id here: are these predictions for another "
-                              "dataset? (e.g. 'x1', 'x2')"]
+    code, out, err = run(["evaluate", "--data", str(d), "-p", str(other), "--bootstrap", "0"], capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1  # nothing to score: an error
+    assert "none of the 2 prediction ids is a gold id" in err and "(e.g. 'x1', 'x2')" in err
+    assert "are these predictions for another dataset?" in err
     rows = [json.loads(line) for line in good.read_text().splitlines()]
     odd = write_jsonl(tmp_path / "odd.jsonl", [rows[0], rows[0], rows[1], {"id": "3", "result": {}},
                                                {"id": None, "result": {}}, [1, 2]])

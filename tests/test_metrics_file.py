@@ -74,7 +74,7 @@ def test_the_leaderboard_names_models_from_the_files_and_skips_run_headers(tmp_p
         code, _, err = run(capsys, "evaluate", "--data", "huggingface", "-p", str(preds), mode, "--bootstrap", "0",
                            "--limit", "3", "-o", str(out))
         assert code == 0, err
-    assert (scores / "compat.json.header.json").is_file()
+    assert (scores / ".compat.json.header.json").is_file()
     # the directory holds two metrics files and their run headers: only the metrics files are read, and
     # both name the model the predictions record (the compat file through its header)
     sources = expand_sources([scores])

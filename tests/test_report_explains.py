@@ -83,8 +83,8 @@ def test_run_tables_fit_the_terminal_without_cutting_a_column(width, tmp_path, c
         assert all(c.strip() for c in _cells(line)), f"a column cut to nothing: {line}"
     for name in ("huggingface", "dailylifeapis", "mock/echo"):
         assert any(name in _cells(line)[i].strip() for line in rows for i in range(len(_cells(line)))), name
-    if "left out at" in out:
-        assert f"left out at {width} columns" in out
+    if "not shown at" in out:
+        assert f"not shown at {width} columns" in out
     assert "Verdict:" in out and "Warning: Only 3 samples" in out and "LOWER is better" in out
     assert f"taskbench agents show {out_dir / 'agents'}" in out and "Agents (react)" in out
 

@@ -42,11 +42,11 @@ def test_a_header_round_trips_and_its_fingerprint_is_the_hash_of_its_identity(tm
     assert path == tmp_path / HEADER_FILE
     back = read_header(tmp_path)
     assert back is not None and back.model_dump(exclude={"updated"}) == header.model_dump(exclude={"updated"})
-    # a one-file run keeps its header next to the file
+    # a one-file run keeps its header next to the file, hidden (a glob over the outputs does not catch it)
     file_header = new_header("predict", config={}, identity={"model": "m"})
-    assert write_header(tmp_path / "p.jsonl", file_header).name == "p.jsonl.header.json"
+    assert write_header(tmp_path / "p.jsonl", file_header).name == ".p.jsonl.header.json"
     assert read_header(tmp_path / "p.jsonl", "predict") == RunHeader.model_validate_json(
-        (tmp_path / "p.jsonl.header.json").read_text())
+        (tmp_path / ".p.jsonl.header.json").read_text())
 
 
 def test_a_resume_with_another_setting_or_kind_is_refused_in_one_line(tmp_path) -> None:

@@ -51,20 +51,33 @@ class EtaColumn(ProgressColumn):
         return Text(f"{hours}:{rest // 60:02d}:{rest % 60:02d}", style="progress.remaining")
 
 
+NARROW = 100
+"""Below this console width the bar is short, the rate column is left out and the label gives way (it is cut
+with an ellipsis) so that the figures are never cut."""
+
+
 class RichBarDisplay:
     """A rich progress bar per run (label, bar, done/total, rate, ETA, then the subclass's columns) that keeps
-    the runs' summaries; the base of the prediction and the generation displays."""
+    the runs' summaries; the base of the prediction and the generation displays.
+
+    The figures (done/total, ETA, the subclass's counts) never wrap or get cut: below :data:`NARROW` columns the
+    bar shrinks, the rate is left out and the label is cut to the width left (each bar's own at its start)."""
 
     def __init__(self, console: Console | None = None, *, transient: bool = False) -> None:
+        from rich.table import Column
+
         self.console = console or Console(stderr=True)
         self.summaries: list[Any] = []
+        self.narrow = self.console.width < NARROW
+        self._label = TextColumn("[bold]{task.description}", table_column=Column(no_wrap=True, overflow="ellipsis"))
+        figures = [MofNCompleteColumn(), *(() if self.narrow else (RateColumn(),)), EtaColumn(), *self._columns()]
+        for column in figures:
+            column._table_column = Column(no_wrap=True)  # rich keeps the column's layout there
+        self._figures = figures
         self._progress = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            RateColumn(),
-            EtaColumn(),
-            *self._columns(),
+            self._label,
+            BarColumn(bar_width=8 if self.narrow else 40),
+            *figures,
             console=self.console,
             transient=transient,
             get_time=self.console.get_time,
@@ -88,6 +101,23 @@ class RichBarDisplay:
             self._started = True
         self._task = self._progress.add_task(label, total=total, completed=completed, skipped=completed,
                                              **self._reset())
+        self._fit_label()
+
+    SLACK = 6
+    """Columns kept free for figures that grow while the bar runs (counts, tokens)."""
+
+    def _fit_label(self) -> None:
+        """Give the label what the console leaves after the bar and the figures (measured on the newest bar)."""
+        from rich.measure import Measurement
+
+        if not self.narrow:
+            return
+        task = self._progress.tasks[-1]
+        options = self.console.options
+        used = 8 + sum(Measurement.get(self.console, options, column(task)).maximum for column in self._figures)
+        gaps = len(self._figures) + 1  # one space between columns
+        room = self.console.width - used - gaps - self.SLACK
+        self._label.get_table_column().width = max(8, room)
 
     def notice(self, text: str) -> None:
         """A warning worth a line of its own (e.g. that the last run on this output died); shown even when the

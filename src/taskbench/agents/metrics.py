@@ -325,6 +325,7 @@ def agent_summary(rows: Sequence[EpisodeRow], tasks: Sequence[str], *, seeds: in
     for r in rows:
         stops[r.stop] = stops.get(r.stop, 0) + 1
     return {
+        "failures": failure_reasons(rows),
         "episodes": len(rows),
         "tasks": int(sum(1 for n in cols["episodes"] if n > 0)),
         "successes": int(sums["success"]),
@@ -343,6 +344,29 @@ def agent_summary(rows: Sequence[EpisodeRow], tasks: Sequence[str], *, seeds: in
         "prompt_tokens": int(sum(r.prompt_tokens for r in rows)),
         "completion_tokens": int(sum(r.completion_tokens for r in rows)),
     }
+
+
+def failure_reasons(rows: Sequence[EpisodeRow]) -> dict[str, int]:
+    """Why the episodes that failed failed, most frequent first: ``stop:<why>`` when the episode ended before
+    an answer (``stop:step_cap``, ``stop:call_cap``, ``stop:no_plan``, ...), else ``checker:<its reason>`` (the
+    answer was given and the environment's checker rejected it). A checker's reason is counted without what is
+    particular to its task (bracketed and quoted values become ``...``, remarks in parentheses are left out, at
+    most 120 characters), so the same failure on two tasks counts twice; ``per_task`` keeps each whole reason."""
+    import re
+
+    counts: dict[str, int] = {}
+    for r in rows:
+        if r.success:
+            continue
+        if r.stop != "answer":
+            key = f"stop:{r.stop}"
+        else:
+            reason = re.sub(r"\[[^\]]*\]", "[...]", r.reason or "no reason given")
+            reason = re.sub(r"(?<!\w)'[^']*'(?!\w)|\"[^\"]*\"", "'...'", reason)
+            reason = " ".join(re.sub(r"\s*\([^)]*\)", "", reason).split())
+            key = f"checker:{reason[:117] + '...' if len(reason) > 120 else reason}"
+        counts[key] = counts.get(key, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def _sum_counters(rows: Sequence[EpisodeRow]) -> dict[str, int]:
@@ -482,6 +506,7 @@ __all__ = [
     "trials",
     "correct_path_f1",
     "flips",
+    "failure_reasons",
     "mechanism",
     "agent_summary",
     "contains_path",

@@ -9,7 +9,7 @@ from typing import Any
 
 import typer
 
-from .console import make_console
+from .console import is_stdout, json_option, make_console, print_json, print_table, wide_option
 from .options import (
     PANEL,
     api_key_env_option,
@@ -86,6 +86,8 @@ def eval_command(
     no_cache: bool = no_cache_option(),
     bootstrap: int = typer.Option(1000, "--bootstrap", min=0, help="Bootstrap replicates of the CIs (0: none)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+    wide: bool = wide_option(),
+    as_json: bool = json_option(),
     executor: str = typer.Option(
         "local", "--executor", help="Where episodes run: 'local' (this process) or 'ray' (sharded over Ray workers "
         "by episode, each worker with its own environments and sandboxes; metrics after the merge)."),
@@ -156,8 +158,13 @@ def eval_command(
         with display:
             result = run_agents(config, output, display=display, cache=not no_cache, base_url=base_url,
                                 api_key_env=api_key_env, model_options=model_options)
+    if as_json:
+        print_json(result.metrics)
+        _exit_if_failed(result)
+        return
     out = make_console()
-    _print_comparison(out, result.metrics, "Agents (rates in %, means per episode)")
+    _print_comparison(out, result.metrics, "Agents (rates in %, means per episode)", wide)
+    _print_failures(out, result.metrics)
     mech = mechanism_markdown(result.metrics)
     if mech:
         out.print("\nwhat review did:\n" + mech, markup=False, highlight=False)
@@ -166,6 +173,11 @@ def eval_command(
         out.print("\npaired (A - B, same tasks):\n" + paired, markup=False, highlight=False)
     out.print(f"\n{result.episodes} episodes ({result.skipped} from an earlier run), {result.seconds:.1f} s; "
               f"metrics: {Path(result.output) / 'metrics.json'}", highlight=False)
+    _exit_if_failed(result)
+
+
+def _exit_if_failed(result: Any) -> None:
+    """Exit 1 with one line when episodes' model calls failed for good."""
     if result.failed:
         from ..envs.tasks import SETUP_FAILED
 
@@ -188,41 +200,67 @@ def show_command(
     agent: str | None = typer.Option(None, "--agent", "-a", help="Agent of the episode (default: the first)."),
     seed: int = typer.Option(0, "--seed", "-s", help="Seed of the episode."),
     full: bool = typer.Option(False, "--full", help="Also print every prompt sent to the models."),
+    as_json: bool = json_option(),
 ) -> None:
     """Print one trajectory readably: plans, code, tool calls, reviews, the answer and the verdict.
 
-    Without --task, lists the run's episodes (agent, task, seed, success, stop reason, calls, tokens).
+    Without --task, lists the run's episodes (agent, task, seed, success, stop reason, calls, tokens); a task id
+    that is not in the run is refused with the close ones. --json: the episode records (or the trajectory's
+    events) as JSON.
 
     Examples:
 
         taskbench agents show runs/tmdb
 
-        taskbench agents show runs/tmdb --task tmdb-003 --agent conagents-auto
+        taskbench agents show runs/tmdb --task tmdb-own-02 --agent conagents-auto
     """
     from ..agents.eval import load_run
-    from ..agents.show import render, run_table
+    from ..agents.show import run_table
     from ..dataset.trajectories import read_trajectory
     from ..errors import InputError
 
     console = make_console()
     if run.is_file():
-        console.print(render(read_trajectory(run), full=full))
+        _show_trajectory(console, read_trajectory(run), full, as_json)
         return
     _, records = load_run(run)
     if task is None:
-        console.print(run_table(records.values(), [agent] if agent else None))
+        if as_json:
+            print_json([r.model_dump(mode="json") for r in records.values()
+                        if agent is None or r.agent == agent])
+        else:
+            console.print(run_table(records.values(), [agent] if agent else None))
         return
     matches = [r for r in records.values() if r.task == task and (0 if r.seed is None else r.seed) == seed
                and (agent is None or r.agent == agent)]
     if not matches:
         agents = sorted({str(r.agent) for r in records.values() if r.task == task})
-        hint = f"agents with this task: {', '.join(agents)}" if agents else "list the episodes without --task"
+        if agents:
+            hint = f"agents with this task: {', '.join(agents)}"
+        else:
+            from ..errors import did_you_mean
+
+            tasks = sorted({str(r.task) for r in records.values()})
+            hint = f"{did_you_mean(task, tasks)}; its tasks: {_few(tasks)}"
         raise InputError(f"no episode of task {task!r} (seed {seed}{', agent ' + agent if agent else ''})",
                          path=run, hint=hint)
     rel = matches[0].trajectory
     if rel is None:
         raise InputError("the episode record names no trajectory file", path=run)
-    console.print(render(read_trajectory(run / rel), full=full))
+    _show_trajectory(console, read_trajectory(run / rel), full, as_json)
+
+
+def _few(items: list[str], n: int = 6) -> str:
+    return ", ".join(items[:n]) + (f", ... ({len(items) - n} more)" if len(items) > n else "")
+
+
+def _show_trajectory(console: Any, trajectory: Any, full: bool, as_json: bool) -> None:
+    from ..agents.show import render
+
+    if as_json:
+        print_json(trajectory.model_dump(mode="json"))
+    else:
+        console.print(render(trajectory, full=full))
 
 
 @agents_app.command("ratings")
@@ -447,12 +485,17 @@ def distill_eval_command(
     make_console().print(f"{role} {model}: {scores} ({doc['seconds']:.0f} s)", highlight=False)
 
 
-def _print_comparison(out: Any, metrics: Any, title: str) -> None:
+COMPARISON_DROP_FIRST = ("s/episode", "trials", "extra calls", "turns", "tokens/solved",
+                         "path contained (RestBench) %", "path LCS (authors' code) %", "episodes")
+"""Columns of the agents' table that give way first at a narrow width: the agent, its success rate with the
+CI, the paper's path rate and the tokens per episode stay."""
+
+
+def _print_comparison(out: Any, metrics: Any, title: str, wide: bool = False) -> None:
     """The comparison table of an agents metrics document, fitted to the terminal's width."""
     from rich.table import Table
 
     from ..report.agents import comparison_rows
-    from ..report.tables import fit_width
 
     head, rows = comparison_rows(metrics)
     table = Table(title=title, title_justify="left")
@@ -460,8 +503,16 @@ def _print_comparison(out: Any, metrics: Any, title: str) -> None:
         table.add_column(h, justify="left" if i == 0 else "right")
     for r in rows:
         table.add_row(*r)
-    out.print(fit_width(table, out.width, keep=2, drop_first=("success 95% CI", "s/episode", "tokens/solved",
-                                                               "extra calls")))
+    print_table(out, table, wide=wide, keep=2, drop_first=COMPARISON_DROP_FIRST)
+
+
+def _print_failures(out: Any, metrics: Any) -> None:
+    """Why the failed episodes failed, per agent (the top reasons); nothing when every episode succeeded."""
+    from ..report.agents import failure_lines
+
+    lines = failure_lines(metrics)
+    if lines:
+        out.print("\nwhy episodes failed:\n" + "\n".join(lines), markup=False, highlight=False)
 
 
 @agents_app.command("compare")
@@ -470,8 +521,11 @@ def compare_command(
     run_b: Path = typer.Argument(..., help="Run B: another one on the same environment."),
     agent_a: str | None = typer.Option(None, "--agent-a", help="The agent of run A (needed when it ran several)."),
     agent_b: str | None = typer.Option(None, "--agent-b", help="The agent of run B (needed when it ran several)."),
-    output: Path | None = typer.Option(None, "--output", "-o", help="JSON file for the whole comparison."),
+    output: Path | None = typer.Option(None, "--output", "-o", help="JSON file for the whole comparison (- : to "
+                                       "stdout, as --json)."),
     bootstrap: int = typer.Option(1000, "--bootstrap", min=0, help="Bootstrap and permutation replicates."),
+    wide: bool = wide_option(),
+    as_json: bool = json_option(),
 ) -> None:
     """Paired comparison of one agent in two runs (A - B on the tasks and seeds both finished): success, the
     correct path rates, tokens, with paired 95% CIs and p-values, the episodes solved by one only, and what
@@ -479,34 +533,51 @@ def compare_command(
     e.g. ConAgents with SPAN students against ConAgents with the base. Settings other than the models on which
     the runs disagree are printed; runs of two environments are refused.
 
+    First the paired table (metric, A, B, the difference, its 95% CI, p: at 80 columns A and B give way
+    first), then each run's figures, why episodes failed and what review did. --wide shows every column,
+    --json (or -o -) prints the whole comparison.
+
     Example:
 
         taskbench agents compare runs/tmdb-students runs/tmdb-base --agent-b conagents-auto
     """
 
+    from rich.table import Table
+
     from ..agents.eval import compare_runs
     from ..dataset.jsonio import write_json
-    from ..report.agents import mechanism_markdown, paired_markdown
+    from ..report.agents import mechanism_markdown, paired_rows
 
     doc = compare_runs(run_a, run_b, agent_a=agent_a, agent_b=agent_b, n_boot=bootstrap)
-    out = make_console()
-    for run in doc["runs"]:
-        models = ", ".join(f"{k} {v}" for k, v in run["models"].items())
-        out.print(f"{run['label']}: {run['episodes']} episodes; {models}", markup=False, highlight=False)
     for key, (a, b) in doc["differs"].items():
         typer.echo(f"taskbench: warning: the runs differ in {key}: {a} / {b}", err=True)
-    _print_comparison(out, doc, f"{doc['tasks']} tasks both finished (rates in %, means per episode)")
-    # LCS credits an answer with no call (the finish token): read it beside F1, the paper's rate
-    for metric in ("success_rate", "correct_path_f1", "correct_path_lcs"):
-        text = paired_markdown(doc, metric)
-        if text:
-            out.print(text, markup=False, highlight=False)
-    mech = mechanism_markdown(doc)
-    if mech:
-        out.print("\nwhat review did:\n" + mech, markup=False, highlight=False)
-    if output is not None:
+    to_stdout = as_json or is_stdout(output)
+    if to_stdout:
+        print_json(doc)
+    else:
+        out = make_console()
+        for run in doc["runs"]:
+            models = ", ".join(f"{k} {v}" for k, v in run["models"].items())
+            out.print(f"{run['label']}: {run['episodes']} episodes; {models}", markup=False, highlight=False)
+        for pair in doc.get("paired", []):
+            head, rows = paired_rows(pair)
+            table = Table(title=f"A - B, paired on the {doc['tasks']} tasks both finished (rates in %)",
+                          title_justify="left", caption_justify="left",
+                          caption="p: paired randomization test; 95% CI of the difference by paired bootstrap")
+            for i, h in enumerate(head):
+                table.add_column(h, justify="left" if i == 0 else "right", no_wrap=i >= 3)
+            for r in rows:
+                table.add_row(*r)
+            # LCS credits an answer with no call (the finish token): it is read beside F1, the paper's rate
+            print_table(out, table, wide=wide, keep=1, drop_first=[(head[1], head[2])])
+        _print_comparison(out, doc, "Each run (rates in %, means per episode)", wide)
+        _print_failures(out, doc)
+        mech = mechanism_markdown(doc)
+        if mech:
+            out.print("\nwhat review did:\n" + mech, markup=False, highlight=False)
+    if output is not None and not is_stdout(output):
         write_json(output, doc)
-        out.print(f"wrote {output}", highlight=False)
+        make_console(stderr=to_stdout).print(f"wrote {output}", markup=False, highlight=False)
 
 
 @agents_app.command("plot")

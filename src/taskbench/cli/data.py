@@ -1,23 +1,23 @@
-"""`taskbench data list|check|fetch|judge`: the bundled demo datasets, the rule critic over a dataset, the hub
-download, the LLM judge of generated samples."""
+"""`taskbench data list|check|fetch|judge`: the bundled demo datasets, the rule critic over a dataset, the
+downloads of TaskBench (the hub) and RestBench (RestGPT's repository), the LLM judge of generated samples."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from . import options
-from .console import exit_if_calls_failed, make_console
+from .console import exit_if_calls_failed, json_option, make_console, print_json, print_table
 
 if TYPE_CHECKING:  # pragma: no cover
     from rich.console import Console
 
 data_app = typer.Typer(
     name="data",
-    help="Datasets: list the bundled demo datasets, check a dataset with the rule critic, download TaskBench, "
-    "judge generated samples.",
+    help="Datasets: list the bundled demo datasets, check a dataset with the rule critic, download TaskBench or "
+    "RestBench, judge generated samples.",
     no_args_is_help=True,
     rich_markup_mode="rich",
 )
@@ -37,7 +37,7 @@ def _dataset_dir(arg: str) -> Path:
 
 
 @data_app.command("list")
-def list_command() -> None:
+def list_command(as_json: bool = json_option()) -> None:
     """List the bundled demo datasets: dependency kind, tools, graph links, samples by type, tools per sample.
 
     The names work wherever a dataset directory is expected (e.g. `taskbench data check multimedia`).
@@ -54,28 +54,27 @@ def list_command() -> None:
     from .. import bundled
     from ..dataset import load_dataset
 
-    table = Table(title="Bundled demo datasets", box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1), collapse_padding=True)
-    for col in ("name", "kind", "tools", "links", "samples", "single", "chain", "dag", "sizes"):
-        table.add_column(col, justify="left" if col in ("name", "kind") else "right", no_wrap=True)
+    heads = ("name", "kind", "tools", "links", "samples", "single", "chain", "dag", "sizes")
+    rows: list[dict[str, Any]] = []
     for name in bundled.names():
         ds = load_dataset(bundled.path(name))
         kinds = Counter(s.type for s in ds.samples)
         sizes = [s.n_tools for s in ds.samples] or [0]
-        table.add_row(
-            name,
-            ds.library.dependency,
-            str(len(ds.library)),
-            str(len(ds.graph.links) if ds.graph is not None else 0),
-            str(len(ds.samples)),
-            str(kinds.get("single", 0)),
-            str(kinds.get("chain", 0)),
-            str(kinds.get("dag", 0)),
-            f"{min(sizes)}-{max(sizes)}",
-        )
-    from ..report.tables import fit_width
-
+        rows.append({"name": name, "kind": ds.library.dependency, "tools": len(ds.library),
+                     "links": len(ds.graph.links) if ds.graph is not None else 0, "samples": len(ds.samples),
+                     "single": kinds.get("single", 0), "chain": kinds.get("chain", 0), "dag": kinds.get("dag", 0),
+                     "sizes": [min(sizes), max(sizes)], "path": str(bundled.path(name))})
+    if as_json:
+        print_json(rows)
+        return
+    table = Table(title="Bundled demo datasets", box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1), collapse_padding=True)
+    for col in heads:
+        table.add_column(col, justify="left" if col in ("name", "kind") else "right", no_wrap=True)
+    for row in rows:
+        low, high = row["sizes"]
+        table.add_row(*(f"{low}-{high}" if h == "sizes" else str(row[h]) for h in heads))
     console = _console()
-    console.print(fit_width(table, console.width))
+    print_table(console, table, more="--json gives every figure")
 
 
 @data_app.command("check")
@@ -94,6 +93,7 @@ def check_command(
     no_sampled: bool = typer.Option(
         False, "--no-sampled", help="Skip the check against each sample's sampled_nodes/sampled_links."
     ),
+    as_json: bool = json_option(),
 ) -> None:
     """Load a dataset and run the rule critic on every sample; print a summary table of issue codes.
 
@@ -120,6 +120,16 @@ def check_command(
     results = check_dataset(ds.samples, ds.library, ds.graph, dependency=dependency, sampled=not no_sampled)
     counts = issue_counts(results)
     flagged = sum(1 for issues in results.values() if issues)
+    if as_json:
+        print_json({"dataset": str(ds.root), "samples": len(ds.samples), "tools": len(ds.library),
+                    "clean": len(ds.samples) - flagged, "flagged": flagged,
+                    "counts": {**counts, **({"unusable": len(ds.problems)} if ds.problems else {})},
+                    "unusable": [str(e) for e in ds.problems],
+                    "issues": {sid: [{"code": i.code, "message": i.message} for i in issues]
+                               for sid, issues in results.items() if issues}})
+        if strict and (flagged or ds.problems):
+            raise typer.Exit(1)
+        return
     console = _console()
     unusable = f", {len(ds.problems)} unusable" if ds.problems else ""
     console.print(
@@ -158,35 +168,84 @@ def check_command(
 
 @data_app.command("fetch")
 def fetch_command(
-    name: str = typer.Argument(..., metavar="NAME", help="What to download; only 'taskbench' is known.",
-                               show_default=False),
+    name: str = typer.Argument(..., metavar="NAME", help="What to download: 'taskbench' (the released TaskBench, "
+                               "from the Hugging Face hub) or 'restbench' (RestBench, from RestGPT's GitHub "
+                               "repository).", show_default=False),
     domain: str = typer.Option(
-        "all", "--domain", help="huggingface, multimedia, dailylifeapis or all."
+        "all", "--domain", help="taskbench: huggingface, multimedia, dailylifeapis or all; restbench: tmdb, "
+        "spotify or all."
     ),
     cache_dir: Path | None = typer.Option(
-        None, "--cache-dir", help="Download cache (default: the huggingface_hub cache, ~/.cache/huggingface)."
+        None, "--cache-dir", help="Download cache (default: taskbench: the huggingface_hub cache, "
+        "~/.cache/huggingface; restbench: ~/.cache/taskbench/restbench, where the RestBench environments look)."
     ),
-    revision: str | None = typer.Option(None, "--revision", help="Branch, tag or commit of the hub dataset."),
+    revision: str | None = typer.Option(None, "--revision", help="Branch, tag or commit (taskbench: of the hub "
+                                        "dataset; restbench: of RestGPT's repository, default the pinned "
+                                        "release, whose SHA-256 hashes are checked)."),
+    source: str | None = typer.Option(None, "--source", help="restbench: another base URL serving the "
+                                      "repository's raw files as <URL>/<revision>/<path> (a mirror; default "
+                                      "$TASKBENCH_RESTBENCH_URL, else raw.githubusercontent.com)."),
+    force: bool = typer.Option(False, "--force", help="restbench: download again even when the cached files "
+                               "check out."),
 ) -> None:
-    """Download the released TaskBench (hub dataset microsoft/Taskbench) and print each domain's local folder.
+    """Download a released dataset, check it, cache it, and print where it is.
 
-    Needs the optional extra: pip install "taskbench[hub]". Files are cached; running it again is cheap.
-    The printed folders work as --data for other commands (the hub's tool_nodes/... names and
-    user_requests.jsonl are understood; its parquet files need pyarrow). HF_ENDPOINT picks another hub.
+    taskbench: the released TaskBench (hub dataset microsoft/Taskbench); needs the optional extra:
+    pip install "taskbench[hub]". The printed folders work as --data for other commands (the hub's
+    tool_nodes/... names and user_requests.jsonl are understood; its parquet files need pyarrow). HF_ENDPOINT
+    picks another hub.
+
+    restbench: RestBench as released (MIT; 100 TMDB queries and the 54-operation TMDB spec, 57 Spotify queries
+    and the 40-operation Spotify spec) with its LICENSE and a SOURCE.json of where and when. In the default
+    cache, `agents eval --env restbench-tmdb` uses it (RestBench's queries instead of our own tasks);
+    elsewhere, point $TASKBENCH_RESTBENCH_DIR at the printed folder. Offline, $TASKBENCH_RESTBENCH_DIR (or a
+    shared/reference/restbench beside the checkout) is read directly and nothing is fetched.
+
+    Files are cached; running it again is cheap.
 
     Example:
 
         taskbench data fetch taskbench --domain multimedia --cache-dir ~/.cache/taskbench
-    """
-    from ..dataset.hub import fetch_taskbench, resolve_domains
-    from ..errors import ConfigError, suggest
 
-    if name.lower() != "taskbench":
-        hint = "did you mean 'taskbench'? " if suggest(name, ["taskbench"]) else ""
-        raise ConfigError(f"unknown dataset {name!r} to fetch ({hint}only 'taskbench' is known)")
+        taskbench data fetch restbench
+    """
+    from ..errors import ConfigError, did_you_mean
+
+    known = ("taskbench", "restbench")
+    what = name.lower()
+    if what not in known:
+        raise ConfigError(f"unknown dataset {name!r} to fetch ({did_you_mean(name, known)})")
+    if what == "restbench":
+        _fetch_restbench(domain, cache_dir, revision, source, force)
+        return
+    if source is not None or force:
+        raise ConfigError("--source and --force are for `data fetch restbench` (the hub has HF_ENDPOINT)")
+    from ..dataset.hub import fetch_taskbench, resolve_domains
+
     dirs = fetch_taskbench(resolve_domains(domain), cache_dir=cache_dir, revision=revision)
     for dom, path in dirs.items():
         typer.echo(f"{dom}\t{path}")
+
+
+def _fetch_restbench(domain: str, cache_dir: Path | None, revision: str | None, source: str | None,
+                     force: bool) -> None:
+    """`data fetch restbench`: the files into the cache; one line per API on stdout (API, folder), what was
+    checked on stderr."""
+    from ..dataset.restbench import default_restbench_cache, fetch_restbench, restbench_apis
+
+    result = fetch_restbench(restbench_apis(domain), cache_dir=cache_dir, revision=revision, source=source,
+                             force=force)
+    for api in result.counts:
+        typer.echo(f"{api}\t{result.directory}")
+    parts = "; ".join(f"{api}: {c.get('queries', 0)} queries, {c.get('operations', 0)} operations"
+                      for api, c in result.counts.items())
+    check = ("SHA-256 of the pinned release checked" if result.verified
+             else f"revision {result.revision}: shape checked, not the pinned release (unverified)")
+    fetched = f"downloaded {len(result.downloaded)} file(s)" if result.downloaded else "already cached"
+    note = (f"RestBench ({result.licence} licence, LICENSE beside it): {parts}; {check}; {fetched}")
+    if result.directory.resolve() != default_restbench_cache().resolve():
+        note += f"; use it with TASKBENCH_RESTBENCH_DIR={result.directory}"
+    typer.echo(f"taskbench: {note}", err=True)
 
 
 @data_app.command("judge")

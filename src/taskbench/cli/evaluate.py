@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 import typer
 
-from .console import make_console
+from .console import is_stdout, json_option, make_console, print_json, print_table, wide_option
 
 if TYPE_CHECKING:  # pragma: no cover
     from rich.console import Console
@@ -181,8 +181,11 @@ def evaluate_command(
         "skip", "--unusable", help="A gold record that cannot be scored (broken JSON, no usable id, a field of "
         "the wrong type): 'skip' leaves it out and warns (default), 'error' stops with its file:line (exit 2)."
     ),
-    output: Path | None = typer.Option(None, "--output", "-o", help="Write the metrics JSON here."),
+    output: Path | None = typer.Option(None, "--output", "-o", help="Write the metrics JSON here (- : to stdout, "
+                                       "as --json)."),
     errors: bool = typer.Option(False, "--errors", help="Also print the error taxonomy table."),
+    wide: bool = wide_option(),
+    as_json: bool = json_option(),
     execute: bool = typer.Option(False, "--execute", help=EXECUTE_HELP),
     executor: str = typer.Option(
         "local", "--executor", help="'ray': shard the strict per-sample scoring over Ray workers (same numbers)."
@@ -196,9 +199,13 @@ def evaluate_command(
     invented tools are false positives; CIs by seeded bootstrap. --compat: exactly the reference TaskBench
     evaluator's numbers, and `-o` writes a file in its exact layout. --both: {"strict": ..., "compat": ...}.
 
-    Coverage problems are printed as warnings on stderr (exit code 0): gold ids without a prediction,
-    prediction ids not in the gold data (another dataset's predictions?), unreadable lines, gold records that
-    cannot be scored. Use --ids / --limit to score a subset on purpose.
+    Coverage problems are printed as warnings on stderr before the tables (exit code 0): gold ids without a
+    prediction, prediction ids not in the gold data, unreadable lines, gold records that cannot be scored. Use
+    --ids / --limit to score a subset on purpose. Predictions of which no id is a gold id here (another
+    dataset's) are an error (exit 2): there is nothing to score.
+
+    At 80 columns the tables keep the group, n-F1, e-F1, t-F1 and v-F1 first; --wide shows every column,
+    --json (or -o -) prints the whole metrics document instead.
 
     Example:
 
@@ -251,11 +258,12 @@ def evaluate_command(
             ))
         finally:
             runner.close()
-        _print_result(result, predictions.name, errors)
-        if output is not None:
+        _warn(result.warnings)
+        _show(result, predictions.name, errors, wide, as_json or is_stdout(output))
+        if output is not None and not is_stdout(output):
             write_metrics(result, output)
             _write_header(output, settings, result)
-            _console().print(f"wrote {output}")
+            make_console(stderr=as_json).print(f"wrote {output}", markup=False, highlight=False)
         return
     with gc_paused():  # the parsed JSON is millions of objects no collection needs to walk
         library, data_path, aligned = _load(data, dependency, alignment)
@@ -277,12 +285,16 @@ def evaluate_command(
         if execute:
             result.execution = _execute(data_path, predictions, library, split_list, n_list, mode, aligned, bootstrap,
                                         seed)
-        _print_result(result, predictions.name, errors)
-        if output is not None:
+        _warn(result.warnings)  # first: a table read under a warning is read for what it is
+        _show(result, predictions.name, errors, wide, as_json or is_stdout(output))
+        if output is not None and not is_stdout(output):
             write_metrics(result, output)
             _write_header(output, settings, result)
-            _console().print(f"wrote {output}", markup=False, highlight=False)
-        _warn(result.warnings)
+            make_console(stderr=as_json).print(f"wrote {output}", markup=False, highlight=False)
+        if result.warnings and not (as_json or is_stdout(output)):
+            n = len(result.warnings)
+            make_console(stderr=True, highlight=False).print(
+                f"taskbench: {n} coverage warning{'s' if n != 1 else ''} above the tables", markup=False)
 
 
 def _write_header(output: Path, settings: dict[str, Any], result: EvaluationResult) -> None:
@@ -312,36 +324,45 @@ def _console() -> Console:
     return make_console()
 
 
+def _show(result: EvaluationResult, name: str, errors: bool, wide: bool, as_json: bool) -> None:
+    """The tables of ``result``, or with ``as_json`` its metrics document on stdout."""
+    if as_json:
+        from ..eval.api import dumps_metrics
+
+        sys.stdout.write(dumps_metrics(result.to_json()))
+        sys.stdout.flush()
+        return
+    _print_result(result, name, errors, wide)
+
+
 def _warn(lines: list[str]) -> None:
-    """Coverage warnings, one line each on stderr (after the tables, so they are the last thing read)."""
+    """Coverage warnings, one line each on stderr (before the tables, so that the numbers are read with them)."""
     console = make_console(stderr=True, soft_wrap=True, highlight=False)
     for line in lines:
         console.print(f"taskbench: warning: {line}", markup=False)
 
 
-def _print_result(result: EvaluationResult, name: str, errors: bool) -> None:
+def _print_result(result: EvaluationResult, name: str, errors: bool, wide: bool = False) -> None:
     from ..report.tables import (
         STRICT_DROP_FIRST,
         accuracy_table,
         compat_table,
-        fit_width,
         strict_table,
         taxonomy_table,
     )
 
     console = _console()
-    width = console.width
     if result.strict is not None:
         table = strict_table(result.strict.groups, title=f"Strict metrics (%; 95% CI below) - {name}")
-        console.print(fit_width(table, width, drop_first=STRICT_DROP_FIRST))
-        console.print(fit_width(accuracy_table(result.strict.groups), width))
+        print_table(console, table, wide=wide, drop_first=STRICT_DROP_FIRST)
+        print_table(console, accuracy_table(result.strict.groups), wide=wide)
         if result.strict.chain_edit_distance is not None:
             console.print(f"NED on chains: {100 * result.strict.chain_edit_distance:.2f}")
         if errors:
-            console.print(fit_width(taxonomy_table(result.strict.taxonomy), width))
+            print_table(console, taxonomy_table(result.strict.taxonomy), wide=wide)
     if result.compat is not None:
         table = compat_table(result.compat, title=f"Compat metrics (%) - {name}")
-        console.print(fit_width(table, width, keep=3, drop_first=("BERT-F1", "n-F1 macro", "R-2", "R-1")))
+        print_table(console, table, wide=wide, keep=3, drop_first=("BERT-F1", "n-F1 macro", "R-2", "R-1"))
         if result.compat_dropped:
             shown = ", ".join(f"{d['id']} ({d['error']})" for d in result.compat_dropped[:10])
             more = f", ... ({len(result.compat_dropped) - 10} more; all in the compat log)" \
@@ -370,10 +391,17 @@ def compare_command(
     n_boot: int = typer.Option(1000, "--bootstrap", help="Bootstrap replicates for the CI of A - B."),
     n_perm: int = typer.Option(1000, "--permutations", help="Randomization replicates for the p-value."),
     seed: int = typer.Option(0, "--seed", "-s", help="Seed (same seed, same CIs and p-values)."),
-    output: Path | None = typer.Option(None, "--output", "-o", help="Write the comparison JSON here."),
+    output: Path | None = typer.Option(None, "--output", "-o", help="Write the comparison JSON here (- : to stdout, "
+                                       "as --json)."),
+    wide: bool = wide_option(),
+    as_json: bool = json_option(),
 ) -> None:
     """Paired comparison of two prediction sets on the same gold: A - B per metric, with a paired bootstrap
     95% CI and a two-sided p-value from a paired randomization (sign-flip) test.
+
+    The table shows the headline metrics (n-F1, e-F1, t-F1, v-F1, NED, R-L, graph accuracy, parse failures)
+    with A, B, the difference, its CI and p; at 80 columns A and B give way first. --wide shows every metric
+    and column, --json (or -o -) prints the whole comparison.
 
     Example:
 
@@ -385,7 +413,7 @@ def compare_command(
     from ..errors import ConfigError, did_you_mean
     from ..eval.api import compare_predictions
     from ..eval.runtime import gc_paused
-    from ..report.tables import comparison_table, fit_width
+    from ..report.tables import comparison_table
 
     if mode not in ("add", "mul"):
         raise ConfigError(f"--mode must be add or mul, not {mode!r} ({did_you_mean(mode, ('add', 'mul'))})")
@@ -400,12 +428,18 @@ def compare_command(
             dependency=dependency, splits=split_list, n_tools=n_list, group_mode=mode, metrics=metric_list,
             alignment_ids=ids, n_boot=n_boot, n_perm=n_perm, seed=seed, gold_path=data_path,
         )
-    console = make_console()
-    console.print(fit_width(comparison_table(result), console.width, keep=4))
     _warn(result.warnings)
-    if output is not None:
-        write_json(output, result.model_dump(mode="json"))
-        console.print(f"wrote {output}")
+    doc = result.model_dump(mode="json")
+    if as_json or is_stdout(output):
+        print_json(doc)
+    else:
+        console = make_console()
+        table = comparison_table(result, wide=wide)
+        first = 1 if len([g for g in result.groups.values() if g.results]) == 1 else 2  # metric (and group)
+        print_table(console, table, wide=wide, keep=first, drop_first=[(result.a, result.b)])
+    if output is not None and not is_stdout(output):
+        write_json(output, doc)
+        make_console(stderr=as_json).print(f"wrote {output}", markup=False, highlight=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from .console import exit_if_calls_failed, make_console
+from .console import exit_if_calls_failed, json_option, make_console, print_json, print_table, wide_option
 from .options import (
     PANEL,
     api_key_env_option,
@@ -111,6 +111,8 @@ def generate_command(
     fmt: str = typer.Option("auto", "--format", "-f", help="Format of --tools: auto, taskbench, openai, mcp, openapi."),
     dependency: str | None = typer.Option(None, "--dependency", "-D", help="Override: resource or temporal."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+    wide: bool = wide_option(),
+    as_json: bool = json_option(),
     executor: str = typer.Option(
         "local", "--executor", help="Where the plan entries run: 'local' (this process) or 'ray' (sharded over Ray "
         "workers by plan entry; critics and near-duplicates decided after the merge: the same directory)."),
@@ -240,16 +242,32 @@ def generate_command(
 
                 run_sync(environment.aclose())
     stats = summary.statistics
+    if as_json:
+        print_json(stats)
+        exit_if_calls_failed(summary.failed_calls, summary.planned, summary.errors)
+        return
+    from ..report.tables import why_not_kept
+
     screen = make_console()
-    screen.print(statistics_table(stats, title=f"{out}: {summary.method} · {summary.model}"
-                                  + (f" · critic {summary.critic_model}" if summary.critic_model else "")))
+    table = statistics_table(stats, title=f"{out}: {summary.method} · {summary.model}"
+                             + (f" · critic {summary.critic_model}" if summary.critic_model else ""))
+    print_table(screen, table, wide=wide, keep=1, drop_first=STATISTICS_DROP_FIRST,
+                more="--wide shows them; statistics.json has every figure")
     grown = f" (plan extended from {summary.extended_from})" if summary.extended_from is not None else ""
     screen.print(
         f"{summary.planned} planned{grown}: {summary.skipped} done before, {summary.written} written now, "
         f"{summary.failed_calls} failed calls; {stats.get('kept', 0)} kept in data.json (--keep {options.keep}), "
         f"{summary.calls} calls ({summary.cache_hits} cached), {summary.prompt_tokens:,}/"
-        f"{summary.completion_tokens:,} tokens, {summary.seconds:.1f} s"
+        f"{summary.completion_tokens:,} tokens, {summary.seconds:.1f} s", markup=False, highlight=False
     )
+    why = why_not_kept(stats.get("reasons_by_critic") or {})
+    if why:
+        rejected = int(stats.get("answered", 0)) - int(stats.get("kept", 0))
+        screen.print(f"not kept ({rejected}), by critic: {why} (each sample's reasons: {out / 'data_error.json'})",
+                     markup=False, highlight=False)
+        if not stats.get("kept"):
+            screen.print(f"to keep them anyway: taskbench generate -o {out} --keep none (no model call)",
+                         markup=False, highlight=False)
     exit_if_calls_failed(summary.failed_calls, summary.planned, summary.errors)
 
 
@@ -297,6 +315,11 @@ def _generate_executed(out: Path, old: Any, *, env: str | None, n: int | None, m
                  f"({stats.get('operations_used', 0)} operations; {dict(stats.get('types', {}))}); dropped: {dropped}; "
                  f"requests refused: {refused}; {summary.seconds:.0f} s", highlight=False)
     exit_if_calls_failed(summary.failed, summary.entries, [])
+
+
+STATISTICS_DROP_FIRST = ("request words", "avg links", "avg nodes", "dups", "attempts", "gold executed")
+"""Columns of the critic table that give way first at a narrow width: per group how many were planned, what each
+critic passed and how many were kept stay."""
 
 
 def register(app: typer.Typer) -> None:

@@ -103,7 +103,7 @@ def build_command(
     tool_desc: Path = typer.Argument(..., help="Tool library: TaskBench tool_desc.json, OpenAI tools, MCP tools/list "
                                      "or OpenAPI 3 JSON, a dataset directory or a bundled dataset name.",
                                      show_default=False),
-    output: Path | None = typer.Option(None, "--output", "-o", help="Write graph_desc.json here (default: stdout)."),
+    output: Path | None = typer.Option(None, "--output", "-o", help="Write graph_desc.json here (default, or -: stdout)."),
     infer: str = typer.Option("auto", "--infer", "-i", help=INFER_HELP),
     model: str | None = model_option(required=False, env=False, help="provider/model for --infer llm, e.g. "
                                      "llamacpp/qwen2.5-coder-0.5b or openai-compatible/NAME with --base-url."),
@@ -154,6 +154,8 @@ def build_command(
     from ..graph.loaders import check_format, load_tools
 
     check_format(fmt)
+    if output is not None and str(output) == "-":  # standard output, as without -o
+        output = None
     library = load_tools(resolve(tool_desc), fmt, dependency, openapi_ids=openapi_ids)
     method = resolve_infer(library, infer, dependency)
     limit = MAX_LINKS if max_links is None else max_links

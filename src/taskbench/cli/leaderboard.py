@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from .console import make_console
+from .console import is_stdout, json_option, make_console, print_json, print_table, wide_option
 
 
 def leaderboard_command(
@@ -16,8 +16,11 @@ def leaderboard_command(
     ),
     output: Path | None = typer.Option(
         None, "--output", "-o", help="Write the board: .md (markdown), .html, .png (plots), .json, or .csv (one "
-        "row per model, each dataset's headline metrics: the results table across models and datasets).",
+        "row per model, each dataset's headline metrics: the results table across models and datasets); - : the "
+        "JSON on stdout (as --json).",
     ),
+    wide: bool = wide_option(),
+    as_json: bool = json_option(),
     against: Path | None = typer.Option(
         None, "--against", help="Another ranking ({model: score}, [best, ..., worst] or a board .json): report "
         "Kendall's tau and Spearman's rho between it and each metric's ranking.",
@@ -38,7 +41,11 @@ def leaderboard_command(
     say when rows are not comparable: files scored in different modes (strict vs compat), on different
     sample counts, or whose evaluation reported coverage problems.
 
-    Files of several datasets (a run directory, or RUN/metrics/*/*.json) give one board per dataset.
+    Files of several datasets (a run directory, or RUN/metrics/*/*.json) give one board per dataset. A folder
+    of metrics files works as well as its files (`taskbench leaderboard metrics/`); run headers that a glob
+    catches beside them are skipped.
+
+    At 80 columns the board keeps the ranking metric, n-F1, e-F1 and v-F1 first; --wide shows every column.
 
     Example:
 
@@ -65,8 +72,10 @@ def leaderboard_command(
         to_html,
         to_markdown,
     )
-    from ..report.tables import fit_width
 
+    to_stdout = as_json or is_stdout(output)
+    if is_stdout(output):
+        output = None
     suffix = output.suffix.lower() if output is not None else ""
     if output is not None and suffix not in (".md", ".html", ".htm", ".png", ".json", ".csv"):
         raise ConfigError(f"unsupported output {output.name!r}; use .md, .html, .png, .json or .csv")
@@ -78,8 +87,17 @@ def leaderboard_command(
     ranking = read_ranking(against, group=group) if against else None
     correlations = {ds: rank_correlations(b, ranking) if ranking is not None else None for ds, b in boards.items()}
 
-    console = make_console()
-    for ds, board in boards.items():
+    docs = {}
+    for ds, b in boards.items():
+        doc = b.model_dump(mode="json", exclude={"entries"})
+        if correlations[ds] is not None:
+            doc["correlations"] = correlations[ds]
+        docs[ds] = doc
+    json_doc = to_jsonable(docs[next(iter(docs))] if len(docs) == 1 else {"datasets": docs})
+    console = make_console(stderr=to_stdout)  # with --json, stdout carries the JSON alone
+    if to_stdout:
+        print_json(json_doc)
+    for ds, board in ({} if to_stdout else boards).items():
         with_ci = any(r.get("ci") for r in board.rows)
         title = (f"Leaderboard{' ' + ds if ds else ''} ({board.group}, ranked by {header(board.rank_by)}; %"
                  + ("; [95% CI]" if with_ci else "") + ")")
@@ -92,7 +110,10 @@ def leaderboard_command(
         for i, row in enumerate(board.rows, 1):
             n = "-" if row.get("n") is None else str(row["n"])
             table.add_row(str(i), row["model"], n, *[cell_text(row, m, sep="\n") for m in board.metrics])
-        console.print(fit_width(table, console.width, keep=3))
+        first = {board.rank_by, "node_micro_f1", "link_f1", "argument_value_f1"}
+        print_table(console, table, wide=wide, keep=3,
+                    drop_first=[header(m) for m in ("step_bertscore_f1", "graph_accuracy", "step_rougeL",
+                                                    "edit_distance", "argument_name_f1") if m not in first])
         corr = correlations[ds]
         if corr and against is not None:  # correlations come only with --against
             ct = Table(title=f"Rank correlation with {against.name}")
@@ -101,6 +122,7 @@ def leaderboard_command(
             for c in corr:
                 ct.add_row(c["metric"], str(c["n"]), _coefficient(c["kendall_tau"]), _coefficient(c["spearman_rho"]))
             console.print(ct)
+    for ds, board in boards.items():
         _warn([f"{ds}: {w}" if ds and len(boards) > 1 else w for w in board.warnings])
     if output is None:
         return
@@ -125,13 +147,7 @@ def leaderboard_command(
         writer.writerows(rows)
         _atomic_write(output, buf.getvalue())
     else:
-        docs = {}
-        for ds, b in boards.items():
-            doc = b.model_dump(mode="json", exclude={"entries"})
-            if correlations[ds] is not None:
-                doc["correlations"] = correlations[ds]
-            docs[ds] = doc
-        write_json(output, to_jsonable(docs[only] if len(docs) == 1 else {"datasets": docs}))
+        write_json(output, json_doc)
     console.print(f"wrote {output}", markup=False, highlight=False)
 
 

@@ -11,8 +11,10 @@ import logging
 import os
 import signal
 import sys
+from typing import Any
 
 import typer
+import typer.main
 
 from ..errors import TaskbenchError
 
@@ -23,6 +25,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode="markdown",
+    context_settings={"help_option_names": ["-h", "--help"]},  # inherited by every command and group
 )
 
 # Modules that contribute commands, in the order `--help` lists them.
@@ -87,6 +90,35 @@ def _register() -> None:
 _register()
 
 
+STDOUT_OUTPUTS = frozenset({"evaluate", "compare", "leaderboard", "agents compare", "graph build", "sample"})
+"""Commands whose ``--output -`` writes to standard output (their JSON); every other ``--output -`` is refused
+(it would create a file named ``-``)."""
+
+
+def _guard_stdout(command: object, path: str = "") -> None:
+    """Give every ``--output`` of ``command`` and its subcommands a check of the value ``-`` (see
+    :data:`STDOUT_OUTPUTS`)."""
+    for param in getattr(command, "params", ()):
+        if param.name in ("output", "out_alias") and not getattr(param, "_stdout_guard", False):
+            param.callback = _refuse_dash(param.callback, allowed=path in STDOUT_OUTPUTS)
+            param._stdout_guard = True
+    for name, sub in (getattr(command, "commands", None) or {}).items():
+        _guard_stdout(sub, f"{path} {name}".strip())
+
+
+def _refuse_dash(inner: Any, *, allowed: bool) -> Any:
+    def callback(ctx: Any, param: Any, value: Any) -> Any:
+        if value is not None and str(value) == "-" and not allowed:
+            from ..errors import ConfigError
+
+            raise ConfigError(f"{'/'.join(param.opts)} -: this command writes files it can resume or read back, "
+                              "not a stream; give a path (standard output is for the JSON of evaluate, compare, "
+                              "leaderboard, agents compare, graph build and sample)")
+        return inner(ctx, param, value) if inner is not None else value
+
+    return callback
+
+
 def _terminate(signum: int, frame: object) -> None:
     # SIGTERM (a scheduler stopping a job, `kill PID`) ends a command like Ctrl-C does, so it can finish its
     # records and mark its run log "interrupted" instead of vanishing mid-run.
@@ -149,8 +181,10 @@ def main(argv: list[str] | None = None) -> None:
     except ImportError:  # pragma: no cover - older typer on the real click
         from click import exceptions as cx  # type: ignore[no-redef]
 
+    command = typer.main.get_command(app)
+    _guard_stdout(command)
     try:
-        code = app(args=argv, standalone_mode=False)
+        code = command.main(args=argv, standalone_mode=False)
     except cx.NoArgsIsHelpError as exc:  # `taskbench` or a group alone: its help
         exc.show()
         sys.exit(0)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from .console import exit_if_calls_failed, make_console
+from .console import exit_if_calls_failed, json_option, make_console, print_json, print_table, wide_option
 from .options import (
     api_key_env_option,
     base_url_option,
@@ -110,6 +110,8 @@ def predict_command(
     template: Path | None = typer.Option(None, "--template", help="Custom Jinja2 prompt template file."),
     option: list[str] | None = provider_option(),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+    wide: bool = wide_option(),
+    as_json: bool = json_option(),
     executor: str = typer.Option("local", "--executor", help=EXECUTOR_HELP),
     ray_address: str | None = typer.Option(None, "--ray-address", help=RAY_ADDRESS_HELP),
     workers: int | None = typer.Option(None, "--workers", min=1, help=WORKERS_HELP),
@@ -187,10 +189,15 @@ def predict_command(
             m.close()  # no-op when predict_file closed it; releases it when loading the dataset failed
     from rich.markup import escape as rich_escape
 
-    out = make_console()
-    out.print(summary_table([summary]))
-    for err in summary.errors:
-        out.print("[red]failed[/red]", rich_escape(str(err)))
+    from ..predict.progress import SUMMARY_DROP_FIRST
+
+    if as_json:
+        print_json({**summary.model_dump(mode="json"), "done": summary.done})
+    else:
+        out = make_console()
+        print_table(out, summary_table([summary]), wide=wide, keep=3, drop_first=SUMMARY_DROP_FIRST)
+        for err in summary.errors:
+            out.print("[red]failed[/red]", rich_escape(str(err)))
     exit_if_calls_failed(summary.failures, summary.selected, summary.errors)
 
 

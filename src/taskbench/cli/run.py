@@ -183,6 +183,9 @@ def run_command(
         raise typer.Exit(1)
 
 
+REPORT_HAS = "report.md and run_log.json have them"
+"""Where the columns a narrow terminal leaves out of `run`'s tables are."""
+
 RUN_DROP_FIRST = ("compat v-F1", "predict s", "parse fail", "compat n-F1", "v-F1", "NED", "e-F1")
 """Leaderboard columns left out first when the terminal is narrow (dataset, model, samples, n-F1 stay)."""
 
@@ -192,13 +195,14 @@ def _print_results(log: Any, output: Path, summaries: Any) -> None:
     the next commands with the run's real paths; every table fitted to the terminal (columns left out say so)."""
     from rich.table import Table
 
-    from ..predict.progress import summary_table
+    from ..predict.progress import SUMMARY_DROP_FIRST, summary_table
     from ..report.tables import fit_width
     from ..run.report import explanations, next_commands, overview_header, overview_rows, stage_sections
 
     out = make_console()
     width = out.width
-    out.print(fit_width(summary_table(summaries), width, keep=2))
+    out.print(fit_width(summary_table(summaries), width, keep=3, drop_first=SUMMARY_DROP_FIRST,
+                        more=REPORT_HAS))
     table = Table(title="Leaderboard (overall, %; strict unless marked compat)", title_justify="left")
     head = overview_header()
     keep = [i for i, h in enumerate(head) if h in CLI_COLUMNS]
@@ -207,7 +211,7 @@ def _print_results(log: Any, output: Path, summaries: Any) -> None:
     for row in overview_rows(log):
         table.add_row(*(row[i] for i in keep))
     shown = [head[i] for i in keep]
-    out.print(fit_width(table, width, keep=3, drop_first=RUN_DROP_FIRST))
+    out.print(fit_width(table, width, keep=3, drop_first=RUN_DROP_FIRST, more=REPORT_HAS))
     notes = explanations(log)
     for v in notes["verdicts"]:
         out.print(f"Verdict: {v}", markup=False, highlight=False)
@@ -223,8 +227,8 @@ def _print_results(log: Any, output: Path, summaries: Any) -> None:
             st.add_column(h, justify="left" if i == 0 and h == "agent" else "right")
         for row in sec["rows"]:
             st.add_row(*row)
-        out.print(fit_width(st, width, keep=1))
-        for t in sec["text"][:1]:
+        out.print(fit_width(st, width, keep=1, more=REPORT_HAS))
+        for t in sec["text"][:1] + sec["why"]:
             out.print(t.replace("**", ""), markup=False, highlight=False)
     resumed = f" · resumed {log.resumed} time{'s' if log.resumed != 1 else ''}" if log.resumed else ""
     out.print(f"run directory: {output} (report.md, report.html, run_log.json) · {log.seconds:.1f} s{resumed}",

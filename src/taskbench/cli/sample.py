@@ -25,7 +25,7 @@ def sample_command(
         ".1,.2,.3,.2,.1,.05,.025,.025,.025.",
     ),
     start: int = typer.Option(0, "--start", help="First entry index (entries start..n-1; for resuming).", min=0),
-    output: Path | None = typer.Option(None, "--output", "-o", help="Write the plan as JSON Lines here."),
+    output: Path | None = typer.Option(None, "--output", "-o", help="Write the plan as JSON Lines here (default, or -: stdout)."),
     dependency: str | None = typer.Option(None, "--dependency", "-D", help="Override: resource or temporal."),
     fmt: str = typer.Option("auto", "--format", "-f", help="Tool library format: auto, taskbench, openai, mcp, "
                             "openapi."),
@@ -70,7 +70,7 @@ def sample_command(
     limit = MAX_LINKS if max_links is None else max_links
     graph = graph_from_path(resolve(graph_path), format=fmt, dependency=dependency, max_links=limit)
     entries = iter_plan(graph, seed, n, start=start, mode_weights=modes, size_weights=sizes)
-    if output is None:
+    if output is None or str(output) == "-":  # standard output
         for entry in entries:
             typer.echo(dumps_line(entry.to_record()))
         return

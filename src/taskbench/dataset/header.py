@@ -4,7 +4,11 @@ back from any run (older layouts included) by :func:`identify_run`.
 Where it lives::
 
     RUN_DIR/header.json              taskbench run, generate, agents eval (one directory per run)
-    FILE.header.json                 predict -o FILE.jsonl, evaluate -o FILE.json (one file per run)
+    .FILE.header.json                predict -o FILE.jsonl, evaluate -o FILE.json (one file per run)
+
+The header of a one-file run is a hidden file beside it, so that the globs a user types over a folder of
+outputs (``metrics/*.json``, ``preds/*``) give the outputs alone. Headers written before that sit beside the
+file as ``FILE.header.json``: they are still read, and a resume moves them to the hidden name.
 
 A resume (the same command into the same output) must repeat the settings that decide the records (the
 header's ``identity``; ``fingerprint`` is their hash): another setting is refused in one line naming the first
@@ -39,7 +43,8 @@ HEADER_FILE = "header.json"
 """The header of a run directory."""
 
 HEADER_SUFFIX = ".header.json"
-"""Appended to the name of a one-file output (``preds.jsonl`` -> ``preds.jsonl.header.json``)."""
+"""Appended to the name of a one-file output, after a leading dot (``preds.jsonl`` -> ``.preds.jsonl.header.json``;
+before, without the dot: ``preds.jsonl.header.json``, still read)."""
 
 FILE_KINDS: tuple[RunKind, ...] = ("predict", "evaluate")
 """Runs whose output is one file (their header sits next to it)."""
@@ -124,16 +129,31 @@ def new_header(kind: RunKind, *, config: Mapping[str, Any], identity: Mapping[st
 
 
 def header_path(target: str | Path, kind: RunKind) -> Path:
-    """Where the header of a run of ``kind`` writing ``target`` lives."""
+    """Where the header of a run of ``kind`` writing ``target`` lives (a one-file run's: hidden, beside it)."""
     target = Path(target)
-    return target.with_name(target.name + HEADER_SUFFIX) if kind in FILE_KINDS else target / HEADER_FILE
+    return target.with_name(f".{target.name}{HEADER_SUFFIX}") if kind in FILE_KINDS else target / HEADER_FILE
+
+
+def legacy_header_path(target: str | Path) -> Path:
+    """Where a one-file run's header was written before it was hidden (``FILE.header.json``)."""
+    target = Path(target)
+    return target.with_name(target.name + HEADER_SUFFIX)
+
+
+def is_header_file(path: str | Path) -> bool:
+    """Whether ``path`` names a run header (``header.json``, ``.FILE.header.json`` or ``FILE.header.json``)."""
+    name = Path(path).name
+    return name == HEADER_FILE or name.endswith(HEADER_SUFFIX)
 
 
 def write_header(target: str | Path, header: RunHeader) -> Path:
-    """Write ``header`` for the run at ``target`` atomically; returns the header file."""
+    """Write ``header`` for the run at ``target`` atomically; returns the header file. A one-file run's header
+    of the older layout (``FILE.header.json``) is removed once the new one is written."""
     path = header_path(target, header.kind)
     header.updated = now()
     write_json(path, header.model_dump(mode="json", exclude={"legacy"}))
+    if header.kind in FILE_KINDS:
+        legacy_header_path(target).unlink(missing_ok=True)
     return path
 
 
@@ -161,9 +181,9 @@ def read_header(target: str | Path, kind: RunKind | None = None) -> RunHeader | 
         if (target / HEADER_FILE).is_file():
             return _load_header(target / HEADER_FILE)
         return _legacy_directory(target)
-    sidecar = target.with_name(target.name + HEADER_SUFFIX)
-    if sidecar.is_file():
-        return _load_header(sidecar)
+    for sidecar in (target.with_name(f".{target.name}{HEADER_SUFFIX}"), legacy_header_path(target)):
+        if sidecar.is_file():
+            return _load_header(sidecar)
     if kind is None and target.is_file():
         return _legacy_file(target)
     return None
@@ -284,6 +304,7 @@ def undo_if_unreachable(target: str | Path, kind: RunKind, *, fresh: bool) -> It
                 out.unlink()
             if not out.exists():
                 header_path(out, kind).unlink(missing_ok=True)
+                legacy_header_path(out).unlink(missing_ok=True)
         raise
 
 
@@ -302,9 +323,22 @@ def identify_run(path: str | Path) -> RunHeader:
     header = read_header(path)
     if header is None:
         raise InputError(f"not a taskbench run (no {HEADER_FILE}, {LEGACY_RUN_LOG}, {LEGACY_GENERATION} or "
-                         f"{LEGACY_AGENTS_EPISODES}, and no {HEADER_SUFFIX} next to it)", path=path,
+                         f"{LEGACY_AGENTS_EPISODES}, and no .NAME{HEADER_SUFFIX} next to it)", path=path,
                          hint="give the output of `taskbench run`, predict, evaluate, generate or agents eval")
     return header
+
+
+def header_target(path: str | Path) -> Path:
+    """The output file a one-file run's header file belongs to (``.p.jsonl.header.json`` and the older
+    ``p.jsonl.header.json`` -> ``p.jsonl``)."""
+    path = Path(path)
+    stem = path.name[: -len(HEADER_SUFFIX)]
+    hidden = stem.startswith(".") and len(stem) > 1
+    if hidden and (path.parent / stem[1:]).exists():
+        return path.parent / stem[1:]
+    if (path.parent / stem).exists():  # the older layout (of an output whose own name starts with a dot)
+        return path.parent / stem
+    return path.parent / (stem[1:] if hidden else stem)
 
 
 def find_runs(paths: Iterable[str | Path]) -> list[tuple[Path, RunHeader]]:
@@ -324,7 +358,7 @@ def find_runs(paths: Iterable[str | Path]) -> list[tuple[Path, RunHeader]]:
                 found[here] = header
             for name in sorted(files):
                 if name.endswith(HEADER_SUFFIX) and name != HEADER_FILE:
-                    found[here / name[: -len(HEADER_SUFFIX)]] = _load_header(here / name)
+                    found[header_target(here / name)] = _load_header(here / name)
     return sorted(found.items(), key=lambda item: str(item[0]))
 
 
@@ -359,7 +393,10 @@ __all__ = [
     "fingerprint",
     "git_revision",
     "header_path",
+    "header_target",
     "identify_run",
+    "is_header_file",
+    "legacy_header_path",
     "new_header",
     "now",
     "open_run",

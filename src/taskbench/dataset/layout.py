@@ -318,6 +318,24 @@ def _read_graph(path: Path, library: ToolLibrary) -> ToolGraph:
         raise InputError(f"bad tool graph: {type(exc).__name__}", path=path) from None
 
 
+def no_samples_error(root: str | Path, *, what: str = "in the dataset directory") -> InputError:
+    """The error of a dataset directory without samples, saying why when it can: a directory that `taskbench
+    generate` wrote whose critics kept nothing names its rejected samples (``data_error.json``) and the two ways
+    on (``--keep none`` re-filters without a model call; ``review --include-rejected`` shows the reasons)."""
+    root = Path(root)
+    rejected = 0
+    if (root / ERROR_FILE).is_file():
+        with (root / ERROR_FILE).open("rb") as fh:
+            rejected = sum(1 for line in fh if line.strip())
+    if rejected:
+        return InputError(
+            f"no samples {what}: the critics kept none of the {rejected} generated samples (reasons in "
+            f"{ERROR_FILE})", path=root,
+            hint=f"keep them anyway with `taskbench generate -o {root} --keep none` (no model call), or see why "
+            f"with `taskbench review {root} --include-rejected`")
+    return InputError(f"no samples ({DATA_FILE}) {what}", path=root)
+
+
 def log_problems(ds: Dataset, *, shown: int = 5) -> None:
     """Log (logger ``taskbench.dataset``, shown on stderr by the CLI) the records a dataset load left out, so a
     run that uses only the usable samples says so: a count, then the first ``shown`` as ``file:line: why``."""

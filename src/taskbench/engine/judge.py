@@ -19,8 +19,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from ..dataset.jsonio import iter_jsonl, write_json, write_jsonl
-from ..dataset.layout import DATA_FILE, load_dataset
-from ..errors import InputError, ModelError
+from ..dataset.layout import DATA_FILE, load_dataset, no_samples_error
+from ..errors import ModelError
 from ..llm.base import GenerationConfig
 from ..records import NullDisplay, RecordDisplay, is_failed, run_records, run_sync
 from .prompts import judge_messages
@@ -93,7 +93,7 @@ async def ajudge(
         root = Path(d)
         ds = load_dataset(root)
         if not ds.samples:
-            raise InputError("no samples (data.json) to judge", path=root)
+            raise no_samples_error(root, what="to judge")
         for _ in iter_jsonl(root / DATA_FILE):  # data.json is rewritten with the scores: a torn line stops here
             pass
         loaded.append((root, ds))

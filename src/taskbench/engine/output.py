@@ -164,18 +164,25 @@ def _group(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def statistics(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The critic table over per-record rows (``mode``, ``size``, ``call_failed``, ``answered``, ``rule``,
-    ``llm``, ``kept``, ``duplicate``, ``nodes``, ``links``, ``words``, ``reasons``): overall, by mode, by size.
-    Pass rates are over attempts (plan entries the model answered, cut off or not; failed calls excluded)."""
+    ``llm``, ``kept``, ``duplicate``, ``nodes``, ``links``, ``words``, ``reasons``, ``reasons_by_critic``):
+    overall, by mode, by size. Pass rates are over attempts (plan entries the model answered, cut off or not;
+    failed calls excluded). Over the samples not kept: ``reasons`` (issue code -> samples) and
+    ``reasons_by_critic`` (critic -> issue code -> samples), most frequent first: why a zero is a zero."""
     out = _group(rows)
     out["by_mode"] = {m: _group([r for r in rows if r["mode"] == m])
                       for m in ("single", "chain", "dag") if any(r["mode"] == m for r in rows)}
     sizes = sorted({r["size"] for r in rows})
     out["by_size"] = {str(s): _group([r for r in rows if r["size"] == s]) for s in sizes}
     reasons: Counter[str] = Counter()
+    by_critic: dict[str, Counter[str]] = {}
     for r in rows:
         if not r["kept"]:
             reasons.update(set(r["reasons"]))
+            for critic, codes in (r.get("reasons_by_critic") or {}).items():
+                by_critic.setdefault(critic, Counter()).update(set(codes))
     out["reasons"] = dict(sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])))
+    out["reasons_by_critic"] = {critic: dict(sorted(c.items(), key=lambda kv: (-kv[1], kv[0])))
+                                for critic, c in by_critic.items()}
     return out
 
 
@@ -267,6 +274,8 @@ def finalize_dataset(
             "kept": it["kept"], "duplicate": it["duplicate"], "nodes": len(sample.task_nodes),
             "links": len(sample.task_links), "words": len(sample.user_request.split()),
             "reasons": [_code(r) for r in reasons],
+            "reasons_by_critic": {name: [_code(r) for r in v.reasons] for name, v in verdicts.items()
+                                  if v.passed is not True and v.reasons},
         })
     write_jsonl(out / DATA_FILE, data)
     write_jsonl(out / REQUESTS_FILES[0], [{"id": r["id"], "user_request": r["user_request"]} for r in data])

@@ -30,7 +30,8 @@ class RichGenerateDisplay(RichBarDisplay):
 
     def _rates(self) -> str:
         n = self.attempts
-        return f"rule {_pct(self.rule, n)} · llm {_pct(self.llm, n)} · both {_pct(self.both, n)}"
+        sep = " " if self.narrow else " · "  # a narrow terminal keeps its columns for the label
+        return f"rule {_pct(self.rule, n)}{sep}llm {_pct(self.llm, n)}{sep}both {_pct(self.both, n)}"
 
     def _reset(self) -> dict[str, Any]:
         self.attempts = self.rule = self.llm = self.both = self.failed = 0

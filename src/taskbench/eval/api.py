@@ -23,7 +23,7 @@ from ..errors import ConfigError, InputError, did_you_mean
 from ..schema import Prediction, Sample, ToolLibrary, record_id
 from ..schema.scores import GroupResult, StrictResult
 from . import stats
-from .coverage import Coverage, IdTally, coverage_warnings
+from .coverage import Coverage, IdTally, coverage_warnings, disjoint_error
 from .groups import Group, group_mask
 from .runtime import gc_paused
 from .strict import (
@@ -496,8 +496,10 @@ def evaluate(
         unreadable=list(prediction_problems), unusable_gold=list(problems or []),
         requested=list(dict.fromkeys(ids)) if ids is not None else None, **cov,
     )
-    out.warnings = coverage_warnings(coverage, strict=mode != "compat")
     out.dataset = dataset if dataset is not None else library.name or None
+    if coverage.disjoint:
+        raise disjoint_error(coverage, dataset=out.dataset)
+    out.warnings = coverage_warnings(coverage, strict=mode != "compat")
     out.model = model if model is not None else (next(iter(tally.models)) if len(tally.models) == 1 else None)
     out.n_samples = len(cov.get("selected") or ())
     if out.strict is not None:
@@ -629,6 +631,8 @@ def compare_predictions(
                        duplicates=list(tally.duplicates), no_id=tally.no_id,
                        predicted_nodes=sum(s.node[0] + s.node[1] for s in scored.scores),
                        foreign_nodes=sum(len(s.hallucinated) for s in scored.scores))
+        if cov.disjoint:
+            raise disjoint_error(cov, dataset=library.name or None, name=name)
         warnings += [f"{name}: {w}" for w in coverage_warnings(cov, subset_hint=COMPARE_SUBSET_HINT)]
     warnings[:0] = coverage_warnings(Coverage(selected=sa.ids, gold_ids=sa.gold_ids, predicted=set(sa.ids),
                                               unusable_gold=kw["gold_problems"]))

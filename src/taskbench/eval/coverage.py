@@ -1,6 +1,7 @@
-"""Coverage: does a prediction set fit the gold it is scored against? Warnings, not errors.
+"""Coverage: does a prediction set fit the gold it is scored against? Warnings, and one error.
 
-A score is only as meaningful as the match between the two files. Scoring predictions for 2 of 30 gold ids,
+A prediction set of which no id is a selected gold id has nothing to score (:attr:`Coverage.disjoint`): that is
+an error (:func:`disjoint_error`), not a table of zeros. Otherwise a score is only as meaningful as the match between the two files. Scoring predictions for 2 of 30 gold ids,
 or another dataset's predictions, gives plausible-looking numbers; :func:`coverage_warnings` says what does not
 fit, one line per problem:
 
@@ -23,7 +24,7 @@ from typing import Any
 from ..errors import InputError
 from ..schema import record_id
 
-__all__ = ["Coverage", "IdTally", "coverage_warnings"]
+__all__ = ["Coverage", "IdTally", "coverage_warnings", "disjoint_error"]
 
 _SHOW = 5
 
@@ -93,6 +94,25 @@ class Coverage:
     def __post_init__(self) -> None:
         self.missing = [i for i in self.selected if i not in self.predicted]
         self.unmatched = [i for i in self.predicted if i not in self.gold_ids]
+
+    @property
+    def disjoint(self) -> bool:
+        """Predictions were given, gold samples were selected, and no prediction is for one of them (another
+        dataset's predictions, most likely): there is nothing to score."""
+        return bool(self.predicted) and bool(self.selected) and len(self.missing) == len(self.selected) \
+            and bool(self.unmatched)
+
+
+def disjoint_error(cov: Coverage, *, dataset: str | None = None, name: str | None = None) -> InputError:
+    """The one-line error of a :attr:`Coverage.disjoint` prediction set (``name``: which set, when there are
+    two)."""
+    of = f" of {dataset!r}" if dataset else ""
+    who = f"{name}: " if name else ""
+    return InputError(
+        f"{who}none of the {len(cov.predicted)} prediction ids is a gold id{of} (e.g. {_ids(list(cov.predicted), 3)}): "
+        "are these predictions for another dataset?",
+        hint="score them with --data of the dataset they were made for",
+    )
 
 
 def _ids(ids: Sequence[str], n: int = _SHOW) -> str:

@@ -119,13 +119,16 @@ async def aevaluate_sharded(
                                       mode=group_mode, metrics=metrics, bootstrap=bootstrap, seed=seed)
         # coverage warnings as a local run gives them (the prediction ids are tallied here, once)
         from ..dataset.jsonio import iter_jsonl
-        from ..eval.coverage import Coverage, IdTally, coverage_warnings
+        from ..eval.coverage import Coverage, IdTally, coverage_warnings, disjoint_error
 
         tally = IdTally(rec for _, rec in iter_jsonl(predictions)).count()
-        out.warnings = coverage_warnings(Coverage(
+        coverage = Coverage(
             selected=scored.ids, gold_ids=scored.gold_ids, predicted=tally.ids, duplicates=list(tally.duplicates),
             no_id=tally.no_id, predicted_nodes=sum(sc.node[0] + sc.node[1] for sc in scored.scores),
-            foreign_nodes=sum(len(sc.hallucinated) for sc in scored.scores)), strict=True)
+            foreign_nodes=sum(len(sc.hallucinated) for sc in scored.scores))
+        if coverage.disjoint:  # as a local run: nothing to score is an error
+            raise disjoint_error(coverage, dataset=library.name or None)
+        out.warnings = coverage_warnings(coverage, strict=True)
         out.strict.warnings = list(out.warnings)
         out.model = next(iter(tally.models)) if len(tally.models) == 1 else None
         out.n_samples = len(scored.ids)

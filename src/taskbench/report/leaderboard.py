@@ -195,6 +195,9 @@ def _what_it_is(doc: Any) -> str:
         return "this is a leaderboard (taskbench leaderboard -o board.json); pass the metrics files it was made from"
     if isinstance(doc, dict) and {"a", "b", "groups"} <= set(doc):
         return "this is a comparison (taskbench compare -o); pass metrics files from taskbench evaluate -o"
+    if isinstance(doc, dict) and "fingerprint" in doc and "kind" in doc and "identity" in doc:
+        return ("this is a run header (what a command was asked to do), not metrics; pass the metrics file "
+                "beside it, or the folder: taskbench leaderboard DIR")
     if isinstance(doc, dict) and "id" in doc and ("result" in doc or "task_nodes" in doc):
         return _FILE_KINDS["prediction" if "result" in doc else "gold"]
     return "pass the JSON that taskbench evaluate -o (or the reference evaluator) wrote"
@@ -314,23 +317,35 @@ def expand_sources(paths: Sequence[str | Path]) -> list[tuple[str, str, Path]]:
     metrics/<dataset>/ layout, else "" (one board)."""
     import glob
 
+    from ..dataset.header import is_header_file
+
     files: list[Path] = []
     for raw in paths:
         p = Path(raw)
         if not p.exists() and any(ch in str(raw) for ch in "*?["):
             matched = sorted(glob.glob(str(raw), recursive=True))
             if not matched:
-                raise InputError(f"no file matches {str(raw)!r}")
+                raise InputError(f"no file matches {str(raw)!r}", hint="pass the folder of the metrics files, "
+                                 "e.g. taskbench leaderboard metrics/")
             files += [Path(m) for m in matched]
         elif p.is_dir():
             found = sorted((p / "metrics").glob("*/*.json")) if (p / "metrics").is_dir() else sorted(
-                f for f in p.glob("*.json") if not f.name.endswith(".header.json"))  # run headers hold no scores
+                f for f in p.glob("*.json") if not f.name.startswith("."))
+            found = [f for f in found if not is_header_file(f)]  # run headers hold no scores
             if not found:
                 raise InputError("no metrics files in this directory (expected RUN_DIR/metrics/*/*.json or *.json)",
                                  path=p)
             files += found
         else:
             files.append(p)
+    # a glob over a folder of evaluate outputs (metrics/*.json) also gives the run headers that older versions
+    # wrote beside each file (X.json.header.json): they name a run, they hold no scores
+    headers: list[Path] = [f for f in files if is_header_file(f) and f.is_file()]
+    files = [f for f in files if f not in headers]
+    if headers and not files:
+        folder = headers[0].parent
+        raise InputError(f"only run headers given ({len(headers)} *.header.json), no metrics files", path=folder,
+                         hint=f"pass the metrics files, or their folder: taskbench leaderboard {folder}")
     out: list[tuple[str, str, Path]] = []
     runs: dict[Path, dict[str, tuple[str, str]]] = {}
     for f in files:

@@ -129,26 +129,53 @@ def taxonomy_table(summary: Any) -> Table:
     return table
 
 
-def comparison_table(comparison: Any) -> Table:
-    """A - B per group and metric (a Comparison)."""
-    table = Table(title=f"{comparison.a} - {comparison.b} (paired; p from randomization test)")
-    for col in ("group", "metric", comparison.a, comparison.b, "diff", "95% CI", "p"):
-        table.add_column(col, justify="left" if col in ("group", "metric") else "right")
-    for key, g in comparison.groups.items():
+COMPARISON_HEADLINE = ("node_micro_f1", "link_f1", "argument_name_f1", "argument_value_f1", "edit_distance",
+                       "step_rougeL", "graph_accuracy", "parse_failure_rate")
+"""The metrics `compare` shows first (the strict table's headline metrics); ``wide`` adds the rest."""
+
+
+def comparison_table(comparison: Any, *, wide: bool = False) -> Table:
+    """A - B per group and metric (a Comparison): the metric, A, B, the difference, its paired 95% CI and the
+    p-value. One group: no group column (the title names it). Without ``wide`` only the headline metrics
+    (:data:`COMPARISON_HEADLINE`) are rows; the caption counts the others."""
+    labels = {key: head for head, key in STRICT_COLUMNS}
+    groups = {k: g for k, g in comparison.groups.items() if g.results}
+    one = len(groups) == 1
+    where = f" · {next(iter(groups))} ({next(iter(groups.values())).n_samples} samples)" if one else ""
+    table = Table(title=f"{comparison.a} - {comparison.b} (paired, %){where}", title_justify="left",
+                  caption_justify="left")
+    heads = ([] if one else ["group"]) + ["metric", comparison.a, comparison.b, "diff", "95% CI", "p"]
+    for col in heads:
+        table.add_column(col, justify="left" if col in ("group", "metric") else "right",
+                         no_wrap=col in ("diff", "95% CI", "p"))
+    hidden: set[str] = set()
+    for key, g in groups.items():
         for r in g.results:
+            if not wide and r.metric not in COMPARISON_HEADLINE:
+                hidden.add(r.metric)
+                continue
             ci = fmt_interval((r.ci_low, r.ci_high), signed=True) if r.ci_low is not None else "-"
             diff = f"{100 * r.diff:+.2f}" if r.diff is not None else "-"
             p = f"{r.p_value:.3f}" if r.p_value is not None else "-"
-            table.add_row(key, r.metric, fmt(r.a), fmt(r.b), diff, ci, p)
+            name = labels.get(r.metric, r.metric)
+            name = f"{name} ({r.metric})" if name != r.metric and wide else name
+            table.add_row(*([] if one else [key]), name, fmt(r.a), fmt(r.b), diff, ci, p)
+    notes = ["p: two-sided, paired randomization test; 95% CI of the difference by paired bootstrap"]
+    if hidden:
+        notes.append(f"{len(hidden)} more metrics per group: --wide shows them, --json gives every figure")
+    table.caption = "\n".join(notes)
     return table
 
 
-def fit_width(table: Table, width: int | None, *, keep: int = 2, drop_first: Sequence[str] = ()) -> Table:
+def fit_width(table: Table, width: int | None, *, keep: int = 2, drop_first: Sequence[str | Sequence[str]] = (),
+              more: str = "a wider terminal shows them") -> Table:
     """Make ``table`` readable at ``width`` columns without truncating a number.
 
     Every column gets at least the width of its longest word (numbers and intervals never get cut; text
     wraps at spaces). When even that does not fit, whole columns are left out: first those whose header is in
-    ``drop_first`` (in that order), then from the right, never the first ``keep``; the caption names them.
+    ``drop_first`` (in that order; a tuple of headers goes together, e.g. the two values beside their
+    difference), then from the right, never the first ``keep``; the caption names them
+    (quoted, so a short name reads as one) and says where they are (``more``, e.g. the command's ``--wide``).
     ``width`` None: the table is returned as it is."""
     if width is None:
         return table
@@ -159,12 +186,22 @@ def fit_width(table: Table, width: int | None, *, keep: int = 2, drop_first: Seq
     def lines(cell: Any) -> int:
         return max((len(line) for line in str(cell).splitlines()), default=0)
 
-    padding = tuple(table.padding) if isinstance(table.padding, tuple) else (0, 1, 0, 1)
-    pad = padding[1] + padding[3] if len(padding) == 4 else 2
+    from rich.padding import Padding
+
+    _, right, _, left = Padding.unpack(table.padding)
 
     def need(columns: Sequence[Any]) -> int:
-        borders = len(columns) + 1 if table.box is not None and table.show_edge else max(len(columns) - 1, 0)
-        return sum(c.min_width or 0 for c in columns) + pad * len(columns) + borders
+        """The width of ``columns`` at their ``min_width``, with rich's own padding and separators."""
+        n = len(columns)
+        if not n:
+            return 0
+        if table.box is not None:  # every box draws a separator between columns (a space in the simple ones)
+            separators = n - 1 + (2 if table.show_edge else 0)
+        else:
+            separators = 0
+        between = max(left, right) if table.collapse_padding else left + right
+        padding = between * (n - 1) + ((left + right) if table.pad_edge else 0)
+        return sum(c.min_width or 0 for c in columns) + padding + separators
 
     natural = {id(c): max([lines(c.header), *(lines(x) for x in c.cells)]) for c in table.columns}
     for column in table.columns:
@@ -174,14 +211,16 @@ def fit_width(table: Table, width: int | None, *, keep: int = 2, drop_first: Seq
     if need(table.columns) - sum(c.min_width or 0 for c in table.columns) + sum(natural.values()) <= width:
         return table  # fits as it is
     dropped: list[str] = []
-    order = [h for h in drop_first] + [str(c.header) for c in reversed(table.columns[keep:])]
-    for header in order:
+    order: list[tuple[str, ...]] = [(h,) if isinstance(h, str) else tuple(h) for h in drop_first]
+    order += [(str(c.header),) for c in reversed(table.columns[keep:])]
+    for headers in order:
         if need(table.columns) <= width:
             break
-        index = next((i for i, c in enumerate(table.columns) if str(c.header) == header and i >= keep), None)
-        if index is not None:
-            dropped.append(header)
-            del table.columns[index]
+        for header in headers:
+            index = next((i for i, c in enumerate(table.columns) if str(c.header) == header and i >= keep), None)
+            if index is not None:
+                dropped.append(header)
+                del table.columns[index]
     # fixed widths: each column its minimum, the room left shared out to the columns that want more
     slack = width - need(table.columns)
     for column in table.columns:
@@ -196,13 +235,62 @@ def fit_width(table: Table, width: int | None, *, keep: int = 2, drop_first: Seq
             if column.width >= natural[id(column)]:
                 growing.remove(column)
     if dropped:
-        note = f"left out at {width} columns: {', '.join(dropped)} (a wider terminal, or the JSON file, has them)"
+        names = ", ".join(f"'{h}'" for h in dropped)
+        note = f"not shown at {width} columns: {names} ({more})"
         table.caption = f"{table.caption}\n{note}" if table.caption else note
+        table.caption_justify = "left"
     return table
 
 
+CRITIC_LABELS = {"rule": "rule critic", "llm": "LLM critic", "exec": "gold execution", "dedup": "near-duplicates",
+                 "checklist": "checklist critic"}
+"""How the generation's critics are named where their reasons are shown."""
+
+STOP_LABELS = {"step_cap": "step cap reached", "call_cap": "model-call cap reached", "no_plan": "no plan made",
+               "no_answer": "no answer given"}
+"""How an agent episode's early stops are named where failures are explained."""
+
+
+def _top(counts: Mapping[str, int], top: int, sep: str = ", ", form: str = "{k} {v}") -> str:
+    items = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    text = sep.join(form.format(k=k, v=v) for k, v in items[:top])
+    return text + (f"{sep}{len(items) - top} more" if len(items) > top else "")
+
+
+def why_not_kept(reasons_by_critic: Mapping[str, Mapping[str, int]], *, top: int = 3) -> str | None:
+    """One line: why generated samples were not kept, per critic its top issue codes with their counts
+    (``rule critic: request_empty 3; LLM critic: not_executable 3, not_correct 3``); None when none failed."""
+    parts = [f"{CRITIC_LABELS.get(critic, critic)}: {_top(codes, top)}"
+             for critic, codes in reasons_by_critic.items() if codes]
+    return "; ".join(parts) or None
+
+
+def failure_label(key: str) -> str:
+    """A failure key of the agents' metrics (``stop:step_cap``, ``checker:<reason>``) as a reader says it."""
+    kind, _, what = key.partition(":")
+    if kind == "stop":
+        return STOP_LABELS.get(what, f"stopped: {what}")
+    if kind == "checker":
+        return f"answer rejected: {what}"
+    return key
+
+
+def why_failed(failures: Mapping[str, int], *, top: int = 3) -> str | None:
+    """One line: why an agent's episodes failed, the top reasons with their counts (``step cap reached (2) ·
+    answer rejected: the answer does not mention [...] (1)``); None when none failed."""
+    if not failures:
+        return None
+    return _top({failure_label(k): v for k, v in failures.items()}, top, sep=" · ", form="{k} ({v})")
+
+
 __all__ = [
+    "CRITIC_LABELS",
+    "STOP_LABELS",
     "accuracy_table",
+    "failure_label",
+    "why_failed",
+    "why_not_kept",
+    "COMPARISON_HEADLINE",
     "comparison_table",
     "compat_table",
     "fit_width",

@@ -31,7 +31,7 @@ from pydantic import ValidationError
 
 from ..dataset import jsonio, liveness
 from ..dataset.header import PACKAGES, environment, git_revision, new_header, open_run, run_identity
-from ..dataset.layout import Dataset, load_dataset, log_problems
+from ..dataset.layout import Dataset, load_dataset, log_problems, no_samples_error
 from ..dataset.select import model_slug
 from ..errors import InputError, validation_message
 from ..llm.registry import parse_model_string, provider_class
@@ -81,7 +81,7 @@ def _load(spec: str) -> tuple[str, Dataset]:
     path = resolve_data(spec)
     ds = load_dataset(path)
     if not ds.samples:
-        raise InputError("no samples (data.json) in the dataset directory", path=path)
+        raise no_samples_error(path)
     log_problems(ds)
     return _dataset_name(spec, ds), ds
 

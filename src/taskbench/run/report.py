@@ -185,6 +185,8 @@ def render_markdown(log: RunLog, plots: dict[str, Path] | None = None, run_dir: 
         lines.append("|" + "|".join("---:" if i or sec["head"][0] != "agent" else ":---"
                                     for i in range(len(sec["head"]))) + "|")
         lines += ["| " + " | ".join(r) + " |" for r in sec["rows"]]
+        for w in sec["why"]:
+            lines += ["", w]
     lines += ["", "## What the numbers mean", ""] + [f"- {g}" for g in notes["glossary"]]
     if run_dir is not None:
         lines += ["", "## Next", ""] + [f"- `{c}`" for c in next_commands(log, run_dir)]
@@ -228,8 +230,9 @@ def agents_title(agents: list[str]) -> str:
 
 
 def stage_sections(log: RunLog, run_dir: str | Path | None = None) -> list[dict[str, Any]]:
-    """One section per stage of the run (generation, agents): title, text lines, table head and rows
-    (``run_dir`` puts the real paths into the commands the text names)."""
+    """One section per stage of the run (generation, agents): title, text lines, table head and rows, and
+    ``why``: the lines that explain what did not work (samples not kept, episodes failed: the top reasons), so
+    that no zero stands without its reason (``run_dir`` puts the real paths into the commands they name)."""
     root = Path(run_dir) if run_dir is not None else Path("RUN_DIR")
     out: list[dict[str, Any]] = []
     for st in log.stages:
@@ -247,7 +250,8 @@ def stage_sections(log: RunLog, run_dir: str | Path | None = None) -> list[dict[
             for ex in g.examples:
                 text.append(f"Kept `{ex.id}` ({ex.type}): \"{ex.user_request}\" -> "
                             + " -> ".join(str(t) for t in ex.tools))
-            out.append({"title": "Generation (TaskBench data engine)", "text": text, "head": head, "rows": rows})
+            out.append({"title": "Generation (TaskBench data engine)", "text": text, "head": head, "rows": rows,
+                        "why": _why_generation(g, root / st.path)})
         else:
             a = st.summary if isinstance(st.summary, AgentsStageSummary) else AgentsStageSummary()
             text.append(f"Agents on {a.env or '?'} tasks {', '.join(a.tasks)} "
@@ -261,8 +265,40 @@ def stage_sections(log: RunLog, run_dir: str | Path | None = None) -> list[dict[
                                                   whole=k == "tokens")
                                              for k, _ in AGENT_COLUMNS] for r in a.comparison]
             run = [str(r.get("agent")) for r in a.comparison] or list(log.config.agents)
-            out.append({"title": agents_title(run), "text": text, "head": head, "rows": rows})
+            out.append({"title": agents_title(run), "text": text, "head": head, "rows": rows,
+                        "why": _why_agents(a)})
     return out
+
+
+def _why_generation(g: GenerateStageSummary, directory: Path) -> list[str]:
+    """Why generated samples were not kept (the critics' top reasons), and the way on when none was."""
+    from ..report.tables import why_not_kept
+
+    why = why_not_kept(g.reasons)
+    if why is None:
+        return []
+    answered, kept = g.answered or 0, g.kept or 0
+    lines = [f"Not kept: {answered - kept} of {answered}; by critic: {why} (each sample's reasons: "
+             f"`{directory / 'data_error.json'}`)."]
+    if not kept:
+        lines.append(f"To keep them anyway (no model call): `taskbench generate -o {directory} --keep none`.")
+    return lines
+
+
+def _why_agents(a: AgentsStageSummary) -> list[str]:
+    """Per agent with failed episodes: how many of its episodes failed and the top reasons."""
+    from ..report.tables import why_failed
+
+    lines = []
+    for row in a.comparison:
+        name = str(row.get("agent"))
+        why = why_failed(a.failures.get(name) or {})
+        if why is None:
+            continue
+        episodes = int(row.get("episodes") or 0)
+        failed = episodes - round((row.get("success_rate") or 0.0) * episodes)
+        lines.append(f"Why `{name}` failed ({failed} of {episodes} episodes): {why}.")
+    return lines
 
 
 def _facts(log: RunLog) -> list[tuple[str, str]]:

@@ -24,9 +24,8 @@ DEFAULT_MODEL = "llamacpp/qwen2.5-coder-0.5b"
 DEFAULT_LIMIT = 3
 """Samples per dataset when `taskbench run` is called without --model and --limit: a stratified subset (one
 single, one chain, one DAG) so that the embedded model's whole main job (scoring 3 x 3 samples, generating 3,
-6 agent episodes) stays within about 5 minutes on a 2-core machine (measured from a fresh clone on an idle
-machine with 4 per dataset and a 4-step agent cap: 364 s, of which predictions 182 s, generation 34 s, agents
-148 s). Pass --limit 0 for every sample."""
+6 agent episodes) stays within its time budget on a 2-core machine (the measurements: docs/predict-and-run.md,
+"How long the main job takes"). Pass --limit 0 for every sample."""
 
 MODEL_ENV = "TASKBENCH_MODEL"
 """Environment variable naming the default model (provider/model)."""
@@ -35,16 +34,15 @@ DEFAULT_OUTPUT = Path("runs/default")
 """Run directory of a run without --output."""
 
 DEFAULT_SHOTS = 2
-"""Demonstrations in the default run (the embedded model, no --shots): measured on the released TaskBench gold
-samples, the 0.5B model with 2 retrieved demos scored node F1 0.37 / 0.19 / 0.59 (huggingface / multimedia /
-dailylifeapis) against 0.28 / 0.00 / 0.50 zero-shot, and zero-shot it sometimes walks the whole tool list
-until the token limit (docs/embedded-model.md)."""
+"""Demonstrations in the default run (the embedded model, no --shots): with 2 retrieved demos the 0.5B model
+planned better than zero-shot, and zero-shot it sometimes walks the whole tool list until the token limit (the
+figures, their sample counts and conditions: docs/embedded-model.md, "Planner quality")."""
 
 DEFAULT_SHORTLIST = 10
 """Tool shortlist of the default run: the answer chooses among the 10 tools most similar to the request plus
-the demos' tools. Measured on the gold samples with 2 retrieved demos, the 0.5B model's node F1 went from
-0.37 / 0.19 / 0.59 to 0.37 / 0.38 / 0.71; the shortlist kept 87% / 92% / 93% of the gold tools (all 86 gold
-samples). Other models get every tool unless --shortlist is given: the recall is a ceiling for a strong model."""
+the demos' tools; it helped the 0.5B model and keeps most gold tools (the figures: docs/embedded-model.md,
+"Planner quality"). Other models get every tool unless --shortlist is given: the shortlist's recall is a
+ceiling for a strong model."""
 
 
 def load_dotenv(path: str | Path = ".env") -> dict[str, str]:

@@ -104,6 +104,7 @@ async def generation_stage(
             "examples": [{"id": r.get("id"), "type": r.get("type"), "user_request": r.get("user_request"),
                           "tools": [t.get("task") for t in r.get("task_nodes") or [] if isinstance(t, dict)]}
                          for r in kept[:EXAMPLES]],
+            "reasons": stats.get("reasons_by_critic") or {},
         })
         stage.status = "complete" if summary.complete else "incomplete"
         if not summary.complete:
@@ -155,7 +156,9 @@ async def agents_stage(
             result = await arun_agents(config, run_dir / AGENTS_DIR, **where)
         stage.summary = AgentsStageSummary(env=config.env, tools=config.tools, tasks=list(config.task_ids or []),
                                            max_steps=config.budgets.max_steps,
-                                           comparison=list(result.metrics.get("comparison") or []))
+                                           comparison=list(result.metrics.get("comparison") or []),
+                                           failures={name: dict(a.get("failures") or {}) for name, a in
+                                                     (result.metrics.get("agents") or {}).items()})
         stage.status = "complete" if result.complete else "incomplete"
         if not result.complete:
             stage.error = (f"{result.failed} of {result.episodes} episodes had model calls fail for good"

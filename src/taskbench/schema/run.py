@@ -148,6 +148,9 @@ class GenerateStageSummary(BaseModel):
     cache_hits: int | None = Field(default=None, description="Calls answered from the cache, summed over passes.")
     tokens: int | None = Field(default=None, description="Prompt and completion tokens, summed over passes.")
     examples: list[StageExample] = Field(default_factory=list, description="A few kept samples.")
+    reasons: dict[str, dict[str, int]] = Field(
+        default_factory=dict, description="Why samples were not kept: critic (rule, llm, exec, dedup) -> issue "
+        "code -> samples, most frequent first (statistics.json's reasons_by_critic).")
 
 
 class AgentsStageSummary(BaseModel):
@@ -162,6 +165,10 @@ class AgentsStageSummary(BaseModel):
     max_steps: int | None = Field(default=None, description="The step cap per episode.")
     comparison: list[dict[str, Any]] = Field(default_factory=list, description="One row per agent (success "
                                              "rate, correct path rates, turns, tokens, seconds), as metrics.json.")
+    failures: dict[str, dict[str, int]] = Field(
+        default_factory=dict, description="Why episodes failed, per agent: 'stop:step_cap' (and other early "
+        "stops) or 'checker:<the checker's reason>' -> episodes, most frequent first (metrics.json's "
+        "agents.<name>.failures).")
 
 
 StageSummary = Annotated[GenerateStageSummary | AgentsStageSummary, Field(discriminator="kind")]

@@ -3,7 +3,8 @@
 RestBench (Yifan-Song793/RestGPT, MIT) ships ``tmdb.json`` / ``spotify.json`` (queries ``{query, solution:
 ["GET /path", ...]}``) and ``tmdb_oas.json`` / ``spotify_oas.json`` (the OpenAPI specs). They are *read from a
 directory*, never shipped: ``restbench_dir=``, else ``$TASKBENCH_RESTBENCH_DIR``, else
-``shared/reference/restbench`` beside the checkout when it is there (:func:`find_restbench_dir`).
+``shared/reference/restbench`` beside the checkout when it is there, else the cache that ``taskbench data fetch
+restbench`` fills from RestGPT's repository (:func:`find_restbench_dir`, :mod:`taskbench.dataset.restbench`).
 
 What ships with taskbench, under ``envs/restbench/data/``:
 
@@ -44,20 +45,27 @@ def query_hash(query: str) -> str:
 
 def find_restbench_dir(restbench_dir: str | Path | None = None) -> Path | None:
     """The directory holding the RestBench files: the argument, else ``$TASKBENCH_RESTBENCH_DIR``, else
-    ``shared/reference/restbench`` next to (or above) the checkout or the working directory; None when
-    there is none. A directory given explicitly must exist."""
+    ``shared/reference/restbench`` next to (or above) the checkout or the working directory, else the cache of
+    ``taskbench data fetch restbench``; None when there is none. A directory given explicitly must exist."""
     if restbench_dir is not None or os.environ.get(ENV_VAR):
         path = Path(restbench_dir if restbench_dir is not None else os.environ[ENV_VAR]).expanduser()
         if not path.is_dir():
             source = "restbench_dir" if restbench_dir is not None else f"${ENV_VAR}"
             raise ConfigError(f"{source}: no such directory {str(path)!r}")
         return path
-    root = Path(__file__).resolve().parents[4]
-    for base in (root.parent, root.parent.parent, Path.cwd().parent):
-        candidate = base / "shared" / "reference" / "restbench"
+    for candidate in shared_candidates():
         if (candidate / "tmdb.json").is_file() or (candidate / "spotify.json").is_file():
             return candidate
-    return None
+    from ...dataset.restbench import cached_restbench_dir
+
+    return cached_restbench_dir()  # `taskbench data fetch restbench` put them there
+
+
+def shared_candidates() -> list[Path]:
+    """The ``shared/reference/restbench`` directories looked for beside (or above) the checkout and the working
+    directory, in order."""
+    root = Path(__file__).resolve().parents[4]
+    return [base / "shared" / "reference" / "restbench" for base in (root.parent, root.parent.parent, Path.cwd().parent)]
 
 
 # ------------------------------------------------------------------------------------------- gold paths
@@ -155,7 +163,8 @@ def load_queries(api: str, restbench_dir: Path, operations: list[str]) -> RestBe
         doc = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
         raise InputError("no such RestBench query file", path=path,
-                         hint=f"point restbench_dir or ${ENV_VAR} at RestBench's data directory") from exc
+                         hint=f"run `taskbench data fetch restbench`, or point restbench_dir or ${ENV_VAR} at "
+                         "RestBench's data directory") from exc
     except json.JSONDecodeError as exc:
         raise InputError(f"not JSON: {exc.msg}", path=path, line=exc.lineno) from exc
     if not isinstance(doc, list):
@@ -211,5 +220,6 @@ __all__ = [
     "load_task_file",
     "normalize_path",
     "query_hash",
+    "shared_candidates",
     "spec_path",
 ]

@@ -80,8 +80,8 @@ class RestBenchEnv(Environment):
         if task_set in ("restbench", "all") and not has_queries:
             where = f"no {api}.json in {self.restbench_dir}" if self.restbench_dir is not None else "none found"
             raise ConfigError(
-                f"task_set={task_set!r} needs RestBench's files ({where}): pass restbench_dir= or set "
-                "$TASKBENCH_RESTBENCH_DIR",
+                f"task_set={task_set!r} needs RestBench's files ({where}): run `taskbench data fetch "
+                "restbench`, or pass restbench_dir= or set $TASKBENCH_RESTBENCH_DIR",
             )
         self.task_set = task_set
         self.spec_file = Path(spec) if spec is not None else spec_path(api, self.restbench_dir)

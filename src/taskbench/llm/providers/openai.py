@@ -1,7 +1,8 @@
 """``openai`` and ``openai-compatible``: chat completions through the official SDK's ``AsyncOpenAI``.
 
 - ``openai/<model>``: the OpenAI API; the key comes from ``$OPENAI_API_KEY`` (or the variable named by
-  ``api_key_env``); structured output as ``response_format`` ``json_schema`` (strict).
+  ``api_key_env``), the URL from ``base_url``, else ``$OPENAI_BASE_URL`` (the SDK's convention), else the
+  public API; structured output as ``response_format`` ``json_schema`` (strict).
 - ``openai-compatible/<model>``: any server speaking the chat completions API (vLLM, SGLang, Ollama, llama.cpp
   server, LM Studio, ``taskbench serve``); ``base_url`` is required, a key is optional.
 
@@ -116,6 +117,10 @@ class OpenAIProvider(Provider):
         guided = guided_decoding or self.default_guided
         if guided not in GUIDED_MODES:
             raise ConfigError(f"guided_decoding must be one of {', '.join(GUIDED_MODES)}, not {guided!r}")
+        if not base_url and self.name == "openai":
+            # the SDK's own convention: a proxy or gateway of the OpenAI API named in the environment; read
+            # here, not left to the SDK, so that the URL is part of the cache identity and every message
+            base_url = os.environ.get("OPENAI_BASE_URL") or None
         urls = parse_urls(base_url)
         super().__init__(model, base_url=urls[0] if len(urls) == 1 else None, concurrency=concurrency,
                          timeout=timeout)
