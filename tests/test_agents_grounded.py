@@ -31,12 +31,13 @@ from taskbench.agents.prompts import Plan, plan_schema
 from taskbench.schema import ToolSpec
 
 
-def tool(name: str, *params: str) -> ToolSpec:
+def tool(name: str, *params: str, required: tuple[str, ...] = ()) -> ToolSpec:
     return ToolSpec(name=name, description="", parameters={"type": "object",
-                                                           "properties": {p: {"type": "string"} for p in params}})
+                                                           "properties": {p: {"type": "string"} for p in params},
+                                                           "required": list(required)})
 
 
-TOOLS = [tool(SEARCH, "query", "page"), tool(CREDITS, "movie_id")]
+TOOLS = [tool(SEARCH, "query", "page", required=("query",)), tool(CREDITS, "movie_id", required=("movie_id",))]
 
 
 def test_id_like_names() -> None:
@@ -74,6 +75,29 @@ def test_the_schema_allows_only_seen_ids_and_no_id_before_one_is_seen() -> None:
     assert not valid(after, "title", "The Dark Knight")  # names are the offered tools' parameters
     plain = plan_schema([SEARCH, CREDITS])
     assert valid(plain, "movie_id", "1")  # the plain prompt's schema allows anything
+
+
+def test_per_tool_grounded_schema_offers_each_tool_its_own_names_and_seen_ids() -> None:
+    from taskbench.agents.grounded import tool_argument_schemas
+
+    def valid(schema: dict[str, Any], tool: str, name: str, value: str) -> bool:
+        doc = {"thought": "t", "action": {"tool": tool, "arguments": [{"name": name, "value": value}],
+                                          "target": "x"}}
+        try:
+            jsonschema.validate(doc, schema)
+        except jsonschema.ValidationError:
+            return False
+        return True
+
+    first = plan_schema(TOOLS, per_tool=tool_argument_schemas(TOOLS, []))
+    assert valid(first, SEARCH, "query", "The Dark Knight")
+    assert not valid(first, CREDITS, "movie_id", "155")  # no id seen: the credits are not offered yet
+    later = plan_schema(TOOLS, per_tool=tool_argument_schemas(TOOLS, ["155"]))
+    assert valid(later, CREDITS, "movie_id", "155") and not valid(later, CREDITS, "movie_id", "156")
+    assert not valid(later, CREDITS, "query", "The Dark Knight")  # the search's parameter, not the credits'
+    assert not valid(later, SEARCH, "movie_id", "155")  # and the other way round
+    shared = plan_schema([SEARCH, CREDITS], plan_argument_schema(TOOLS, ["155"]))
+    assert valid(shared, SEARCH, "movie_id", "155")  # the names over all tools, as before the per-tool schema
 
 
 def test_ungrounded_names_the_argument() -> None:
@@ -123,7 +147,8 @@ def test_a_constrained_model_can_only_pass_an_id_it_has_seen(tmp_path: Path) -> 
     assert rec["success"] and rec["calls"] == [SEARCH, CREDITS]
     assert "GET_movie_movie_id_credits(movie_id=155)" in prompts(traj, "execution")[1]
     assert rec["counters"] == {"grounded_plans": 3, "grounded_plans_no_ids_yet": 1, "grounded_plans_with_ids": 2,
-                               "grounded_values_offered": rec["counters"]["grounded_values_offered"]}
+                               "grounded_values_offered": rec["counters"]["grounded_values_offered"],
+                               "grounded_tools_withheld": 1}  # the credits, until the search found an id
     assert rec["counters"]["grounded_values_offered"] >= 2
     assert result.metrics["agents"]["conagents-adaptive-grounded"]["counters"]["grounded_plans"] == 3
 

@@ -230,7 +230,7 @@ def _plan_check(parsed: Any) -> str | None:
 
 def _grounded(ep: Episode, history: list[Step]) -> tuple[dict[str, Any], Any]:
     """The plan schema and check under grounded arguments (values seen so far), counted."""
-    from .grounded import parameter_names, plan_argument_schema, seen_values, ungrounded
+    from .grounded import parameter_names, seen_values, tool_argument_schemas, ungrounded
 
     results = [r.content for r in ep.env.results if r.error is None and r.content is not None]
     values = seen_values(ep.task.query, results, [s.value for s in history if s.ok])
@@ -250,7 +250,9 @@ def _grounded(ep: Episode, history: list[Step]) -> tuple[dict[str, Any], Any]:
             ep.count("grounded_refused")
         return refused
 
-    return plan_schema(ep.tool_names, plan_argument_schema(ep.tools, values)), check
+    per_tool = tool_argument_schemas(ep.tools, values)
+    ep.count("grounded_tools_withheld", sum(1 for v in per_tool.values() if v is None))
+    return plan_schema(ep.tools, per_tool=per_tool), check
 
 
 _NOT_THE_CODE = ("ToolError", "EmptyResult", "LimitExceeded")

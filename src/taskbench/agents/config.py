@@ -276,6 +276,19 @@ def select_tools(
     return out
 
 
+STUDENT_BASE = "llamacpp/qwen2.5-coder-0.5b"
+"""The model the shipped students were trained on (each a LoRA adapter of it)."""
+
+
+def student_models(model: str = STUDENT_BASE) -> dict[str, str]:
+    """The role models that make every ConAgents role and ReAct use its shipped student
+    (``llamacpp/qwen2.5-coder-0.5b+student:ROLE``, docs/distill.md); ``model`` must be the students' base."""
+    if model.strip() != STUDENT_BASE:
+        raise ConfigError(f"the shipped students are adapters of {STUDENT_BASE}: --students needs --model "
+                          f"{STUDENT_BASE}, not {model!r}")
+    return {role: f"{STUDENT_BASE}+student:{role}" for role in (*ROLES, "react")}
+
+
 ToolSetting = Literal["gold", "gold+10", "all"]
 
 __all__ = [
@@ -291,7 +304,9 @@ __all__ = [
     "DEFAULT_ALPHA",
     "DEFAULT_BETA",
     "ROLES",
+    "STUDENT_BASE",
     "TOOL_SETTINGS",
+    "student_models",
     "ToolSetting",
     "expand_agents",
     "parse_agent",

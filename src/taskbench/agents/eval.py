@@ -66,6 +66,9 @@ CONFIG_FILE = HEADER_FILE
 """The run header (:mod:`taskbench.dataset.header`); runs made before headers have a ``config.json``."""
 TRAJECTORIES_DIR = "trajectories"
 
+OWN_MODEL_ROLES: tuple[str, ...] = (*ROLES, "react")
+"""Roles that may have a model of their own: ConAgents' three and ReAct's (a ReAct student)."""
+
 MODEL_ROLES: tuple[str, ...] = tuple(dict.fromkeys([*ROLES, *(r for roles in ROLES_OF.values() for r in roles)]))
 """Roles that call a model: ConAgents' three, and the baselines' (react, code, planner, reflect, dfsdt,
 selector, caller, parser, summarizer)."""
@@ -112,9 +115,9 @@ class AgentEvalConfig(BaseModel):
 
     def models_by_role(self) -> dict[str, str]:
         """The model of every role."""
-        unknown = sorted(set(self.role_models) - set(ROLES))
+        unknown = sorted(set(self.role_models) - set(OWN_MODEL_ROLES))
         if unknown:
-            raise ConfigError(f"no role {unknown[0]!r} (roles with their own model: {', '.join(ROLES)})")
+            raise ConfigError(f"no role {unknown[0]!r} (roles with their own model: {', '.join(OWN_MODEL_ROLES)})")
         return {role: self.role_models.get(role, self.model) for role in MODEL_ROLES}
 
     def identity(self) -> dict[str, Any]:

@@ -134,6 +134,38 @@ def plan_argument_schema(tools: Sequence[ToolSpec], values: Sequence[str]) -> di
     return shapes[0] if len(shapes) == 1 else {"anyOf": shapes}
 
 
+def tool_argument_schemas(tools: Sequence[ToolSpec], values: Sequence[str]) -> dict[str, dict[str, Any] | None]:
+    """Per offered tool, the schema of one of its plan arguments under the option: one of *its own* parameter
+    names, an id-like one only with a value seen so far; None for a tool whose required id-like parameter has no
+    value yet (it is not offered until a call finds one)."""
+    out: dict[str, dict[str, Any] | None] = {}
+    for spec in tools:
+        props = spec.parameters.get("properties") if isinstance(spec.parameters, dict) else None
+        names = [str(n) for n in props] if isinstance(props, dict) else []
+        raw = spec.parameters.get("required") if isinstance(spec.parameters, dict) else None
+        required = [str(n) for n in raw] if isinstance(raw, list) else []
+        ids = [n for n in names if id_like(n)]
+        other = [n for n in names if not id_like(n)]
+        if not values and any(n in ids for n in required):
+            out[spec.name] = None
+            continue
+        shapes: list[dict[str, Any]] = []
+        if ids and values:
+            shapes.append({"type": "object", "properties": {"name": {"type": "string", "enum": ids},
+                                                            "value": {"type": "string", "enum": list(values)}},
+                           "required": ["name", "value"], "additionalProperties": False})
+        if other:
+            shapes.append({"type": "object", "properties": {"name": {"type": "string", "enum": other},
+                                                            "value": {"type": "string", "maxLength": 120}},
+                           "required": ["name", "value"], "additionalProperties": False})
+        if not shapes:
+            shapes.append({"type": "object", "properties": {"name": {"type": "string", "maxLength": 40},
+                                                            "value": {"type": "string", "maxLength": 120}},
+                           "required": ["name", "value"], "additionalProperties": False})
+        out[spec.name] = shapes[0] if len(shapes) == 1 else {"anyOf": shapes}
+    return out
+
+
 def ungrounded(plan: Plan, values: Sequence[str]) -> str | None:
     """Why ``plan`` breaks the option (an id-like argument with a value never seen), or None."""
     allowed = set(values)
@@ -145,4 +177,4 @@ def ungrounded(plan: Plan, values: Sequence[str]) -> str | None:
 
 
 __all__ = ["MAX_VALUES", "PER_RESULT", "id_like", "ids_in", "parameter_names", "plan_argument_schema",
-           "seen_values", "ungrounded", "values_in_text"]
+           "seen_values", "tool_argument_schemas", "ungrounded", "values_in_text"]

@@ -51,15 +51,38 @@ def _text(limit: int) -> dict[str, Any]:
     return {"type": "string", "maxLength": limit}
 
 
-def plan_schema(tools: Sequence[str | ToolSpec], argument: dict[str, Any] | None = None) -> dict[str, Any]:
+def plan_schema(tools: Sequence[str | ToolSpec], argument: dict[str, Any] | None = None,
+                per_tool: dict[str, dict[str, Any] | None] | None = None) -> dict[str, Any]:
     """JSON Schema of a grounding agent's plan over the offered ``tools``: a thought, then an action that is
     either a call (a tool, its arguments, the target) or FINISH with the answer (two shapes, so a call step
     spends no tokens on an answer and the answer has room). Given tool specs, a call is one shape per tool
     whose argument names are an enum of that tool's parameters (a model cannot put a value into a name);
-    given names alone, argument names are free text. ``argument``: the schema of one argument for every call
-    (grounded arguments, :mod:`taskbench.agents.grounded`, whose names are already the tools' parameters)."""
+    given names alone, argument names are free text. ``argument``: the schema of one argument for every call;
+    ``per_tool``: the schema of one argument per tool (grounded arguments, :mod:`taskbench.agents.grounded`:
+    that tool's own names, id-like values from what was seen), a tool mapped to None not offered at all (it needs
+    an id nothing has given yet)."""
     names = [t if isinstance(t, str) else t.name for t in tools]
     specs = {t.name: t for t in tools if not isinstance(t, str)}
+    if per_tool is not None:
+        offered_now = [n for n in dict.fromkeys(names) if n != FINISH and per_tool.get(n) is not None]
+
+        def grounded_call(name: str) -> dict[str, Any]:
+            item = per_tool[name]
+            assert item is not None
+            limit = len(_parameter_names(specs[name])) if name in specs else 6
+            return {"type": "object",
+                    "properties": {"tool": {"type": "string", "enum": [name]},
+                                   "arguments": {"type": "array", "items": item, "maxItems": max(1, min(6, limit))},
+                                   "target": _text(120)},
+                    "required": ["tool", "arguments", "target"], "additionalProperties": False}
+
+        finish = {"type": "object", "properties": {"tool": {"type": "string", "enum": [FINISH]},
+                                                   "answer": _text(300)},
+                  "required": ["tool", "answer"], "additionalProperties": False}
+        return {"type": "object",
+                "properties": {"thought": _text(160),
+                               "action": {"anyOf": [*(grounded_call(n) for n in offered_now), finish]}},
+                "required": ["thought", "action"], "additionalProperties": False}
 
     def call_of(offered: list[str], params: list[str] | None) -> dict[str, Any]:
         name: dict[str, Any] = {"type": "string", "enum": params} if params else _text(40)

@@ -49,6 +49,10 @@ def eval_command(
                                                "(a SPAN student: llamacpp/BASE+ADAPTER_DIR, see `agents distill`)."),
     model_execution: str | None = typer.Option(None, "--model-execution", help="Model of the execution agent."),
     model_review: str | None = typer.Option(None, "--model-review", help="Model of the review agent."),
+    students: bool = typer.Option(False, "--students", help="Every ConAgents role and ReAct use the student "
+                                  "shipped with taskbench for it (LoRA adapters of llamacpp/qwen2.5-coder-0.5b trained "
+                                  "on generated REST tasks, docs/distill.md): --model must be that base; "
+                                  "--model-ROLE still overrides one role."),
     tools: str = typer.Option("gold+10", "--tools", help="Tools offered: gold | gold+10 (10 seeded random "
                               "distractors, the paper's setting) | all."),
     seeds: int = typer.Option(1, "--repeats", min=1, help="Episodes per (agent, task), with seeds 0..K-1 (see "
@@ -125,6 +129,10 @@ def eval_command(
 
     role_models = {r: m for r, m in (("grounding", model_grounding), ("execution", model_execution),
                                      ("review", model_review)) if m}
+    if students:
+        from ..agents.config import student_models
+
+        role_models = {**student_models(model), **role_models}
     if task_set and not env.startswith("restbench"):
         from ..errors import ConfigError
 

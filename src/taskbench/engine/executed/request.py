@@ -180,8 +180,7 @@ def request_messages(chain: Chain, target: Target, descriptions: dict[str, str])
     """The request writer's prompt: the calls for context, the stiff question to rewrite, the names to keep
     (the answer is not shown, so it cannot leak)."""
     must = must_mention(chain)
-    prompt = render("executed_request.j2", calls=describe(chain, descriptions),
-                    question=canonical(chain, target, descriptions),
+    prompt = render("executed_request.j2", question=canonical(chain, target, descriptions),
                     must=", ".join(json.dumps(m, ensure_ascii=False) for m in must) or "(nothing)")
     return [{"role": "user", "content": prompt}]
 
@@ -191,8 +190,8 @@ def mentions(text: str, value: Any) -> bool:
     return bool(needle) and f" {needle} " in f" {fold(text)} "
 
 
-_API = re.compile(r"\b(GET|POST|PUT|DELETE|PATCH)\b|/[a-z_{}]+/|\{[a-z_]+\}|\b[a-z]+_(id|ids|path|date|name)\b|"
-                  r"\bjson\b|\bresults\[|\bapi\b|\bendpoint\b|\bid\b", re.I)
+_API = re.compile(r"\b(GET|POST|PUT|DELETE|PATCH) /|/[A-Za-z_{}]+/|\{[a-z_]+\}|\b[a-z]+_(id|ids|path|date|name)\b|"
+                  r"\b(json|JSON|api|API|endpoint|id|ID)\b|\bresults\[")
 
 
 def check_request(request: str, chain: Chain, target: Target) -> str | None:

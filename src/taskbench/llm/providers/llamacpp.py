@@ -55,7 +55,7 @@ from ..native import ensure_llama_runs
 from ..weights import DEFAULT_ALIAS, KNOWN_WEIGHTS, check_model_name, resolve_model_path
 from .llamacpp_tools import parse_tool_output, render_messages, template_knows_tools, tool_grammar
 
-__all__ = ["LlamaCppProvider", "import_llama_cpp", "split_adapter"]
+__all__ = ["STUDENT_ROLES", "LlamaCppProvider", "import_llama_cpp", "split_adapter", "student_file"]
 
 _OPTIONS = {"n_ctx", "n_threads", "n_batch", "seed", "verbose"}
 # Options the Model wrapper / CLI may pass for every provider; meaningless here but harmless.
@@ -80,13 +80,43 @@ def _is_generic_object(schema: dict[str, Any]) -> bool:
     return not meaningful or meaningful == {"type": "object"}
 
 
+STUDENTS_DIR = Path(__file__).resolve().parents[2] / "bundled" / "students"
+"""Where the shipped students live (package data: ``taskbench/bundled/students/ROLE.gguf``)."""
+STUDENT_ROLES = ("grounding", "execution", "review", "react")
+"""Roles with a student shipped in taskbench (``llamacpp/qwen2.5-coder-0.5b+student:ROLE``)."""
+
+
+def student_file(role: str) -> Path:
+    """The shipped student of ``role`` (a GGUF LoRA of the embedded 0.5B model, under
+    ``taskbench/bundled/students/``); an InputError naming how to make it when it is not there."""
+    if role not in STUDENT_ROLES:
+        raise InputError(f"no student role {role!r} (roles: {', '.join(STUDENT_ROLES)})")
+    path = STUDENTS_DIR / f"{role}.gguf"
+    if not path.is_file():
+        raise InputError(f"no shipped {role} student", path=path,
+                         hint="`make students` trains them (docs/distill.md), or give BASE+ADAPTER_DIR")
+    return path
+
+
+def _file_sha256(path: str) -> str:
+    """The content hash of an adapter file (adapters are a few MB): the same student anywhere has one cache
+    identity, and a retrained one another, whatever the file's path or time."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def split_adapter(model: str) -> tuple[str, str | None]:
     """``BASE+ADAPTER`` -> (BASE, the GGUF LoRA file); a model string without ``+`` -> (model, None). ADAPTER is
     a GGUF file or a directory with ``adapter.gguf``; anything else is an InputError naming what to do."""
     if "+" not in model:
         return model, None
     base, adapter = model.split("+", 1)
-    path = Path(adapter).expanduser()
+    path = student_file(adapter[len("student:"):]) if adapter.startswith("student:") else Path(adapter).expanduser()
     if path.is_dir():
         path = path / "adapter.gguf"
     if not path.is_file():
@@ -197,8 +227,7 @@ class LlamaCppProvider(Provider):
             except OSError:
                 pass
         if self.lora_path is not None:  # a retrained adapter is another model: the cache must not mix them
-            st = os.stat(self.lora_path)
-            ident["lora"] = {"path": self.lora_path, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+            ident["lora"] = {"sha256": _file_sha256(self.lora_path)}
         return ident
 
     @property
