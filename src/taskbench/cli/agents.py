@@ -346,9 +346,18 @@ def export_sft_command(
 @agents_app.command("span-data")
 def span_data_command(
     env: str = typer.Option(..., "--env", "-e", help="An executable environment with gold graphs: "
-                            "taskbench-multimedia | taskbench-huggingface | taskbench-dailylifeapis (never "
-                            "RestBench: its queries are the held-out test)."),
+                            "taskbench-multimedia | taskbench-huggingface | taskbench-dailylifeapis, or any "
+                            "environment with --tasks (RestBench's own queries are the held-out test: only "
+                            "generated tasks are played there)."),
     output: Path = typer.Option(..., "--output", "-o", help="Directory for grounding/execution/review.jsonl."),
+    tasks_file: Path | None = typer.Option(None, "--tasks", help="Play the tasks of this file (`taskbench generate "
+                                           "--method executed` writes DIR/tasks.jsonl): the teacher plays each "
+                                           "task's executed plan."),
+    protocol: list[str] | None = typer.Option(None, "--protocol", help="ConAgents protocols the teacher plays: "
+                                              "conagents-auto (default), conagents-adaptive, or both "
+                                              "(comma-separated)."),
+    react: bool = typer.Option(False, "--react", help="Also play ReAct (native tool calls) and write react.jsonl, "
+                               "for a ReAct student trained on the same tasks."),
     limit: int | None = typer.Option(None, "--limit", min=1, help="At most N selected tasks."),
     offset: int = typer.Option(0, "--offset", min=0, help="Skip the first N selected tasks (held-out data: "
                                "--offset past the training run's --limit)."),
@@ -370,6 +379,8 @@ def span_data_command(
     Example:
 
         taskbench agents span-data --env taskbench-multimedia --min-doc-words 20 -o span/
+
+        taskbench agents span-data --env restbench-tmdb --tasks gen/tmdb/tasks.jsonl --protocol conagents-auto,conagents-adaptive --react --min-doc-words 0 -o span/tmdb
     """
     from ..agents.span import build_gold
     from ..predict.progress import RichPredictDisplay
@@ -378,7 +389,9 @@ def span_data_command(
     display = RichPredictDisplay(console)
     with display:
         summary = build_gold(env, output, limit=limit, offset=offset, perturb=perturb, seed=seed, min_tools=min_tools,
-                             min_doc_words=min_doc_words, unsafe_local=unsafe_local, display=display)
+                             min_doc_words=min_doc_words, unsafe_local=unsafe_local, display=display,
+                             tasks_file=str(tasks_file) if tasks_file is not None else None,
+                             protocols=tuple(_split(protocol)) or ("conagents-auto",), react=react)
     out = make_console()
     removed = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in summary["removed"].items())
     counts = ", ".join(f"{r} {n}" for r, n in summary["examples"].items())
@@ -388,8 +401,9 @@ def span_data_command(
 
 @agents_app.command("distill")
 def distill_command(
-    role: str = typer.Option(..., "--role", help="grounding | execution | review."),
-    data: Path = typer.Option(..., "--data", help="Directory with ROLE.jsonl (span-data or export-sft)."),
+    role: str = typer.Option(..., "--role", help="grounding | execution | review | react."),
+    data: str = typer.Option(..., "--data", help="Directory with ROLE.jsonl (span-data or export-sft); several, "
+                             "comma-separated (DIR1,DIR2), are read in that order."),
     base: str = typer.Option("llamacpp/qwen2.5-coder-0.5b", "--base", help="Base model: llamacpp/ALIAS or a "
                              ".gguf path (loaded dequantised by transformers; no hub)."),
     output: Path = typer.Option(..., "--output", "-o", help="Adapter directory (PEFT adapter, adapter.gguf, "

@@ -14,12 +14,20 @@ from ..envs.heldout import held_out_reason
 from ..errors import ConfigError, InputError
 
 
+TRAINED_ROLES = (*ROLES, "react")
+"""Roles a student can be trained for: ConAgents' three and ReAct (native tool calls)."""
+
+
 def load_examples(data: str | Path, role: str) -> list[dict[str, Any]]:
     """The chats of ``data/ROLE.jsonl`` (``{"messages": [...], "meta": {...}}``, the last message the
-    assistant's target). Raises InputError (``file:line``) for a malformed line or an example whose
-    ``meta.env`` is a held-out RestBench environment."""
-    if role not in ROLES:
-        raise ConfigError(f"--role {role!r}: expected one of {', '.join(ROLES)}")
+    assistant's target; ReAct's also ``"tools"``). ``data`` may name several directories, comma-separated (the
+    TMDB and the Spotify data of one student), read in that order. Raises InputError (``file:line``) for a
+    malformed line or an example of a held-out test task (:func:`taskbench.envs.heldout.held_out_reason`)."""
+    if role not in TRAINED_ROLES:
+        raise ConfigError(f"--role {role!r}: expected one of {', '.join(TRAINED_ROLES)}")
+    parts = [p for p in str(data).split(",") if p.strip()]
+    if len(parts) > 1:
+        return [row for part in parts for row in load_examples(part.strip(), role)]
     path = Path(data) / f"{role}.jsonl"
     if not path.is_file():
         raise InputError(f"no {role}.jsonl in the data directory", path=Path(data),
@@ -48,7 +56,10 @@ def load_examples(data: str | Path, role: str) -> list[dict[str, Any]]:
                                  "queries, our own tasks and their (entity, path) pairs are never training data",
                                  path=path, line=n, hint="rebuild the data with `taskbench agents span-data --tasks` "
                                  "from a generated task file, or `export-sft --select`")
-            out.append({"messages": msgs, "meta": meta})
+            example: dict[str, Any] = {"messages": msgs, "meta": meta}
+            if isinstance(row.get("tools"), list):
+                example["tools"] = row["tools"]
+            out.append(example)
     if not out:
         raise InputError(f"{role}.jsonl holds no examples", path=path)
     return out
@@ -71,4 +82,4 @@ def cap_repeats(rows: list[dict[str, Any]], most: int | None, seed: int = 0) -> 
     return [r for i, r in enumerate(rows) if i in keep], len(rows) - len(keep)
 
 
-__all__ = ["cap_repeats", "load_examples"]
+__all__ = ["TRAINED_ROLES", "cap_repeats", "load_examples"]
