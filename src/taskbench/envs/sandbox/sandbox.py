@@ -15,7 +15,7 @@ from typing import Any
 from ..._loop import LoopThread
 from ...errors import ConfigError, SandboxUnavailableError
 from ...schema import CodeError, ToolCall, ToolResult, ToolSpec, python_names
-from ._supervisor import SETUP_FAILED, check_report
+from ._supervisor import FILES_PER_MB, SETUP_FAILED, check_report
 from .backend import SANDBOX_UID, as_root, bwrap_path, bwrap_version, interpreter
 from .channel import ToolHandler
 from .models import LIMIT_NAMES, LimitName, SandboxLimits, SandboxResult, SandboxStatus
@@ -137,10 +137,11 @@ class Sandbox:
                     self._worker = None
                     await asyncio.shield(worker.close())
                     raise
-                # a worker the run changed (or could not be wiped after it) is replaced; so is one whose child
-                # could not set itself up: the code did not start, so it runs once more on a fresh worker
+                # a worker whose child could not set itself up is replaced: the code did not start, so it runs
+                # once more on a fresh worker (one the run changed, or that could not be wiped after it, is
+                # replaced before the next run: see _ensure_worker)
                 setup_failed = _setup_failed(frame) and not calls
-                if not self.warm or not worker.alive or frame_error(frame) or frame.get("tainted") or setup_failed:
+                if not self.warm or not worker.alive or frame_error(frame) or setup_failed:
                     await worker.close()
                     self._worker = None
                 if not (setup_failed and attempt == 0):
@@ -151,8 +152,9 @@ class Sandbox:
 
     async def _ensure_worker(self, limits: SandboxLimits) -> Worker:
         worker = self._worker
-        if worker is not None and (not worker.alive or worker.disk_mb != limits.disk_mb):
-            await worker.close()
+        if worker is not None and (not worker.alive or worker.disk_mb != limits.disk_mb
+                                   or await worker.settle() is not None):
+            await worker.close()  # gone, of another disk size, or changed by the last run (or not wiped after it)
             worker = self._worker = None
         if worker is None:
             bwrap = None
@@ -270,9 +272,12 @@ def _limits(base: SandboxLimits, override: SandboxLimits | Mapping[str, Any] | N
         raise ConfigError(f"bad sandbox limits: {exc}".splitlines()[0]) from exc
 
 
-def _limit_message(limit: str, limits: SandboxLimits, error: dict[str, Any] | None) -> str:
+def _limit_message(limit: str, limits: SandboxLimits, error: dict[str, Any] | None, reason: str | None = None) -> str:
     kind = (error or {}).get("type", "")
     detail = (error or {}).get("message", "")
+    if limit == "output" and reason:  # the supervisor's own measure: the scratch directories' files cap
+        return (f"disk limit exceeded ({limits.disk_mb} MB and {limits.disk_mb * FILES_PER_MB} files per scratch "
+                f"directory): {reason}")
     if limit == "cpu":
         return f"CPU time limit exceeded ({limits.cpu_seconds:g} s): the code was stopped; make it do less work"
     if limit == "wall":
@@ -362,7 +367,9 @@ def build_result(
     code_error: CodeError | None = None
     if limit:
         base = error or {}
-        code_error = CodeError(type="LimitExceeded", message=_limit_message(limit, limits, error),
+        reason = frame.get("limit_reason") if limit == frame.get("limit") else None
+        code_error = CodeError(type="LimitExceeded", message=_limit_message(
+                                   limit, limits, error, str(reason)[:500] if reason else None),
                                line=base.get("line"), traceback=base.get("traceback"))
     elif lost:
         code_error = CodeError(type="SandboxError", message=lost)
