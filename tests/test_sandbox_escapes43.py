@@ -10,15 +10,25 @@ shows. Everything runs in the real bwrap sandbox, except the rendering test, whi
 
 from __future__ import annotations
 
+import asyncio
+import json
+import os
 import secrets
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
 
 import pytest
 
 from taskbench.envs.sandbox import Sandbox, SandboxLimits, sandbox_status
-from taskbench.schema import ToolResult
+from taskbench.schema import ToolCall, ToolResult
 
 STATUS = sandbox_status()
 needs_sandbox = pytest.mark.skipif(not STATUS.available, reason=f"no bwrap sandbox here: {STATUS.reason}")
+ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "tb-secret-" + secrets.token_hex(12)
 ECHO = [{"name": "echo", "description": "echo", "parameters": {"type": "object"}}]
 # The bounds these attacks run into (docs/sandbox.md): values of one call and of one run's calls, values of a
@@ -99,6 +109,196 @@ def test_pages_shared_after_fork_are_divided(box):
     assert out.ok and out.result == "ok", (out.limit, out.error, out.max_rss_mb)
 
 
+# ================================================================================================ 2: any string
+
+
+@needs_sandbox
+@pytest.mark.parametrize("code", [
+    'result = "\\ud800"',
+    'result = {"\\udfff": ["a\\ud800b"]}',
+    'raise ValueError("\\ud800")',
+    'print("\\ud800")\nimport sys\nsys.stderr.write("\\udc80")\nresult = 1',
+    'import os\nos.write(1, b"\\xed\\xa0\\x80")\nresult = "ok"',
+], ids=["result", "nested", "error", "stdout", "raw-bytes"])
+def test_a_lone_surrogate_does_not_kill_the_supervisor(box, code):
+    assert run(box, "result = 0").result == 0
+    worker = box._worker
+    out = run(box, code)
+    assert out.error is None or out.error.type != "SandboxError", out.error
+    json.loads(out.model_dump_json())  # the result survives being written
+    assert box._worker is worker  # its pid 1 is still the same
+    assert run(box, "result = 'next'").result == "next"
+
+
+@needs_sandbox
+def test_a_lone_surrogate_in_a_tool_name_or_arguments(box):
+    # through call_tool, and straight on the tool socket as JSON escapes
+    raw = (b'{"name": "\\ud800x", "arguments": {"k\\udc00": "v\\ud800", "b": "\xed\xa0\x80"}}\n')
+    out = run(box, 'try:\n    call_tool("\\ud800x", {"k\\udc00": "v\\ud800"})\nexcept ToolError:\n    pass\n'
+                   'import socket\ns = socket.socket(socket.AF_UNIX)\ns.connect("/run/taskbench/tools.sock")\n'
+                   f's.sendall({raw!r})\nreply = s.makefile("rb").readline()\n'
+                   'result = [echo(s="\\udfff"), reply.decode("ascii")]')
+    assert out.ok, out.error
+    text = out.model_dump_json()
+    json.loads(text)
+    assert len(out.calls) == 3 and "\ufffd" in text, text[:300]
+
+
+@needs_sandbox
+def test_a_lone_surrogate_in_the_code_itself(box):
+    out = run(box, "x = '\ud800'\nresult = 1")  # a real surrogate character in the code the caller passes
+    json.loads(out.model_dump_json())
+    assert out.error is None or out.error.type != "SandboxError", out.error
+
+
+@needs_sandbox
+def test_a_forged_report_with_surrogates(box):
+    forge = ("import os, sys\nsys.stdout.flush()\nfd = max(int(f) for f in os.listdir('/proc/self/fd'))\n"
+             "os.write(fd, b'{\"error\": {\"type\": \"E\\\\ud800\", \"message\": \"\\xed\\xa0\\x80\", \"line\": 1, "
+             "\"traceback\": null}, \"result\": \"\\\\\"\\\\\\\\ud800\\\\\"\", \"limit\": null}')\nos._exit(0)\n")
+    assert run(box, "result = 0").result == 0
+    worker = box._worker
+    out = run(box, forge)
+    json.loads(out.model_dump_json())
+    assert out.error is not None and out.error.type != "SandboxError", out.error
+    assert box._worker is worker
+
+
+@needs_sandbox
+def test_cli_json_survives_a_surrogate_tool_name():
+    code = 'try:\n    call_tool("\\ud800")\nexcept Exception:\n    pass\nresult = "\\udbff"\n'
+    proc = subprocess.run([sys.executable, "-m", "taskbench", "sandbox", "run", "-", "--json"], input=code,
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    data = json.loads(proc.stdout)
+    assert len(data["calls"]) == 1 and data["result"] is not None
+
+
+# ================================================================================================ 3: amplification
+
+
+@needs_sandbox
+def test_values_per_call_are_capped_before_parsing():
+    # 1 MB of `{}` is 250k Python dicts on the host (and a copy in each ToolCall): 16 such calls were 723 MB
+    kept: list[ToolCall] = []
+
+    def keep(call):
+        kept.append(call)
+        return {"ok": True}
+
+    with Sandbox(keep, ECHO, limits=SandboxLimits(wall_seconds=30)) as sb:
+        out = sb.run_sync("ok = refused = 0\nfor i in range(5):\n    try:\n        echo(v=[{}] * 250_000)\n"
+                          "        ok += 1\n    except ToolError as e:\n        refused += 1\n        why = e.error\n"
+                          "result = [ok, refused, why if refused else '']")
+    held = sum(values(c.arguments) for c in kept)
+    assert out.result[:2] == [0, 5] and held == 0, (out.result, held)
+    assert "values" in out.result[2], out.result
+
+
+@needs_sandbox
+def test_values_per_run_are_capped_before_parsing():
+    kept: list[ToolCall] = []
+
+    def keep(call):
+        kept.append(call)
+        return {"ok": True}
+
+    with Sandbox(keep, ECHO, limits=SandboxLimits(wall_seconds=30)) as sb:
+        code = ("ok = refused = 0\nfor i in range(12):\n    try:\n        echo(v=[{}] * 40_000)\n        ok += 1\n"
+                "    except ToolError:\n        refused += 1\nresult = [ok, refused]")
+        first = sb.run_sync(code)
+        second = sb.run_sync(code)  # the cap is per run: the next run has its own
+    held = sum(values(c.arguments) for c in kept)
+    # each call is 40,004 values (the call, its name, its arguments, the list and 40,000 dicts): four fit a run
+    assert first.result == second.result == [4, 8], (first.result, second.result)
+    assert held <= 2 * RUN_VALUES, held
+
+
+def test_values_are_counted_exactly_without_parsing():
+    import random
+
+    from taskbench.envs.sandbox._json import count_values
+
+    rng = random.Random(43)
+    scalars = [1, 2.5, None, True, "", "a,[{}]", '\\', 'x"y', '"""', "\u00e9[,", ":", "[]{}"]
+
+    def gen(depth=0):
+        r = rng.random()
+        if depth > 5 or r < 0.3:
+            return rng.choice(scalars)
+        if r < 0.65:
+            return [gen(depth + 1) for _ in range(rng.randint(0, 5))]
+        return {rng.choice(["k", "[", ",", 'q"', "\\", "{}", ":"]) + str(i): gen(depth + 1)
+                for i in range(rng.randint(0, 4))}
+
+    for _ in range(2000):
+        value = gen()
+        for style in ({}, {"indent": 1}, {"separators": (",", ":")}, {"ensure_ascii": False}):
+            text = json.dumps(value, **style).encode()
+            assert count_values(text) == values(value), text
+            assert (count_values(text, 10) > 10) == (values(value) > 10), text
+    assert count_values(json.dumps([""] * 300_000).encode(), CALL_VALUES) > CALL_VALUES
+
+
+@needs_sandbox
+def test_values_of_a_result_are_capped(box):
+    out = run(box, "result = [{}] * 300_000")
+    assert out.result is None and out.error is not None and out.error.type == "ResultError", out.error
+    assert "values" in out.error.message
+    assert run(box, "result = list(range(100_000))").result[-1] == 99_999
+
+
+# ================================================================================================ 4: sync handlers
+
+
+@needs_sandbox
+def test_a_sync_handler_does_not_hold_the_host_past_the_wall_limit():
+    release = threading.Event()
+
+    def stuck(call):  # a plain function: it runs in a thread the host cannot stop
+        release.wait(12)
+        return {"late": True}
+
+    async def main():
+        async with Sandbox(stuck, ECHO, limits=SandboxLimits(wall_seconds=1)) as sb:
+            return await sb.run("result = echo()")
+
+    start = time.monotonic()
+    try:
+        out = asyncio.run(main())
+        elapsed = time.monotonic() - start
+    finally:
+        release.set()
+    assert out.limit == "wall", (out.limit, out.error)
+    assert elapsed < 6, elapsed  # 1 s of wall time, sandbox start and stop; before: the handler's 12 s
+
+
+@needs_sandbox
+def test_stuck_sync_handlers_are_capped():
+    release = threading.Event()
+    calls = []
+
+    def stuck(call):
+        calls.append(call)
+        release.wait(30)
+        return {"late": True}
+
+    code = ("import threading\nerrors = []\n"
+            "def one():\n    try:\n        echo()\n    except ToolError as e:\n        errors.append(e.error)\n"
+            "threads = [threading.Thread(target=one) for _ in range(12)]\n"
+            "for t in threads:\n    t.start()\nimport time\ntime.sleep(5)\n")
+    before = threading.active_count()
+    try:
+        with Sandbox(stuck, ECHO, limits=SandboxLimits(wall_seconds=0.8)) as sb:
+            outs = [sb.run_sync(code) for _ in range(4)]  # each run leaves up to 12 calls stuck in the handler
+            during = threading.active_count() - before
+    finally:
+        release.set()
+    assert all(o.limit == "wall" for o in outs), [o.limit for o in outs]
+    assert during <= 32 + 2 and len(calls) <= 32, (during, len(calls))  # 32 handler threads, the loop, a spare
+
+
 # ================================================================================================ 5: warm memory
 
 
@@ -143,6 +343,47 @@ def test_the_fork_server_outlives_what_a_run_does_to_it(box, sig):
     for i in range(2):
         assert run(box, f"result = {i}").result == i
     assert box._worker is worker
+
+
+# ================================================================================================ 7: relay
+
+
+@needs_sandbox
+def test_connections_through_an_allowed_port_are_capped():
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.bind(("127.0.0.1", 0))
+    server.listen(512)
+    server.settimeout(0.2)
+    port = server.getsockname()[1]
+    accepted: list[socket.socket] = []
+    done = threading.Event()
+
+    def accept():
+        while not done.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            accepted.append(conn)
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    # straight to the relay's Unix socket (it is bound into the sandbox), bypassing the in-sandbox listener
+    code = (f"import socket, time\nconns = []\nfor i in range(120):\n"
+            f"    s = socket.socket(socket.AF_UNIX)\n    s.connect('/run/taskbench/port-{port}.sock')\n"
+            "    s.sendall(b'x')\n    conns.append(s)\ntime.sleep(2)\nresult = len(conns)")
+    try:
+        with Sandbox(allow_ports=[port], limits=SandboxLimits(wall_seconds=15, open_files=256)) as sb:
+            out = sb.run_sync(code)
+        time.sleep(0.3)
+    finally:
+        done.set()
+        thread.join(2)
+        for conn in accepted:
+            conn.close()
+        server.close()
+    assert out.ok, out.error
+    assert len(accepted) <= 32, len(accepted)
 
 
 # ================================================================================================ 8: sampler

@@ -15,6 +15,7 @@ from typing import Any
 from ..._loop import LoopThread
 from ...errors import ConfigError, SandboxUnavailableError
 from ...schema import CodeError, ToolCall, ToolResult, ToolSpec, python_names
+from ._json import clean, clean_text, count_values, may_hold_surrogates
 from ._supervisor import FILES_PER_MB, SETUP_FAILED, check_report
 from .backend import SANDBOX_UID, as_root, bwrap_path, bwrap_version, interpreter
 from .channel import ToolHandler
@@ -301,6 +302,7 @@ def _setup_failed(frame: dict[str, Any]) -> bool:
 
 
 MAX_DEPTH = 100  # levels of nesting of a result value
+MAX_RESULT_VALUES = 200_000  # JSON values in a result, counted before it is parsed
 
 
 def _depth(value: Any) -> int:
@@ -317,14 +319,18 @@ def _depth(value: Any) -> int:
 
 
 def _load_result(text: str) -> tuple[Any, str | None]:
-    """The result value from its JSON text, or why it cannot be had."""
+    """The result value from its JSON text (a lone surrogate in it becomes U+FFFD), or why it cannot be had."""
+    data = text.encode("utf-8", "surrogatepass")
+    if count_values(data, MAX_RESULT_VALUES) > MAX_RESULT_VALUES:
+        return None, (f"the result holds more than {MAX_RESULT_VALUES} JSON values; return less (a summary, or "
+                      "write the data to a file and return its name)")
     try:
-        value = json.loads(text)
+        value = json.loads(data)
     except (ValueError, RecursionError):
         return None, "the result could not be read back as JSON"
     if _depth(value) > MAX_DEPTH:
         return None, f"the result is nested more than {MAX_DEPTH} levels deep"
-    return value, None
+    return (clean(value) if may_hold_surrogates(data) else value), None
 
 
 def _number(value: Any) -> float | None:
@@ -348,6 +354,8 @@ def build_result(
     report: dict[str, Any] = raw if problem is None else {
         "error": {"type": "ReportError", "message": f"the run's report could not be read: {problem}"}}
     error: dict[str, Any] | None = report.get("error")
+    if error is not None:  # its strings come from the code's process: a lone surrogate becomes U+FFFD
+        error = {k: clean_text(v) if isinstance(v, str) else v for k, v in error.items()}
     limit: LimitName | None = None
     for candidate in (frame.get("limit"), report.get("limit")):
         if limit is None and candidate in LIMIT_NAMES:
@@ -369,7 +377,7 @@ def build_result(
         base = error or {}
         reason = frame.get("limit_reason") if limit == frame.get("limit") else None
         code_error = CodeError(type="LimitExceeded", message=_limit_message(
-                                   limit, limits, error, str(reason)[:500] if reason else None),
+                                   limit, limits, error, clean_text(str(reason)[:500]) if reason else None),
                                line=base.get("line"), traceback=base.get("traceback"))
     elif lost:
         code_error = CodeError(type="SandboxError", message=lost)
@@ -389,7 +397,7 @@ def build_result(
         value, why = _load_result(report["result"])
         if why is not None and code_error is None:
             code_error = CodeError(type="ResultError", message=why)
-    stdout, stderr = (str(frame[k]) if isinstance(frame.get(k), str) else "" for k in ("stdout", "stderr"))
+    stdout, stderr = (clean_text(frame[k]) if isinstance(frame.get(k), str) else "" for k in ("stdout", "stderr"))
     return SandboxResult(
         stdout=stdout, stderr=stderr, result=value, error=code_error,
         limit=limit, calls=calls, results=results, seconds=round(seconds, 6), cpu_seconds=cpu,
