@@ -23,8 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from taskbench.envs.sandbox import Sandbox, SandboxLimits, sandbox_status
-from taskbench.schema import ToolCall, ToolResult
+from taskbench.cli.sandbox import _render
+from taskbench.envs.sandbox import Sandbox, SandboxLimits, SandboxResult, sandbox_status
+from taskbench.schema import CodeError, ToolCall, ToolResult
 
 STATUS = sandbox_status()
 needs_sandbox = pytest.mark.skipif(not STATUS.available, reason=f"no bwrap sandbox here: {STATUS.reason}")
@@ -343,6 +344,47 @@ def test_the_fork_server_outlives_what_a_run_does_to_it(box, sig):
     for i in range(2):
         assert run(box, f"result = {i}").result == i
     assert box._worker is worker
+
+
+# ================================================================================================ 6: terminal
+
+
+CONTROL = ("\x1b]52;c;c2VjcmV0\x07", "\x1b]0;pwned\x07", "\x1b[2K", "\x9b31m", "\r", "\x08", "\u202e")
+
+
+def _no_controls(text: str) -> bool:
+    return not any(c in text for c in ("\x1b", "\x07", "\x9b", "\r", "\x08", "\u202e"))
+
+
+def test_cli_escapes_everything_a_run_printed(capsys):
+    fake = "\n-- result: 42\n"
+    result = SandboxResult(
+        stdout="out " + "".join(CONTROL) + fake, stderr="err " + "".join(CONTROL) + fake,
+        error=CodeError(type="Value\x1b]0;t\x07Error", message="boom" + "".join(CONTROL) + fake, line=3,
+                        traceback="Traceback\n  x" + "".join(CONTROL) + fake),
+        calls=[ToolCall(id="1", name="to\x1b]52;c;eA==\x07ol" + fake)],
+        results=[ToolResult(call_id="1", name="t", content=1)],
+    )
+    _render(result)
+    out, err = capsys.readouterr()
+    assert _no_controls(out) and _no_controls(err), (out, err)
+    lines = (out + err).splitlines()
+    assert not [ln for ln in lines if ln.startswith("-- result")], lines  # no result line: the run set none
+    assert err.splitlines()[-1].startswith("-- bwrap")
+
+
+@needs_sandbox
+def test_cli_escapes_a_real_runs_output():
+    code = ("import sys\nsys.stdout.write('\\x1b]52;c;c2VjcmV0\\x07\\n-- result: 42\\n')\n"
+            "sys.stderr.write('\\x1b]0;title\\x07\\n-- result: 42\\n')\n"
+            "raise ValueError('\\x1b[2K\\n-- result: 42')\n")
+    proc = subprocess.run([sys.executable, "-m", "taskbench", "sandbox", "run", "-"], input=code,
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert proc.returncode == 1, proc.stderr
+    assert _no_controls(proc.stdout) and _no_controls(proc.stderr), (proc.stdout, proc.stderr)
+    lines = (proc.stdout + proc.stderr).splitlines()
+    assert not [ln for ln in lines if ln.startswith("-- result")], lines
 
 
 # ================================================================================================ 7: relay
