@@ -50,6 +50,16 @@ def box():
     sb.close()
 
 
+TRY = (
+    "def attempt(fn):\n"
+    "    try:\n"
+    "        fn()\n"
+    "        return 'DONE'\n"
+    "    except OSError as e:\n"
+    "        return __import__('errno').errorcode.get(e.errno, str(e.errno))\n"
+)
+
+
 def run(box, code, **limits):
     return box.run_sync(code, limits=limits or None)
 
@@ -344,6 +354,12 @@ def test_the_fork_server_outlives_what_a_run_does_to_it(box, sig):
     for i in range(2):
         assert run(box, f"result = {i}").result == i
     assert box._worker is worker
+    # the fork server, fresh or not, is as closed to the run as the supervisor: its memory and descriptors
+    probe = TRY + ("import os\nme = os.getpid()\n"
+                   "others = [p for p in os.listdir('/proc') if p.isdigit() and int(p) not in (1, me)]\n"
+                   "result = [[attempt(lambda: open(f'/proc/{p}/mem', 'r+b').close()),\n"
+                   "           attempt(lambda: os.listdir(f'/proc/{p}/fd'))] for p in others]")
+    assert run(box, probe).result == [["EACCES", "EACCES"]]
 
 
 # ================================================================================================ 6: terminal

@@ -567,6 +567,7 @@ def _fork_server(sock: socket.socket, hello: dict[str, Any], sup_pid: int) -> No
     keep = sock.fileno()
     os.closerange(3, keep)  # the control socket and everything else of the supervisor's
     os.closerange(keep + 1, 1 << 16)
+    _dumpable(0)  # as the supervisor: a run cannot read or write its memory (an exec made a fresh one dumpable)
     _prctl(1, signal.SIGKILL)  # dies with the supervisor
     if os.getppid() != sup_pid:
         os._exit(0)
