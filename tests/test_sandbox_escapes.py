@@ -149,7 +149,8 @@ def test_code_cannot_read_init_memory_or_signal_it_away(box):
     out = run(box, code)
     assert out.result == ["EACCES", "EACCES"], out.result
     again = run(box, "import os\nresult = [os.getppid(), len([p for p in os.listdir('/proc') if p.isdigit()])]")
-    assert again.ok and again.result == [1, 2], again  # init is the supervisor, and nothing else is left
+    # init is the supervisor; besides it only its fork server (which never holds run data) and this run
+    assert again.ok and again.result == [1, 3], again
 
 
 # ================================================================================================ 3: memory
@@ -254,7 +255,8 @@ def test_renice_the_supervisor_does_not_last(box):
                   "          attempt(lambda: os.sched_setaffinity(os.getppid(), {0}))]")
     first = run(box, code)
     out = run(box, "import os\nresult = [os.getpriority(os.PRIO_PROCESS, 0), len(os.sched_getaffinity(0))]")
-    assert out.result == [0, len(os.sched_getaffinity(0))], (first.result, out.result)
+    # the priority the sandbox started with is this process's own (the tests may run under nice)
+    assert out.result == [os.getpriority(os.PRIO_PROCESS, 0), len(os.sched_getaffinity(0))], (first.result, out.result)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="poisons the worker from the host through /proc/PID/root (root only)")
@@ -263,6 +265,7 @@ def test_a_worker_whose_setup_fails_is_replaced(box):
     # process cannot set itself up; the run is retried once on a fresh worker (the code had not started)
     assert run(box, "result = 1").result == 1
     worker = box._worker
+    box._runner.run(worker.settle())  # the supervisor's cleanup after that run is over (it would repair this)
     os.chmod(f"/proc/{worker.init_pid}/root/work", 0)
     out = run(box, "result = 2")
     assert out.ok and out.result == 2, out.error
@@ -388,7 +391,8 @@ def test_big_calls_are_refused_and_not_kept(box):
 
 def test_a_deep_frame_gets_an_error_reply(box):
     code = ("import socket\ns = socket.socket(socket.AF_UNIX)\ns.connect('/run/taskbench/tools.sock')\n"
-            "s.sendall(b'{\"name\": \"echo\", \"arguments\": {\"a\": ' + b'[' * 100000 + b']' * 100000 + b'}}\\n')\n"
+            # 10,000 levels: under the cap on values per call (which refuses a deeper one before it is parsed)
+            "s.sendall(b'{\"name\": \"echo\", \"arguments\": {\"a\": ' + b'[' * 10000 + b']' * 10000 + b'}}\\n')\n"
             "s.settimeout(5)\nreply = s.makefile('rb').readline()\n"
             "result = reply.decode() if reply else 'NO REPLY'")
     out = run(box, code)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,11 +30,13 @@ def run_command(
     ),
     timeout: float = typer.Option(30.0, "--timeout", min=0.01, help="Wall-clock limit, seconds (tool calls included)."),
     cpu: float = typer.Option(10.0, "--cpu", help="CPU-time limit, seconds."),
-    memory: int = typer.Option(512, "--memory", help="Memory (address-space) limit, MB."),
+    memory: int = typer.Option(512, "--memory", help="Memory limit, MB: each process's address space, and all the "
+                               "run's processes and scratch files (inodes included) together."),
     processes: int = typer.Option(32, "--processes", help="Processes + threads the code may have at once."),
     open_files: int = typer.Option(64, "--files", help="Open file descriptors per process."),
     output: int = typer.Option(1_000_000, "--max-output", help="Bytes of stdout + stderr kept; past it the run stops."),
-    disk: int = typer.Option(64, "--disk", help="Size of the scratch directories /work and /tmp, MB."),
+    disk: int = typer.Option(64, "--disk", help="Size of each scratch directory (/work, /tmp, /dev/shm), MB; "
+                             "each holds at most 256 files per MB."),
     result_var: str = typer.Option("result", "--result-var", help="Variable whose value is the run's result."),
     env: str | None = typer.Option(
         None, "--env", "-e", help="Give the code the tools of this environment (e.g. restbench-tmdb, "
@@ -57,7 +60,9 @@ def run_command(
     and one function per tool of --env are defined (see docs/sandbox.md).
 
     Without --json, the code's stdout goes to stdout and the summary (result, error with its line, limit, tool
-    calls, seconds) to stderr.
+    calls, seconds) to stderr. Everything that comes from the run is printed with its control characters
+    escaped (\\x1b...), and a line of its output that starts with '--' gets a backslash, so the code can
+    neither drive your terminal nor fake a summary line; --json prints ASCII JSON (the exact text, escaped).
 
     Examples:
 
@@ -92,7 +97,13 @@ def run_command(
         typer.echo("taskbench: warning: --unsafe-local: the code runs unconfined, as you", err=True)
     result = _run(code, limits, allow_port, result_var, env, unsafe_local)
     if as_json:
-        typer.echo(result.model_dump_json(indent=2))
+        import json
+
+        from ..dataset.jsonio import model_json
+
+        # ASCII JSON: no character of the run's reaches the terminal raw (control characters, bidirectional
+        # overrides and every other non-ASCII character are \u escapes; a lone surrogate in a tool's answer too)
+        typer.echo(json.dumps(model_json(result), indent=2))
     else:
         _render(result)
     raise typer.Exit(_exit_code(result))
@@ -149,28 +160,54 @@ def _exit_code(result: SandboxResult) -> int:
     return 0
 
 
+# Characters of a run's text that a terminal would act on rather than show: C0 controls (ESC starts the sequences
+# that set the title, write the clipboard (OSC 52), move the cursor or erase lines; CR and BS overwrite), DEL,
+# C1 controls (0x9b is a CSI of its own), bidirectional overrides and isolates (they reorder what is shown), line
+# and paragraph separators, and lone surrogates. Newlines and tabs stay in multi-line text only.
+_UNSAFE = "\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff"
+_UNSAFE_LINE = re.compile(f"[\t\n{_UNSAFE}]")
+_UNSAFE_TEXT = re.compile(f"[{_UNSAFE}]")
+_SUMMARY_LIKE = re.compile(r"^--", re.M)
+
+
+def _shown(text: str, *, lines: bool = False) -> str:
+    """Text from a run (the code's output, its error, tool names), safe to print: each character a terminal
+    would act on becomes a backslash escape (``\\x1b``, ``\\u202e``); in multi-line text a line that starts
+    like a line of the summary (``--``) gets a backslash in front, so the code cannot fake one."""
+    def escape(m: re.Match[str]) -> str:
+        code = ord(m.group())
+        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+    if not lines:
+        return _UNSAFE_LINE.sub(escape, text)
+    return _SUMMARY_LIKE.sub(r"\\--", _UNSAFE_TEXT.sub(escape, text))
+
+
 def _render(result: SandboxResult) -> None:
+    """The run for a person: the code's stdout on stdout, its stderr and the summary (lines starting with
+    ``--``) on stderr; everything that came from the run goes through :func:`_shown`."""
     import json
 
     if result.stdout:
-        sys.stdout.write(result.stdout)
+        sys.stdout.write(_shown(result.stdout, lines=True))
         sys.stdout.flush()
     err = sys.stderr
     if result.stderr:
-        err.write(result.stderr if result.stderr.endswith("\n") else result.stderr + "\n")
+        text = _shown(result.stderr, lines=True)
+        err.write(text if text.endswith("\n") else text + "\n")
     if result.truncated:
         err.write("-- output truncated at the output limit\n")
     if result.error is not None:
         where = f" at line {result.error.line}" if result.error.line else ""
         if result.error.traceback and result.error.type != "LimitExceeded":
-            err.write(result.error.traceback.rstrip("\n") + "\n")
-        err.write(f"-- error{where}: {result.error.type}: {result.error.message}\n")
+            err.write(_shown(result.error.traceback, lines=True).rstrip("\n") + "\n")
+        err.write(f"-- error{where}: {_shown(result.error.type)}: {_shown(result.error.message)}\n")
     if result.limit:
         err.write(f"-- limit: {result.limit}\n")
     if result.result is not None:
-        err.write(f"-- result: {json.dumps(result.result, ensure_ascii=False)[:4000]}\n")
+        err.write(f"-- result: {_shown(json.dumps(result.result, ensure_ascii=False)[:4000])}\n")
     if result.calls:
-        names = ", ".join(result.tool_calls[:10]) + (" ..." if len(result.calls) > 10 else "")
+        names = ", ".join(_shown(n) for n in result.tool_calls[:10]) + (" ..." if len(result.calls) > 10 else "")
         err.write(f"-- tool calls: {len(result.calls)} ({names})\n")
     usage = [f"{result.seconds:.3f} s"]
     if result.cpu_seconds is not None:

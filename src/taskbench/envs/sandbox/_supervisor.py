@@ -3,27 +3,35 @@
 Standard library only, Python >= 3.8, and it never imports taskbench: it runs on the sandbox's interpreter
 with no site-packages, and is mounted into the sandbox as a single read-only file.
 
-Protocol (one JSON object per line on the control socket, fd given by ``--control FD``):
+Protocol (one JSON object per line on the control socket, fd given by ``--control FD``; the supervisor writes
+ASCII JSON, so that any string the code produced, a lone surrogate included, can be sent):
 
     parent -> {"op": "hello", "pidns": true, "scratch": ["/work", "/tmp", "/dev/shm"], "workdir": "/work",
                "tools_socket": "/run/taskbench/tools.sock", "ports": [[8000, "/run/taskbench/port-8000.sock"]]}
-    sup    -> {"op": "ready", "python": "3.11.7", "pid": 2}
+    sup    -> {"op": "ready", "python": "3.11.7", "pid": 1}
     parent -> {"op": "run", "id": 1, "code": "...", "result_var": "result", "tools": [...], "limits": {...},
                "files": {"data.csv": "<base64>"}}
     sup    -> {"op": "done", "id": 1, "stdout": "...", "stderr": "...", "report": {...} | null, "limit": ...,
-               "status": {...}, "cpu_seconds": 0.01, "max_rss_kb": 9000, "seconds": 0.003,
-               "tainted": null | "why this supervisor must not serve another run"}
+               "limit_reason": null | "...", "status": {...}, "cpu_seconds": 0.01, "max_rss_kb": 9000,
+               "seconds": 0.003}
+    sup    -> {"op": "clean", "id": 1, "tainted": null | "why this supervisor must not serve another run"}
     parent -> {"op": "exit"}
 
-Each snippet runs in a child forked from this process, so it starts from the same clean interpreter state;
-afterwards every process it left behind is killed (``kill(-1)`` inside the sandbox's own PID namespace, its
-process group otherwise), the scratch directories are emptied (locked directories included) and their modes
-and extended attributes restored, and SysV IPC objects left in the sandbox's IPC namespace are removed. The
-child reports its result on a private pipe; the supervisor enforces the wall-time, output and memory limits
-(memory: every process of the run, by proportional set size, plus the scratch tmpfs, sampled every
-``SAMPLE`` seconds) and reads the child's exit status and usage. It then checks its own state (limits,
-priority, CPU affinity, scratch directories) against what it was at the start; a difference it cannot undo
-marks it ``tainted``, and the parent replaces it.
+The answer to a run comes as soon as its processes are killed; the cleanup (reaping them, emptying the scratch,
+checking state) follows, and its outcome comes as ``clean``, which the parent reads before its next run.
+
+Each snippet runs in a process forked by the *fork server*, a process the supervisor forks once at the start,
+before any run, and that never holds run data: so each run starts from the same clean interpreter state, and
+nothing of an earlier run's code, output or result is in the memory it inherits (the supervisor handles all of
+those). The run's process reads its job from a pipe. Afterwards every process the run left behind is killed
+(every process of the sandbox's own PID namespace but the supervisor and the fork server; its process group
+otherwise), the scratch directories are emptied (locked directories included) and their modes and extended
+attributes restored, and SysV IPC objects left in the sandbox's IPC namespace are removed. The child reports its
+result on a private pipe; the supervisor's one loop enforces the wall-time, output and memory limits (memory:
+the anonymous and shared memory of every process of the run plus the scratch tmpfs, blocks and inodes, sampled
+every ``SAMPLE`` seconds; see ``_Memory``) and the files cap of the scratch directories. It then checks its own
+state and the fork server's (limits, priority, CPU affinity, scratch directories) against what they were at the
+start; a difference it cannot undo marks it ``tainted``, and the parent replaces it.
 
 In the bwrap sandbox this process is pid 1 (``bwrap --as-pid-1``): not dumpable, and, as a namespace's init,
 deaf to every signal from inside that it has no handler for (it has none: SIGINT is ignored too).
@@ -31,6 +39,7 @@ deaf to every signal from inside that it has no handler for (it has none: SIGINT
 
 from __future__ import annotations
 
+import array
 import builtins
 import errno
 import io
@@ -64,9 +73,14 @@ _signal = signal.signal
 GRACE = 0.5  # seconds between the child's own wall-time alarm and the supervisor's SIGKILL
 READ = 65536
 SAMPLE = 0.02  # seconds between two samples of the run's memory
+SAMPLE_BUDGET = 0.02  # CPU seconds one sample may spend dividing shared pages (reading smaps_rollup)
+SLOW_READ = 0.002  # CPU seconds past which a process's smaps_rollup is too slow to read again in this run
+INODE_KB = 1  # KB of memory charged per inode unit of the scratch tmpfs (the kernel's own estimate, 1 KB)
+FILES_PER_MB = 256  # inode units per MB of a scratch directory's size (one per 4 KB, as a file system)
 MESSAGE_MAX = 4000  # characters of an error message in a report (longer ones are cut by the child)
 TRACEBACK_MAX = 20000  # characters of a traceback in a report
 LIMITS = ("cpu", "wall", "memory", "processes", "files", "output")
+SCRIPT = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else ""  # this file, to start it afresh
 
 
 # ================================================================================================ child side
@@ -117,7 +131,10 @@ class _Client:
             payload = json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
         except (TypeError, ValueError) as exc:
             raise TypeError(f"arguments of {name!r} must be JSON values: {exc}") from None
-        data = payload.encode("utf-8") + b"\n"
+        try:
+            data = payload.encode("utf-8") + b"\n"
+        except UnicodeEncodeError:  # a lone surrogate: sent as its JSON escape (it arrives as U+FFFD)
+            data = json.dumps({"name": name, "arguments": arguments}).encode("ascii") + b"\n"
         if len(data) > self.max_call:
             raise ToolError(f"tool call larger than {self.max_call} bytes: refused", tool=name)
         try:
@@ -204,12 +221,16 @@ def _set_limits(limits: dict[str, Any], pidns: bool) -> None:
 
 
 def _tasks_in_namespace() -> int:
+    """Processes and threads alive in this PID namespace (a zombie, about to be reaped, does not count)."""
     n = 0
     for pid in os.listdir("/proc"):
         if pid.isdigit():
             try:
+                with open(f"/proc/{pid}/stat", "rb") as fh:
+                    if fh.read().rsplit(b")", 1)[1].split()[0] == b"Z":
+                        continue
                 n += len(os.listdir(f"/proc/{pid}/task"))
-            except OSError:
+            except (OSError, IndexError):
                 n += 1
     return n
 
@@ -478,8 +499,30 @@ def run_child(job: dict[str, Any], hello: dict[str, Any], result_fd: int) -> NoR
     _exit(0)
 
 
-def _child_entry(job: dict[str, Any], hello: dict[str, Any], out_w: int, err_w: int, res_w: int) -> NoReturn:
+def _child_entry(fds: list[int], hello: dict[str, Any], sup_pid: int, quiet: dict[int, Any]) -> NoReturn:
+    """The run's process, forked by the fork server: once it is the supervisor's child, it reads its job from the
+    job pipe (nothing of it was ever in the memory it was forked from) and runs it."""
     try:
+        out_w, err_w, res_w, job_r = fds
+        deadline = time.monotonic() + 5.0
+        while os.getppid() != sup_pid:  # the intermediate process is exiting: we become the supervisor's child
+            if time.monotonic() > deadline:
+                os._exit(SETUP_FAILED)
+            time.sleep(0.0002)
+        _prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: the code's process dies with its supervisor
+        if os.getppid() != sup_pid:
+            os._exit(SETUP_FAILED)
+        chunks = []
+        while True:
+            chunk = os.read(job_r, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        os.close(job_r)
+        job = json.loads(b"".join(chunks))
+        del chunks
+        for sig, handler in quiet.items():  # the dispositions the fork server changed, as the supervisor has them
+            signal.signal(sig, handler)
         os.setpgid(0, 0)
         os.dup2(out_w, 1)
         os.dup2(err_w, 2)
@@ -488,12 +531,9 @@ def _child_entry(job: dict[str, Any], hello: dict[str, Any], out_w: int, err_w: 
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         high = min(1023, soft - 1) if soft > 16 else 15
         os.dup2(res_w, high)
-        os.closerange(3, high)  # the control socket, the other pipes: nothing of the supervisor's is left
+        os.closerange(3, high)  # the pipes' other ends, the fork server's socket: nothing else is left
         os.closerange(high + 1, hard if 0 < hard < (1 << 20) else (1 << 20))
         _dumpable(1)
-        _prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: the code's process dies with its supervisor
-        if os.getppid() == 1 and not hello.get("pidns"):
-            os._exit(SETUP_FAILED)
         sys.stdin = open(0, encoding="utf-8", closefd=False)
         # unbuffered: what the code printed before it was killed is not lost
         sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8",
@@ -507,6 +547,264 @@ def _child_entry(job: dict[str, Any], hello: dict[str, Any], out_w: int, err_w: 
     except BaseException:
         os._exit(SETUP_FAILED)
     run_child(job, hello, high)
+
+
+# ================================================================================================ fork server
+
+
+def _quiet_signals() -> list[int]:
+    """Every signal the fork server ignores: all that can be caught, but SIGCHLD (it waits for its children) and
+    the harmless SIGCONT. Only SIGKILL and SIGSTOP then reach it, and the supervisor notices both."""
+    skip = {signal.SIGKILL, signal.SIGSTOP, signal.SIGCHLD, signal.SIGCONT}
+    return [int(s) for s in signal.valid_signals() if s not in skip]
+
+
+def _fork_server(sock: socket.socket, hello: dict[str, Any], sup_pid: int) -> NoReturn:
+    """Fork the run's processes. Started by the supervisor before any run, it never holds run data: a request is
+    one word and four descriptors; the job itself goes from the supervisor to the run's process through a pipe.
+    Each run's process is forked through an intermediate process that exits at once, so that it becomes the
+    supervisor's child (the supervisor is the namespace's init, or a subreaper without one)."""
+    keep = sock.fileno()
+    os.closerange(3, keep)  # the control socket and everything else of the supervisor's
+    os.closerange(keep + 1, 1 << 16)
+    _dumpable(0)  # as the supervisor: a run cannot read or write its memory (an exec made a fresh one dumpable)
+    _prctl(1, signal.SIGKILL)  # dies with the supervisor
+    if os.getppid() != sup_pid:
+        os._exit(0)
+    quiet: dict[int, Any] = {}
+    for sig in _quiet_signals():
+        try:
+            quiet[sig] = signal.getsignal(sig)
+            signal.signal(sig, signal.SIG_IGN)
+        except (OSError, ValueError, RuntimeError):
+            quiet.pop(sig, None)
+    quiet = {sig: (signal.SIG_DFL if handler is None else handler) for sig, handler in quiet.items()}
+    baseline = _own_state()
+    while True:
+        try:
+            msg, ancillary, _, _ = sock.recvmsg(16, socket.CMSG_SPACE(8 * array.array("i").itemsize))
+        except OSError:
+            os._exit(0)
+        if not msg:
+            os._exit(0)
+        fds = _received_fds(ancillary)
+        try:
+            if msg == b"fork" and len(fds) == 4:
+                _fork_run(sock, fds, hello, sup_pid, quiet)
+            elif msg == b"check":
+                now = _own_state()
+                changed = [key for key, value in baseline.items() if now.get(key) != value]
+                sock.send(("changed its " + ", ".join(changed)).encode() if changed else b"ok")
+        except OSError:
+            os._exit(0)
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+
+def _fork_run(sock: socket.socket, fds: list[int], hello: dict[str, Any], sup_pid: int,
+              quiet: dict[int, Any]) -> None:
+    try:
+        mid = os.fork()
+    except OSError:
+        sock.send(b"0")
+        return
+    if mid == 0:
+        pid = 0
+        try:
+            pid = os.fork()
+            if pid == 0:
+                _child_entry(fds, hello, sup_pid, quiet)
+        except BaseException:
+            pass
+        try:
+            sock.send(str(max(pid, 0)).encode())
+        finally:
+            os._exit(0)
+    os.waitpid(mid, 0)
+
+
+def _received_fds(ancillary: list[tuple[int, int, bytes]]) -> list[int]:
+    fds = array.array("i")
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(data[:len(data) - len(data) % fds.itemsize])
+    return list(fds)
+
+
+class ForkServer:
+    """The supervisor's side of the fork server."""
+
+    def __init__(self, pid: int, sock: socket.socket) -> None:
+        self.pid = pid
+        self.sock = sock
+        self.dead = False
+
+    @classmethod
+    def start(cls, hello: dict[str, Any], fresh: bool = False) -> ForkServer:
+        """Fork the fork server; ``fresh``: as a new interpreter (fork, then exec at once), for a supervisor
+        that has handled runs: nothing of its memory is then in the fork server's."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        sup_pid = os.getpid()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                ours.close()
+                if fresh:
+                    fd = theirs.fileno()
+                    os.set_inheritable(fd, True)
+                    os.closerange(3, fd)
+                    os.closerange(fd + 1, 1 << 16)
+                    os.execv(sys.executable, [sys.executable, "-I", "-S", "-B", SCRIPT, "--fork-server", str(fd)])
+                _fork_server(theirs, hello, sup_pid)
+            finally:
+                os._exit(0)
+        theirs.close()
+        if fresh:
+            try:
+                ours.send(json.dumps(hello).encode("ascii"))
+            except OSError:
+                pass
+        return cls(pid, ours)
+
+    def stop(self) -> None:
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+        except OSError:
+            pass
+        self.sock.close()
+        self.dead = True
+
+    def spawn(self, fds: list[int]) -> int | None:
+        """Fork a run's process with these pipe ends (stdout, stderr, report, job); its pid, or None."""
+        reply = self._ask(b"fork", fds, 10.0)
+        return int(reply) if reply and reply.isdigit() and int(reply) > 0 else None
+
+    def check(self) -> str | None:
+        """Why the fork server can serve no further run (the run killed it, stopped it, changed its limits)."""
+        if self.dead:
+            return "the run killed the fork server"
+        try:
+            os.kill(self.pid, signal.SIGCONT)  # the run may have stopped it
+        except OSError:
+            return "the run killed the fork server"
+        reply = self._ask(b"check", [], 5.0)
+        if reply == b"ok":
+            return None
+        return "the fork server " + (reply.decode("ascii", "replace") if reply else "stopped answering")
+
+    def _ask(self, word: bytes, fds: list[int], timeout: float) -> bytes | None:
+        if self.dead:
+            return None
+        try:
+            rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
+            self.sock.sendmsg([word], rights)
+            self.sock.settimeout(timeout)
+            return self.sock.recv(64) or None
+        except OSError:
+            return None
+        finally:
+            try:
+                self.sock.settimeout(None)
+            except OSError:
+                pass
+
+
+# ================================================================================================ sampler
+
+
+class _Memory:
+    """The memory sampling of one run (in the run's loop, every ``SAMPLE`` s).
+
+    Each sample reads, for every process of the run, its resident anonymous and shared memory (``RssAnon`` +
+    ``RssShmem`` of ``/proc/PID/status``: counters, read in constant time whatever the process does to its
+    address space) and adds what the run's files take in the scratch tmpfs. Only when that total is over the
+    limit are the pages the processes share (a forked child shares its parent's until it writes them) divided
+    among them, from ``/proc/PID/smaps_rollup`` (``Pss_Anon`` + ``Pss_Shmem``), which walks every mapping of a
+    process: within a CPU budget per sample, never past the wall-time deadline, and never again for a process
+    whose rollup was slow to read. What is not divided in time counts whole, so making the division slow only
+    ends the run sooner."""
+
+    def __init__(self, sup: Supervisor, limits: dict[str, Any]) -> None:
+        self.sup = sup
+        self.limit_kb = int(limits["memory_mb"]) * 1024
+        self.files_cap = _files_cap(limits)
+        self.peak_kb = 0
+        self.slow: set[int] = set()
+
+    def sample(self, deadline: float) -> tuple[str, str | None] | None:
+        """The limit the run is over now, with why, if any (None also when the deadline came first)."""
+        scratch, full = self.sup.scratch_use(self.files_cap)
+        if full is not None:
+            return "output", full
+        whole: dict[int, int] = {}
+        for pid in self.sup.others():
+            if time.monotonic() >= deadline:
+                return None
+            whole[pid] = _anon_kb(pid)
+        total = scratch + sum(whole.values())
+        if total > self.limit_kb:
+            total = scratch
+            budget = SAMPLE_BUDGET
+            for pid, kb in whole.items():
+                if time.monotonic() >= deadline:
+                    return None
+                if pid in self.slow or budget <= 0:
+                    total += kb
+                    continue
+                cpu, wall = time.thread_time(), time.monotonic()
+                divided = _pss_anon_kb(pid)
+                cpu, wall = time.thread_time() - cpu, time.monotonic() - wall
+                budget -= cpu
+                if cpu > SLOW_READ or wall > 10 * SLOW_READ:
+                    self.slow.add(pid)
+                total += kb if divided is None else min(kb, divided)
+        self.peak_kb = max(self.peak_kb, total)
+        return ("memory", None) if total > self.limit_kb else None
+
+
+def _anon_kb(pid: int) -> int:
+    """Resident anonymous and shared memory of a process, KB (constant time; readable for any process)."""
+    total = 0
+    try:
+        with open(f"/proc/{pid}/status", "rb") as fh:
+            for line in fh:
+                if line.startswith((b"RssAnon:", b"RssShmem:")):
+                    total += int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return total
+
+
+def _pss_anon_kb(pid: int) -> int | None:
+    """Anonymous and shared memory of a process with shared pages divided among their sharers, KB (None when it
+    cannot be read: the process made itself not dumpable)."""
+    total = 0
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as fh:
+            for line in fh:
+                if line.startswith((b"Pss_Anon:", b"Pss_Shmem:")):
+                    total += int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return total
+
+
+def _usage(pid: int) -> tuple[float | None, int | None]:
+    """CPU seconds (its own and its reaped children's) and peak resident size (KB) of a live process."""
+    cpu = hwm = None
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+        cpu = sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+        with open(f"/proc/{pid}/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"VmHWM:"):
+                    hwm = int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return cpu, hwm
 
 
 # ================================================================================================ supervisor
@@ -532,9 +830,13 @@ class Supervisor:
         self.hello: dict[str, Any] = {}
         self.baseline: dict[str, Any] = {}
         self.modes: dict[str, int] = {}
+        self.inodes: dict[str, int] = {}  # inode units each scratch directory uses when empty
+        self.forks: ForkServer | None = None
+        self.after: tuple[int, list[int]] | None = None  # the last run's pid and open pipes, until cleaned up
 
     def send(self, obj: dict[str, Any]) -> None:
-        self.ctl.sendall(json.dumps(obj, ensure_ascii=False).encode("utf-8") + b"\n")
+        # ASCII JSON: a lone surrogate the code produced is sent as its escape, never fails to encode
+        self.ctl.sendall(json.dumps(obj).encode("ascii") + b"\n")
 
     def serve(self) -> None:
         _dumpable(0)  # the code cannot read this process's memory or fds through /proc
@@ -544,74 +846,113 @@ class Supervisor:
         if not line:
             return
         self.hello = json.loads(line)
+        if not self.hello.get("pidns"):
+            _prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: the runs' processes become our children
         for root in self.hello.get("scratch") or []:
             try:
                 self.modes[root] = os.stat(root).st_mode & 0o7777
+                st = os.statvfs(root)
+                self.inodes[root] = st.f_files - st.f_ffree
             except OSError:
                 pass
         self.baseline = _own_state()
-        self.send({"op": "ready", "python": sys.version.split()[0], "pid": os.getpid()})
         if self.hello.get("warm"):
             preload()
+        # forked now, before "ready" (so before any job can have reached this process): the runs are forked from
+        # a process that never holds run data (this one does: jobs, outputs, reports)
+        self.forks = ForkServer.start(self.hello)
+        self.send({"op": "ready", "python": sys.version.split()[0], "pid": os.getpid()})
         while True:
             line = self.reader.readline()
             if not line:
                 return
             msg = json.loads(line)
             if msg.get("op") == "run":
-                self.send(self.run(msg))
+                try:
+                    frame = self.run(msg, line)
+                except BaseException as exc:
+                    self.send({"op": "done", "id": msg.get("id"), "report": None,
+                               "lost": f"the supervisor failed: {type(exc).__name__}: {exc}"[:500]})
+                    return
+                self.send(frame)
+                try:  # after the answer: the caller does not wait for it, the next run does
+                    tainted = self.cleanup()
+                except BaseException as exc:
+                    tainted = f"the cleanup after the run failed ({type(exc).__name__})"
+                self.send({"op": "clean", "id": msg.get("id"), "tainted": tainted})
             elif msg.get("op") == "exit":
                 return
 
-    def run(self, job: dict[str, Any]) -> dict[str, Any]:
+    def run(self, job: dict[str, Any], line: bytes) -> dict[str, Any]:
+        assert self.forks is not None
         limits = job["limits"]
         start = time.monotonic()
+        pidns = bool(self.hello.get("pidns"))
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         res_r, res_w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            self.ctl.close()
-            _child_entry(job, self.hello, out_w, err_w, res_w)
-        for fd in (out_w, err_w, res_w):
+        job_r, job_w = os.pipe()
+        pid = self.forks.spawn([out_w, err_w, res_w, job_r])
+        for fd in (out_w, err_w, res_w, job_r):
             os.close(fd)
+        if pid is None:  # the fork server is gone or failed to fork: the run did not start
+            for fd in (out_r, err_r, res_r, job_w):
+                os.close(fd)
+            return {"op": "done", "id": job.get("id"), "stdout": "", "stderr": "", "truncated": False,
+                    "report": None, "limit": None, "status": {"exit": SETUP_FAILED}, "cpu_seconds": None,
+                    "max_rss_kb": None, "seconds": round(time.monotonic() - start, 6)}
         cap = int(limits["output_bytes"])
         outputs = {out_r: bytearray(), err_r: bytearray()}
         result = bytearray()
-        limit = None
+        limit: str | None = None
+        why: str | None = None
         total = 0
         sel = selectors.DefaultSelector()
         for fd in (out_r, err_r, res_r):
             os.set_blocking(fd, False)
             sel.register(fd, selectors.EVENT_READ)
+        os.set_blocking(job_w, False)
+        sel.register(job_w, selectors.EVENT_WRITE)
+        pending = memoryview(line)
         pidfd = _pidfd(pid)
         if pidfd is not None:
             sel.register(pidfd, selectors.EVENT_READ)
+        memory = _Memory(self, limits) if pidns else None
+        next_sample = start + SAMPLE
         deadline = start + float(limits["wall_seconds"]) + GRACE
         exited = False
         status = rusage = None
         open_fds = {out_r, err_r, res_r}
-        pidns = bool(self.hello.get("pidns"))
-        memory_kb = int(limits["memory_mb"]) * 1024
-        peak_kb = 0
-        next_sample = start + SAMPLE
         while open_fds or not exited:
             now = time.monotonic()
             if now >= deadline:
                 limit = limit or "wall"
                 break
-            if pidns and now >= next_sample:
-                used = self._memory_kb()
-                peak_kb = max(peak_kb, used)
-                if used > memory_kb:
-                    limit = "memory"
+            if memory is not None and now >= next_sample:
+                over = memory.sample(deadline)
+                if over is not None:
+                    limit, why = over
                     break
-                next_sample = now + SAMPLE
+                next_sample = time.monotonic() + SAMPLE
+                continue  # the deadline first, again
             timeout = deadline - now if pidfd is not None else min(0.01, deadline - now)
-            if pidns:
+            if memory is not None:
                 timeout = min(timeout, max(0.0, next_sample - now))
             for key, _ in sel.select(timeout):
                 fd = key.fd
+                if fd == job_w:
+                    try:
+                        n = os.write(job_w, pending[:READ])
+                    except BlockingIOError:
+                        continue
+                    except OSError:  # the process is gone before it read its job
+                        n = len(pending)
+                    pending = pending[n:]
+                    if not pending:
+                        sel.unregister(job_w)
+                        os.close(job_w)
+                        job_w = -1
+                    continue
                 if fd == pidfd:
                     sel.unregister(pidfd)
                     os.close(pidfd)
@@ -637,13 +978,14 @@ class Supervisor:
                         limit = "output"
             if limit:
                 break
-            while not exited:  # as the namespace's init, orphans of the code are ours to reap as well
+            while not exited:  # orphans of the code are ours to reap as well (init, or a subreaper)
                 try:
                     got, st, ru = os.wait4(-1, os.WNOHANG)
                 except ChildProcessError:
                     break
                 if got == 0:
                     break
+                self._reaped(got)
                 if got == pid:
                     exited, status, rusage = True, st, ru
                     if open_fds:  # processes it started may still hold the pipes: stop waiting for them
@@ -652,33 +994,26 @@ class Supervisor:
                 break
         if total > cap:
             limit = limit or "output"
-        if not exited:
+        peak_kb = memory.peak_kb if memory is not None else 0
+        cpu, hwm = None, None
+        if not exited:  # stop every process of the run at once; reaping them (which can take a while) comes later
+            cpu, hwm = _usage(pid)
+            self._signal_all(pid)
             try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
+                got, st, ru = os.wait4(pid, os.WNOHANG)
+                if got == pid:
+                    exited, status, rusage = True, st, ru
+            except ChildProcessError:
                 pass
-            _, status, rusage = os.wait4(pid, 0)
         if pidns:
-            peak_kb = max(peak_kb, self._scratch_kb())  # the files it left count until they are wiped
-        self._kill_all(pid)
-        self._reap()
-        if pidns:
-            _remove_sysv_ipc()
-        for fd in list(open_fds):
-            try:
-                sel.unregister(fd)
-            except (KeyError, ValueError):
-                pass
-            os.close(fd)
-        if pidfd is not None:
-            os.close(pidfd)
+            peak_kb = max(peak_kb, self.scratch_use(0)[0])  # the files it left count until they are wiped
         sel.close()
-        for fd in (out_r, err_r, res_r):
-            if fd not in open_fds:
-                os.close(fd)
-        tainted = self._wipe()
+        left = [fd for fd in (out_r, err_r, res_r, job_w, pidfd) if fd is not None and fd >= 0]
+        self.after = (pid, left)
         report = read_report(bytes(result)) if result and limit != "output" else None
-        max_rss = max(rusage.ru_maxrss if rusage else 0, peak_kb) or None
+        max_rss = max(rusage.ru_maxrss if rusage else (hwm or 0), peak_kb) or None
+        if rusage is not None:
+            cpu = rusage.ru_utime + rusage.ru_stime
         return {
             "op": "done",
             "id": job.get("id"),
@@ -687,47 +1022,62 @@ class Supervisor:
             "truncated": total > cap,
             "report": report,
             "limit": limit,
-            "status": _status(status),
-            "cpu_seconds": round(rusage.ru_utime + rusage.ru_stime, 6) if rusage else None,
+            "limit_reason": why,
+            "status": _status(status) if exited else {"signal": "SIGKILL"},
+            "cpu_seconds": round(cpu, 6) if cpu is not None else None,
             "max_rss_kb": max_rss,
             "seconds": round(time.monotonic() - start, 6),
-            "tainted": tainted or self._changed(),
         }
 
-    def _memory_kb(self) -> int:
-        """Memory the run holds now, KB: the proportional set size of each of its processes (the resident size
-        where that cannot be read) and what its files take in the scratch tmpfs."""
-        me = os.getpid()
-        total = self._scratch_kb()
-        for name in os.listdir("/proc"):
-            if not name.isdigit() or int(name) in (1, me):
-                continue
-            try:
-                with open(f"/proc/{name}/smaps_rollup", "rb") as fh:
-                    for line in fh:
-                        if line.startswith(b"Pss:"):
-                            total += int(line.split()[1])
-                            break
-            except (OSError, ValueError):
-                try:  # not dumpable (it made itself so): its whole resident size, shared pages included
-                    with open(f"/proc/{name}/statm", "rb") as fh:
-                        total += int(fh.read().split()[1]) * (os.sysconf("SC_PAGE_SIZE") // 1024)
-                except (OSError, ValueError, IndexError):
+    def cleanup(self) -> str | None:
+        """Kill and reap what is left of the last run, empty the scratch, and check that nothing the next run
+        would inherit changed; what could not be undone, if anything (the parent then replaces this
+        supervisor)."""
+        assert self.forks is not None
+        after, self.after = self.after, None
+        if after is not None:
+            pid, fds = after
+            self._kill_all(pid)
+            self._reap()
+            if self.hello.get("pidns"):
+                _remove_sysv_ipc()
+            for fd in fds:
+                try:
+                    os.close(fd)
+                except OSError:
                     pass
-        return total
+        tainted = self._wipe() or self._changed()
+        if tainted is None and self.forks.check() is not None:
+            # the run killed, stopped or changed the fork server: start a fresh one (a new interpreter)
+            self.forks.stop()
+            self.forks = ForkServer.start(self.hello, fresh=True)
+            tainted = self.forks.check()
+        return tainted
 
-    def _scratch_kb(self) -> int:
+    def scratch_use(self, files_cap: int) -> tuple[int, str | None]:
+        """What the run's files take in the scratch tmpfs now, KB: their blocks, and 1 KB per inode unit (the
+        kernel's own measure: an inode, a directory entry, or 1 KB of extended attributes); and the directory
+        that holds more than ``files_cap`` units, if one does."""
         total = 0
+        full = None
         for root in self.hello.get("scratch") or []:
             try:
                 st = os.statvfs(root)
             except OSError:
                 continue
-            total += (st.f_blocks - st.f_bfree) * st.f_frsize // 1024
-        return total
+            units = max(0, st.f_files - st.f_ffree - self.inodes.get(root, 0))
+            total += (st.f_blocks - st.f_bfree) * st.f_frsize // 1024 + units * INODE_KB
+            if files_cap and units > files_cap and full is None:
+                full = (f"{root} holds more than {files_cap} files, directories and links (extended attributes "
+                        "count 1 per KB)")
+        return total, full
+
+    def _reaped(self, pid: int) -> None:
+        if self.forks is not None and pid == self.forks.pid:
+            self.forks.dead = True
 
     def _changed(self) -> str | None:
-        """What the run changed in this process that a fork would pass on to the next run, if anything."""
+        """What the run changed in this process, if anything."""
         now = _own_state()
         for key, value in self.baseline.items():
             if now.get(key) != value:
@@ -752,31 +1102,38 @@ class Supervisor:
                     result += data
         return total
 
-    def _kill_all(self, pid: int) -> None:
+    def others(self) -> list[int]:
+        """Every process of this sandbox but this one, its init and the fork server."""
+        keep = {1, os.getpid(), self.forks.pid if self.forks is not None else 0}
+        return [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in keep]
+
+    def _signal_all(self, pid: int) -> None:
+        """SIGKILL every process of the run, without waiting for any."""
         if self.hello.get("pidns"):
-            # every process of this sandbox but this one and its init; again until none is left (a fork bomb
-            # forks while it is being killed; the dead are reaped by init)
-            me = os.getpid()
-            deadline = time.monotonic() + 2.0
-            while True:
+            for other in self.others():
                 try:
-                    os.kill(-1, signal.SIGKILL)
+                    os.kill(other, signal.SIGKILL)
                 except OSError:
                     pass
+        else:
+            for kill, target in ((os.killpg, pid), (os.kill, pid)):
+                try:
+                    kill(target, signal.SIGKILL)
+                except OSError:
+                    pass
+
+    def _kill_all(self, pid: int) -> None:
+        if self.hello.get("pidns"):
+            # again until none is left (a fork bomb forks while it is being killed; the dead are reaped by init)
+            deadline = time.monotonic() + 2.0
+            while True:
+                self._signal_all(pid)
                 self._reap()
-                others = [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, me)]
-                if not others or time.monotonic() > deadline:
+                if not self.others() or time.monotonic() > deadline:
                     break
                 time.sleep(0.001)
         else:
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except OSError:
-                pass
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
+            self._signal_all(pid)
 
     def _reap(self) -> None:
         while True:
@@ -786,6 +1143,7 @@ class Supervisor:
                 return
             if got == 0:
                 return
+            self._reaped(got)
 
     def _wipe(self) -> str | None:
         """Empty the scratch directories and restore their modes and extended attributes; what could not be
@@ -811,6 +1169,11 @@ class Supervisor:
             except (OSError, RecursionError) as exc:
                 return f"{root} could not be emptied ({type(exc).__name__})"
         return None
+
+
+def _files_cap(limits: dict[str, Any]) -> int:
+    """Inode units each scratch directory may hold: FILES_PER_MB for each MB of its size."""
+    return int(limits["disk_mb"]) * FILES_PER_MB
 
 
 def _clear_xattrs(path: str) -> None:
@@ -919,6 +1282,12 @@ def _status(status: int | None) -> dict[str, Any] | None:
 
 
 def main(argv: list[str]) -> None:
+    if "--fork-server" in argv:  # a fresh fork server, started by a supervisor that has handled runs
+        sock = socket.socket(fileno=int(argv[argv.index("--fork-server") + 1]))
+        hello = json.loads(sock.recv(1 << 16) or b"{}")
+        if hello.get("warm"):
+            preload()
+        _fork_server(sock, hello, os.getppid())
     fd = int(argv[argv.index("--control") + 1])
     Supervisor(fd).serve()
 

@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import inspect
 import json
 import os
+import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ...schema import ToolCall, ToolResult
+from ._json import clean, clean_text, count_values, may_hold_surrogates
 
 ToolHandler = Callable[[ToolCall], Awaitable[Any] | Any]
 """``async (ToolCall) -> ToolResult`` (``Environment.call`` is one). A plain function works too (it runs in a
@@ -29,10 +32,69 @@ MAX_REQUEST = 1024 * 1024  # bytes of one tool-call line; a longer one is refuse
 MAX_DEPTH = 64  # levels of nesting of a call's arguments
 MAX_CONNECTIONS = 16  # connections to the tool socket at once (one per thread of the code); more are closed
 MAX_RUN_BYTES = 16 * 1024 * 1024  # bytes of calls and replies one run may pass; past it calls are refused
+MAX_CALL_VALUES = 50_000  # JSON values in one call's arguments, counted before they are parsed
+MAX_RUN_VALUES = 200_000  # JSON values in all the calls of one run, counted before they are parsed
+MAX_PORT_CONNECTIONS = 32  # connections relayed to one allowed port at once; more are closed at once
+MAX_HANDLER_THREADS = 32  # plain-function handlers running at once per sandbox (stuck ones included)
 
 
-async def call_handler(handler: ToolHandler | None, call: ToolCall) -> ToolResult:
-    """Run ``handler`` on ``call``; never raises (a failing handler is an error result the code can read)."""
+class HandlerThreads:
+    """Runs plain-function handlers on daemon threads of their own, at most ``MAX_HANDLER_THREADS`` at once.
+
+    Not on the event loop's default executor: ``asyncio.run`` (and the interpreter's exit) waits for that
+    executor's threads, so a handler still running when its run ended at the wall limit would hold the caller
+    for as long as it runs. A daemon thread holds nothing: the run returns at its limit, the loop closes, the
+    process exits; the handler's late answer is dropped."""
+
+    def __init__(self, cap: int = MAX_HANDLER_THREADS) -> None:
+        self.cap = cap
+        self.busy = 0
+        self._lock = threading.Lock()
+
+    async def call(self, fn: Callable[[ToolCall], Any], call: ToolCall) -> Any:
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            if self.busy >= self.cap:
+                raise RuntimeError(f"{self.busy} calls of this sandbox's tool handler are still running "
+                                   "(from this run or earlier ones)")
+            self.busy += 1
+        future: asyncio.Future[Any] = loop.create_future()
+        context = contextvars.copy_context()
+
+        def work() -> None:
+            ok, value = True, None
+            try:
+                value = context.run(fn, call)
+            except BaseException as exc:  # handed to the awaiting task, which turns it into an error result
+                ok, value = False, exc
+            finally:
+                with self._lock:
+                    self.busy -= 1
+            try:
+                loop.call_soon_threadsafe(_settle, future, ok, value)
+            except RuntimeError:  # the loop is closed: nobody waits for this answer any more
+                pass
+
+        threading.Thread(target=work, name="taskbench-tool-handler", daemon=True).start()
+        return await future
+
+
+def _settle(future: asyncio.Future[Any], ok: bool, value: Any) -> None:
+    if future.done():
+        return
+    if ok:
+        future.set_result(value)
+    else:
+        future.set_exception(value)
+
+
+_DEFAULT_THREADS = HandlerThreads()
+
+
+async def call_handler(handler: ToolHandler | None, call: ToolCall,
+                       threads: HandlerThreads | None = None) -> ToolResult:
+    """Run ``handler`` on ``call``; never raises (a failing handler is an error result the code can read). A
+    plain function runs on one of ``threads``' daemon threads."""
     if handler is None:
         return ToolResult(call_id=call.id, name=call.name, error="this sandbox has no tools")
     try:
@@ -40,7 +102,7 @@ async def call_handler(handler: ToolHandler | None, call: ToolCall) -> ToolResul
         if inspect.iscoroutinefunction(handler) or (method is not None and inspect.iscoroutinefunction(method)):
             value = await handler(call)
         else:
-            value = await asyncio.to_thread(handler, call)
+            value = await (threads or _DEFAULT_THREADS).call(handler, call)
             if inspect.isawaitable(value):
                 value = await value
     except Exception as exc:
@@ -60,6 +122,7 @@ class _Record:
         self.results: list[ToolResult | None] = []
         self.max_calls = max_calls
         self.bytes = 0
+        self.values = 0
         self.refused = 0
 
 
@@ -92,8 +155,11 @@ class _UnixServer:
     async def aclose(self) -> None:
         if self._server is not None:
             self._server.close()
-            for task in list(self._tasks):
+            tasks = list(self._tasks)
+            for task in tasks:
                 task.cancel()
+            if tasks:  # let each close its sockets before the loop goes
+                await asyncio.wait(tasks, timeout=2)
             with contextlib.suppress(Exception):
                 await self._server.wait_closed()
             self._server = None
@@ -105,6 +171,7 @@ class ToolChannel(_UnixServer):
     def __init__(self, path: str, handler: ToolHandler | None) -> None:
         super().__init__(path)
         self.handler = handler
+        self.threads = HandlerThreads()
         self._record: _Record | None = None
         self.refused = 0
 
@@ -164,6 +231,15 @@ class ToolChannel(_UnixServer):
         if record.bytes > MAX_RUN_BYTES:
             record.refused += 1
             return _reply_error(f"tool-call data limit reached ({MAX_RUN_BYTES} bytes per run): refused")
+        # values are counted before anything is parsed: what the host builds from a run's calls stays bounded
+        values = count_values(line, MAX_CALL_VALUES)
+        if values > MAX_CALL_VALUES:
+            record.refused += 1
+            return _reply_error(f"tool call with more than {MAX_CALL_VALUES} JSON values: refused")
+        if record.values + values > MAX_RUN_VALUES:
+            record.refused += 1
+            return _reply_error(f"tool-call value limit reached ({MAX_RUN_VALUES} JSON values per run): refused")
+        record.values += values
         try:
             msg = json.loads(line)
             if not isinstance(msg, dict):
@@ -181,19 +257,26 @@ class ToolChannel(_UnixServer):
             return _reply_error("malformed tool call: nested too deep to read")
         except (ValueError, KeyError, TypeError) as exc:
             record.refused += 1
-            return _reply_error(f"malformed tool call: {exc}"[:500])
+            return _reply_error(clean_text(f"malformed tool call: {exc}"[:500]))
+        if may_hold_surrogates(line):  # a lone surrogate reaches neither the handler nor the record
+            name, arguments = clean_text(name), clean(arguments)
         index = len(record.calls)
         call = ToolCall(id=f"code{record.run}-{index + 1}", name=name, arguments=arguments)
         record.calls.append(call)
         record.results.append(None)
-        result = await call_handler(self.handler, call)
-        if self._record is record:
-            record.results[index] = result
+        result = await call_handler(self.handler, call, self.threads)
         payload = {"content": result.content, "error": result.error, "status": result.status}
         try:
             reply = json.dumps(payload, ensure_ascii=False).encode("utf-8") + b"\n"
+        except UnicodeEncodeError:  # the handler's answer holds a lone surrogate: kept and sent as U+FFFD
+            result = result.model_copy(update={"content": clean(result.content),
+                                               "error": None if result.error is None else clean_text(result.error)})
+            payload = {"content": result.content, "error": result.error, "status": result.status}
+            reply = json.dumps(payload, ensure_ascii=False).encode("utf-8") + b"\n"
         except (TypeError, ValueError, RecursionError) as exc:
-            return _reply_error(f"tool result is not JSON: {type(exc).__name__}")
+            reply = _reply_error(f"tool result is not JSON: {type(exc).__name__}")
+        if self._record is record:
+            record.results[index] = result
         record.bytes += len(reply)
         return reply
 
@@ -224,6 +307,8 @@ class PortForward(_UnixServer):
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
+            if len(self._tasks) > MAX_PORT_CONNECTIONS:
+                return  # closed at once, before any connection to the port: the host's descriptors stay bounded
             try:
                 up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.port)
             except OSError:
@@ -232,8 +317,12 @@ class PortForward(_UnixServer):
                 await asyncio.gather(_pump(reader, up_writer), _pump(up_reader, writer))
             finally:
                 up_writer.close()
+                with contextlib.suppress(Exception):
+                    await up_writer.wait_closed()
         finally:
             writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
 
 async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     try:
@@ -249,4 +338,5 @@ async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
         pass
 
 
-__all__ = ["MAX_CONNECTIONS", "MAX_REQUEST", "MAX_RUN_BYTES", "PortForward", "ToolChannel", "ToolHandler", "call_handler"]
+__all__ = ["MAX_CALL_VALUES", "MAX_CONNECTIONS", "MAX_PORT_CONNECTIONS", "MAX_REQUEST", "MAX_RUN_BYTES",
+           "MAX_RUN_VALUES", "HandlerThreads", "PortForward", "ToolChannel", "ToolHandler", "call_handler"]

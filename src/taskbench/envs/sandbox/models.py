@@ -22,11 +22,14 @@ class SandboxLimits(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     cpu_seconds: float = Field(default=10.0, gt=0, description="CPU seconds of the code's process (RLIMIT_CPU).")
-    wall_seconds: float = Field(default=30.0, gt=0, description="Wall-clock seconds of the run, tool calls included.")
+    wall_seconds: float = Field(
+        default=30.0, gt=0, description="Wall-clock seconds of the run, tool calls included; the caller has the "
+        "result at most half a second later, whatever the code or a tool handler still does.",
+    )
     memory_mb: int = Field(
         default=512, ge=32, description="Memory of the run, MB: the address space of each of its processes "
-        "(RLIMIT_AS), and, in the bwrap sandbox, all its processes' memory (proportional set size) plus its files in "
-        "the scratch directories together, sampled every 20 ms.",
+        "(RLIMIT_AS), and, in the bwrap sandbox, all its processes' anonymous and shared memory plus its files in "
+        "the scratch directories (blocks, and 1 KB per inode) together, sampled every 20 ms.",
     )
     processes: int = Field(
         default=32, ge=1,
@@ -39,7 +42,8 @@ class SandboxLimits(BaseModel):
         "the run is killed."
     )
     disk_mb: int = Field(
-        default=64, ge=1, description="Size of each scratch directory (/work, /tmp, /dev/shm) and of any one file, MB."
+        default=64, ge=1, description="Size of each scratch directory (/work, /tmp, /dev/shm) and of any one file, MB; "
+        "each directory also holds at most 256 files, directories and links per MB (bwrap sandbox).",
     )
     tool_calls: int = Field(
         default=1000, ge=0, description="Tool calls the code may make in one run; past it a call raises ToolError "

@@ -15,7 +15,8 @@ from typing import Any
 from ..._loop import LoopThread
 from ...errors import ConfigError, SandboxUnavailableError
 from ...schema import CodeError, ToolCall, ToolResult, ToolSpec, python_names
-from ._supervisor import SETUP_FAILED, check_report
+from ._json import clean, clean_text, count_values, may_hold_surrogates
+from ._supervisor import FILES_PER_MB, SETUP_FAILED, check_report
 from .backend import SANDBOX_UID, as_root, bwrap_path, bwrap_version, interpreter
 from .channel import ToolHandler
 from .models import LIMIT_NAMES, LimitName, SandboxLimits, SandboxResult, SandboxStatus
@@ -137,10 +138,11 @@ class Sandbox:
                     self._worker = None
                     await asyncio.shield(worker.close())
                     raise
-                # a worker the run changed (or could not be wiped after it) is replaced; so is one whose child
-                # could not set itself up: the code did not start, so it runs once more on a fresh worker
+                # a worker whose child could not set itself up is replaced: the code did not start, so it runs
+                # once more on a fresh worker (one the run changed, or that could not be wiped after it, is
+                # replaced before the next run: see _ensure_worker)
                 setup_failed = _setup_failed(frame) and not calls
-                if not self.warm or not worker.alive or frame_error(frame) or frame.get("tainted") or setup_failed:
+                if not self.warm or not worker.alive or frame_error(frame) or setup_failed:
                     await worker.close()
                     self._worker = None
                 if not (setup_failed and attempt == 0):
@@ -151,8 +153,9 @@ class Sandbox:
 
     async def _ensure_worker(self, limits: SandboxLimits) -> Worker:
         worker = self._worker
-        if worker is not None and (not worker.alive or worker.disk_mb != limits.disk_mb):
-            await worker.close()
+        if worker is not None and (not worker.alive or worker.disk_mb != limits.disk_mb
+                                   or await worker.settle() is not None):
+            await worker.close()  # gone, of another disk size, or changed by the last run (or not wiped after it)
             worker = self._worker = None
         if worker is None:
             bwrap = None
@@ -270,9 +273,12 @@ def _limits(base: SandboxLimits, override: SandboxLimits | Mapping[str, Any] | N
         raise ConfigError(f"bad sandbox limits: {exc}".splitlines()[0]) from exc
 
 
-def _limit_message(limit: str, limits: SandboxLimits, error: dict[str, Any] | None) -> str:
+def _limit_message(limit: str, limits: SandboxLimits, error: dict[str, Any] | None, reason: str | None = None) -> str:
     kind = (error or {}).get("type", "")
     detail = (error or {}).get("message", "")
+    if limit == "output" and reason:  # the supervisor's own measure: the scratch directories' files cap
+        return (f"disk limit exceeded ({limits.disk_mb} MB and {limits.disk_mb * FILES_PER_MB} files per scratch "
+                f"directory): {reason}")
     if limit == "cpu":
         return f"CPU time limit exceeded ({limits.cpu_seconds:g} s): the code was stopped; make it do less work"
     if limit == "wall":
@@ -296,6 +302,7 @@ def _setup_failed(frame: dict[str, Any]) -> bool:
 
 
 MAX_DEPTH = 100  # levels of nesting of a result value
+MAX_RESULT_VALUES = 200_000  # JSON values in a result, counted before it is parsed
 
 
 def _depth(value: Any) -> int:
@@ -312,14 +319,18 @@ def _depth(value: Any) -> int:
 
 
 def _load_result(text: str) -> tuple[Any, str | None]:
-    """The result value from its JSON text, or why it cannot be had."""
+    """The result value from its JSON text (a lone surrogate in it becomes U+FFFD), or why it cannot be had."""
+    data = text.encode("utf-8", "surrogatepass")
+    if count_values(data, MAX_RESULT_VALUES) > MAX_RESULT_VALUES:
+        return None, (f"the result holds more than {MAX_RESULT_VALUES} JSON values; return less (a summary, or "
+                      "write the data to a file and return its name)")
     try:
-        value = json.loads(text)
+        value = json.loads(data)
     except (ValueError, RecursionError):
         return None, "the result could not be read back as JSON"
     if _depth(value) > MAX_DEPTH:
         return None, f"the result is nested more than {MAX_DEPTH} levels deep"
-    return value, None
+    return (clean(value) if may_hold_surrogates(data) else value), None
 
 
 def _number(value: Any) -> float | None:
@@ -343,6 +354,8 @@ def build_result(
     report: dict[str, Any] = raw if problem is None else {
         "error": {"type": "ReportError", "message": f"the run's report could not be read: {problem}"}}
     error: dict[str, Any] | None = report.get("error")
+    if error is not None:  # its strings come from the code's process: a lone surrogate becomes U+FFFD
+        error = {k: clean_text(v) if isinstance(v, str) else v for k, v in error.items()}
     limit: LimitName | None = None
     for candidate in (frame.get("limit"), report.get("limit")):
         if limit is None and candidate in LIMIT_NAMES:
@@ -362,7 +375,9 @@ def build_result(
     code_error: CodeError | None = None
     if limit:
         base = error or {}
-        code_error = CodeError(type="LimitExceeded", message=_limit_message(limit, limits, error),
+        reason = frame.get("limit_reason") if limit == frame.get("limit") else None
+        code_error = CodeError(type="LimitExceeded", message=_limit_message(
+                                   limit, limits, error, clean_text(str(reason)[:500]) if reason else None),
                                line=base.get("line"), traceback=base.get("traceback"))
     elif lost:
         code_error = CodeError(type="SandboxError", message=lost)
@@ -382,7 +397,7 @@ def build_result(
         value, why = _load_result(report["result"])
         if why is not None and code_error is None:
             code_error = CodeError(type="ResultError", message=why)
-    stdout, stderr = (str(frame[k]) if isinstance(frame.get(k), str) else "" for k in ("stdout", "stderr"))
+    stdout, stderr = (clean_text(frame[k]) if isinstance(frame.get(k), str) else "" for k in ("stdout", "stderr"))
     return SandboxResult(
         stdout=stdout, stderr=stderr, result=value, error=code_error,
         limit=limit, calls=calls, results=results, seconds=round(seconds, 6), cpu_seconds=cpu,

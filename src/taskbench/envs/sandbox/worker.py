@@ -20,6 +20,7 @@ from .channel import MAX_REQUEST, PortForward, ToolChannel, ToolHandler
 
 START_TIMEOUT = 20.0  # seconds for bwrap + the interpreter to come up (a loaded 2-core machine is slow)
 BACKSTOP = 5.0  # seconds past the wall limit before the parent kills a supervisor that does not answer
+SETTLE_TIMEOUT = 20.0  # seconds for the supervisor's cleanup after a run (killing, reaping, emptying the scratch)
 
 
 class Worker:
@@ -61,6 +62,7 @@ class Worker:
         self._info_fd: int | None = None
         self.init_pid: int | None = None  # the sandbox's init (pid 1 inside), as the host sees it
         self.runs = 0
+        self._unsettled = False  # the supervisor's cleanup after the last run has not been read yet
 
     @property
     def alive(self) -> bool:
@@ -214,7 +216,8 @@ class Worker:
 
     def _send(self, obj: dict[str, Any]) -> None:
         assert self.writer is not None
-        self.writer.write(json.dumps(obj, ensure_ascii=False).encode("utf-8") + b"\n")
+        # ASCII JSON: a lone surrogate in the caller's code or files is sent as its escape, never fails to encode
+        self.writer.write(json.dumps(obj).encode("ascii") + b"\n")
 
     async def run(self, job: dict[str, Any]) -> tuple[dict[str, Any], list[Any], list[Any]]:
         """Run one snippet; returns the supervisor's frame (or one made up when it died) and the tool calls."""
@@ -243,9 +246,29 @@ class Worker:
                 frame = _parse_frame(line)
                 if frame_error(frame):
                     await self.kill()
+                else:
+                    self._unsettled = True
         calls, results = self.tools.end()
         frame["refused_calls"] = int(self.tools.refused)
         return frame, calls, results
+
+    async def settle(self) -> str | None:
+        """Wait for the supervisor's cleanup after the last run (it answers a run first and cleans up after, so
+        that the caller does not wait for it); why this worker must not serve another run, or None."""
+        if not self._unsettled:
+            return None
+        self._unsettled = False
+        if not self.alive or self.reader is None:
+            return "the sandbox is gone"
+        try:
+            line = await asyncio.wait_for(self.reader.readline(), SETTLE_TIMEOUT)
+        except (asyncio.TimeoutError, ConnectionError, ValueError, asyncio.LimitOverrunError):
+            line = b""
+        msg = _parse_frame(line) if line else {}
+        if msg.get("op") != "clean":
+            return "the supervisor did not finish its cleanup after the run"
+        tainted = msg.get("tainted")
+        return str(tainted)[:500] if tainted else None
 
     # -------------------------------------------------------------------------------------------- stop
 
@@ -325,4 +348,4 @@ def frame_error(frame: dict[str, Any]) -> str | None:
     return str(lost) if lost else None
 
 
-__all__ = ["BACKSTOP", "START_TIMEOUT", "Worker", "frame_error"]
+__all__ = ["BACKSTOP", "SETTLE_TIMEOUT", "START_TIMEOUT", "Worker", "frame_error"]
