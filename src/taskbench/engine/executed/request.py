@@ -117,6 +117,28 @@ def subject_of(step: Any, descriptions: dict[str, str]) -> str:
     return f"the {res}{where}"
 
 
+_SUPERLATIVE_WORDS = {("max", "popularity"): "most popular", ("min", "popularity"): "least popular"}
+
+
+def path_noun(op: str) -> str:
+    """What an operation's results are, by its path: ``GET /movie/upcoming`` -> ``movie``, ``GET /tv/{tv_id}/similar``
+    -> ``tv show``; '' when the path does not say."""
+    segments = [p for p in op.split(" ", 1)[-1].split("/") if p and not p.startswith("{")]
+    if not segments or segments[0] in ("search", "me", "discover", "trending", "browse"):
+        segment = segments[1] if len(segments) > 1 and segments[0] in ("search", "discover") else ""
+    else:
+        segment = segments[0]
+    noun = words(segment)
+    return "TV show" if noun.lower() == "tv" else noun
+
+
+def _nouns(text: str, noun: str) -> str:
+    """"result" -> the operation's own noun (a movie, a person) where the path says what its results are."""
+    if not noun:
+        return text
+    return re.sub(r"\bresults\b", noun + "s", re.sub(r"\bresult\b", noun, text))
+
+
 def canonical(chain: Chain, target: Target, descriptions: dict[str, str]) -> str:
     """The request in a plain, stiff form built from the calls alone: what the task asks, unambiguously."""
     steps = chain.steps
@@ -131,7 +153,7 @@ def canonical(chain: Chain, target: Target, descriptions: dict[str, str]) -> str
         if prev.named and prev.pick is not None and prev.pick.how == "first" and i == 1:
             item = subject  # the search's first hit is the thing named
         elif prev.pick is not None:
-            item = f"{_pick_words(prev.pick, prev.output or '')} of {subject}"
+            item = _nouns(f"{_pick_words(prev.pick, prev.output or '')} of {subject}", path_noun(prev.op))
         else:
             item = subject
         res = resource(steps[i].op, descriptions.get(steps[i].op))
@@ -144,7 +166,12 @@ def canonical(chain: Chain, target: Target, descriptions: dict[str, str]) -> str
         extra = {k: v for k, v in steps[-1].args.items() if k not in steps[-1].sources}
         args = ", ".join(f"{words(k)} {v}" for k, v in extra.items())
         return f"{action}{' (' + args + ')' if args else ''}: {item}."
-    phrase = _target_words(target)
+    phrase = _nouns(_target_words(target), path_noun(steps[-1].op))
+    for (how, by), word in _SUPERLATIVE_WORDS.items():  # "the movie with the highest popularity" -> "the most popular movie"
+        extreme = "highest" if how == "max" else "lowest"
+        phrase = re.sub(rf"\bthe (\w+(?: (?!of\b)\w+)?) with the {extreme} {by}\b", rf"the {word} \1", phrase)
+    if target.kind == "pick":  # "the most popular movie", not "the title of the most popular movie"
+        phrase = re.sub(r"^the (name|title) of ", "", phrase)
     if len(steps) == 1 and steps[0].named and target.kind == "pick" and target.jmes.startswith("results[0]."):
         phrase = re.sub(r" of the first result$", "", phrase)  # the search's first hit is the thing named
     if target.kind == "count":

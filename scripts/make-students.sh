@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The shipped SPAN students, from nothing but taskbench and the offline services (issue 41; docs/distill.md):
+#
+#   1. tasks generated over the offline TMDB and Spotify services (`generate --method executed`, the 1.5B model
+#      rewriting the code's stiff requests), RestBench's queries and our own tasks held out;
+#   2. gold trajectories of those tasks: ConAgents under both protocols, with perturbed steps for the review
+#      agent, and ReAct (`agents span-data --tasks ... --react`); the last tasks of each API are held out of
+#      training (per-role scores, `agents distill-eval`);
+#   3. one LoRA student per role on the embedded 0.5B model (`agents distill`), written as GGUF LoRA adapters
+#      into src/taskbench/bundled/students/ROLE.gguf, where `--students` and `taskbench run` find them.
+#
+# Every step resumes: rerunning the script after a kill continues where it stopped (generate and span-data
+# resume their runs; distill resumes from its checkpoint). Seeds are fixed. Usage:
+#   scripts/make-students.sh [WORKDIR]        (default: students/; the Makefile's `make students` calls it)
+# Environment: BIN (the venv's bin), WRITER (request writer model), N_TMDB / N_SPOTIFY (plan entries),
+# HOLDOUT (generated tasks per API kept out of training), THREADS (torch threads).
+set -euo pipefail
+WORK="${1:-students}"
+BIN="${BIN:-.venv/bin}"
+WRITER="${WRITER:-llamacpp/qwen2.5-coder-1.5b}"
+N_TMDB="${N_TMDB:-700}"
+N_SPOTIFY="${N_SPOTIFY:-400}"
+HOLDOUT="${HOLDOUT:-40}"
+THREADS="${THREADS:-2}"
+BASE="llamacpp/qwen2.5-coder-0.5b"
+SHIP="src/taskbench/bundled/students"
+mkdir -p "$WORK" "$SHIP"
+
+for api in tmdb spotify; do
+  n=$N_TMDB; [ "$api" = spotify ] && n=$N_SPOTIFY
+  "$BIN/taskbench" generate --method executed --env "restbench-$api" -n "$n" -m "$WRITER" --seed 0 \
+    -O n_threads="$THREADS" -o "$WORK/gen/$api" -q
+  kept=$(grep -c . "$WORK/gen/$api/tasks.jsonl" || true)
+  train=$(( kept > HOLDOUT ? kept - HOLDOUT : kept ))
+  "$BIN/taskbench" agents span-data --env "restbench-$api" --tasks "$WORK/gen/$api/tasks.jsonl" \
+    --protocol conagents-auto,conagents-adaptive --react --min-doc-words 0 --min-tools 0 --perturb 0.5 \
+    --seed 0 --limit "$train" -o "$WORK/span/$api" -q
+  if [ "$kept" -gt "$train" ]; then
+    "$BIN/taskbench" agents span-data --env "restbench-$api" --tasks "$WORK/gen/$api/tasks.jsonl" \
+      --protocol conagents-auto,conagents-adaptive --react --min-doc-words 0 --min-tools 0 --perturb 0.5 \
+      --seed 0 --offset "$train" -o "$WORK/heldout/$api" -q
+  fi
+done
+
+train_role() {  # role, then extra distill options
+  local role="$1"; shift
+  local out="$WORK/adapters/$role" resume=()
+  if [ -d "$out" ] && [ -n "$(ls -A "$out" 2>/dev/null)" ]; then resume=(--resume); fi
+  if [ ! -f "$out/adapter.gguf" ] || [ ! -f "$out/distill.json" ]; then
+    "$BIN/taskbench" agents distill --role "$role" --data "$WORK/span/tmdb,$WORK/span/spotify" --base "$BASE" \
+      --layers 8 --lr 5e-4 --seed 0 --threads "$THREADS" --checkpoint-every 25 -o "$out" -q "${resume[@]}" "$@"
+  fi
+  cp "$out/adapter.gguf" "$SHIP/$role.gguf"
+}
+train_role grounding --limit "${GROUNDING_EXAMPLES:-900}" --max-length 1536
+train_role execution --limit "${EXECUTION_EXAMPLES:-500}" --max-length 1536
+train_role review --max-same-target 60 --limit "${REVIEW_EXAMPLES:-400}" --max-length 1536
+train_role react --limit "${REACT_EXAMPLES:-400}" --max-length 4096
+ls -l "$SHIP"
