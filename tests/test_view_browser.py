@@ -45,7 +45,7 @@ def test_view_in_chromium(browser, tmp_path: Path):
     from taskbench.report.view.index import ViewIndex, run_slug
 
     made = make_runs(tmp_path)
-    index = ViewIndex([made["root"]])
+    index = ViewIndex([made["root"]], data={"": made["data"]})  # the gold is outside the runs: named, as --data
     rid = run_slug(made["run"])
     shots = shots_dir(tmp_path)
     errors: list[str] = []
