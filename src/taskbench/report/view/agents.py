@@ -51,6 +51,9 @@ MAX_EPISODES_READ = 128 << 20
 MAX_EVENT_LINE = 4 << 20
 """A trajectory line longer than this is named in the timeline, not parsed."""
 
+MAX_EDGE_LINE = 16 << 20
+"""A trajectory's header or end line longer than this is not parsed (the header holds every tool's schema)."""
+
 MAX_PAGE_BYTES = 2 << 20
 """A page of events stops once its events hold about this many bytes (the next page goes on from there)."""
 
@@ -186,22 +189,37 @@ def _read_span(fh: Any, start: int, end: int, limit: int) -> dict[str, Any] | st
     return rec if isinstance(rec, dict) else "a line that is not a JSON object"
 
 
+_RECORD = re.compile(rb'^\s*\{\s*"record"\s*:\s*"(header|end)"')
+
+
+def _edge(fh: Any, start: int, end: int, kind: str, problems: list[str]) -> dict[str, Any] | None:
+    """The header (first line) or end record (last line) at [start, end): the record, or None when the line is
+    not one; a record too large to parse is named in ``problems`` and read as an empty one."""
+    fh.seek(start)
+    m = _RECORD.match(fh.read(min(200, end - start)))
+    if m is None or m.group(1).decode() != kind:
+        return None
+    rec = _read_span(fh, start, end, MAX_EDGE_LINE)
+    if isinstance(rec, str):
+        problems.append(f"the {kind} line: {rec}")
+        return {}
+    return rec
+
+
 def _index_trajectory(file: RunFile) -> TrajIndex:
     with file.open() as fh:
         size = os.fstat(fh.fileno()).st_size
         starts, ends = _line_spans(fh, size)
-        header = end = None
         problems: list[str] = []
+        header = end = None
         if len(starts):
-            first = _read_span(fh, int(starts[0]), int(ends[0]), MAX_EVENT_LINE)
-            if isinstance(first, dict) and first.get("record") == "header":
-                header, starts, ends = first, starts[1:], ends[1:]
-            elif isinstance(first, str):
-                problems.append(f"the first line: {first}")
+            header = _edge(fh, int(starts[0]), int(ends[0]), "header", problems)
+            if header is not None:
+                starts, ends = starts[1:], ends[1:]
         if len(starts):
-            last = _read_span(fh, int(starts[-1]), int(ends[-1]), MAX_EVENT_LINE)
-            if isinstance(last, dict) and last.get("record") == "end":
-                end, starts, ends = last, starts[:-1], ends[:-1]
+            end = _edge(fh, int(starts[-1]), int(ends[-1]), "end", problems)
+            if end is not None:
+                starts, ends = starts[:-1], ends[:-1]
     return TrajIndex(starts=starts, ends=ends, header=_header_json(header), end=_end_json(end), problems=problems)
 
 
