@@ -325,3 +325,23 @@ def test_cli_refuses_a_public_host_without_a_token_and_a_missing_dir(runs, capsy
     assert code == 2 and "not a directory" in err
     code, out, _ = cli(capsys, "view", "--help")
     assert code == 0 and "leaderboard" in out
+
+
+def test_view_on_a_busy_port_names_the_port_and_the_option(runs, tmp_path):
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as busy:  # another server holds the port
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+        done = subprocess.run([sys.executable, "-m", "taskbench", "view", str(runs["root"]), "--port", str(port)],
+                              capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 2, done.stderr
+    lines = [x for x in done.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1, done.stderr  # one line, no URL of the other server, no uvicorn traceback
+    assert str(port) in lines[0] and "--port" in lines[0] and "in use" in lines[0]
+    assert "http://" not in done.stderr and "Errno" not in done.stderr

@@ -45,7 +45,7 @@ def view(
 ) -> None:
     from ..bundled import resolve_dir
     from ..errors import InputError
-    from .review import _default_reviewer, app_url, check_serving
+    from .review import _default_reviewer, app_url, check_serving, listen, serve_on
 
     paths = list(dirs or [Path("runs")])
     for p in paths:
@@ -58,20 +58,21 @@ def view(
         if not sep:
             gold.setdefault(resolve_dir(spec).name, gold[""])
     loopback = check_serving(host, token, "taskbench view")
-    import uvicorn
-
+    sock = listen(host, port)  # first: a busy port is one line, before anything else is printed
     from ..report.review.app import LOOPBACK_HOSTS, create_app
     from ..report.view.index import ViewIndex
 
     index = ViewIndex(paths, data=gold)
     for problem in index.problems[:20]:
         typer.echo(f"taskbench view: skipped {problem}", err=True)
+    for problem in index.gold_not_read()[:5]:
+        typer.echo(f"taskbench view: {problem}", err=True)
     app = create_app(None, reviewer=reviewer or _default_reviewer(), token=token,
                      allowed_hosts=LOOPBACK_HOSTS if loopback else None, view=index)
-    url = app_url(host, port, "/view", token)
+    url = app_url(host, sock.getsockname()[1], "/view", token)
     typer.echo(f"taskbench view: {len(index.runs)} runs under {', '.join(map(str, paths))}; open {url} "
                "(Ctrl-C to stop)", err=True)
-    uvicorn.run(app, host=host, port=port, log_level=log_level)
+    serve_on(app, sock, log_level)
 
 
 def register(app: typer.Typer) -> None:

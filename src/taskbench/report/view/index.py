@@ -396,13 +396,15 @@ def _slug(path: Path, taken: set[str]) -> str:
 
 @dataclass
 class GoldRoots:
-    """Where gold datasets may be read from, whatever a run names: the bundled datasets and the directories
-    given with ``taskbench view --data`` (each run adds its own directory)."""
+    """Where gold datasets may be read from, whatever a run names: the bundled datasets, the directories
+    given with ``taskbench view --data`` and the folders given to ``taskbench view`` (each run adds its own
+    directory). A gold dataset is shared by many runs and lives beside them, not in them; the user named these
+    places, the run did not."""
 
     roots: tuple[Path, ...]
 
     @classmethod
-    def of(cls, data: dict[str, Path]) -> GoldRoots:
+    def of(cls, data: dict[str, Path], paths: Sequence[Path] = ()) -> GoldRoots:
         from ... import bundled
 
         found = []
@@ -411,7 +413,8 @@ class GoldRoots:
                 found.append(real_dir(bundled.path(name)))
             except Exception:  # a bundled dataset not on disk (zipped install): not a root
                 continue
-        return cls(tuple(dict.fromkeys([*found, *(real_dir(p) for p in data.values())])))
+        return cls(tuple(dict.fromkeys([*found, *(real_dir(p) for p in data.values()),
+                                        *(real_dir(p) for p in paths if p.is_dir())])))
 
     def directory(self, spec: Any, run_roots: Sequence[Path]) -> tuple[Path | None, str | None]:
         """(the gold directory ``spec`` names, resolved; or None and why it is not read). A bundled name is
@@ -429,8 +432,9 @@ class GoldRoots:
         if not real.is_dir():
             return None, f"gold directory {spec[:300]} not found"
         if not any(inside(real, r) for r in (*self.roots, *run_roots)):
-            return None, (f"gold directory {spec[:300]} is outside the run directory and the datasets given with "
-                          f"--data: not read (to show its samples: taskbench view ... --data {spec[:300]})")
+            return None, (f"gold directory {spec[:300]} is outside the run directory, the folders given to "
+                          "`taskbench view` and the datasets given with --data: not read (to show its samples: "
+                          f"taskbench view ... --data {spec[:300]})")
         return real, None
 
 
@@ -707,7 +711,7 @@ class ViewIndex:
     def __init__(self, paths: Sequence[str | Path], *, data: dict[str, Path] | None = None) -> None:
         self.paths = [Path(p) for p in paths]
         self.data = dict(data or {})
-        self.gold = GoldRoots.of(self.data)
+        self.gold = GoldRoots.of(self.data, self.paths)
         self.runs: dict[str, RunInfo] = {}
         self.problems: list[str] = []
         self.refresh()
