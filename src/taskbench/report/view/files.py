@@ -120,9 +120,9 @@ class RunFile:
             if size > limit:
                 raise InputError(f"file of {size / 1e6:.0f} MB is over the {limit >> 20} MB the viewer reads whole",
                                  path=self.path)
-            data = fh.read(limit + 1)
-        if len(data) > limit:  # grew while read
-            raise InputError(f"file is over the {limit >> 20} MB the viewer reads whole", path=self.path)
+            data = fh.read(size)  # read(n) allocates n bytes up front: ask for the size, not the limit
+            if fh.read(1):  # grew while read
+                raise InputError(f"file grew past its size while read ({self.path.name})", path=self.path)
         return data
 
 

@@ -187,9 +187,11 @@ class SampleTable:
         for ex in arr(obj((entry.metrics_doc or {}).get("execution")).get("samples")):
             if isinstance(ex, dict) and isinstance(ex.get("id"), str):
                 table.executions[ex["id"]] = ex
+        names: dict[str, str] = {}  # one string object per distinct tool name or label across the table
         for err in strict.get("errors") or []:
             if isinstance(err, dict) and isinstance(err.get("id"), str):
-                table.errors[err["id"]] = err
+                table.errors[err["id"]] = _slim(err, names)
+        strict = {}  # the parsed metrics file is not kept
         table.problems += entry.problems
         if entry.data_path is not None and entry.data_path.is_dir():
             found = find_data_file(entry.data_path)
@@ -210,10 +212,11 @@ class SampleTable:
                 if not isinstance(rec, dict) or "id" not in rec:
                     continue
                 nodes = rec.get("task_nodes", rec.get("tool_nodes"))
-                names = _names(nodes)
-                row = Row(id=str(rec["id"]), type=rec.get("type") if isinstance(rec.get("type"), str) else None,
-                          n=rec["n_tools"] if isinstance(rec.get("n_tools"), int) else len(names),
-                          tools=tuple(names), gold_at=offset,
+                tools = tuple(names.setdefault(t, t) for t in _names(nodes))
+                kind = rec.get("type")
+                row = Row(id=str(rec["id"]), type=names.setdefault(kind, kind) if isinstance(kind, str) else None,
+                          n=rec["n_tools"] if isinstance(rec.get("n_tools"), int) else len(tools),
+                          tools=tools, gold_at=offset,
                           request=str(rec.get("user_request") or rec.get("instruction") or ""))
                 table._add(row)
         if entry.predictions is not None and entry.predictions.is_file():
@@ -241,7 +244,8 @@ class SampleTable:
                     i = table.by_id[sid]
                 row = table.rows[i]
                 row.pred_at = offset
-                row.finish = rec.get("finish_reason") if isinstance(rec.get("finish_reason"), str) else None
+                finish = rec.get("finish_reason")
+                row.finish = names.setdefault(finish, finish) if isinstance(finish, str) else None
                 row.failed = bool(rec.get("failed"))
                 row.parse_error = bool(rec.get("error")) and not row.failed
                 if isinstance(rec.get("user_request"), str):
@@ -350,6 +354,23 @@ class SampleTable:
         out["execution"] = {k: clip(ex.get(k), 2000) for k in ("status", "success", "exact", "recall", "reason")} \
             if ex is not None else None
         return out
+
+
+_NO_ERRORS: dict[str, Any] = {}
+"""The error detail of a correct prediction (shared, never changed)."""
+
+
+def _slim(err: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
+    """A per-sample error record without its empty fields and with its repeated names shared: most are empty,
+    and an index of 28,271 samples keeps one per sample."""
+    out = {}
+    for k, v in err.items():
+        if k == "id" or not v:
+            continue
+        if isinstance(v, list):
+            v = [names.setdefault(x, x) if isinstance(x, str) else x for x in v]
+        out[names.setdefault(k, k)] = v
+    return out or _NO_ERRORS
 
 
 MAX_METRICS_BYTES = 512 << 20
