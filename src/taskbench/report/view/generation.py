@@ -2,10 +2,11 @@
 the critics' reasons, and the near-duplicates, read from a `taskbench generate` output.
 
 The files are streamed a line at a time and only what the page shows is kept (tallies, the first
-:data:`MAX_LISTED` rejected samples and duplicates, the requests those duplicates repeat), so memory does not
-grow with the files; a line over :data:`MAX_GEN_LINE` is counted, not parsed, and past :data:`MAX_GEN_READ`
-bytes a file is not read further (the page says how much was read). The result is computed once per version of
-the files (size and mtime) and shared between identical requests."""
+:data:`MAX_LISTED` rejected samples and duplicates, and the byte offset of each kept sample, from which the
+requests those duplicates repeat are read), so memory grows by an offset per sample, not by the samples; a line
+over :data:`MAX_GEN_LINE` is counted, not parsed, and past :data:`MAX_GEN_READ` bytes a file is not read further
+(the page says how much was read). The result is computed once per version of the files (size and mtime) and
+shared between identical requests."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Any
 from ...errors import InputError
 from .cache import Memo
 from .files import Outside
-from .samples import _big_lines, arr, bound, clip, obj
+from .samples import _big_lines, _read_at, arr, bound, clip, obj
 
 __all__ = ["MAX_GEN_LINE", "MAX_GEN_READ", "MAX_LISTED", "generation"]
 
@@ -25,7 +26,7 @@ MAX_LISTED = 500
 MAX_GEN_LINE = 1 << 20
 """A generated sample line longer than this is counted, not read (a real one is a few KB)."""
 
-MAX_GEN_READ = 256 << 20
+MAX_GEN_READ = 64 << 20
 """Bytes of ``data.json`` and of ``data_error.json`` read at most; the rest of a larger file is not read."""
 
 _RESULTS: Memo[dict[str, Any]] = Memo(keep=8)
@@ -40,8 +41,9 @@ def _critics(rec: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _records(run: Any, name: str, notes: list[str]) -> Any:
-    """The JSON objects of ``name`` in the run directory, one at a time (bounded, see the module docstring)."""
+def _records(run: Any, name: str, notes: list[str], offsets: dict[str, int] | None = None) -> Any:
+    """The JSON objects of ``name`` in the run directory, one at a time (bounded, see the module docstring);
+    ``offsets`` receives the byte offset of each record by id."""
     try:
         file = run.file(name)
     except Outside as exc:
@@ -64,6 +66,8 @@ def _records(run: Any, name: str, notes: list[str]) -> Any:
             except (ValueError, RecursionError):
                 continue
             if isinstance(rec, dict):
+                if offsets is not None:
+                    offsets[clip(str(rec.get("id")), 200)] = offset
                 yield rec
     except InputError as exc:
         notes.append(str(exc))
@@ -89,7 +93,8 @@ def _compute(run: Any, statistics: dict[str, Any]) -> dict[str, Any]:
             c["passed" if v["passed"] is True else "failed" if v["passed"] is False else "unknown"] += 1
 
     wanted: dict[str, list[dict[str, Any]]] = {}
-    for rec in _records(run, "data.json", notes):
+    where: dict[str, int] = {}
+    for rec in _records(run, "data.json", notes, where):
         tally(rec)
         counts["kept"] += 1
         if rec.get("duplicate_of") is not None:
@@ -99,10 +104,13 @@ def _compute(run: Any, statistics: dict[str, Any]) -> dict[str, Any]:
                      "request": clip(bound(rec.get("user_request")), 600), "of_request": None}
                 duplicates.append(d)
                 wanted.setdefault(d["of"], []).append(d)
-    if wanted:  # the requests the listed duplicates repeat (a second pass keeps only those)
-        for rec in _records(run, "data.json", []):
-            for d in wanted.get(clip(str(rec.get("id")), 200), ()):
-                d["of_request"] = clip(bound(rec.get("user_request")), 600)
+    if wanted:  # the requests the listed duplicates repeat: their lines, read by offset
+        file = run.file("data.json")
+        for of, listed in wanted.items():
+            rec = _read_at(file, where[of]) if of in where else None
+            if isinstance(rec, dict):
+                for d in listed:
+                    d["of_request"] = clip(bound(rec.get("user_request")), 600)
     for rec in _records(run, "data_error.json", notes):
         tally(rec)
         counts["rejected"] += 1
