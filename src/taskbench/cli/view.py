@@ -16,6 +16,9 @@ side; generation runs with critic pass rates, rejected samples and near-duplicat
 DIR (default: runs) is searched for run directories of every kind: `taskbench run` outputs, `taskbench
 evaluate` metrics (with their predictions), `taskbench generate` outputs and `taskbench agents eval` outputs.
 Nothing is written to them (a review opened from the viewer writes its review log, as `taskbench review`).
+What a run's own files name is not trusted: only regular files inside each run directory are read (a path with
+../, an absolute path elsewhere or a link out is not followed, and the run page says so), and gold only from a
+bundled dataset, a --data directory or the directories given here.
 
 It is the review app with more routes: served on 127.0.0.1; any other host needs `--token` (or
 TASKBENCH_REVIEW_TOKEN), and requests without it get 401.
@@ -35,7 +38,9 @@ def view(
                                             help="Directories to search for runs (default: runs)."),
     data: list[str] | None = typer.Option(None, "--data", "-d",
                                           help="Gold dataset (bundled name or directory) of `evaluate` outputs, "
-                                          "which do not record it; NAME=DIR for one dataset name. Repeatable."),
+                                          "which do not record it, and a place a run's gold may be read from when "
+                                          "it is outside the run and DIR; NAME=DIR for one dataset name. "
+                                          "Repeatable."),
     host: str = typer.Option("127.0.0.1", "--host", help="Interface to serve on; anything but loopback needs --token."),
     port: int = typer.Option(8766, "--port", help="TCP port."),
     token: str | None = typer.Option(None, "--token", envvar="TASKBENCH_REVIEW_TOKEN",

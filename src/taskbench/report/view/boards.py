@@ -193,9 +193,11 @@ def score_entry(table: SampleTable, library: Any, *, progress: Callable[[int, in
     read by offset a chunk at a time (:data:`SCORE_CHUNK`)."""
     from ...eval.api import score_strict
 
-    rows = [r for r in table.rows if r.gold_at is not None and r.pred_at is not None]
     gold_file, preds = table.gold_file, table.entry.predictions
     assert gold_file is not None and preds is not None
+    if gold_file.suffix == ".parquet":  # no line offsets: the whole file at once (hub datasets are small)
+        return _score_whole(table, library)
+    rows = [r for r in table.rows if r.gold_at is not None and r.pred_at is not None]
     ids: list[str] = []
     splits: list[np.ndarray] = []
     n_tools: list[np.ndarray] = []
@@ -225,6 +227,24 @@ def score_entry(table: SampleTable, library: Any, *, progress: Callable[[int, in
                   predicted_nodes=np.asarray(nodes, dtype=np.int64), foreign_nodes=np.asarray(foreign, dtype=np.int64),
                   gold_ids={r.id for r in table.rows if r.gold_at is not None},
                   problems=[str(p) for p in problems[:20]])
+
+
+def _score_whole(table: SampleTable, library: Any) -> Scored:
+    from ...dataset.layout import iter_raw_records
+    from ...eval.api import score_strict
+
+    gold_file, preds = table.gold_file, table.entry.predictions
+    assert gold_file is not None and preds is not None
+    problems: list[Any] = []
+    predicted = {r.id for r in table.rows if r.pred_at is not None}
+    scored = score_strict(iter_raw_records(gold_file.path), iter_raw_records(preds.path), library,
+                          dependency=table.entry.dependency, metrics=COMPARE_METRICS, alignment_ids=predicted,
+                          gold_path=gold_file.path, gold_problems=problems)
+    return Scored(ids=scored.ids, splits=scored.splits, n_tools=scored.n_tools,
+                  columns={k: _compact(v) for k, v in scored.columns.items()},
+                  predicted_nodes=np.asarray([s.node[0] + s.node[1] for s in scored.scores], dtype=np.int64),
+                  foreign_nodes=np.asarray([len(s.hallucinated) for s in scored.scores], dtype=np.int64),
+                  gold_ids=set(scored.gold_ids), problems=[str(p) for p in problems[:20]])
 
 
 def compare(a: tuple[str, ScoredEntry, Scored], b: tuple[str, ScoredEntry, Scored]) -> dict[str, Any]:
