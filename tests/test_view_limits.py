@@ -210,3 +210,11 @@ def test_memo_builds_once_for_concurrent_callers_and_keeps_the_recent():
     memo.get("a", lambda: 1)
     memo.get("b", lambda: 2)
     assert memo.peek("k") is None and memo.peek("a") == 1 and len(memo) == 2
+
+
+def test_a_trajectory_past_the_line_cap_says_so(tmp_path, monkeypatch):
+    monkeypatch.setattr(vagents, "MAX_TRAJ_LINES", 100)
+    run = agents_run(tmp_path, [{"kind": "code_run", "index": i, "code": str(i)} for i in range(500)])
+    c = TestClient(create_app(None, reviewer="ana", view=ViewIndex([tmp_path / "runs"])))
+    d = c.get(f"/api/view/trajectory/{run_slug(run)}", params={"id": "ep1"}).json()
+    assert d["n_events"] == 99 and any("only its first 100 lines" in x for x in d["skipped"])

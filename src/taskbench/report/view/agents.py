@@ -76,7 +76,8 @@ class EpisodeIndex:
     lines: int = 0
 
 
-_EPISODE_INDEX: Memo[EpisodeIndex] = Memo(keep=8)
+_EPISODE_INDEX: Memo[EpisodeIndex] = Memo(keep=2)
+"""Episode indexes kept (each at most :data:`MAX_EPISODES` rows of bounded fields: about 40 MB)."""
 
 
 def _episode_row(rec: dict[str, Any]) -> dict[str, Any]:
@@ -156,25 +157,40 @@ class TrajIndex:
     problems: list[str]
 
 
-_TRAJ_INDEX: Memo[TrajIndex] = Memo(keep=8)
+_TRAJ_INDEX: Memo[TrajIndex] = Memo(keep=4)
+"""Trajectory indexes kept (16 bytes a line; at most :data:`MAX_TRAJ_LINES` lines: 16 MB)."""
 _CHUNK = 8 << 20
 
+MAX_TRAJ_LINES = 1_000_000
+"""Lines of one trajectory indexed at most (the events past them are not shown; the page says so)."""
 
-def _line_spans(fh: Any, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """(start, end) byte offsets of the non-empty lines of a file, a chunk at a time."""
+
+def _line_spans(fh: Any, size: int) -> tuple[np.ndarray, np.ndarray, bool]:
+    """(start, end) byte offsets of the non-empty lines of a file, a chunk at a time, at most
+    :data:`MAX_TRAJ_LINES` + 1 of them, and whether the file goes on past them."""
     cuts = []
     pos = 0
+    count = 0
+    cut = False
     while pos < size:
         chunk = fh.read(_CHUNK)
         if not chunk:
             break
-        cuts.append(np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == 10) + pos)
+        nl = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == 10) + pos
+        cuts.append(nl)
+        count += len(nl)
         pos += len(chunk)
+        if count > MAX_TRAJ_LINES:
+            cut = True
+            break
     nl = np.concatenate(cuts) if cuts else np.zeros(0, dtype=np.int64)
     starts = np.concatenate(([0], nl + 1)).astype(np.int64)
     ends = np.concatenate((nl, [pos])).astype(np.int64)
     keep = ends > starts
-    return starts[keep], ends[keep]
+    starts, ends = starts[keep], ends[keep]
+    if cut:  # the last span may be a partial line of the chunk: drop it with the lines past the cap
+        starts, ends = starts[:MAX_TRAJ_LINES], ends[:MAX_TRAJ_LINES]
+    return starts, ends, cut
 
 
 def _read_span(fh: Any, start: int, end: int, limit: int) -> dict[str, Any] | str:
@@ -209,14 +225,17 @@ def _edge(fh: Any, start: int, end: int, kind: str, problems: list[str]) -> dict
 def _index_trajectory(file: RunFile) -> TrajIndex:
     with file.open() as fh:
         size = os.fstat(fh.fileno()).st_size
-        starts, ends = _line_spans(fh, size)
+        starts, ends, cut = _line_spans(fh, size)
         problems: list[str] = []
+        if cut:
+            problems.append(f"the trajectory is {size / 1e6:.0f} MB: only its first {MAX_TRAJ_LINES:,} lines "
+                            f"({int(ends[-1]) / 1e6:.0f} MB) are shown")
         header = end = None
         if len(starts):
             header = _edge(fh, int(starts[0]), int(ends[0]), "header", problems)
             if header is not None:
                 starts, ends = starts[1:], ends[1:]
-        if len(starts):
+        if len(starts) and not cut:
             end = _edge(fh, int(starts[-1]), int(ends[-1]), "end", problems)
             if end is not None:
                 starts, ends = starts[:-1], ends[:-1]

@@ -282,7 +282,7 @@ class CompareJobs:
     once, kept in :attr:`scored`), then compares; its result is kept (:attr:`results`). A request for a job
     that is running or queued joins it, it never starts a second one."""
 
-    def __init__(self, keep_scored: int = 8, keep_results: int = 32) -> None:
+    def __init__(self, keep_scored: int = 6, keep_results: int = 32) -> None:
         self.scored: Memo[Scored] = Memo(keep=keep_scored)
         self.results: Memo[dict[str, Any]] = Memo(keep=keep_results)
         self._jobs: dict[Hashable, dict[str, Any]] = {}
