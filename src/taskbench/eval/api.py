@@ -663,8 +663,9 @@ def compare_columns(
         mask = group_mask(Group(split, n), sample_splits, sample_n_tools)
         results = []
         if mask.any():
-            ca = {k: v[mask] for k, v in columns_a.items()}
-            cb = {k: v[mask] for k, v in columns_b.items()}
+            whole = bool(mask.all())  # the overall group: the columns as they are, not a copy
+            ca = columns_a if whole else {k: v[mask] for k, v in columns_a.items()}
+            cb = columns_b if whole else {k: v[mask] for k, v in columns_b.items()}
             results = stats.paired_compare(ca, cb, statistic, n_boot=n_boot, n_perm=n_perm, seed=seed, key=key)
         groups[key] = GroupComparison(split=split, n_tools=n, n_samples=int(mask.sum()), results=results)
     return Comparison(a=names[0], b=names[1], n_boot=n_boot, n_perm=n_perm, seed=seed, groups=groups,

@@ -30,7 +30,7 @@ import numpy as np
 from ...errors import InputError, TaskbenchError
 from .cache import Memo
 from .index import ScoredEntry, ViewIndex
-from .samples import SampleTable, _read_at
+from .samples import SampleTable, _read_many
 
 __all__ = ["MAX_BOARD_ROWS", "CompareJobs", "Scored", "board", "compare", "glossary", "legend", "score_entry"]
 
@@ -207,8 +207,8 @@ def score_entry(table: SampleTable, library: Any, *, progress: Callable[[int, in
     problems: list[Any] = []
     for start in range(0, len(rows), SCORE_CHUNK):
         chunk = rows[start:start + SCORE_CHUNK]
-        gold = [_read_at(gold_file, r.gold_at) for r in chunk]  # type: ignore[arg-type]
-        pred = [_read_at(preds, r.pred_at) for r in chunk]  # type: ignore[arg-type]
+        gold = _read_many(gold_file, [r.gold_at for r in chunk])  # type: ignore[misc]
+        pred = _read_many(preds, [r.pred_at for r in chunk])  # type: ignore[misc]
         pairs = [(g, p) for g, p in zip(gold, pred, strict=True) if isinstance(g, dict) and isinstance(p, dict)]
         scored = score_strict([g for g, _ in pairs], [p for _, p in pairs], library, dependency=table.entry.dependency,
                               metrics=COMPARE_METRICS, gold_path=gold_file.path, gold_problems=problems)
@@ -259,6 +259,11 @@ def compare(a: tuple[str, ScoredEntry, Scored], b: tuple[str, ScoredEntry, Score
     ib = np.array([where[sa.ids[i]] for i in ia], dtype=np.int64)
     if not len(ia):
         return {"error": "the two entries have no predicted sample in common"}
+
+    def kept(s: Scored, index: np.ndarray) -> dict[str, np.ndarray]:  # no copy when every row is kept in order
+        whole = len(index) == len(s.ids) and bool((index == np.arange(len(index))).all())
+        return s.columns if whole else {k: v[index] for k, v in s.columns.items()}
+
     common = [sa.ids[i] for i in ia]
     names = (f"{ea.model} ({ra})", f"{eb.model} ({rb})")
     warnings: list[str] = []
@@ -267,8 +272,7 @@ def compare(a: tuple[str, ScoredEntry, Scored], b: tuple[str, ScoredEntry, Score
                        predicted_nodes=int(s.predicted_nodes[rows].sum()), foreign_nodes=int(s.foreign_nodes[rows].sum()))
         warnings += [f"{name}: {w}" for w in coverage_warnings(cov, subset_hint=COMPARE_SUBSET_HINT)]
         warnings += [f"{name}: {p}" for p in s.problems]
-    result = compare_columns(sa.splits[ia], sa.n_tools[ia], {k: v[ia] for k, v in sa.columns.items()},
-                             {k: v[ib] for k, v in sb.columns.items()}, names=names,
+    result = compare_columns(sa.splits[ia], sa.n_tools[ia], kept(sa, ia), kept(sb, ib), names=names,
                              splits=("overall", "single", "chain", "dag"), n_tools=("overall",),
                              metrics=COMPARE_METRICS, n_boot=COMPARE_BOOT, n_perm=COMPARE_BOOT, seed=0,
                              warnings=warnings)

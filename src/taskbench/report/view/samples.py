@@ -118,12 +118,23 @@ def _big_lines(path: RunFile, limit: int | None = None) -> Iterator[tuple[int, b
 
 def _read_at(path: RunFile, offset: int) -> dict[str, Any] | str:
     """The JSON object of the line at ``offset``, or why it cannot be read."""
+    return _read_many(path, [offset])[0]
+
+
+def _read_many(path: RunFile, offsets: list[int]) -> list[dict[str, Any] | str]:
+    """The JSON objects of the lines at ``offsets`` (the file opened once), each or why it cannot be read."""
     try:
         with path.open() as fh:
-            fh.seek(offset)
-            line = fh.readline(MAX_LINE_BYTES + 1)
+            out = []
+            for offset in offsets:
+                fh.seek(offset)
+                out.append(_parse_line(fh.readline(MAX_LINE_BYTES + 1)))
+            return out
     except InputError as exc:
-        return str(exc)
+        return [str(exc)] * len(offsets)
+
+
+def _parse_line(line: bytes) -> dict[str, Any] | str:
     if len(line) > MAX_LINE_BYTES:
         return f"the line is over {MAX_LINE_BYTES >> 20} MB and is not shown"
     try:
