@@ -10,11 +10,13 @@ direction and the small-n threshold; :func:`legend` names every metric and group
 The comparison is the evaluator's, in two halves: each entry is scored once (:func:`~taskbench.eval.api
 .score_strict`, the code behind `taskbench compare`, a chunk of :data:`SCORE_CHUNK` samples at a time read by
 offset from the sample index, so memory does not grow with the files) and its per-sample columns are kept
-(:class:`Scored`, a few MB); a pair is then compared on the samples both predicted
+(:class:`Scored`, about 16 MB at 28,271 samples); a pair is then compared on the samples both predicted
 (:func:`~taskbench.eval.api.compare_columns`: paired bootstrap CIs and randomization p-values, the same
-numbers `taskbench compare` gives on those samples). Both halves run on one background worker
-(:class:`CompareJobs`), one job at a time, shared by identical requests; a request waits a moment and
-otherwise answers with the job's progress, and the page asks again.
+numbers `taskbench compare` gives on those samples). Both halves run in a child process (:func:`run_worker`:
+the paired bootstrap of 28,271 samples x 145 columns needs about 200 MB for a moment, which is returned when
+the child ends instead of staying in the server), started by one background thread (:class:`CompareJobs`), one
+job at a time, shared by identical requests; a request waits a moment and otherwise answers with the job's
+progress, and the page asks again.
 """
 
 from __future__ import annotations
@@ -23,16 +25,18 @@ import queue
 import threading
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ...errors import InputError, TaskbenchError
 from .cache import Memo
-from .index import ScoredEntry, ViewIndex
+from .files import RunFile, confine
+from .index import ViewIndex
 from .samples import SampleTable, _read_many
 
-__all__ = ["MAX_BOARD_ROWS", "CompareJobs", "Scored", "board", "compare", "glossary", "legend", "score_entry"]
+__all__ = ["MAX_BOARD_ROWS", "CompareJobs", "ScoreTask", "Scored", "board", "compare", "glossary", "legend", "run_worker"]
 
 MAX_BOARD_ROWS = 5000
 """Most (run, model, dataset) rows on one board."""
@@ -149,19 +153,6 @@ def board(index: ViewIndex, *, dataset: str | None = None) -> dict[str, Any]:
     return {"rows": rows, "datasets": sorted(datasets), "problems": problems, **glossary()}
 
 
-def _library(entry: ScoredEntry) -> Any:
-    from ...dataset.layout import GRAPH_FILE, TOOL_FILE
-    from ...graph.loaders import load_tool_library
-    from .files import confine
-
-    assert entry.data_path is not None
-    name = TOOL_FILE if (entry.data_path / TOOL_FILE).exists() else GRAPH_FILE
-    tool = confine(entry.data_path / name, [entry.data_path], what=name)
-    if not tool.is_file():
-        raise InputError(f"no {TOOL_FILE} in the dataset directory", path=entry.data_path)
-    return load_tool_library(tool.path, entry.dependency, name=entry.data_path.name)
-
-
 @dataclass
 class Scored:
     """One entry scored by the evaluator: per predicted gold sample (gold order) its split, tool count and the
@@ -188,72 +179,97 @@ def _compact(column: np.ndarray) -> np.ndarray:
     return small if np.array_equal(small.astype(column.dtype), column) else column
 
 
-def score_entry(table: SampleTable, library: Any, *, progress: Callable[[int, int], None] | None = None) -> Scored:
-    """The evaluator's per-sample scores of every sample of ``table`` that has a gold record and a prediction,
-    read by offset a chunk at a time (:data:`SCORE_CHUNK`)."""
-    from ...eval.api import score_strict
+@dataclass
+class ScoreTask:
+    """What scoring one entry needs, picklable for the comparison worker: its gold and predictions files, the
+    offsets of the lines of each predicted gold sample (gold order), and where its tool library is."""
 
-    gold_file, preds = table.gold_file, table.entry.predictions
-    assert gold_file is not None and preds is not None
-    if gold_file.suffix == ".parquet":  # no line offsets: the whole file at once (hub datasets are small)
-        return _score_whole(table, library)
-    rows = [r for r in table.rows if r.gold_at is not None and r.pred_at is not None]
-    ids: list[str] = []
-    splits: list[np.ndarray] = []
-    n_tools: list[np.ndarray] = []
-    parts: dict[str, list[np.ndarray]] = {}
-    nodes: list[int] = []
-    foreign: list[int] = []
-    problems: list[Any] = []
-    for start in range(0, len(rows), SCORE_CHUNK):
-        chunk = rows[start:start + SCORE_CHUNK]
-        gold = _read_many(gold_file, [r.gold_at for r in chunk])  # type: ignore[misc]
-        pred = _read_many(preds, [r.pred_at for r in chunk])  # type: ignore[misc]
-        pairs = [(g, p) for g, p in zip(gold, pred, strict=True) if isinstance(g, dict) and isinstance(p, dict)]
-        scored = score_strict([g for g, _ in pairs], [p for _, p in pairs], library, dependency=table.entry.dependency,
-                              metrics=COMPARE_METRICS, gold_path=gold_file.path, gold_problems=problems)
-        ids += scored.ids
-        splits.append(scored.splits)
-        n_tools.append(scored.n_tools)
-        for k, v in scored.columns.items():
-            parts.setdefault(k, []).append(_compact(v))
-        nodes += [s.node[0] + s.node[1] for s in scored.scores]
-        foreign += [len(s.hallucinated) for s in scored.scores]
-        if progress is not None:
-            progress(min(start + SCORE_CHUNK, len(rows)), len(rows))
-    columns = {k: np.concatenate(v) for k, v in parts.items()}
-    return Scored(ids=ids, splits=np.concatenate(splits) if splits else np.zeros(0, dtype=object),
-                  n_tools=np.concatenate(n_tools) if n_tools else np.zeros(0, dtype=int), columns=columns,
-                  predicted_nodes=np.asarray(nodes, dtype=np.int64), foreign_nodes=np.asarray(foreign, dtype=np.int64),
-                  gold_ids={r.id for r in table.rows if r.gold_at is not None},
-                  problems=[str(p) for p in problems[:20]])
+    label: str
+    gold: RunFile
+    predictions: RunFile
+    offsets: list[tuple[int, int]]
+    gold_ids: set[str]
+    data_path: Path
+    dependency: str | None
+    predicted: set[str]
+    """Ids with a prediction (a parquet gold, which has no line offsets, is scored whole on these)."""
+
+    @classmethod
+    def of(cls, table: SampleTable, label: str) -> ScoreTask:
+        entry = table.entry
+        assert table.gold_file is not None and entry.predictions is not None and entry.data_path is not None
+        return cls(label=label, gold=table.gold_file, predictions=entry.predictions,
+                   offsets=[(r.gold_at, r.pred_at) for r in table.rows if r.gold_at is not None and r.pred_at is not None],
+                   gold_ids={r.id for r in table.rows if r.gold_at is not None}, data_path=entry.data_path,
+                   dependency=entry.dependency, predicted={r.id for r in table.rows if r.pred_at is not None})
+
+    def library(self) -> Any:
+        from ...dataset.layout import GRAPH_FILE, TOOL_FILE
+        from ...graph.loaders import load_tool_library
+
+        name = TOOL_FILE if (self.data_path / TOOL_FILE).exists() else GRAPH_FILE
+        tool = confine(self.data_path / name, [self.data_path], what=name)
+        if not tool.is_file():
+            raise InputError(f"no {TOOL_FILE} in the dataset directory", path=self.data_path)
+        return load_tool_library(tool.path, self.dependency, name=self.data_path.name)
+
+    def run(self, progress: Callable[[int, int], None] | None = None) -> Scored:
+        """The evaluator's per-sample scores, read by offset a chunk at a time (:data:`SCORE_CHUNK`)."""
+        from ...eval.api import score_strict
+
+        library = self.library()
+        if self.gold.suffix == ".parquet":  # no line offsets: the whole file at once (hub datasets are small)
+            return self._whole(library)
+        ids: list[str] = []
+        splits: list[np.ndarray] = []
+        n_tools: list[np.ndarray] = []
+        parts: dict[str, list[np.ndarray]] = {}
+        nodes: list[int] = []
+        foreign: list[int] = []
+        problems: list[Any] = []
+        for start in range(0, len(self.offsets), SCORE_CHUNK):
+            chunk = self.offsets[start:start + SCORE_CHUNK]
+            gold = _read_many(self.gold, [g for g, _ in chunk])
+            pred = _read_many(self.predictions, [p for _, p in chunk])
+            pairs = [(g, p) for g, p in zip(gold, pred, strict=True) if isinstance(g, dict) and isinstance(p, dict)]
+            scored = score_strict([g for g, _ in pairs], [p for _, p in pairs], library, dependency=self.dependency,
+                                  metrics=COMPARE_METRICS, gold_path=self.gold.path, gold_problems=problems)
+            ids += scored.ids
+            splits.append(scored.splits)
+            n_tools.append(scored.n_tools)
+            for k, v in scored.columns.items():
+                parts.setdefault(k, []).append(_compact(v))
+            nodes += [s.node[0] + s.node[1] for s in scored.scores]
+            foreign += [len(s.hallucinated) for s in scored.scores]
+            if progress is not None:
+                progress(min(start + SCORE_CHUNK, len(self.offsets)), len(self.offsets))
+        return Scored(ids=ids, splits=np.concatenate(splits) if splits else np.zeros(0, dtype=object),
+                      n_tools=np.concatenate(n_tools) if n_tools else np.zeros(0, dtype=int),
+                      columns={k: np.concatenate(v) for k, v in parts.items()},
+                      predicted_nodes=np.asarray(nodes, dtype=np.int64), foreign_nodes=np.asarray(foreign, dtype=np.int64),
+                      gold_ids=self.gold_ids, problems=[str(p) for p in problems[:20]])
+
+    def _whole(self, library: Any) -> Scored:
+        from ...dataset.layout import iter_raw_records
+        from ...eval.api import score_strict
+
+        problems: list[Any] = []
+        scored = score_strict(iter_raw_records(self.gold.path), iter_raw_records(self.predictions.path), library,
+                              dependency=self.dependency, metrics=COMPARE_METRICS, alignment_ids=self.predicted,
+                              gold_path=self.gold.path, gold_problems=problems)
+        return Scored(ids=scored.ids, splits=scored.splits, n_tools=scored.n_tools,
+                      columns={k: _compact(v) for k, v in scored.columns.items()},
+                      predicted_nodes=np.asarray([s.node[0] + s.node[1] for s in scored.scores], dtype=np.int64),
+                      foreign_nodes=np.asarray([len(s.hallucinated) for s in scored.scores], dtype=np.int64),
+                      gold_ids=set(scored.gold_ids), problems=[str(p) for p in problems[:20]])
 
 
-def _score_whole(table: SampleTable, library: Any) -> Scored:
-    from ...dataset.layout import iter_raw_records
-    from ...eval.api import score_strict
-
-    gold_file, preds = table.gold_file, table.entry.predictions
-    assert gold_file is not None and preds is not None
-    problems: list[Any] = []
-    predicted = {r.id for r in table.rows if r.pred_at is not None}
-    scored = score_strict(iter_raw_records(gold_file.path), iter_raw_records(preds.path), library,
-                          dependency=table.entry.dependency, metrics=COMPARE_METRICS, alignment_ids=predicted,
-                          gold_path=gold_file.path, gold_problems=problems)
-    return Scored(ids=scored.ids, splits=scored.splits, n_tools=scored.n_tools,
-                  columns={k: _compact(v) for k, v in scored.columns.items()},
-                  predicted_nodes=np.asarray([s.node[0] + s.node[1] for s in scored.scores], dtype=np.int64),
-                  foreign_nodes=np.asarray([len(s.hallucinated) for s in scored.scores], dtype=np.int64),
-                  gold_ids=set(scored.gold_ids), problems=[str(p) for p in problems[:20]])
-
-
-def compare(a: tuple[str, ScoredEntry, Scored], b: tuple[str, ScoredEntry, Scored]) -> dict[str, Any]:
+def compare(sa: Scored, sb: Scored, names: tuple[str, str]) -> dict[str, Any]:
     """``A - B`` per group and metric with paired bootstrap CIs and randomization p-values, on the samples
-    both entries scored (``(run id, entry, its scores)`` each)."""
+    both entries scored."""
     from ...eval.api import COMPARE_SUBSET_HINT, compare_columns
     from ...eval.coverage import Coverage, coverage_warnings
 
-    (ra, ea, sa), (rb, eb, sb) = a, b
     where = {sid: i for i, sid in enumerate(sb.ids)}
     ia = np.array([i for i, sid in enumerate(sa.ids) if sid in where], dtype=np.int64)
     ib = np.array([where[sa.ids[i]] for i in ia], dtype=np.int64)
@@ -265,7 +281,6 @@ def compare(a: tuple[str, ScoredEntry, Scored], b: tuple[str, ScoredEntry, Score
         return s.columns if whole else {k: v[index] for k, v in s.columns.items()}
 
     common = [sa.ids[i] for i in ia]
-    names = (f"{ea.model} ({ra})", f"{eb.model} ({rb})")
     warnings: list[str] = []
     for name, s, rows in ((names[0], sa, ia), (names[1], sb, ib)):
         cov = Coverage(selected=common, gold_ids=s.gold_ids, predicted=set(s.ids),
@@ -281,10 +296,73 @@ def compare(a: tuple[str, ScoredEntry, Scored], b: tuple[str, ScoredEntry, Score
     return out
 
 
+def _worker(conn: Any, sides: list[ScoreTask | Scored], names: tuple[str, str]) -> None:
+    """The comparison worker (a child process): score the sides not scored yet, sending each back as it is done
+    (the server keeps it), then compare; progress lines as it goes."""
+    try:
+        scored: list[Scored] = []
+        for i, side in enumerate(sides):
+            if isinstance(side, Scored):
+                scored.append(side)
+                continue
+            conn.send(("progress", f"scoring {side.label}: reading its tool library"))
+            done = side.run(lambda n, total, side=side: conn.send(  # type: ignore[misc]
+                ("progress", f"scoring {side.label}: {n:,} of {total:,} samples")))
+            conn.send(("scored", i, done))
+            scored.append(done)
+        conn.send(("progress", f"paired bootstrap and randomization test ({COMPARE_BOOT:,} replicates each)"))
+        conn.send(("done", compare(scored[0], scored[1], names)))
+    except TaskbenchError as exc:
+        conn.send(("done", {"error": str(exc)}))
+    except Exception as exc:  # a bug: the page shows it, the server goes on
+        conn.send(("done", {"error": f"the comparison failed: {type(exc).__name__}: {exc}"}))
+    finally:
+        conn.close()
+
+
+def run_worker(sides: list[ScoreTask | Scored], names: tuple[str, str], say: Callable[[str], None],
+               keep: Callable[[int, Scored], None]) -> dict[str, Any]:
+    """Score and compare in a child process (spawned: its memory, up to a few hundred MB at the released size,
+    is returned when it ends, and the server's stays what its pages need); ``keep(i, scored)`` receives each
+    side it scored."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_worker, args=(child, sides, names), name="taskbench-view-compare", daemon=True)
+    proc.start()
+    child.close()
+    result: dict[str, Any] | None = None
+    try:
+        while result is None:
+            if parent.poll(0.5):
+                try:
+                    msg = parent.recv()
+                except EOFError:
+                    break
+                if msg[0] == "progress":
+                    say(str(msg[1]))
+                elif msg[0] == "scored":
+                    keep(int(msg[1]), msg[2])
+                elif msg[0] == "done":
+                    result = msg[1]
+            elif not proc.is_alive():
+                break
+    finally:
+        parent.close()
+        proc.join(timeout=30)
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+    if result is None:
+        return {"error": f"the comparison worker ended without an answer (exit code {proc.exitcode})"}
+    return result
+
+
 class CompareJobs:
-    """Comparisons computed on one background thread, one at a time: a job scores what it needs (each entry
-    once, kept in :attr:`scored`), then compares; its result is kept (:attr:`results`). A request for a job
-    that is running or queued joins it, it never starts a second one."""
+    """Comparisons run from one background thread, one at a time: a job scores what it needs (each entry once,
+    kept in :attr:`scored`), then compares (both in a child process, :func:`run_worker`); its result is kept
+    (:attr:`results`). A request for a job that is running or queued joins it, it never starts a second one."""
 
     def __init__(self, keep_scored: int = 6, keep_results: int = 32) -> None:
         self.scored: Memo[Scored] = Memo(keep=keep_scored)

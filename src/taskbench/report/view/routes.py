@@ -27,10 +27,10 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from ...errors import InputError
 from . import agents as agents_view
-from .boards import COMPARE_BOOT, CompareJobs, Scored, _library, board, compare, score_entry
+from .boards import CompareJobs, Scored, ScoreTask, board, run_worker
 from .files import Outside
 from .generation import generation
-from .index import RunInfo, ScoredEntry, ViewIndex
+from .index import RunInfo, ViewIndex
 from .samples import MAX_PAGE, SampleStore, SampleTable, bound, clip, entry_stamp, obj
 
 __all__ = ["MAX_ID", "PAGE_CSP", "view_page", "view_router"]
@@ -203,18 +203,6 @@ def view_router(index: ViewIndex, *, current: Callable[[], Any], open_review: Ca
         d = t.detail(id)
         return d if d is not None else _not_found(f"unknown sample id {id!r}")
 
-    def scored(rid: str, entry: ScoredEntry, say: Callable[[str], None], which: str) -> Scored:
-        def build() -> Scored:
-            say(f"reading the samples of {which} ({entry.model})")
-            t = store.get(rid, entry)
-            if t.gold_file is None or entry.predictions is None:
-                raise InputError(f"{entry.key}: its gold or its predictions cannot be read, so it cannot be scored"
-                                 + (f" ({t.problems[0]})" if t.problems else ""))
-            return score_entry(t, _library(entry),
-                               progress=lambda done, total: say(f"scoring {which} ({entry.model}): {done:,} of "
-                                                                f"{total:,} samples"))
-        return jobs.scored.get((rid, *entry_stamp(entry)), build)
-
     @router.get("/api/view/compare", response_model=None)
     def api_compare(a_run: str = Id(), a_entry: str = Id(), b_run: str = Id(), b_entry: str = Id(),
                     wait: float = Query(3.0, ge=0, le=4)) -> dict[str, Any] | JSONResponse:
@@ -227,13 +215,28 @@ def view_router(index: ViewIndex, *, current: Callable[[], Any], open_review: Ca
                                                 "the same samples", 1000)}, status_code=400)
         if ea.predictions is None or eb.predictions is None:
             return JSONResponse({"detail": "a predictions file is missing"}, status_code=400)
-        key = ("compare", a_run, *entry_stamp(ea), b_run, *entry_stamp(eb))
+        sides = [(a_run, ea, "A"), (b_run, eb, "B")]
+        key = ("compare", *(x for rid, e, _ in sides for x in (rid, *entry_stamp(e))))
 
         def work(say: Callable[[str], None]) -> dict[str, Any]:
-            sa = scored(a_run, ea, say, "A")
-            sb = scored(b_run, eb, say, "B")
-            say(f"paired bootstrap and randomization test ({COMPARE_BOOT:,} replicates each)")
-            return compare((a_run, ea, sa), (b_run, eb, sb))
+            tasks: list[ScoreTask | Scored] = []
+            for rid, e, which in sides:
+                done = jobs.scored.peek((rid, *entry_stamp(e)))
+                if done is not None:
+                    tasks.append(done)
+                    continue
+                say(f"reading the samples of {which} ({e.model})")
+                t = store.get(rid, e)
+                if t.gold_file is None or e.predictions is None:
+                    raise InputError(f"{e.key}: its gold or its predictions cannot be read, so it cannot be scored"
+                                     + (f" ({t.problems[0]})" if t.problems else ""))
+                tasks.append(ScoreTask.of(t, f"{which} ({e.model})"))
+
+            def keep(i: int, scored: Scored) -> None:
+                rid, e, _ = sides[i]
+                jobs.scored.put((rid, *entry_stamp(e)), scored)
+
+            return run_worker(tasks, (f"{ea.model} ({a_run})", f"{eb.model} ({b_run})"), say, keep)
 
         job = jobs.submit(key, work)
         state = jobs.wait(key, job, wait)
