@@ -18,8 +18,8 @@ HTTP, for every page and API answer: per request its wall time, the server's CPU
 and the server's peak resident memory during it (the peak is reset before each request through
 ``/proc/PID/clear_refs``). Compare is measured as a user meets it: a first comparison (two entries scored), the
 same one again, one with an entry already scored, and three identical requests at once (one job shared), each
-asked again while it answers 202 with its progress; every answer's time is recorded, and the time until the
-result. It prints the load average before and after. Run each step at most once or twice on a shared machine:
+asked again while it answers 202 with its progress; every answer's time is recorded, the time until the
+result, and the peak memory and CPU of the child process that computed it (reported in the result). It prints the load average before and after. Run each step at most once or twice on a shared machine:
 
     d=$(mktemp -d); python benchmarks/bench_view.py make $d && python benchmarks/bench_view.py measure $d
 """
@@ -291,9 +291,11 @@ def _compare(srv: Server, path: str) -> dict[str, Any]:
         if r["status"] != 202:
             break
         time.sleep(0.5)
+    worker = json.loads(r["body"]).get("worker") if r["status"] == 200 else None
     return {"to_result_s": round(time.perf_counter() - t0, 2), "answers": len(answers),
-            "slowest_answer_s": max(a["s"] for a in answers), "peak_rss_mb": peak, "status": answers[-1]["status"],
-            "result_bytes": answers[-1]["bytes"]}
+            "slowest_answer_s": max(a["s"] for a in answers), "server_peak_rss_mb": peak,
+            "server_cpu_s": round(sum(a["cpu_s"] for a in answers), 2), "worker": worker,
+            "status": answers[-1]["status"], "result_bytes": answers[-1]["bytes"]}
 
 
 def measure(out: Path, repeats: int) -> dict[str, Any]:
@@ -350,7 +352,8 @@ def measure(out: Path, repeats: int) -> dict[str, Any]:
         figures["compare_three_identical_at_once"] = {
             "wall_s": round(time.perf_counter() - t0, 2), "each_to_result_s": [c["to_result_s"] for c in three],
             "slowest_answer_s": max(c["slowest_answer_s"] for c in three), "server_cpu_s": round(_cpu(srv.proc.pid) - cpu0, 1),
-            "peak_rss_mb": round(_status(srv.proc.pid, "VmHWM") / 1024, 1)}
+            "server_peak_rss_mb": round(_status(srv.proc.pid, "VmHWM") / 1024, 1),
+            "workers": [c["worker"] for c in three]}
         print("compare_three", figures["compare_three_identical_at_once"], flush=True)
 
         agents = run_slug(out / "agents")
@@ -364,8 +367,8 @@ def measure(out: Path, repeats: int) -> dict[str, Any]:
         gen = run_slug(out / "generated")
         once("generation_first", f"/api/view/generation/{gen}", 1)
         once("generation_again", f"/api/view/generation/{gen}")
-        figures["peak_rss_mb_whole_run"] = round(max(v.get("peak_rss_mb", 0) for v in figures.values()
-                                                     if isinstance(v, dict)), 1)
+        figures["server_peak_rss_mb_whole_run"] = round(max(max(v.get("peak_rss_mb", 0), v.get("server_peak_rss_mb", 0))
+                                                            for v in figures.values() if isinstance(v, dict)), 1)
         figures["run_log_mb"] = round((out / "run" / "run_log.json").stat().st_size / 1e6)
         figures["files_mb"] = {str(p.relative_to(out)): round(p.stat().st_size / 1e6) for p in
                                (out / "agents" / "episodes.jsonl", out / "agents" / "trajectories" / "big.jsonl",

@@ -22,7 +22,9 @@ progress, and the page asks again.
 from __future__ import annotations
 
 import queue
+import resource
 import threading
+import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from pathlib import Path
@@ -311,7 +313,10 @@ def _worker(conn: Any, sides: list[ScoreTask | Scored], names: tuple[str, str]) 
             conn.send(("scored", i, done))
             scored.append(done)
         conn.send(("progress", f"paired bootstrap and randomization test ({COMPARE_BOOT:,} replicates each)"))
-        conn.send(("done", compare(scored[0], scored[1], names)))
+        result = compare(scored[0], scored[1], names)
+        result["worker"] = {"peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+                            "cpu_s": round(time.process_time(), 1)}
+        conn.send(("done", result))
     except TaskbenchError as exc:
         conn.send(("done", {"error": str(exc)}))
     except Exception as exc:  # a bug: the page shows it, the server goes on
