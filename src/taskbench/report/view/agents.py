@@ -70,24 +70,36 @@ _ID = re.compile(rb'"id"\s*:\s*"((?:[^"\\]|\\.){1,400})"')
 
 @dataclass
 class EpisodeIndex:
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[tuple[Any, ...]] = field(default_factory=list)
+    """One tuple per episode, its fields in the order of :data:`_EPISODE_KEYS` (a dict per row cost 2 KB)."""
     by_id: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     lines: int = 0
+    names: dict[Any, Any] = field(default_factory=dict)
+    """One object per distinct short value (agent, task, tool names), shared by the rows."""
+
+    def row(self, i: int) -> dict[str, Any]:
+        ep = dict(zip(_EPISODE_KEYS, self.rows[i], strict=True))
+        for k in ("calls", "gold_path"):
+            ep[k] = list(ep[k])
+        return ep
 
 
 _EPISODE_INDEX: Memo[EpisodeIndex] = Memo(keep=2)
-"""Episode indexes kept (each at most :data:`MAX_EPISODES` rows of bounded fields: about 40 MB)."""
+"""Episode indexes kept (each at most :data:`MAX_EPISODES` rows of bounded fields: about 15 MB)."""
 
 
-def _episode_row(rec: dict[str, Any]) -> dict[str, Any]:
+def _episode_row(rec: dict[str, Any], names: dict[Any, Any]) -> tuple[Any, ...]:
+    def share(v: Any) -> Any:
+        return names.setdefault(v, v) if isinstance(v, str) and len(v) <= 200 else v
+
     ep = {k: bound(rec.get(k), text=400, items=20) for k in _EPISODE_KEYS}
     ep["id"] = clip(str(rec.get("id")), 400)
     ep["reason"] = clip(rec.get("reason"), 1000) if isinstance(rec.get("reason"), str) else None
     ep["trajectory"] = rec.get("trajectory") if isinstance(rec.get("trajectory"), str) else None
     for k in ("calls", "gold_path"):
-        ep[k] = [str(c)[:200] for c in arr(rec.get(k))[:100]]
-    return ep
+        ep[k] = share(tuple(share(str(c)[:200]) for c in arr(rec.get(k))[:100]))
+    return tuple(share(ep[k]) if isinstance(ep[k], str) else ep[k] for k in _EPISODE_KEYS)
 
 
 def _index_episodes(file: RunFile) -> EpisodeIndex:
@@ -112,10 +124,11 @@ def _index_episodes(file: RunFile) -> EpisodeIndex:
             if len(out.problems) < 100:
                 out.problems.append(f"the line at byte {offset} is not an episode (not a JSON object with an id)")
             continue
-        row = _episode_row(rec)
-        if row["id"] in out.by_id:
+        row = _episode_row(rec, out.names)
+        rid = row[0]
+        if rid in out.by_id:
             continue
-        out.by_id[row["id"]] = len(out.rows)
+        out.by_id[rid] = len(out.rows)
         out.rows.append(row)
     if cut is not None:
         out.problems.insert(0, f"episodes.jsonl is {file.size() / 1e6:.0f} MB: only its first {cut / 1e6:.0f} MB "
@@ -133,15 +146,15 @@ def episodes(file: RunFile, *, offset: int = 0, limit: int = EPISODES_PAGE) -> d
     be read."""
     idx = _episode_index(file)
     limit = max(1, min(limit, EPISODES_PAGE))
-    return {"episodes": idx.rows[offset:offset + limit], "total": len(idx.rows), "offset": offset, "limit": limit,
-            "lines": idx.lines, "problems": idx.problems[:20]}
+    return {"episodes": [idx.row(i) for i in range(offset, min(offset + limit, len(idx.rows)))],
+            "total": len(idx.rows), "offset": offset, "limit": limit, "lines": idx.lines, "problems": idx.problems[:20]}
 
 
 def episode(file: RunFile, episode_id: str) -> dict[str, Any] | None:
     """One episode's row by id (None when unknown)."""
     idx = _episode_index(file)
     i = idx.by_id.get(episode_id)
-    return idx.rows[i] if i is not None else None
+    return idx.row(i) if i is not None else None
 
 
 # ----------------------------------------------------------------------------------------------- trajectories

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import InputError, TaskbenchError
-from .cache import Memo
+from .cache import Memo, release_memory
 from .files import RunFile, confine
 from .index import ViewIndex
 from .samples import SampleTable, _read_many
@@ -369,7 +369,7 @@ class CompareJobs:
     kept in :attr:`scored`), then compares (both in a child process, :func:`run_worker`); its result is kept
     (:attr:`results`). A request for a job that is running or queued joins it, it never starts a second one."""
 
-    def __init__(self, keep_scored: int = 6, keep_results: int = 32) -> None:
+    def __init__(self, keep_scored: int = 4, keep_results: int = 32) -> None:
         self.scored: Memo[Scored] = Memo(keep=keep_scored)
         self.results: Memo[dict[str, Any]] = Memo(keep=keep_results)
         self._jobs: dict[Hashable, dict[str, Any]] = {}
@@ -430,6 +430,7 @@ class CompareJobs:
                 result = {"error": f"the comparison failed: {type(exc).__name__}: {exc}"}
             if "error" not in result:
                 self.results.put(key, result)
+            release_memory()  # the scores the worker sent back were unpickled here
             with self._lock:
                 job["result"], job["state"] = result, "done"
                 job["event"].set()
