@@ -62,15 +62,21 @@ def test_index_finds_every_kind_with_status_and_stages(runs):
 
 
 def test_an_evaluate_output_finds_its_gold_through_its_run_header(runs, tmp_path, capsys):
-    preds = runs["run"] / "predictions" / "mm" / "mock_echo.jsonl"
+    preds = tmp_path / "preds" / "mock_echo.jsonl"  # beside the metrics folder, as a user lays them out
+    preds.parent.mkdir()
+    shutil.copy(runs["run"] / "predictions" / "mm" / "mock_echo.jsonl", preds)
     code, _, err = cli(capsys, "evaluate", "--data", str(runs["data"]), "--predictions", str(preds), "--bootstrap", "20",
                        "--execute", "-o", str(tmp_path / "ev" / "echo.json"))
     assert code == 0, err
-    idx = ViewIndex([tmp_path])  # no --data: the header next to the metrics names the gold and the predictions
+    # the header next to the metrics names the gold (read: it is a dataset the user gave) and the predictions
+    idx = ViewIndex([tmp_path / "ev"], data={"mm-gold": runs["data"]})
     (ev,) = idx.runs.values()
     (entry,) = ev.entries
-    assert ev.kind == "eval" and entry.model == "mock/echo" and entry.data_path == runs["data"]
-    assert entry.predictions == preds
+    assert ev.kind == "eval" and entry.model == "mock/echo" and entry.data_path == runs["data"].resolve()
+    assert entry.predictions is not None and entry.predictions.path == preds.resolve()
+    # gold the user did not name is not read, and the page says how to show it
+    (alone,) = ViewIndex([tmp_path / "ev"]).runs.values()
+    assert alone.entries[0].data_path is None and any("--data" in p for p in alone.problems)
     c = TestClient(create_app(None, reviewer="ana", view=idx))
     d = c.get(f"/api/view/samples/{ev.id}", params={"entry": entry.key}).json()
     # strict evaluate scores every gold sample: the 8 predicted ones and 22 missing predictions
@@ -267,14 +273,41 @@ def test_generation_page_and_one_click_into_review(runs):
     assert c.get("/api/index").json()["dataset"]["root"].endswith("generated")
 
 
+def compared(c: TestClient, params: dict[str, str]) -> dict:
+    """The comparison's answer, asking again while its job runs (202 with the progress)."""
+    for _ in range(300):
+        r = c.get("/api/view/compare", params={**params, "wait": 1})
+        if r.status_code != 202:
+            assert r.status_code == 200, r.text
+            return r.json()
+        assert r.json()["progress"]
+    raise AssertionError("the comparison did not finish")
+
+
 def test_compare_two_entries_with_the_evaluators_paired_test(runs):
+    from taskbench.dataset.layout import find_data_file, iter_raw_records, load_dataset
+    from taskbench.eval.api import compare_predictions
+
     c = client(runs)
-    d = c.get("/api/view/compare", params={"a_run": rid(runs), "a_entry": "mm/mock/echo", "b_run": rid(runs),
-                                           "b_entry": "mm/mock/other"}).json()
+    params = {"a_run": rid(runs), "a_entry": "mm/mock/echo", "b_run": rid(runs), "b_entry": "mm/mock/other"}
+    d = compared(c, params)
     g = d["groups"]["overall_overall"]
     assert g["n_samples"] == 8
     nf1 = next(r for r in g["results"] if r["metric"] == "node_micro_f1")
     assert nf1["a"] is not None and nf1["p_value"] is not None and nf1["ci_low"] <= nf1["diff"] <= nf1["ci_high"]
+    # the same numbers as `taskbench compare` (compare_predictions) on the samples both predicted
+    preds = runs["run"] / "predictions" / "mm"
+    ids = {json.loads(x)["id"] for x in (preds / "mock_echo.jsonl").read_text(encoding="utf-8").splitlines()}
+    gold = find_data_file(runs["data"])
+    ref = compare_predictions(list(iter_raw_records(gold)), iter_raw_records(preds / "mock_echo.jsonl"),
+                              iter_raw_records(preds / "mock_other.jsonl"), load_dataset(runs["data"], samples=False).library,
+                              splits=("overall", "single", "chain", "dag"), alignment_ids=ids, n_boot=1000, n_perm=1000,
+                              seed=0, gold_path=gold).model_dump(mode="json")
+    for key, group in ref["groups"].items():
+        assert [(r["metric"], r["a"], r["b"], r["ci_low"], r["ci_high"], r["p_value"]) for r in group["results"]] == \
+            [(r["metric"], r["a"], r["b"], r["ci_low"], r["ci_high"], r["p_value"]) for r in d["groups"][key]["results"]]
+    # asked again: the kept result, no second job
+    assert c.get("/api/view/compare", params={**params, "wait": 0}).json() == d
 
 
 def test_access_is_the_review_apps(runs):
@@ -292,3 +325,23 @@ def test_cli_refuses_a_public_host_without_a_token_and_a_missing_dir(runs, capsy
     assert code == 2 and "not a directory" in err
     code, out, _ = cli(capsys, "view", "--help")
     assert code == 0 and "leaderboard" in out
+
+
+def test_view_on_a_busy_port_names_the_port_and_the_option(runs, tmp_path):
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as busy:  # another server holds the port
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+        done = subprocess.run([sys.executable, "-m", "taskbench", "view", str(runs["root"]), "--port", str(port)],
+                              capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 2, done.stderr
+    lines = [x for x in done.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1, done.stderr  # one line, no URL of the other server, no uvicorn traceback
+    assert str(port) in lines[0] and "--port" in lines[0] and "in use" in lines[0]
+    assert "http://" not in done.stderr and "Errno" not in done.stderr

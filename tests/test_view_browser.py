@@ -45,7 +45,7 @@ def test_view_in_chromium(browser, tmp_path: Path):
     from taskbench.report.view.index import ViewIndex, run_slug
 
     made = make_runs(tmp_path)
-    index = ViewIndex([made["root"]])
+    index = ViewIndex([made["root"]], data={"": made["data"]})  # the gold is outside the runs: named, as --data
     rid = run_slug(made["run"])
     shots = shots_dir(tmp_path)
     errors: list[str] = []
@@ -160,4 +160,114 @@ def test_view_in_chromium(browser, tmp_path: Path):
         page.wait_for_selector("body[data-ready='1']", timeout=20000)
         not_pwned(page)
         page.screenshot(path=str(shots / "view_review.png"))
+    assert not errors, errors
+
+
+FITS = """() => {
+  // every comparison group apart from the others, and every p-value cell (a table's last column) fully inside
+  // its group, not cut off and not covered
+  const groups = [...document.querySelectorAll('.cmp-groups > div')];
+  const cards = groups.map(c => c.getBoundingClientRect());
+  const problems = [];
+  if (!groups.length) problems.push('no comparison groups');
+  for (let i = 0; i < cards.length; i++) for (let j = i + 1; j < cards.length; j++) {
+    const a = cards[i], b = cards[j];
+    if (a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1)
+      problems.push(`groups ${i} and ${j} overlap`);
+  }
+  for (const td of document.querySelectorAll('.cmp-groups table td:last-child')) {
+    if (td.closest('details') && !td.closest('details').open) continue;
+    td.scrollIntoView({block: 'center', inline: 'center'});
+    const r = td.getBoundingClientRect();
+    const card = td.closest('.cmp-groups > div').getBoundingClientRect();
+    const box = (td.closest('.scroll') || td.closest('.cmp-groups > div')).getBoundingClientRect();
+    if (r.right > card.right + 1 || r.left < card.left - 1) problems.push(`p cell outside its group: ${td.textContent}`);
+    if (r.right > box.right + 1) problems.push(`p cell cut off: ${td.textContent}`);
+    const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+    if (!hit || !td.contains(hit)) problems.push(`p cell covered by ${hit && hit.tagName}: ${td.textContent}`);
+  }
+  window.scrollTo(0, 0);
+  return problems;
+}"""
+
+
+def test_compare_tables_fit_at_1400_and_1920_px_with_a_legend(browser, tmp_path):
+    from taskbench.report.review.app import create_app
+    from taskbench.report.view.index import ViewIndex, run_slug
+
+    made = make_runs(tmp_path)
+    index = ViewIndex([made["root"]], data={"": made["data"]})
+    rid = run_slug(made["run"])
+    shots = shots_dir(tmp_path)
+    errors: list[str] = []
+    with LoopbackServer(create_app(None, reviewer="ana", view=index)) as srv:
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        a, b = f"{rid}|mm/mock/echo", f"{rid}|mm/mock/other"
+        from urllib.parse import urlencode
+
+        page.goto(f"{srv.url}/view#/compare?{urlencode({'a': a, 'b': b})}")
+        page.wait_for_selector(".cmp-table", timeout=120000)
+        for width in (1400, 1920):
+            page.set_viewport_size({"width": width, "height": 900})
+            assert page.evaluate(FITS) == [], width
+            for d in page.locator(".cmp-group details").all():
+                d.evaluate("d => d.open = true")
+            assert page.evaluate(FITS) == [], width
+            page.screenshot(path=str(shots / f"view_compare_{width}.png"), full_page=True)
+        # one name per metric and group, with the key evaluate and compare write, and a legend of them all
+        overall = page.locator(".cmp-group[data-group='overall_overall']")
+        assert "all samples" in overall.locator("h3").inner_text() and "overall_overall" in overall.locator("h3").inner_text()
+        row = overall.locator("tr[data-metric='node_micro_f1'] td.metric").inner_text()
+        assert "n-F1" in row and "node_micro_f1" in row
+        legend = page.inner_text("#legend")
+        assert "node_micro_f1" in legend and "v-F1" in legend and "argument_value_f1" in legend
+        assert "NED on chains" in legend or "NED (chains)" in legend
+    assert not errors, errors
+
+
+def test_trajectory_calls_fold_and_a_review_shows_both_words(browser, tmp_path):
+    from taskbench.report.review.app import create_app
+    from taskbench.report.view.index import ViewIndex, run_slug
+    from test_view_limits import agents_run
+
+    answer = "\n".join(f"line {i} of a long answer" for i in range(40))
+    events: list[dict] = []
+    for i in range(30):
+        events.append({"kind": "model_call", "role": "grounding", "index": len(events), "model": "m",
+                       "messages": [{"role": "user", "content": "plan"}], "output": {"content": answer}})
+        events.append({"kind": "code_run", "role": "execution", "index": len(events), "code": f"result = {i}",
+                       "stdout": "ok"})
+    events.append({"kind": "model_call", "role": "review", "index": len(events), "model": "m",
+                   "output": {"content": '{"verdict": "accept", "problem": "wrong_tool", "route": "execution", '
+                                         '"feedback": "call the search tool first"}'}})
+    events.append({"kind": "review", "role": "review", "index": len(events), "target": "execution",
+                   "verdict": "revise", "feedback": "call the search tool first", "route": "grounding",
+                   "problem": "wrong_tool", "action": "replan"})
+    run = agents_run(tmp_path, events, end={"record": "end", "status": "complete"})
+    shots = shots_dir(tmp_path)
+    errors: list[str] = []
+    with LoopbackServer(create_app(None, reviewer="ana", view=ViewIndex([tmp_path / "runs"]))) as srv:
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(f"{srv.url}/view#/traj/{run_slug(run)}/ep1")
+        ready(page)
+        height = lambda: page.evaluate("document.documentElement.scrollHeight")  # noqa: E731
+        calls = page.locator("details.ev[data-kind='model_call']")
+        assert calls.count() == 31 and calls.evaluate_all("ds => ds.filter(d => d.open).length") == 0
+        assert "line 0 of a long answer" in calls.first.locator("summary.head").inner_text()  # what came back, folded
+        folded = height()
+        page.screenshot(path=str(shots / "view_trajectory_folded.png"), full_page=True)
+        page.click("button.unfold-all")
+        unfolded = height()
+        assert unfolded > 3 * folded, (folded, unfolded)
+        page.click("button.fold-calls")
+        assert height() < unfolded / 2 and calls.evaluate_all("ds => ds.filter(d => d.open).length") == 0
+        calls.nth(3).locator("summary.head").click()
+        assert calls.evaluate_all("ds => ds.filter(d => d.open).length") == 1
+        review = page.locator("details.ev[data-kind='review']")
+        text = review.inner_text()
+        assert "review model wrote: accept" in text and "harness decided: revise" in text
+        assert "route: execution" in text and "grounding" in text
+        page.screenshot(path=str(shots / "view_trajectory_review.png"), full_page=True)
     assert not errors, errors

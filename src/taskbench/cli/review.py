@@ -5,6 +5,7 @@ from __future__ import annotations
 import getpass
 import ipaddress
 import os
+import socket
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -157,6 +158,57 @@ def check_serving(host: str, token: str | None, command: str) -> bool:
     return loopback
 
 
+def listen(host: str, port: int) -> socket.socket:
+    """A socket listening on ``host``:``port`` for the app (taken before anything is printed, so a busy port is
+    one line naming it and ``--port``, exit 2, never the address of the server that holds it)."""
+    import errno
+
+    from ..errors import ConfigError, InputError
+
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"--port {port} is not a TCP port (0-65535)")
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise ConfigError(f"--host {host}: not an address of this machine ({exc.strerror})") from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            free = _free_port(host, port)
+            raise InputError(f"port {port} on {host} is in use (another server holds it, perhaps another "
+                             f"`taskbench view` or `review`): stop it, or pass --port {free or 'N'}") from None
+        if exc.errno == errno.EACCES:
+            raise InputError(f"not allowed to listen on port {port} (ports below 1024 need root): pass --port "
+                             "with a higher one, e.g. --port 8766") from None
+        raise InputError(f"cannot listen on {host}:{port} ({exc.strerror}): pass another --host or --port") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def _free_port(host: str, port: int) -> int | None:
+    """The first port after ``port`` that can be bound on ``host`` now (to suggest), if any of the next 20."""
+    for cand in range(port + 1, min(port + 21, 65536)):
+        try:
+            with socket.create_server((host, cand)):
+                return cand
+        except OSError:
+            continue
+    return None
+
+
+def serve_on(app: object, sock: socket.socket, log_level: str) -> None:
+    """Serve ``app`` with uvicorn on a socket :func:`listen` took."""
+    import uvicorn
+
+    uvicorn.Server(uvicorn.Config(app, log_level=log_level)).run(sockets=[sock])  # type: ignore[arg-type]
+
+
 def app_url(host: str, port: int, path: str, token: str | None) -> str:
     """The address a user opens (an IPv6 host in brackets, the token as a query parameter)."""
     shown = f"[{host}]" if ":" in host else host
@@ -166,8 +218,7 @@ def app_url(host: str, port: int, path: str, token: str | None) -> str:
 def _serve(session: ReviewSession, reviewer: str, host: str, port: int, token: str | None, log_level: str,
            human: object = None) -> None:
     loopback = check_serving(host, token, "taskbench review")
-    import uvicorn
-
+    sock = listen(host, port)
     from ..report.review.app import LOOPBACK_HOSTS, create_app
 
     app = create_app(session, reviewer=reviewer, token=token, allowed_hosts=LOOPBACK_HOSTS if loopback else None,
@@ -176,7 +227,7 @@ def _serve(session: ReviewSession, reviewer: str, host: str, port: int, token: s
     done = sum(1 for by in session.log.latest().values() if reviewer in by)
     typer.echo(f"taskbench review: {len(session.items)} samples in {session.root} ({done} reviewed by {reviewer}); "
                f"open {url} (Ctrl-C to stop)", err=True)
-    uvicorn.run(app, host=host, port=port, log_level=log_level)
+    serve_on(app, sock, log_level)
 
 
 def _nothing_kept(dataset: Path) -> None:

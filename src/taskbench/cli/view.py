@@ -16,6 +16,9 @@ side; generation runs with critic pass rates, rejected samples and near-duplicat
 DIR (default: runs) is searched for run directories of every kind: `taskbench run` outputs, `taskbench
 evaluate` metrics (with their predictions), `taskbench generate` outputs and `taskbench agents eval` outputs.
 Nothing is written to them (a review opened from the viewer writes its review log, as `taskbench review`).
+What a run's own files name is not trusted: only regular files inside each run directory are read (a path with
+../, an absolute path elsewhere or a link out is not followed, and the run page says so), and gold only from a
+bundled dataset, a --data directory or the directories given here.
 
 It is the review app with more routes: served on 127.0.0.1; any other host needs `--token` (or
 TASKBENCH_REVIEW_TOKEN), and requests without it get 401.
@@ -35,7 +38,9 @@ def view(
                                             help="Directories to search for runs (default: runs)."),
     data: list[str] | None = typer.Option(None, "--data", "-d",
                                           help="Gold dataset (bundled name or directory) of `evaluate` outputs, "
-                                          "which do not record it; NAME=DIR for one dataset name. Repeatable."),
+                                          "which do not record it, and a place a run's gold may be read from when "
+                                          "it is outside the run and DIR; NAME=DIR for one dataset name. "
+                                          "Repeatable."),
     host: str = typer.Option("127.0.0.1", "--host", help="Interface to serve on; anything but loopback needs --token."),
     port: int = typer.Option(8766, "--port", help="TCP port."),
     token: str | None = typer.Option(None, "--token", envvar="TASKBENCH_REVIEW_TOKEN",
@@ -45,7 +50,7 @@ def view(
 ) -> None:
     from ..bundled import resolve_dir
     from ..errors import InputError
-    from .review import _default_reviewer, app_url, check_serving
+    from .review import _default_reviewer, app_url, check_serving, listen, serve_on
 
     paths = list(dirs or [Path("runs")])
     for p in paths:
@@ -58,20 +63,21 @@ def view(
         if not sep:
             gold.setdefault(resolve_dir(spec).name, gold[""])
     loopback = check_serving(host, token, "taskbench view")
-    import uvicorn
-
+    sock = listen(host, port)  # first: a busy port is one line, before anything else is printed
     from ..report.review.app import LOOPBACK_HOSTS, create_app
     from ..report.view.index import ViewIndex
 
     index = ViewIndex(paths, data=gold)
     for problem in index.problems[:20]:
         typer.echo(f"taskbench view: skipped {problem}", err=True)
+    for problem in index.gold_not_read()[:5]:
+        typer.echo(f"taskbench view: {problem}", err=True)
     app = create_app(None, reviewer=reviewer or _default_reviewer(), token=token,
                      allowed_hosts=LOOPBACK_HOSTS if loopback else None, view=index)
-    url = app_url(host, port, "/view", token)
+    url = app_url(host, sock.getsockname()[1], "/view", token)
     typer.echo(f"taskbench view: {len(index.runs)} runs under {', '.join(map(str, paths))}; open {url} "
                "(Ctrl-C to stop)", err=True)
-    uvicorn.run(app, host=host, port=port, log_level=log_level)
+    serve_on(app, sock, log_level)
 
 
 def register(app: typer.Typer) -> None:

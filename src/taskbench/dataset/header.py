@@ -158,7 +158,13 @@ def write_header(target: str | Path, header: RunHeader) -> Path:
 
 
 def _load_header(path: Path) -> RunHeader:
-    doc = read_json(path)
+    return parse_header(read_json(path), path)
+
+
+def parse_header(doc: Any, path: str | Path) -> RunHeader:
+    """A run header from its parsed JSON (for a reader that opens the file itself, such as the viewer, which
+    reads only regular files inside a run); ``path`` names the file in errors."""
+    path = Path(path)
     if not isinstance(doc, dict):
         raise InputError("not a taskbench run header (expected a JSON object)", path=path)
     version = doc.get("schema_version")
@@ -400,6 +406,7 @@ __all__ = [
     "new_header",
     "now",
     "open_run",
+    "parse_header",
     "predict_identity",
     "read_header",
     "run_identity",

@@ -636,19 +636,44 @@ def compare_predictions(
         warnings += [f"{name}: {w}" for w in coverage_warnings(cov, subset_hint=COMPARE_SUBSET_HINT)]
     warnings[:0] = coverage_warnings(Coverage(selected=sa.ids, gold_ids=sa.gold_ids, predicted=set(sa.ids),
                                               unusable_gold=kw["gold_problems"]))
+    return compare_columns(sa.splits, sa.n_tools, sa.columns, sb.columns, names=names, splits=splits,
+                           n_tools=n_tools, group_mode=group_mode, metrics=metrics, n_boot=n_boot, n_perm=n_perm,
+                           seed=seed, warnings=warnings)
+
+
+def compare_columns(
+    sample_splits: np.ndarray,
+    sample_n_tools: np.ndarray,
+    columns_a: Mapping[str, np.ndarray],
+    columns_b: Mapping[str, np.ndarray],
+    *,
+    names: tuple[str, str] = ("A", "B"),
+    splits: Sequence[str] = ("overall",),
+    n_tools: Sequence[str] = ("overall",),
+    group_mode: str = "add",
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    n_boot: int = 1000,
+    n_perm: int = 1000,
+    seed: int = 0,
+    warnings: Sequence[str] = (),
+) -> Comparison:
+    """The paired comparison of two prediction sets already scored on the same samples (row i of both: the
+    same gold sample; ``sample_splits`` and ``sample_n_tools`` of those rows, as :class:`ScoredSet` has them):
+    the second half of :func:`compare_predictions`, for a caller that keeps scored columns (the viewer)."""
     statistic = _statistic(_selected(metrics))
     groups = {}
     for split, n in split_groups(splits, n_tools, group_mode):
         key = f"{split}_{n}"
-        mask = group_mask(Group(split, n), sa.splits, sa.n_tools)
+        mask = group_mask(Group(split, n), sample_splits, sample_n_tools)
         results = []
         if mask.any():
-            ca = {k: v[mask] for k, v in sa.columns.items()}
-            cb = {k: v[mask] for k, v in sb.columns.items()}
+            whole = bool(mask.all())  # the overall group: the columns as they are, not a copy
+            ca = columns_a if whole else {k: v[mask] for k, v in columns_a.items()}
+            cb = columns_b if whole else {k: v[mask] for k, v in columns_b.items()}
             results = stats.paired_compare(ca, cb, statistic, n_boot=n_boot, n_perm=n_perm, seed=seed, key=key)
         groups[key] = GroupComparison(split=split, n_tools=n, n_samples=int(mask.sum()), results=results)
     return Comparison(a=names[0], b=names[1], n_boot=n_boot, n_perm=n_perm, seed=seed, groups=groups,
-                      warnings=warnings)
+                      warnings=list(warnings))
 
 
 COMPARE_SUBSET_HINT = ("predict the same samples for both, or use --alignment to compare one alignment set on "
@@ -684,6 +709,7 @@ __all__ = [
     "StrictResult",
     "UNUSABLE_CHOICES",
     "aggregate_strict",
+    "compare_columns",
     "compare_predictions",
     "dumps_metrics",
     "evaluate",

@@ -44,6 +44,13 @@ class _Stacked:
         self.shapes = [a.shape[1:] for a in arrays]
         self.matrix = np.concatenate([a.reshape(len(a), -1) for a in arrays], axis=1)
 
+    @classmethod
+    def of(cls, keys: list[str], shapes: list[tuple[int, ...]], matrix: np.ndarray) -> _Stacked:
+        """A stack from its parts (``matrix``: the columns side by side, as :meth:`__init__` lays them)."""
+        out = cls.__new__(cls)
+        out.keys, out.shapes, out.matrix = list(keys), list(shapes), matrix
+        return out
+
     def sums(self, weights: np.ndarray) -> dict[str, np.ndarray]:
         total = weights @ self.matrix
         out: dict[str, np.ndarray] = {}
@@ -68,8 +75,10 @@ def resample_weights(n: int, n_boot: int, rng: np.random.Generator) -> np.ndarra
     if n == 0 or n_boot == 0:
         return np.zeros((n_boot, n))
     idx = rng.integers(0, n, size=(n_boot, n))
-    flat = (idx + (np.arange(n_boot)[:, None] * n)).ravel()
-    return np.bincount(flat, minlength=n_boot * n).reshape(n_boot, n).astype(float)
+    idx += np.arange(n_boot)[:, None] * n  # in place: one (n_boot, n) integer array alive, not three
+    counts = np.bincount(idx.ravel(), minlength=n_boot * n)
+    del idx
+    return counts.reshape(n_boot, n).astype(float)
 
 
 def _quantile_sorted(x: np.ndarray, m: int, q: float) -> float:
@@ -319,23 +328,27 @@ def paired_compare(
     rng = rng_for(seed, "compare:" + key)
     boot: dict[str, list[np.ndarray]] = {k: [] for k in names}
     stacked_a, stacked_b = _Stacked(ca), _Stacked(cb)
+    del ca, cb  # the stacked matrices hold the same values; at 28,271 samples x 145 columns each copy is 33 MB
     done = 0
     while n > 0 and done < n_boot:
         b = min(_CHUNK, n_boot - done)
         w = resample_weights(n, b, rng)
         ra, rb = statistic(stacked_a.sums(w)), statistic(stacked_b.sums(w))
+        del w  # before the next chunk's weights are drawn (each is b x n floats)
         for k in names:
             boot[k].append(np.asarray(ra[k], dtype=float) - np.asarray(rb[k], dtype=float))
         done += b
 
+    diffs = _Stacked.of(keys, stacked_a.shapes, stacked_a.matrix - stacked_b.matrix)  # a - b, column by column
+    del stacked_a, stacked_b
     extreme = dict.fromkeys(names, 0)
     valid = dict.fromkeys(names, 0)
-    diffs = _Stacked({k: ca[k] - cb[k] for k in keys})
     done = 0
     while n > 0 and done < n_perm:
         b = min(_CHUNK, n_perm - done)
         swap = rng.integers(0, 2, size=(b, n)).astype(float)
         moved = diffs.sums(swap)
+        del swap
         pa = {k: sa[k] - moved[k] for k in keys}
         pb = {k: sb[k] + moved[k] for k in keys}
         ra, rb = statistic(pa), statistic(pb)

@@ -79,6 +79,33 @@ function kv(obj, keys) {
 
 function pre(text) { return h("pre", null, text === null || text === undefined ? "" : String(text)); }
 
+// one label per metric and group on every page (the server's legend: label, the key evaluate/compare write)
+function metricLabel(legend, key) {
+  const m = ((legend || {}).metrics || []).find(x => x.key === key);
+  return m ? m.label : key;
+}
+function groupLabel(legend, key) {
+  const g = ((legend || {}).groups || []).find(x => x.key === key);
+  if (g) return g.label;
+  const [split, n] = key.split(/_(.*)/s);
+  return n === "overall" ? split : `${split}, ${n} tools`;
+}
+function labelled(label, key) {  // the label, and under it the key as evaluate and compare write it
+  return [h("span", {class: "lbl"}, label), label !== key ? h("span", {class: "key"}, key) : null];
+}
+function legendBlock(legend, keys) {
+  const shown = (legend.metrics || []).filter(m => !keys || keys.has(m.key));
+  return h("div", {class: "legend-block", id: "legend"},
+    h("h2", null, "What the names mean"),
+    h("p", {class: "muted small"}, legend.note || ""),
+    h("div", {class: "scroll"}, table(["label (here, report, evaluate's table)", "key (evaluate and compare JSON; compare's table)", "what it measures", "better"],
+      shown.map(m => h("tr", null, h("td", null, h("b", null, m.label)), h("td", null, h("code", null, m.key)), h("td", null, m.meaning),
+        h("td", null, badge(m.lower_is_better ? "lower" : "higher", m.lower_is_better ? "warnb" : "ok")))), {class: "legend-table"})),
+    h("h3", null, "Groups"),
+    h("div", {class: "scroll"}, table(["label", "key"], (legend.groups || []).map(g => h("tr", null, h("td", null, g.label), h("td", null, h("code", null, g.key)))),
+      {class: "legend-table"})));
+}
+
 // ------------------------------------------------------------------------------------------------ runs
 
 async function viewRuns() {
@@ -137,10 +164,15 @@ async function viewRun(rid) {
   const failures = r.entries_detail.filter(e => e.failures || e.error || e.warnings.length);
   show(h("h1", null, r.title, " ", status(r.status), " ", h("span", {class: "muted small"}, r.kind + " \u00b7 " + r.path)),
     r.death ? h("div", {class: "card error"}, r.death) : null,
+    (r.problems || []).length ? h("div", {class: "card", id: "not-read"}, h("b", null, "Not read"),
+      r.problems.map(p => h("div", {class: "warn small"}, p))) : null,
     (hd.reports || []).includes("report.html") ? h("p", null, h("a", {href: "/view/report/" + enc(r.id), target: "_blank", rel: "noopener", id: "report-link"}, "Open report.html")) : null,
-    h("h2", null, "Models \u00d7 datasets (strict, overall, %; compat n-F1)"),
-    table(["dataset", "model", "status", "n", "n-F1", "e-F1", "v-F1", "NED", "compat n-F1", "failed calls", "parse fail",
-      "predict", "tokens in / out", ""], entries, {id: "entries"}),
+    h("h2", null, "Models \u00d7 datasets (strict, all samples, %; compat n-F1) ",
+      h("a", {href: "#/board", class: "small"}, "what the names mean")),
+    table(["dataset", "model", "status", "n",
+      ...[["n-F1", "node_micro_f1"], ["e-F1", "link_f1"], ["v-F1", "argument_value_f1"], ["NED", "edit_distance"],
+        ["compat n-F1", "node_micro_f1_no_matching"]].map(([label, key]) => h("th", {class: "num", title: key}, labelled(label, key))),
+      "failed calls", "parse fail", "predict", "tokens in / out", ""], entries, {id: "entries"}),
     children.length ? [h("h2", null, "Stages"), h("ul", null, children)] : null,
     failures.length ? [h("h2", null, "Failures and warnings"), failures.map(e => h("div", {class: "card"},
       h("b", null, e.key), e.error ? h("div", {class: "error"}, e.error) : null,
@@ -213,20 +245,22 @@ async function viewBoard(params) {
           : h("span", {class: "ci compat"}, "compat " + value);
       }))));
   });
-  const glossary = h("ul", {class: "glossary"}, metrics.map(m => h("li", null, h("b", null, m.label), ": ",
+  const glossary = h("ul", {class: "glossary"}, metrics.map(m => h("li", null, h("b", null, m.label), " ", h("code", {class: "key"}, m.key), ": ",
     m.meaning || m.key, " ", badge(m.lower_is_better ? "lower is better" : "higher is better", m.lower_is_better ? "warnb" : "ok"))),
     h("li", null, h("b", null, "n"), `: the samples each value rests on (strict: gold samples; compat: gold samples with a prediction). Below ${d.small_n} the 95% CIs (bootstrap, strict only) are too wide to rank on.`),
     h("li", null, h("b", null, "strict / compat"), ": strict scores every gold sample (a missing or unparseable answer counts as wrong); compat follows the reference scripts, which drop what they cannot parse."));
   show(h("h1", null, "Leaderboard"),
     h("div", {class: "filters"},
       h("label", null, "dataset", sel("b-dataset", [["", "all"], ...d.datasets.map(x => [x, x])], dataset, "dataset")),
-      h("label", null, "group", sel("b-group", GROUPS.map(g => [g, g.replace("_overall", "").replace("overall_", "tools = ")]), group, "group")),
+      h("label", null, "group", sel("b-group", GROUPS.map(g => [g, groupLabel(d.legend, g)]), group, "group")),
       h("label", null, "scores", sel("b-source", [["both", "strict and compat"], ["strict", "strict"], ["compat", "compat"]], source, "source")),
       h("span", {class: "muted small"}, "click a column to sort (best first); each cell: strict value, its 95% CI, the compat value")),
     smallN ? h("div", {class: "smalln", id: "smalln"}, `${smallN} row(s) rest on fewer than ${d.small_n} samples: their 95% CIs are very wide, so differences of tens of points can be chance.`) : null,
     h("div", {class: "scroll"}, table(head, body, {id: "board"})),
     rows.length ? null : h("p", {class: "muted"}, "No scored entry has this group."),
     h("h2", null, "What the numbers mean"), glossary,
+    d.legend ? h("details", null, h("summary", {class: "small"}, "every metric and group name, with the key evaluate and compare use"),
+      legendBlock(d.legend)) : null,
     d.problems.length ? d.problems.map(p => h("div", {class: "warn small"}, p)) : null);
 }
 
@@ -335,27 +369,41 @@ async function viewCompare(params) {
     h("div", {class: "filters"}, h("label", null, "A", sa), h("label", null, "B", sb), go), out);
   if (!a || !b) return;
   const [ar, ae] = a.split("|"), [br, be] = b.split("|");
-  out.append(h("p", {class: "muted"}, "computing..."));
+  const progress = h("p", {class: "muted", id: "cmp-status"}, "computing...");
+  out.append(progress);
+  const here = location.hash;
   let c;
   try {
-    c = await api("/api/view/compare?" + new URLSearchParams({a_run: ar, a_entry: ae, b_run: br, b_entry: be}).toString());
+    for (;;) {  // the server computes on a worker; it answers 202 with its progress until the result is ready
+      c = await api("/api/view/compare?" + new URLSearchParams({a_run: ar, a_entry: ae, b_run: br, b_entry: be}).toString());
+      if (!c || !("status" in c) || c.groups) break;
+      progress.textContent = `computing: ${c.progress || c.status}` + (c.ahead ? ` (${c.ahead} comparison(s) ahead)` : "");
+      document.body.dataset.ready = "1";
+      await new Promise(res => setTimeout(res, 1000));
+      if (location.hash !== here) return;  // the user went elsewhere
+    }
   } catch (e) { out.replaceChildren(h("div", {class: "error"}, e.message)); return; }
   if (c.error) { out.replaceChildren(h("div", {class: "error"}, c.error)); return; }
-  const label = m => (d.metrics.find(x => x.key === m) || {label: m}).label;
+  const legend = d.legend || {metrics: [], groups: []};
   const board = new Set(d.metrics.map(m => m.key).concat(["parse_failure_rate"]));
-  const line = r => h("tr", null, h("td", null, label(r.metric)),
-    h("td", {class: "num"}, pct(r.a)), h("td", {class: "num"}, pct(r.b)), h("td", {class: "num"}, pct(r.diff)),
+  const lower = new Set((legend.metrics || []).filter(m => m.lower_is_better).map(m => m.key));
+  const line = r => h("tr", {"data-metric": r.metric}, h("td", {class: "metric"}, labelled(metricLabel(legend, r.metric), r.metric)),
+    h("td", {class: "num"}, pct(r.a)), h("td", {class: "num"}, pct(r.b)),
+    h("td", {class: "num"}, pct(r.diff), r.diff && lower.has(r.metric) ? h("span", {class: "key"}, "lower is better") : null),
     h("td", {class: "num"}, r.ci_low === null ? "-" : `[${pct(r.ci_low)}, ${pct(r.ci_high)}]`),
-    h("td", {class: "num"}, r.p_value === null ? "-" : Number(r.p_value).toFixed(3)));
+    h("td", {class: "num p"}, r.p_value === null ? "-" : Number(r.p_value).toFixed(3)));
   const heads = ["metric", "A", "B", "A \u2212 B", "95% CI of A \u2212 B", "p"];
-  const groups = h("div", {class: "cmp-groups"}, Object.entries(c.groups).map(([g, gc]) => h("div", null,
-    h("h3", null, `${g.replace("_overall", "")} (n = ${gc.n_samples})`),
-    gc.n_samples < d.small_n ? h("div", {class: "smalln"}, `only ${gc.n_samples} samples: the CI is wide`) : null,
-    table(heads, gc.results.filter(r => board.has(r.metric)).map(line), {class: "cmp-table"}),
-    h("details", null, h("summary", {class: "small muted"}, "every metric"),
-      table(heads, gc.results.filter(r => !board.has(r.metric)).map(line))))));
-  out.replaceChildren(...[h("p", null, h("b", null, "A: "), c.a, h("br"), h("b", null, "B: "), c.b), groups,
-    (c.warnings || []).map(w => h("div", {class: "warn small"}, w))].flat(Infinity).filter(Boolean));
+  const groups = h("div", {class: "cmp-groups"}, Object.entries(c.groups).map(([g, gc]) => {
+    return h("div", {class: "cmp-group card", "data-group": g},
+      h("h3", null, `${groupLabel(legend, g)} (n = ${gc.n_samples}) `, h("span", {class: "key"}, g)),
+      gc.n_samples < d.small_n ? h("div", {class: "smalln"}, `only ${gc.n_samples} samples: the CI is wide`) : null,
+      h("div", {class: "scroll"}, table(heads, gc.results.filter(r => board.has(r.metric)).map(line), {class: "cmp-table"})),
+      h("details", null, h("summary", {class: "small muted"}, "every metric"),
+        h("div", {class: "scroll"}, table(heads, gc.results.filter(r => !board.has(r.metric)).map(line), {class: "cmp-table cmp-more"}))));
+  }));
+  out.replaceChildren(...[h("p", null, h("b", null, "A: "), c.a, h("br"), h("b", null, "B: "), c.b,
+      h("br"), h("span", {class: "muted small"}, `${c.n_boot} bootstrap replicates, ${c.n_perm} permutations, seed ${c.seed}; values in %`)), groups,
+    (c.warnings || []).map(w => h("div", {class: "warn small"}, w)), legendBlock(legend)].flat(Infinity).filter(Boolean));
 }
 
 // ------------------------------------------------------------------------------------------------ agents
@@ -365,16 +413,27 @@ async function viewAgents(r) {
   const chosen = [];
   const openTwo = h("button", {id: "open-two", disabled: "disabled", onclick: () => {
     location.hash = `#/traj/${enc(r.id)}/${enc(chosen[0])}/${enc(chosen[1])}`; }}, "Side by side");
-  const rows = d.episodes.map(e => h("tr", {class: "episode-row", "data-id": e.id},
+  const episodeRow = e => h("tr", {class: "episode-row", "data-id": e.id},
     h("td", null, h("input", {type: "checkbox", onchange: ev => {
       if (ev.target.checked) chosen.push(e.id); else chosen.splice(chosen.indexOf(e.id), 1);
       if (chosen.length > 2) chosen.shift();
       openTwo.disabled = chosen.length !== 2; }})),
-    h("td", null, h("a", {href: `#/traj/${enc(r.id)}/${enc(e.id)}`}, e.agent)), h("td", null, e.task),
+    h("td", null, h("a", {href: `#/traj/${enc(r.id)}/${enc(e.id)}`}, e.agent ?? "?")), h("td", null, e.task ?? ""),
     h("td", null, e.success ? badge("success", "ok") : badge("fail", "bad")),
     h("td", {class: "num"}, pct(e.cpr_f1)), h("td", {class: "num"}, num(e.turns)), h("td", {class: "num"}, num(e.model_calls)),
-    h("td", {class: "num"}, num((e.prompt_tokens || 0) + (e.completion_tokens || 0))), h("td", {class: "num"}, secs(e.wall_seconds)),
-    h("td", {class: "small"}, e.reason || "")));
+    h("td", {class: "num"}, num((Number(e.prompt_tokens) || 0) + (Number(e.completion_tokens) || 0))), h("td", {class: "num"}, secs(e.wall_seconds)),
+    h("td", {class: "small"}, e.reason || ""));
+  const episodes = table(["", "agent", "task", "checker", "path F1 %", "turns", "model calls", "tokens", "time", "checker's reason"],
+    d.episodes.map(episodeRow), {id: "episodes"});
+  let next = d.offset + d.episodes.length;
+  const shown = h("span", {class: "muted small", id: "episodes-shown"}, `${num(next)} of ${num(d.total)} episodes shown`);
+  const more = h("button", {class: "more-episodes", onclick: async () => {  // the server sends a page at a time
+    const page = await api(`/api/view/episodes/${enc(r.id)}?offset=${next}`);
+    episodes.tBodies[0].append(...page.episodes.map(episodeRow));
+    next += page.episodes.length;
+    shown.textContent = `${num(next)} of ${num(page.total)} episodes shown`;
+    if (next >= page.total || !page.episodes.length) more.remove();
+  }}, "more episodes");
   const m = d.metrics || {};
   const agg = Object.entries(m).map(([a, v]) => h("tr", null, h("td", null, a), h("td", {class: "num"}, num(v.episodes)),
     h("td", {class: "num"}, pct(v.success_rate)), h("td", {class: "num"}, pct(v.correct_path_f1)),
@@ -383,32 +442,72 @@ async function viewAgents(r) {
     r.parent ? h("p", null, "stage of ", h("a", {href: "#/run/" + enc(r.parent)}, r.parent)) : null,
     h("h2", null, "Agents"), table(["agent", "episodes", "success %", "path F1 %", "path LCS %", "tokens"], agg),
     h("h2", null, "Episodes"), h("p", {class: "muted small"}, "tick two episodes (e.g. two agents on one task) for ", openTwo),
-    table(["", "agent", "task", "checker", "path F1 %", "turns", "model calls", "tokens", "time", "checker's reason"], rows, {id: "episodes"}),
+    episodes, h("p", null, shown, " ", next < d.total ? more : null),
     d.problems.map(p => h("div", {class: "warn small"}, p)));
 }
 
+function firstLine(text, n) {
+  const t = String(text ?? "").replace(/\s+/g, " ").trim();
+  return t.length > n ? t.slice(0, n) + "\u2026" : t;
+}
+
+function reviewBody(ev) {
+  // the review model's own words, and what the harness decided from them (a named problem is a revision)
+  const said = ev.model_said;
+  const decided = [badge(ev.verdict || "?", ev.verdict === "accept" ? "ok" : "warnb"), " on ", ev.target || "",
+    ev.route ? [" \u2192 route to ", h("b", null, ev.route)] : null, ev.action && ev.action !== "none" ? [" \u00b7 action: ", ev.action] : null];
+  const rows = [h("div", {class: "decided"}, h("span", {class: "who"}, "harness decided: "), decided)];
+  if (said && said.verdict !== undefined) {
+    rows.unshift(h("div", {class: "said"}, h("span", {class: "who"}, "review model wrote: "),
+      badge(String(said.verdict), said.verdict === "accept" ? "ok" : "warnb"),
+      said.problem !== undefined ? [" \u00b7 problem: ", String(said.problem)] : null,
+      said.route !== undefined ? [" \u00b7 route: ", String(said.route)] : null));
+    if (String(said.verdict) !== String(ev.verdict) || (said.route !== undefined && ev.route && String(said.route) !== String(ev.route)))
+      rows.push(h("div", {class: "muted small override"}, said.verdict === "accept" && ev.verdict === "revise"
+        ? "the model accepted but named a problem, and a named problem is a revision: the harness sent it back"
+        : "the harness's decision differs from the model's words (the route follows the fault, not the reviewer alone)"));
+  } else if (said && said.raw) rows.unshift(h("div", {class: "said"}, h("span", {class: "who"}, "review model wrote: "), pre(said.raw)));
+  else if (ev.problem && ev.problem !== "none") rows.push(h("div", {class: "small"}, "problem: ", ev.problem));
+  if (said && said.problem === undefined && ev.problem && ev.problem !== "none") rows.push(h("div", {class: "small"}, "problem: ", ev.problem));
+  if (ev.feedback) rows.push(pre(ev.feedback));
+  return rows;
+}
+
 function eventNode(ev) {
-  const head = h("div", {class: "head"}, h("b", null, ev.role || ev.kind), h("span", {class: "muted"}, ev.kind),
+  // every event folds (a <details>); model calls and code runs start folded, their summary line says what came back
+  const head = h("summary", {class: "head"}, h("b", null, ev.role || ev.kind), h("span", {class: "muted"}, ev.kind),
     h("span", {class: "muted small"}, `#${ev.index} \u00b7 t=${secs(ev.t)}`));
   const body = [];
   if (ev.kind === "model_call") {
-    head.append(h("span", {class: "muted small"}, `${num(ev.prompt_tokens)} in / ${num(ev.completion_tokens)} out \u00b7 ${secs(ev.seconds)}`));
+    head.append(h("span", {class: "muted small"}, `${num(ev.prompt_tokens)} in / ${num(ev.completion_tokens)} out \u00b7 ${secs(ev.seconds)}`),
+      h("span", {class: "peek small"}, firstLine(ev.error || ev.answer, 140)));
     body.push(h("details", null, h("summary", {class: "small muted"}, `last of ${ev.n_messages} messages`), pre(ev.prompt)), pre(ev.answer));
     if (ev.tool_calls.length) body.push(h("div", {class: "small"}, "tool calls: ", ev.tool_calls.map(c => h("code", null, c, " "))));
     if (ev.error) body.push(h("div", {class: "error small"}, ev.error));
   } else if (ev.kind === "code_run") {
-    head.append(h("span", {class: "muted small"}, secs(ev.seconds)));
+    head.append(h("span", {class: "muted small"}, secs(ev.seconds)),
+      h("span", {class: "peek small" + (ev.error ? " error" : "")}, ev.error ? "error: " + firstLine(ev.error, 120)
+        : firstLine(ev.code, 70) + " \u2192 " + firstLine(ev.stdout || ev.result, 60)));
     body.push(h("div", {class: "small muted"}, "code"), pre(ev.code));
     if (ev.stdout) body.push(h("div", {class: "small muted"}, "sandbox stdout"), pre(ev.stdout));
     if (ev.error) body.push(h("div", {class: "small error"}, "error"), pre(ev.error));
     else body.push(h("div", {class: "small muted"}, "result"), pre(ev.result));
     if (ev.tool_calls.length) body.push(h("div", {class: "small"}, "tool calls: ", ev.tool_calls.join(", ")));
   } else if (ev.kind === "review") {
-    body.push(h("div", null, badge(ev.verdict || "", ev.verdict === "accept" ? "ok" : "warnb"), " on ", ev.target || "",
-      ev.route ? [" \u2192 route to ", h("b", null, ev.route)] : null, ev.problem && ev.problem !== "none" ? [" \u00b7 problem: ", ev.problem] : null),
-      ev.feedback ? pre(ev.feedback) : null);
+    const said = ev.model_said && ev.model_said.verdict !== undefined ? `model: ${ev.model_said.verdict} \u00b7 ` : "";
+    head.append(h("span", {class: "peek small"}, `${said}decided: ${ev.verdict || "?"}${ev.route ? " \u2192 " + ev.route : ""}`));
+    body.push(...reviewBody(ev));
   } else body.push(pre(ev.detail));
-  return h("div", {class: "ev " + (ev.role || ""), "data-kind": ev.kind}, head, body);
+  const folded = ev.kind === "model_call" || ev.kind === "code_run";  // long bodies; reviews and the rest stay open
+  return h("details", {class: "ev " + (ev.role || ""), "data-kind": ev.kind, open: folded ? null : "open"}, head, body);
+}
+
+function foldButtons(root) {
+  const set = (kind, open) => { for (const d of root.querySelectorAll(`details.ev${kind ? `[data-kind='${kind}']` : ""}`)) d.open = open; };
+  return h("div", {class: "fold"},
+    h("button", {class: "fold-calls", onclick: () => set("model_call", false)}, "fold model calls"),
+    h("button", {class: "unfold-all", onclick: () => set("", true)}, "unfold all"),
+    h("button", {class: "fold-all", onclick: () => set("", false)}, "fold all"));
 }
 
 async function trajColumn(rid, id) {
@@ -428,7 +527,7 @@ async function trajColumn(rid, id) {
       outcome.reason || e.reason || "", end.answer ? [h("div", {class: "small muted"}, "answer"), pre(end.answer)] : null,
       end.error ? h("div", {class: "muted small"}, end.error) : null),
     h("h3", null, `Timeline (${t.n_events} events${t.n_events > t.events.length ? ", first " + t.events.length + " shown" : ""})`),
-    (() => {  // a page of events at a time (the server sends at most 300)
+    (() => {  // a page of events at a time (the server sends at most 300, and at most about 2 MB)
       const line = h("div", {class: "timeline"}, t.events.map(eventNode));
       let next = t.offset + t.events.length;
       const more = h("button", {class: "more-events", onclick: async () => {
@@ -437,8 +536,10 @@ async function trajColumn(rid, id) {
         next += page.events.length;
         if (next >= page.n_events || !page.events.length) more.remove();
       }}, "more events");
-      return [line, next < t.n_events ? more : null];
+      return [foldButtons(line), line, next < t.n_events ? more : null];
     })(),
+    (t.skipped || []).length ? h("details", null, h("summary", {class: "small warn"}, `${t.skipped.length} record(s) not shown`),
+      t.skipped.map(x => h("div", {class: "small warn"}, x))) : null,
     t.problem ? h("div", {class: "error"}, t.problem) : null);
 }
 
@@ -472,6 +573,7 @@ async function viewGeneration(r) {
     r.parent ? h("p", null, "stage of ", h("a", {href: "#/run/" + enc(r.parent)}, r.parent)) : null,
     h("p", null, review, " ", h("span", {class: "muted small"}, "(opens the review page of this server on this dataset; or run " + r.review_command + ")")),
     h("p", null, `${num(d.counts.kept)} kept, ${num(d.counts.rejected)} rejected, ${num(d.counts.duplicates)} near-duplicates`),
+    (d.notes || []).map(n => h("div", {class: "warn small"}, n)),
     h("h2", null, "Critic pass rates per method"), table(["method", "critic", "attempts", "passed", "failed", "pass rate %"], methods, {id: "methods"}),
     modes.length ? [h("h2", null, "Per structure"), table(["structure", "planned", "rule %", "LLM %", "both %", "kept"], modes)] : null,
     h("h2", null, `Rejected samples (${num(d.counts.rejected)})`), rejected.length ? rejected : h("p", {class: "muted"}, "none"),

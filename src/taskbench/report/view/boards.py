@@ -4,20 +4,41 @@ The board reads each entry's metrics through the leaderboard's own reader (:func
 .entry_from_json`: one vocabulary for strict, compat and reference layouts) and sends, per entry, every
 group's values, 95% CIs and sample counts, so the page can switch group, source and sort order without asking
 again. The glossary is the reports' (:data:`~taskbench.report.leaderboard.GLOSSARY`), with each metric's
-direction and the small-n threshold. The comparison is the evaluator's (:func:`~taskbench.eval.api
-.compare_predictions`) on the samples both entries scored.
+direction and the small-n threshold; :func:`legend` names every metric and group the pages show with the key
+`evaluate` and `compare` write for it.
+
+The comparison is the evaluator's, in two halves: each entry is scored once (:func:`~taskbench.eval.api
+.score_strict`, the code behind `taskbench compare`, a chunk of :data:`SCORE_CHUNK` samples at a time read by
+offset from the sample index, so memory does not grow with the files) and its per-sample columns are kept
+(:class:`Scored`, about 16 MB at 28,271 samples); a pair is then compared on the samples both predicted
+(:func:`~taskbench.eval.api.compare_columns`: paired bootstrap CIs and randomization p-values, the same
+numbers `taskbench compare` gives on those samples). Both halves run in a child process (:func:`run_worker`:
+the paired bootstrap of 28,271 samples x 145 columns needs about 200 MB for a moment, which is returned when
+the child ends instead of staying in the server), started by one background thread (:class:`CompareJobs`), one
+job at a time, shared by identical requests; a request waits a moment and otherwise answers with the job's
+progress, and the page asks again.
 """
 
 from __future__ import annotations
 
+import queue
+import resource
 import threading
-from collections import OrderedDict
+import time
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from ...errors import InputError, TaskbenchError
-from .index import ScoredEntry, ViewIndex
+import numpy as np
 
-__all__ = ["MAX_BOARD_ROWS", "board", "compare", "glossary"]
+from ...errors import InputError, TaskbenchError
+from .cache import Memo, release_memory
+from .files import RunFile, confine
+from .index import ViewIndex
+from .samples import SampleTable, _read_many
+
+__all__ = ["MAX_BOARD_ROWS", "CompareJobs", "ScoreTask", "Scored", "board", "compare", "glossary", "legend", "run_worker"]
 
 MAX_BOARD_ROWS = 5000
 """Most (run, model, dataset) rows on one board."""
@@ -25,8 +46,11 @@ MAX_BOARD_ROWS = 5000
 COMPARE_BOOT = 1000
 """Bootstrap replicates and randomization permutations of a comparison (as `taskbench compare`)."""
 
-_cache: OrderedDict[tuple[str, str, str, str], dict[str, Any]] = OrderedDict()
-_lock = threading.Lock()
+COMPARE_METRICS = ("f1", "ed", "link", "argument", "rouge")
+"""Metric families compared (`taskbench compare`'s default)."""
+
+SCORE_CHUNK = 2000
+"""Samples scored at a time when an entry is scored for a comparison."""
 
 
 def glossary() -> dict[str, Any]:
@@ -36,7 +60,65 @@ def glossary() -> dict[str, Any]:
     meaning = dict(GLOSSARY)
     return {"metrics": [{"key": k, "label": h, "meaning": meaning.get(h, ""), "lower_is_better": k in LOWER_IS_BETTER}
                         for k, h in BOARD_METRICS],
-            "small_n": SMALL_N}
+            "small_n": SMALL_N, "legend": legend()}
+
+
+_LABELS: tuple[tuple[str, str, str], ...] = (
+    ("node_micro_f1", "n-F1", ""),
+    ("node_micro_precision", "n-P", "node precision: the share of predicted tool calls that are gold ones"),
+    ("node_micro_recall", "n-R", "node recall: the share of gold tool calls the prediction has"),
+    ("node_macro_f1", "n-F1 macro", "node F1 per tool, averaged over the tools that occur (each tool counts the "
+                                    "same, however often it is used)"),
+    ("node_macro_precision", "n-P macro", "node precision per tool, averaged over the tools that occur"),
+    ("node_macro_recall", "n-R macro", "node recall per tool, averaged over the tools that occur"),
+    ("link_f1", "e-F1", ""),
+    ("link_precision", "e-P", "edge precision: the share of predicted dependencies that are gold ones"),
+    ("link_recall", "e-R", "edge recall: the share of gold dependencies the prediction has"),
+    ("argument_name_f1", "t-F1", ""),
+    ("argument_value_f1", "v-F1", ""),
+    ("edit_distance", "NED", ""),
+    ("chain_edit_distance", "NED (chains)", "NED over the chain samples only (what `evaluate` prints as \"NED on "
+                                            "chains\", the paper's number); LOWER is better"),
+    ("node_set_accuracy", "node set acc", "samples whose predicted set of tools is exactly the gold set"),
+    ("edge_set_accuracy", "edge set acc", "samples (with at least one gold link) whose predicted links are exactly "
+                                          "the gold links"),
+    ("graph_accuracy", "graph acc", ""),
+    ("step_rougeL", "R-L", ""),
+    ("step_rouge1", "R-1", "ROUGE-1 of the predicted steps against the gold steps (word overlap)"),
+    ("step_rouge2", "R-2", "ROUGE-2 of the predicted steps against the gold steps (word-pair overlap)"),
+    ("step_rougeLsum", "R-Lsum", "ROUGE-Lsum of the steps (longest common subsequence, line by line)"),
+    ("step_bertscore_f1", "BERT-F1", "BERTScore F1 of the predicted steps against the gold steps (meaning "
+                                     "overlap)"),
+    ("parse_failure_rate", "parse fail", ""),
+    ("call_failure_rate", "call fail", "samples whose model call failed for good (no answer to score); lower is "
+                                       "better"),
+    ("missing_rate", "missing", "gold samples with no prediction at all; lower is better"),
+)
+"""(metric key, label, meaning when the glossary has none): one label per metric on every page."""
+
+
+def _group_label(key: str) -> str:
+    split, _, n = key.partition("_")
+    names = {"overall": "all samples", "single": "single tool", "chain": "chains", "dag": "DAGs"}
+    if n == "overall":
+        return names.get(split, split)
+    tools = f"{n} tool{'s' if n != '1' else ''}"
+    return tools if split == "overall" else f"{names.get(split, split)}, {tools}"
+
+
+def legend() -> dict[str, Any]:
+    """Every metric and group the pages show: its label, the key `taskbench evaluate` and `taskbench compare`
+    write (JSON) and print (compare's table), what it measures and which way is better."""
+    from ..leaderboard import GLOSSARY, LOWER_IS_BETTER
+
+    meaning = dict(GLOSSARY)
+    metrics = [{"key": k, "label": label, "meaning": meaning.get(label) or text,
+                "lower_is_better": k in LOWER_IS_BETTER or k == "chain_edit_distance"} for k, label, text in _LABELS]
+    groups = [{"key": g, "label": _group_label(g)} for g in
+              ("overall_overall", "single_overall", "chain_overall", "dag_overall", *(f"overall_{n}" for n in range(1, 11)))]
+    return {"metrics": metrics, "groups": groups,
+            "note": "values are percentages of the samples in the group; the key is the name in the JSON that "
+                    "`taskbench evaluate -o` and `taskbench compare` write, and in compare's terminal table"}
 
 
 def board(index: ViewIndex, *, dataset: str | None = None) -> dict[str, Any]:
@@ -73,51 +155,287 @@ def board(index: ViewIndex, *, dataset: str | None = None) -> dict[str, Any]:
     return {"rows": rows, "datasets": sorted(datasets), "problems": problems, **glossary()}
 
 
-def _library(entry: ScoredEntry) -> Any:
-    from ...dataset.layout import GRAPH_FILE, TOOL_FILE
-    from ...graph.loaders import load_tool_library
+@dataclass
+class Scored:
+    """One entry scored by the evaluator: per predicted gold sample (gold order) its split, tool count and the
+    per-sample columns the metrics are sums of (counts kept as float32, which holds them exactly; the rest
+    float64), and the facts coverage warnings need."""
 
-    assert entry.data_path is not None
-    tool = entry.data_path / TOOL_FILE if (entry.data_path / TOOL_FILE).is_file() else entry.data_path / GRAPH_FILE
-    if not tool.is_file():
-        raise InputError(f"no {TOOL_FILE} in the dataset directory", path=entry.data_path)
-    return load_tool_library(tool, entry.dependency, name=entry.data_path.name)
+    ids: list[str]
+    splits: np.ndarray
+    n_tools: np.ndarray
+    columns: dict[str, np.ndarray]
+    predicted_nodes: np.ndarray
+    foreign_nodes: np.ndarray
+    gold_ids: set[str]
+    problems: list[str]
+
+    @property
+    def nbytes(self) -> int:
+        return sum(int(v.nbytes) for v in self.columns.values())
 
 
-def compare(index: ViewIndex, a: tuple[str, str], b: tuple[str, str], *, selected: set[str] | None = None
-            ) -> dict[str, Any]:
+def _compact(column: np.ndarray) -> np.ndarray:
+    """``column`` as float32 when that holds every value exactly (counts, flags), else as it is."""
+    small = column.astype(np.float32)
+    return small if np.array_equal(small.astype(column.dtype), column) else column
+
+
+@dataclass
+class ScoreTask:
+    """What scoring one entry needs, picklable for the comparison worker: its gold and predictions files, the
+    offsets of the lines of each predicted gold sample (gold order), and where its tool library is."""
+
+    label: str
+    gold: RunFile
+    predictions: RunFile
+    offsets: list[tuple[int, int]]
+    gold_ids: set[str]
+    data_path: Path
+    dependency: str | None
+    predicted: set[str]
+    """Ids with a prediction (a parquet gold, which has no line offsets, is scored whole on these)."""
+
+    @classmethod
+    def of(cls, table: SampleTable, label: str) -> ScoreTask:
+        entry = table.entry
+        assert table.gold_file is not None and entry.predictions is not None and entry.data_path is not None
+        return cls(label=label, gold=table.gold_file, predictions=entry.predictions,
+                   offsets=[(r.gold_at, r.pred_at) for r in table.rows if r.gold_at is not None and r.pred_at is not None],
+                   gold_ids={r.id for r in table.rows if r.gold_at is not None}, data_path=entry.data_path,
+                   dependency=entry.dependency, predicted={r.id for r in table.rows if r.pred_at is not None})
+
+    def library(self) -> Any:
+        from ...dataset.layout import GRAPH_FILE, TOOL_FILE
+        from ...graph.loaders import load_tool_library
+
+        name = TOOL_FILE if (self.data_path / TOOL_FILE).exists() else GRAPH_FILE
+        tool = confine(self.data_path / name, [self.data_path], what=name)
+        if not tool.is_file():
+            raise InputError(f"no {TOOL_FILE} in the dataset directory", path=self.data_path)
+        return load_tool_library(tool.path, self.dependency, name=self.data_path.name)
+
+    def run(self, progress: Callable[[int, int], None] | None = None) -> Scored:
+        """The evaluator's per-sample scores, read by offset a chunk at a time (:data:`SCORE_CHUNK`)."""
+        from ...eval.api import score_strict
+
+        library = self.library()
+        if self.gold.suffix == ".parquet":  # no line offsets: the whole file at once (hub datasets are small)
+            return self._whole(library)
+        ids: list[str] = []
+        splits: list[np.ndarray] = []
+        n_tools: list[np.ndarray] = []
+        parts: dict[str, list[np.ndarray]] = {}
+        nodes: list[int] = []
+        foreign: list[int] = []
+        problems: list[Any] = []
+        for start in range(0, len(self.offsets), SCORE_CHUNK):
+            chunk = self.offsets[start:start + SCORE_CHUNK]
+            gold = _read_many(self.gold, [g for g, _ in chunk])
+            pred = _read_many(self.predictions, [p for _, p in chunk])
+            pairs = [(g, p) for g, p in zip(gold, pred, strict=True) if isinstance(g, dict) and isinstance(p, dict)]
+            scored = score_strict([g for g, _ in pairs], [p for _, p in pairs], library, dependency=self.dependency,
+                                  metrics=COMPARE_METRICS, gold_path=self.gold.path, gold_problems=problems)
+            ids += scored.ids
+            splits.append(scored.splits)
+            n_tools.append(scored.n_tools)
+            for k, v in scored.columns.items():
+                parts.setdefault(k, []).append(_compact(v))
+            nodes += [s.node[0] + s.node[1] for s in scored.scores]
+            foreign += [len(s.hallucinated) for s in scored.scores]
+            if progress is not None:
+                progress(min(start + SCORE_CHUNK, len(self.offsets)), len(self.offsets))
+        return Scored(ids=ids, splits=np.concatenate(splits) if splits else np.zeros(0, dtype=object),
+                      n_tools=np.concatenate(n_tools) if n_tools else np.zeros(0, dtype=int),
+                      columns={k: np.concatenate(v) for k, v in parts.items()},
+                      predicted_nodes=np.asarray(nodes, dtype=np.int64), foreign_nodes=np.asarray(foreign, dtype=np.int64),
+                      gold_ids=self.gold_ids, problems=[str(p) for p in problems[:20]])
+
+    def _whole(self, library: Any) -> Scored:
+        from ...dataset.layout import iter_raw_records
+        from ...eval.api import score_strict
+
+        problems: list[Any] = []
+        scored = score_strict(iter_raw_records(self.gold.path), iter_raw_records(self.predictions.path), library,
+                              dependency=self.dependency, metrics=COMPARE_METRICS, alignment_ids=self.predicted,
+                              gold_path=self.gold.path, gold_problems=problems)
+        return Scored(ids=scored.ids, splits=scored.splits, n_tools=scored.n_tools,
+                      columns={k: _compact(v) for k, v in scored.columns.items()},
+                      predicted_nodes=np.asarray([s.node[0] + s.node[1] for s in scored.scores], dtype=np.int64),
+                      foreign_nodes=np.asarray([len(s.hallucinated) for s in scored.scores], dtype=np.int64),
+                      gold_ids=set(scored.gold_ids), problems=[str(p) for p in problems[:20]])
+
+
+def compare(sa: Scored, sb: Scored, names: tuple[str, str]) -> dict[str, Any]:
     """``A - B`` per group and metric with paired bootstrap CIs and randomization p-values, on the samples
-    both entries have predictions for (``selected``, from the sample index); cached."""
-    from ...dataset.layout import find_data_file, iter_raw_records
-    from ...eval.api import compare_predictions
+    both entries scored."""
+    from ...eval.api import COMPARE_SUBSET_HINT, compare_columns
+    from ...eval.coverage import Coverage, coverage_warnings
 
-    key = (*a, *b)
-    with _lock:
-        if key in _cache:
-            return _cache[key]
-    ea, eb = index.entry(*a), index.entry(*b)
-    if ea is None or eb is None:
-        return {"error": "unknown run or entry"}
-    if ea.dataset != eb.dataset or ea.data_path is None or eb.data_path is None:
-        return {"error": f"the two entries are on different datasets ({ea.dataset} and {eb.dataset}) or their "
-                "gold is unknown: a paired comparison needs the same samples"}
-    if ea.predictions is None or eb.predictions is None:
-        return {"error": "a predictions file is missing"}
-    gold = find_data_file(ea.data_path)
-    if gold is None:
-        return {"error": f"no gold data in {ea.data_path}"}
-    try:
-        result = compare_predictions(
-            list(iter_raw_records(gold)), iter_raw_records(ea.predictions), iter_raw_records(eb.predictions),
-            _library(ea), names=(f"{ea.model} ({a[0]})", f"{eb.model} ({b[0]})"), dependency=ea.dependency,
-            splits=("overall", "single", "chain", "dag"), n_tools=("overall",), alignment_ids=selected,
-            n_boot=COMPARE_BOOT, n_perm=COMPARE_BOOT, seed=0, gold_path=gold)
-    except TaskbenchError as exc:
-        return {"error": str(exc)}
+    where = {sid: i for i, sid in enumerate(sb.ids)}
+    ia = np.array([i for i, sid in enumerate(sa.ids) if sid in where], dtype=np.int64)
+    ib = np.array([where[sa.ids[i]] for i in ia], dtype=np.int64)
+    if not len(ia):
+        return {"error": "the two entries have no predicted sample in common"}
+
+    def kept(s: Scored, index: np.ndarray) -> dict[str, np.ndarray]:  # no copy when every row is kept in order
+        whole = len(index) == len(s.ids) and bool((index == np.arange(len(index))).all())
+        return s.columns if whole else {k: v[index] for k, v in s.columns.items()}
+
+    common = [sa.ids[i] for i in ia]
+    warnings: list[str] = []
+    for name, s, rows in ((names[0], sa, ia), (names[1], sb, ib)):
+        cov = Coverage(selected=common, gold_ids=s.gold_ids, predicted=set(s.ids),
+                       predicted_nodes=int(s.predicted_nodes[rows].sum()), foreign_nodes=int(s.foreign_nodes[rows].sum()))
+        warnings += [f"{name}: {w}" for w in coverage_warnings(cov, subset_hint=COMPARE_SUBSET_HINT)]
+        warnings += [f"{name}: {p}" for p in s.problems]
+    result = compare_columns(sa.splits[ia], sa.n_tools[ia], kept(sa, ia), kept(sb, ib), names=names,
+                             splits=("overall", "single", "chain", "dag"), n_tools=("overall",),
+                             metrics=COMPARE_METRICS, n_boot=COMPARE_BOOT, n_perm=COMPARE_BOOT, seed=0,
+                             warnings=warnings)
     out = result.model_dump(mode="json")
     out["warnings"] = out.get("warnings", [])[:50]
-    with _lock:
-        _cache[key] = out
-        while len(_cache) > 32:
-            _cache.popitem(last=False)
     return out
+
+
+def _worker(conn: Any, sides: list[ScoreTask | Scored], names: tuple[str, str]) -> None:
+    """The comparison worker (a child process): score the sides not scored yet, sending each back as it is done
+    (the server keeps it), then compare; progress lines as it goes."""
+    try:
+        scored: list[Scored] = []
+        for i, side in enumerate(sides):
+            if isinstance(side, Scored):
+                scored.append(side)
+                continue
+            conn.send(("progress", f"scoring {side.label}: reading its tool library"))
+            done = side.run(lambda n, total, side=side: conn.send(  # type: ignore[misc]
+                ("progress", f"scoring {side.label}: {n:,} of {total:,} samples")))
+            conn.send(("scored", i, done))
+            scored.append(done)
+        conn.send(("progress", f"paired bootstrap and randomization test ({COMPARE_BOOT:,} replicates each)"))
+        result = compare(scored[0], scored[1], names)
+        result["worker"] = {"peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+                            "cpu_s": round(time.process_time(), 1)}
+        conn.send(("done", result))
+    except TaskbenchError as exc:
+        conn.send(("done", {"error": str(exc)}))
+    except Exception as exc:  # a bug: the page shows it, the server goes on
+        conn.send(("done", {"error": f"the comparison failed: {type(exc).__name__}: {exc}"}))
+    finally:
+        conn.close()
+
+
+def run_worker(sides: list[ScoreTask | Scored], names: tuple[str, str], say: Callable[[str], None],
+               keep: Callable[[int, Scored], None]) -> dict[str, Any]:
+    """Score and compare in a child process (spawned: its memory, up to a few hundred MB at the released size,
+    is returned when it ends, and the server's stays what its pages need); ``keep(i, scored)`` receives each
+    side it scored."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_worker, args=(child, sides, names), name="taskbench-view-compare", daemon=True)
+    proc.start()
+    child.close()
+    result: dict[str, Any] | None = None
+    try:
+        while result is None:
+            if parent.poll(0.5):
+                try:
+                    msg = parent.recv()
+                except EOFError:
+                    break
+                if msg[0] == "progress":
+                    say(str(msg[1]))
+                elif msg[0] == "scored":
+                    keep(int(msg[1]), msg[2])
+                elif msg[0] == "done":
+                    result = msg[1]
+            elif not proc.is_alive():
+                break
+    finally:
+        parent.close()
+        proc.join(timeout=30)
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+    if result is None:
+        return {"error": f"the comparison worker ended without an answer (exit code {proc.exitcode})"}
+    return result
+
+
+class CompareJobs:
+    """Comparisons run from one background thread, one at a time: a job scores what it needs (each entry once,
+    kept in :attr:`scored`), then compares (both in a child process, :func:`run_worker`); its result is kept
+    (:attr:`results`). A request for a job that is running or queued joins it, it never starts a second one."""
+
+    def __init__(self, keep_scored: int = 4, keep_results: int = 32) -> None:
+        self.scored: Memo[Scored] = Memo(keep=keep_scored)
+        self.results: Memo[dict[str, Any]] = Memo(keep=keep_results)
+        self._jobs: dict[Hashable, dict[str, Any]] = {}
+        self._queue: queue.Queue[Hashable] = queue.Queue()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def submit(self, key: Hashable, work: Callable[[Callable[[str], None]], dict[str, Any]]) -> dict[str, Any]:
+        """The job of ``key`` (its result when done), queued when it is new; ``work(say)`` computes it and
+        calls ``say(text)`` with its progress."""
+        done = self.results.peek(key)
+        if done is not None:
+            return {"state": "done", "result": done}
+        with self._lock:
+            job = self._jobs.get(key)
+            if job is None:
+                job = {"state": "queued", "progress": "waiting for the comparisons before it", "work": work,
+                       "event": threading.Event(), "result": None}
+                self._jobs[key] = job
+                self._queue.put(key)
+                if self._thread is None or not self._thread.is_alive():
+                    self._thread = threading.Thread(target=self._run, name="view-compare", daemon=True)
+                    self._thread.start()
+            return job
+
+    def wait(self, key: Hashable, job: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """The state of ``job`` (as :meth:`submit` gave it) after waiting at most ``timeout`` seconds for it to
+        finish: state, progress, result, and how many jobs are ahead of it."""
+        if job["state"] == "done" and "event" not in job:
+            return job
+        job["event"].wait(timeout)
+        with self._lock:
+            ahead = list(self._jobs).index(key) if key in self._jobs else 0
+        return {"state": job["state"], "progress": job["progress"], "result": job["result"], "ahead": ahead}
+
+    def _run(self) -> None:
+        while True:
+            try:
+                key = self._queue.get(timeout=30)
+            except queue.Empty:
+                with self._lock:
+                    if self._queue.empty():
+                        self._thread = None
+                        return
+                continue
+            with self._lock:
+                job = self._jobs[key]
+                job["state"] = "running"
+
+            def say(text: str, job: dict[str, Any] = job) -> None:
+                job["progress"] = text
+
+            try:
+                result = job["work"](say)
+            except TaskbenchError as exc:
+                result = {"error": str(exc)}
+            except Exception as exc:  # a bug must not kill the worker: the page shows it
+                result = {"error": f"the comparison failed: {type(exc).__name__}: {exc}"}
+            if "error" not in result:
+                self.results.put(key, result)
+            release_memory()  # the scores the worker sent back were unpickled here
+            with self._lock:
+                job["result"], job["state"] = result, "done"
+                job["event"].set()
+                self._jobs.pop(key, None)
+
+    def clear(self) -> None:
+        self.scored.clear()
+        self.results.clear()

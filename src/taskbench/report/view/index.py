@@ -17,12 +17,17 @@ directory written before headers is recognised by its files. A run log holds eve
 environment, timings, usage, metrics) is read without them (:func:`read_run_header`), so the index of a run of
 28,271 samples x 17 models costs milliseconds and a few megabytes; samples are read one page at a time from
 the predictions files (:mod:`.samples`).
+
+What a run's files name is not trusted: every file is opened through :mod:`.files` (a regular file inside the
+run directory, resolved), the gold only from a bundled dataset, a ``--data`` directory or the run directory, and
+no program named by a run is ever started (a header whose ``data`` is an ``mcp:`` server is not followed).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -30,8 +35,10 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
+from .files import Outside, RunFile, confine, inside, real_dir
 
-__all__ = ["MAX_DEPTH", "MAX_RUNS", "VIEW_PORT", "RunInfo", "ScoredEntry", "ViewIndex", "find_runs", "read_run_header",
+__all__ = ["MAX_DEPTH", "MAX_RUNS", "VIEW_PORT", "GoldRoots", "RunInfo", "ScoredEntry", "ViewIndex", "find_runs",
+           "read_run_header", "read_small_json",
            "run_slug", "viewer_url"]
 
 MAX_DEPTH = 4
@@ -86,7 +93,7 @@ class _Scan:
         return None
 
 
-def read_run_header(path: str | Path) -> dict[str, Any]:
+def read_run_header(path: str | Path | RunFile) -> dict[str, Any]:
     """A ``run_log.json`` without its per-sample lists: every ``"records"`` list (the predictions and
     trajectories), every ``"errors"`` list (the strict metrics' per-sample error labels, read from the metrics
     file when a page needs them) and every ``"sample_ids"`` list are read as empty (``"sample_ids_count"``
@@ -95,12 +102,14 @@ def read_run_header(path: str | Path) -> dict[str, Any]:
     The writer indents the log (two spaces), and a JSON string never holds a raw newline, so such a list ends
     at the first line that is its key's indent followed by ``]``: found with ``bytes.find`` a chunk at a time,
     nothing in the list is parsed. A log written without indentation is read whole when it is small enough,
-    else refused with the reason."""
-    path = Path(path)
-    size = path.stat().st_size
-    if size == 0:
-        raise InputError("empty run log", path=path)
-    with path.open("rb") as fh:
+    else refused with the reason. ``path``: a :class:`~.files.RunFile`, or a path (read as a regular file of
+    its own directory)."""
+    file = path if isinstance(path, RunFile) else confine(path, [real_dir(Path(path).parent)], what="run log")
+    path = file.path
+    with file.open() as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size == 0:
+            raise InputError("empty run log", path=path)
         scan = _Scan(fh, size)
         parts: list[bytes] = []
         pos = 0
@@ -139,13 +148,12 @@ def read_run_header(path: str | Path) -> dict[str, Any]:
     return doc
 
 
-def _read_small_json(path: Path) -> Any:
-    if path.stat().st_size > MAX_JSON_BYTES:
-        raise InputError(f"file is over {MAX_JSON_BYTES >> 20} MB", path=path)
+def read_small_json(file: RunFile, limit: int = MAX_JSON_BYTES) -> Any:
+    """A JSON file of a run read whole (refused over ``limit`` bytes)."""
     try:
-        return json.loads(path.read_bytes())
+        return json.loads(file.read_bytes(limit))
     except (ValueError, RecursionError) as exc:
-        raise InputError(f"not JSON ({exc})", path=path) from None
+        raise InputError(f"not JSON ({exc})", path=file.path) from None
 
 
 @dataclass
@@ -156,10 +164,11 @@ class ScoredEntry:
     """Unique within the run: 'dataset/model'."""
     model: str
     dataset: str
-    predictions: Path | None
+    predictions: RunFile | None
     metrics_doc: dict[str, Any] | None
     """{'strict': ..., 'compat': ..., 'execution': ...} (any may be missing; execution with --execute)."""
     data_path: Path | None
+    """The gold dataset directory (resolved), only when the viewer may read it (see :class:`GoldRoots`)."""
     dependency: str | None
     status: str = "scored"
     failures: int = 0
@@ -169,8 +178,10 @@ class ScoredEntry:
     predict_seconds: float | None = None
     evaluate_seconds: float | None = None
     error: str | None = None
-    metrics_file: Path | None = None
+    metrics_file: RunFile | None = None
     """The metrics JSON (where the per-sample error labels are read from when the run log's were skipped)."""
+    problems: list[str] = field(default_factory=list)
+    """Files the run names that are not read (outside the run directory, gold outside the allowed places)."""
 
 
 @dataclass
@@ -194,6 +205,14 @@ class RunInfo:
     """kind-specific facts for the run page (config, environment, passes, stages ...)."""
     death: str | None = None
     problems: list[str] = field(default_factory=list)
+    roots: tuple[Path, ...] = ()
+    """Where this run's files may be (resolved): its directory; for an `evaluate` output, its folder and the
+    ``predictions/`` or ``preds/`` folder beside it."""
+
+    def file(self, name: str | Path) -> RunFile:
+        """A file of the run by its path relative to the run directory (or absolute); :class:`~.files.Outside`
+        when it resolves outside the run's roots."""
+        return confine(self.path / name, self.roots or (real_dir(self.path),), what=str(name))
 
     def summary(self) -> dict[str, Any]:
         """The run-list row."""
@@ -220,7 +239,9 @@ def _iso(ts: float) -> str:
     return _dt.datetime.fromtimestamp(ts, _dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def _walk(root: Path, depth: int = 0) -> Iterator[Path]:
+def _walk(root: Path, top: Path, depth: int = 0) -> Iterator[Path]:
+    """``root`` and the folders below it, to :data:`MAX_DEPTH`; a folder that is a link is followed only when
+    it resolves inside ``top`` (the resolved path given to `taskbench view`)."""
     yield root
     if depth >= MAX_DEPTH:
         return
@@ -229,17 +250,35 @@ def _walk(root: Path, depth: int = 0) -> Iterator[Path]:
     except OSError:
         return
     for child in children:
-        if child.name in _SKIP_DIRS:
+        if child.name in _SKIP_DIRS or (child.is_symlink() and not inside(real_dir(child), top)):
             continue
-        yield from _walk(child, depth + 1)
+        yield from _walk(child, top, depth + 1)
+
+
+def _own(d: Path, name: str) -> RunFile | None:
+    """``d/name`` as a file of the run directory ``d`` (None when it is not a regular file inside ``d``)."""
+    try:
+        f = confine(d / name, [real_dir(d)])
+    except Outside:
+        return None
+    return f if f.is_file() else None
+
+
+def _load_header(file: RunFile) -> Any:
+    from ...dataset.header import parse_header
+
+    return parse_header(read_small_json(file), file.path)
 
 
 def _header_of(d: Path) -> Any:
     """The typed run header of a directory that has ``header.json`` (None otherwise; older layouts are read
-    here from their own files, so a legacy run log is never parsed whole)."""
-    from ...dataset.header import HEADER_FILE, read_header
+    here from their own files, so a legacy run log is never parsed whole). :class:`InputError` when it
+    cannot be read (or is not a regular file inside ``d``)."""
+    from ...dataset.header import HEADER_FILE
 
-    return read_header(d) if (d / HEADER_FILE).is_file() else None
+    if not (d / HEADER_FILE).exists():
+        return None
+    return _load_header(confine(d / HEADER_FILE, [real_dir(d)], what=HEADER_FILE))
 
 
 def _kind_of(d: Path) -> str | None:
@@ -261,22 +300,31 @@ def _kind_of(d: Path) -> str | None:
     return None
 
 
-def _json_files(d: Path) -> list[Path]:
+def _json_files(d: Path) -> list[RunFile]:
+    """The ``*.json`` regular files of ``d`` (inside it, resolved)."""
+    root = real_dir(d)
+    out = []
     try:
-        return sorted(p for p in d.glob("*.json") if p.is_file())
+        names = sorted(p for p in d.glob("*.json"))
     except OSError:
         return []
+    for p in names:
+        try:
+            out.append(confine(p, [root]))
+        except Outside:
+            continue
+    return out
 
 
-def _is_metrics_name(p: Path) -> bool:
+def _is_metrics_name(p: RunFile) -> bool:
     """A JSON file whose first bytes look like an evaluate output (strict, both or reference layout); a run
     header (``*.header.json``) is not one."""
     if p.name.endswith(".header.json") or p.name == "header.json":
         return False
     try:
-        with p.open("rb") as fh:
+        with p.open() as fh:
             head = fh.read(4096)
-    except OSError:
+    except (OSError, InputError):
         return False
     return head.lstrip().startswith(b"{") and (b'"mode": "strict"' in head or b'"strict":' in head
                                                or b'"overall_overall"' in head)
@@ -294,7 +342,7 @@ def find_runs(paths: Sequence[str | Path]) -> tuple[list[tuple[str, Path]], list
             missing.append(f"{raw}: not a directory")
             continue
         run_roots: list[Path] = []
-        for d in _walk(root):
+        for d in _walk(root, real_dir(root)):
             real = d.resolve()
             if real in seen or any(_inside_run(d, r) for r in run_roots):
                 continue
@@ -343,6 +391,53 @@ def _slug(path: Path, taken: set[str]) -> str:
     return slug
 
 
+# ----------------------------------------------------------------------------------------------- gold
+
+
+@dataclass
+class GoldRoots:
+    """Where gold datasets may be read from, whatever a run names: the bundled datasets, the directories
+    given with ``taskbench view --data`` and the folders given to ``taskbench view`` (each run adds its own
+    directory). A gold dataset is shared by many runs and lives beside them, not in them; the user named these
+    places, the run did not."""
+
+    roots: tuple[Path, ...]
+
+    @classmethod
+    def of(cls, data: dict[str, Path], paths: Sequence[Path] = ()) -> GoldRoots:
+        from ... import bundled
+
+        found = []
+        for name in bundled.names():
+            try:
+                found.append(real_dir(bundled.path(name)))
+            except Exception:  # a bundled dataset not on disk (zipped install): not a root
+                continue
+        return cls(tuple(dict.fromkeys([*found, *(real_dir(p) for p in data.values()),
+                                        *(real_dir(p) for p in paths if p.is_dir())])))
+
+    def directory(self, spec: Any, run_roots: Sequence[Path]) -> tuple[Path | None, str | None]:
+        """(the gold directory ``spec`` names, resolved; or None and why it is not read). A bundled name is
+        the bundled dataset; an ``mcp:`` spec is never started; a path must be a directory inside a root."""
+        from ... import bundled
+
+        if not isinstance(spec, str) or not spec:
+            return None, None
+        if spec.startswith("mcp:"):
+            return None, f"gold {spec[:80]!r} is an MCP server: the viewer starts no program a run names"
+        path = Path(spec)
+        if not path.exists() and bundled.is_bundled(spec):
+            path = bundled.path(spec)
+        real = real_dir(path)
+        if not real.is_dir():
+            return None, f"gold directory {spec[:300]} not found"
+        if not any(inside(real, r) for r in (*self.roots, *run_roots)):
+            return None, (f"gold directory {spec[:300]} is outside the run directory, the folders given to "
+                          "`taskbench view` and the datasets given with --data: not read (to show its samples: "
+                          f"taskbench view ... --data {spec[:300]})")
+        return real, None
+
+
 # ----------------------------------------------------------------------------------------------- readers
 
 
@@ -350,49 +445,100 @@ _HEADERS: dict[Path, tuple[int, int, dict[str, Any]]] = {}
 """Run-log headers read, by path, with the file's size and mtime: a refresh reads only logs that changed."""
 
 
-def _cached_header(path: Path) -> dict[str, Any]:
-    st = path.stat()
-    hit = _HEADERS.get(path.resolve())
-    if hit is not None and hit[:2] == (st.st_size, st.st_mtime_ns):
+def _cached_header(file: RunFile) -> dict[str, Any]:
+    stamp = file.stamp()
+    hit = _HEADERS.get(file.path)
+    if hit is not None and hit[:2] == stamp:
         return hit[2]
-    head = read_run_header(path)
+    head = read_run_header(file)
     if len(_HEADERS) > MAX_RUNS:
         _HEADERS.clear()
-    _HEADERS[path.resolve()] = (st.st_size, st.st_mtime_ns, head)
+    _HEADERS[file.path] = (*stamp, head)
     return head
 
 
-def _read_run(d: Path, rid: str) -> RunInfo:
+def _death(d: Path, head: dict[str, Any]) -> str:
+    """How a run that says "running" while no process holds its lock ended: the writer marker (a regular file
+    of the run directory) and its crash log (only from taskbench's own crash folder)."""
     from ...dataset import liveness
+    from ...llm.weights import cache_dir
+
+    marker = None
+    mfile = _own(d, liveness.marker_path(d).name)
+    if mfile is not None:
+        try:
+            doc = json.loads(mfile.read_bytes(1 << 20))
+            crash = doc.get("crash_log")
+            if isinstance(crash, str):
+                try:
+                    crash = str(confine(crash, [real_dir(cache_dir() / "crashes")]).path)
+                except Outside:
+                    crash = None
+            marker = liveness.WriterMarker(pid=int(doc["pid"]), host=str(doc["host"])[:200],
+                                           command=[str(c)[:200] for c in doc["command"]][:50],
+                                           started=str(doc["started"])[:100],
+                                           stage=str(doc["stage"])[:200] if doc.get("stage") else None,
+                                           crash_log=crash if isinstance(crash, str) else None)
+        except (InputError, ValueError, KeyError, TypeError, RecursionError):
+            marker = None
+    if marker is not None:
+        return liveness.death_of(marker).describe(f"the run in {d}")
+    return f"the run in {d} stopped without recording an end" + (f" at {head.get('stage')}" if head.get("stage") else "")
+
+
+def _lock_free(d: Path) -> bool:
+    """True when no process holds the run's lock (a lock that is not a regular file of the run: free)."""
     from ...dataset.liveness import RUN_LOCK_FILE
     from ...records import lock_is_free
 
-    head = _cached_header(d / "run_log.json")
+    lock = d / RUN_LOCK_FILE
+    if not lock.exists() and not lock.is_symlink():
+        return True
+    if lock.is_symlink() or _own(d, RUN_LOCK_FILE) is None:
+        return True
+    return lock_is_free(lock)
+
+
+def _read_run(d: Path, rid: str, gold: GoldRoots) -> RunInfo:
+    root = real_dir(d)
+    head = _cached_header(confine(d / "run_log.json", [root], what="run_log.json"))
     config = head.get("config") or {}
     status = str(head.get("status") or "unknown")
     death = None
-    if status == "running" and (not (d / RUN_LOCK_FILE).exists() or lock_is_free(d / RUN_LOCK_FILE)):
-        marker = liveness.read_marker(d)
-        death = (liveness.death_of(marker).describe(f"the run in {d}") if marker is not None else
-                 f"the run in {d} stopped without recording an end" + (f" at {head.get('stage')}" if head.get("stage") else ""))
+    if status == "running" and _lock_free(d):
+        death = _death(d, head)
         status = "died"
     entries = []
+    problems: list[str] = []
     for e in head.get("entries") or []:
         if not isinstance(e, dict):
             continue
         doc = {k: e[k] for k in ("strict", "compat") if isinstance(e.get(k), dict)}
-        pred = e.get("predictions_path")
-        mpath = e.get("metrics_path")
+        key = f"{e.get('dataset')}/{e.get('model')}"
+        eproblems: list[str] = []
+
+        def named(value: Any, what: str, eproblems: list[str] = eproblems) -> RunFile | None:
+            if not isinstance(value, str) or not value:
+                return None
+            try:
+                return confine(root / value, [root], what=f"{what} {value[:300]!r}")
+            except Outside as exc:
+                eproblems.append(str(exc))
+                return None
+
+        data_path, why = gold.directory(e.get("data_path"), [root])
+        if why:
+            eproblems.append(why)
         entries.append(ScoredEntry(
-            key=f"{e.get('dataset')}/{e.get('model')}", model=str(e.get("model")), dataset=str(e.get("dataset")),
-            predictions=(d / pred) if isinstance(pred, str) else None, metrics_doc=doc or None,
-            data_path=Path(e["data_path"]) if isinstance(e.get("data_path"), str) else None,
-            dependency=e.get("dependency"), status=str(e.get("status")), failures=int(e.get("failures") or 0),
-            parse_failures=int(e.get("parse_failures") or 0),
+            key=key, model=str(e.get("model")), dataset=str(e.get("dataset")),
+            predictions=named(e.get("predictions_path"), "predictions"), metrics_doc=doc or None,
+            data_path=data_path, dependency=e.get("dependency"), status=str(e.get("status")),
+            failures=int(e.get("failures") or 0), parse_failures=int(e.get("parse_failures") or 0),
             n_selected=int(e.get("sample_ids_count") or len(e.get("sample_ids") or [])) or None,
             usage=e.get("run_usage") or e.get("usage") or {}, predict_seconds=e.get("predict_seconds"),
             evaluate_seconds=e.get("evaluate_seconds"), error=e.get("error"),
-            metrics_file=(d / mpath) if isinstance(mpath, str) else None))
+            metrics_file=named(e.get("metrics_path"), "metrics"), problems=eproblems))
+        problems += [f"{key}: {p}" for p in eproblems]
     header = {k: head.get(k) for k in ("run_id", "started", "finished", "updated", "seconds", "pid", "host",
                                        "stage", "passes", "previous_death", "config", "environment", "seeds",
                                        "usage", "stages")}
@@ -401,51 +547,58 @@ def _read_run(d: Path, rid: str) -> RunInfo:
         header.update(config=typed.config, seeds=typed.seeds, fingerprint=typed.fingerprint,
                       environment=typed.environment.model_dump(mode="json") if typed.environment else header["environment"])
         config = typed.config or config
-    header["reports"] = [name for name in ("report.html", "report.md") if (d / name).is_file()]
+    header["reports"] = [name for name in ("report.html", "report.md") if _own(d, name) is not None]
     return RunInfo(id=rid, kind="run", path=d, title=d.name, status=status, date=head.get("started"),
                    models=list(config.get("models") or []), datasets=sorted({e.dataset for e in entries}),
-                   entries=entries, header=header, death=death)
+                   entries=entries, header=header, death=death, problems=problems, roots=(root,))
 
 
-def _pair_predictions(metrics: Path) -> Path | None:
-    for folder in (metrics.parent, metrics.parent.parent / "predictions", metrics.parent.parent / "preds",
-                   metrics.parent / "predictions", metrics.parent / "preds"):
-        cand = folder / f"{metrics.stem}.jsonl"
+def _eval_roots(d: Path) -> tuple[Path, ...]:
+    """An `evaluate` output's folder and the ``predictions/`` or ``preds/`` folder beside it (a real folder, not
+    a link): where its predictions may be."""
+    roots = [real_dir(d)]
+    for folder in (d.parent / "predictions", d.parent / "preds"):
+        if folder.is_dir() and not folder.is_symlink():
+            roots.append(real_dir(folder))
+    return tuple(dict.fromkeys(roots))
+
+
+def _pair_predictions(metrics: RunFile, d: Path, roots: Sequence[Path]) -> RunFile | None:
+    stem = metrics.path.stem
+    for folder in (d, d.parent / "predictions", d.parent / "preds", d / "predictions", d / "preds"):
+        try:
+            cand = confine(folder / f"{stem}.jsonl", roots)
+        except Outside:
+            continue
         if cand.is_file():
             return cand
     return None
 
 
-def _eval_settings(metrics: Path) -> dict[str, Any]:
+def _eval_settings(metrics: RunFile, roots: Sequence[Path]) -> dict[str, Any]:
     """The config of an `evaluate` output's run header (``FILE.header.json``: data, predictions, model ...)."""
-    from ...dataset.header import read_header
+    from ...dataset.header import header_path
 
+    where = header_path(metrics.path, "evaluate")
+    if not where.exists():
+        return {}
     try:
-        header = read_header(metrics, "evaluate")
+        header = _load_header(confine(where, roots))
     except InputError:
         return {}
     return dict(header.config) if header is not None else {}
 
 
-def _dataset_dir(spec: Any) -> Path | None:
-    from ...bundled import resolve_dir
-
-    if not isinstance(spec, str) or not spec:
-        return None
-    try:
-        return resolve_dir(spec)
-    except InputError:
-        return None
-
-
-def _read_eval(d: Path, rid: str, data: dict[str, Path]) -> RunInfo:
+def _read_eval(d: Path, rid: str, data: dict[str, Path], gold: GoldRoots) -> RunInfo:
     entries: list[ScoredEntry] = []
     problems: list[str] = []
-    for p in _json_files(d):
+    roots = _eval_roots(d)
+    files = _json_files(d)
+    for p in files:
         if not _is_metrics_name(p):
             continue
         try:
-            doc = _read_small_json(p)
+            doc = read_small_json(p)
         except InputError as exc:
             problems.append(str(exc))
             continue
@@ -460,45 +613,59 @@ def _read_eval(d: Path, rid: str, data: dict[str, Path]) -> RunInfo:
         else:
             both = {"compat": doc}
         strict = both.get("strict") or {}
-        settings = _eval_settings(p)
+        settings = _eval_settings(p, roots)
         ds = str(doc.get("dataset") or strict.get("dataset") or settings.get("dataset") or d.name)
-        model = str(doc.get("model") or strict.get("model") or settings.get("model") or p.stem)
-        preds = Path(settings["predictions"]) if isinstance(settings.get("predictions"), str) else None
-        gold = _dataset_dir(settings.get("data"))
+        model = str(doc.get("model") or strict.get("model") or settings.get("model") or p.path.stem)
+        eproblems: list[str] = []
+        preds: RunFile | None = None
+        if isinstance(settings.get("predictions"), str):
+            try:
+                preds = confine(settings["predictions"], roots, what=f"predictions {settings['predictions'][:300]!r}")
+            except Outside as exc:
+                eproblems.append(f"{exc} (put them in {d} or a predictions/ folder beside it)")
+        header_gold, why = gold.directory(settings.get("data"), roots)
+        if why:
+            eproblems.append(why)
         entries.append(ScoredEntry(
             key=f"{ds}/{model}", model=model, dataset=ds,
-            predictions=preds if preds is not None and preds.is_file() else _pair_predictions(p), metrics_doc=both,
-            data_path=data.get(ds) or gold or data.get(""), dependency=strict.get("dependency"),
-            n_selected=strict.get("n_gold") if isinstance(strict.get("n_gold"), int) else None, metrics_file=p))
-    mtime = max((p.stat().st_mtime for p in _json_files(d)), default=None)
+            predictions=preds if preds is not None and preds.is_file() else _pair_predictions(p, d, roots),
+            metrics_doc=both, data_path=data.get(ds) or header_gold or data.get(""),
+            dependency=strict.get("dependency"),
+            n_selected=strict.get("n_gold") if isinstance(strict.get("n_gold"), int) else None, metrics_file=p,
+            problems=eproblems))
+        problems += [f"{ds}/{model}: {x}" for x in eproblems]
+    mtime = max((p.path.stat().st_mtime for p in files), default=None)
     return RunInfo(id=rid, kind="eval", path=d, title=d.name, status="complete" if entries else "unknown",
                    date=_iso(mtime) if mtime else None, models=[e.model for e in entries],
-                   datasets=sorted({e.dataset for e in entries}), entries=entries, problems=problems)
+                   datasets=sorted({e.dataset for e in entries}), entries=entries, problems=problems, roots=roots)
 
 
 def _read_generate(d: Path, rid: str) -> RunInfo:
     typed = _header_of(d)
     if typed is not None:
         gen: Any = dict(typed.config)
-        mtime_file = d / "header.json"
+        stamp_file = _own(d, "header.json")
     else:
-        gen = _read_small_json(d / "generation.json")
-        mtime_file = d / "generation.json"
+        stamp_file = _own(d, "generation.json")
+        if stamp_file is None:
+            raise Outside("generation.json is not a regular file of the run directory", path=d / "generation.json")
+        gen = read_small_json(stamp_file)
     gen = gen if isinstance(gen, dict) else {}
     stats = {}
-    if (d / "statistics.json").is_file():
+    sfile = _own(d, "statistics.json")
+    if sfile is not None:
         try:
-            loaded = _read_small_json(d / "statistics.json")
+            loaded = read_small_json(sfile)
             stats = loaded if isinstance(loaded, dict) else {}
         except InputError:
             stats = {}
     status = "complete" if stats else "incomplete"  # statistics.json is written when a generation ends
-    mtime = mtime_file.stat().st_mtime
+    mtime = stamp_file.path.stat().st_mtime if stamp_file is not None else None
     model = gen.get("model")
-    return RunInfo(id=rid, kind="generate", path=d, title=d.name, status=status, date=_iso(mtime),
+    return RunInfo(id=rid, kind="generate", path=d, title=d.name, status=status, date=_iso(mtime) if mtime else None,
                    models=[model] if isinstance(model, str) else [], datasets=[d.name],
                    header={"generation": gen, "statistics": stats,
-                           "headline_extra": _gen_headline(stats)})
+                           "headline_extra": _gen_headline(stats)}, roots=(real_dir(d),))
 
 
 def _gen_headline(stats: dict[str, Any]) -> str | None:
@@ -511,34 +678,40 @@ def _read_agents(d: Path, rid: str) -> RunInfo:
     if typed is not None:
         cfg: Any = {"config": dict(typed.config), "fingerprint": typed.fingerprint}
     else:
-        cfg = _read_small_json(d / "config.json") if (d / "config.json").is_file() else {}
+        cfile = _own(d, "config.json")
+        cfg = read_small_json(cfile) if cfile is not None else {}
     cfg = cfg if isinstance(cfg, dict) else {}
     metrics: dict[str, Any] = {}
-    if (d / "metrics.json").is_file():
-        loaded = _read_small_json(d / "metrics.json")
+    mfile = _own(d, "metrics.json")
+    if mfile is not None:
+        loaded = read_small_json(mfile)
         metrics = loaded if isinstance(loaded, dict) else {}
     conf = cfg.get("config") or {}
     agents = metrics.get("agents") or {}
-    best = max(((float(v.get("success_rate") or 0.0), k) for k, v in agents.items() if isinstance(v, dict)),
-               default=None)
+    best = max(((float(v.get("success_rate") or 0.0), str(k)) for k, v in agents.items() if isinstance(v, dict)
+                and isinstance(v.get("success_rate"), (int, float))), default=None)
     status = "complete" if metrics else "incomplete"
-    mtime = (d / "episodes.jsonl").stat().st_mtime
+    efile = _own(d, "episodes.jsonl")
+    mtime = efile.path.stat().st_mtime if efile is not None else None
     model = conf.get("model")
-    return RunInfo(id=rid, kind="agents", path=d, title=d.name, status=status, date=_iso(mtime),
+    return RunInfo(id=rid, kind="agents", path=d, title=d.name, status=status, date=_iso(mtime) if mtime else None,
                    models=[model] if isinstance(model, str) else [], datasets=[str(conf.get("env") or "")],
                    header={"config": cfg, "metrics": metrics,
-                           "headline_extra": f"best success {100 * best[0]:.1f}% ({best[1]})" if best else None})
+                           "headline_extra": f"best success {100 * best[0]:.1f}% ({best[1][:200]})" if best else None},
+                   roots=(real_dir(d),))
 
 
 class ViewIndex:
     """Every run under the given paths, read once at start (headers only); :meth:`refresh` reads them again.
 
     ``data`` maps a dataset name (or '' for any) to its directory, for `evaluate` outputs, which do not record
-    where their gold came from."""
+    where their gold came from; these directories and the bundled datasets are also where any run's gold may
+    be read from (besides the run's own directory)."""
 
     def __init__(self, paths: Sequence[str | Path], *, data: dict[str, Path] | None = None) -> None:
         self.paths = [Path(p) for p in paths]
         self.data = dict(data or {})
+        self.gold = GoldRoots.of(self.data, self.paths)
         self.runs: dict[str, RunInfo] = {}
         self.problems: list[str] = []
         self.refresh()
@@ -553,9 +726,9 @@ class ViewIndex:
             rid = _slug(d, taken)
             try:
                 if kind == "run":
-                    info = _read_run(d, rid)
+                    info = _read_run(d, rid, self.gold)
                 elif kind == "eval":
-                    info = _read_eval(d, rid, self.data)
+                    info = _read_eval(d, rid, self.data, self.gold)
                 elif kind == "generate":
                     info = _read_generate(d, rid)
                 else:
@@ -584,3 +757,13 @@ class ViewIndex:
     def summaries(self) -> list[dict[str, Any]]:
         """The run-list rows, newest first."""
         return sorted((r.summary() for r in self.runs.values()), key=lambda s: s["date"] or "", reverse=True)
+
+    def gold_not_read(self) -> list[str]:
+        """Gold directories runs name that are not read (outside the allowed places), each once."""
+        out: dict[str, None] = {}
+        for run in self.runs.values():
+            for e in run.entries:
+                for p in e.problems:
+                    if p.startswith("gold directory") and "--data" in p:
+                        out[p] = None
+        return list(out)

@@ -27,10 +27,11 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from ...errors import InputError
 from . import agents as agents_view
-from .boards import board, compare
+from .boards import CompareJobs, Scored, ScoreTask, board, run_worker
+from .files import Outside
 from .generation import generation
 from .index import RunInfo, ViewIndex
-from .samples import MAX_PAGE, SampleStore, SampleTable, clip, obj
+from .samples import MAX_PAGE, SampleStore, SampleTable, bound, clip, entry_stamp, obj
 
 __all__ = ["MAX_ID", "PAGE_CSP", "view_page", "view_router"]
 
@@ -61,17 +62,9 @@ def _not_found(what: str) -> JSONResponse:
     return JSONResponse({"detail": clip(what, 300)}, status_code=404)
 
 
-def _json_safe(value: Any, depth: int = 0) -> Any:
+def _json_safe(value: Any) -> Any:
     """A JSON value with every string clipped and containers bounded (for config and environment blocks)."""
-    if depth > 8:
-        return "..."
-    if isinstance(value, str):
-        return clip(value, 2000)
-    if isinstance(value, dict):
-        return {str(k)[:200]: _json_safe(v, depth + 1) for k, v in list(value.items())[:200]}
-    if isinstance(value, list):
-        return [_json_safe(v, depth + 1) for v in value[:200]]
-    return value
+    return bound(value, text=2000, items=200, depth=8)
 
 
 def _entry_json(e: Any) -> dict[str, Any]:
@@ -105,11 +98,35 @@ def _run_json(run: RunInfo) -> dict[str, Any]:
     return out
 
 
+def _review_files_refused(run: RunInfo) -> str | None:
+    """Why the review page may not open a generation run: a file it reads or writes there (the samples, the
+    tool library, the requests, the review log it appends to) that is a symbolic link or not a regular file
+    (so a review never reads or writes outside the run directory); None when it may."""
+    import os
+    import stat
+
+    from ...dataset.layout import DATA_FILES, ERROR_FILE, GRAPH_FILE, RAW_FILE, REQUESTS_FILES, TOOL_FILE
+    from ..review.log import LOG_FILE
+
+    for name in (*DATA_FILES, ERROR_FILE, RAW_FILE, TOOL_FILE, GRAPH_FILE, *REQUESTS_FILES, LOG_FILE):
+        try:
+            st = os.lstat(run.path / name)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            return f"{run.path / name}: {exc.strerror}"
+        if not stat.S_ISREG(st.st_mode):
+            return (f"{run.path / name} is a symbolic link or not a regular file: the review page reads and writes "
+                    "only regular files inside the run directory")
+    return None
+
+
 def view_router(index: ViewIndex, *, current: Callable[[], Any], open_review: Callable[[Any], None]) -> APIRouter:
     """The viewer's routes over ``index``; ``current`` returns the review session the app serves and
     ``open_review`` replaces it (a generation run opened for review)."""
     router = APIRouter()
     store = SampleStore()
+    jobs = CompareJobs()
     page = view_page()
 
     def Id() -> Any:  # one Query object per parameter (FastAPI names a shared one after its first use)
@@ -124,15 +141,15 @@ def view_router(index: ViewIndex, *, current: Callable[[], Any], open_review: Ca
         return HTMLResponse(page, headers={"Content-Security-Policy": PAGE_CSP})
 
     @router.get("/view/report/{rid}", response_model=None)
-    async def view_report(rid: str) -> Response:
+    def view_report(rid: str) -> Response:
         run = index.run(rid[:MAX_ID])
-        path = run.path / "report.html" if run is not None else None
-        if path is None or not path.is_file():
+        if run is None or run.kind != "run":
             return _not_found("no report.html for this run")
-        if path.stat().st_size > MAX_REPORT_BYTES:
-            return _not_found(f"report.html is over {MAX_REPORT_BYTES >> 20} MB")
-        return HTMLResponse(path.read_text(encoding="utf-8", errors="replace"),
-                            headers={"Content-Security-Policy": REPORT_CSP})
+        try:  # a regular file inside the run directory, whatever it is linked to
+            text = run.file("report.html").read_bytes(MAX_REPORT_BYTES).decode("utf-8", errors="replace")
+        except InputError as exc:
+            return _not_found(f"report.html is not served: {exc.message if isinstance(exc, Outside) else exc}")
+        return HTMLResponse(text, headers={"Content-Security-Policy": REPORT_CSP})
 
     @router.get("/api/view/runs")
     async def api_runs() -> dict[str, Any]:
@@ -144,6 +161,7 @@ def view_router(index: ViewIndex, *, current: Callable[[], Any], open_review: Ca
     async def api_refresh() -> dict[str, Any]:
         index.refresh()
         store.clear()
+        jobs.clear()
         return {"runs": len(index.runs)}
 
     @router.get("/api/view/run/{rid}", response_model=None)
@@ -186,41 +204,86 @@ def view_router(index: ViewIndex, *, current: Callable[[], Any], open_review: Ca
         return d if d is not None else _not_found(f"unknown sample id {id!r}")
 
     @router.get("/api/view/compare", response_model=None)
-    def api_compare(a_run: str = Id(), a_entry: str = Id(), b_run: str = Id(), b_entry: str = Id()
-                    ) -> dict[str, Any] | JSONResponse:
-        ta, tb = table(a_run, a_entry), table(b_run, b_entry)
-        if isinstance(ta, JSONResponse):
-            return ta
-        if isinstance(tb, JSONResponse):
-            return tb
-        both = {r.id for r in ta.rows if r.pred_at is not None} & {r.id for r in tb.rows if r.pred_at is not None}
-        if not both:
-            return JSONResponse({"detail": "the two entries have no predicted sample in common"}, status_code=400)
-        result: dict[str, Any] = _json_safe(compare(index, (a_run, a_entry), (b_run, b_entry), selected=both))
-        return result
+    def api_compare(a_run: str = Id(), a_entry: str = Id(), b_run: str = Id(), b_entry: str = Id(),
+                    wait: float = Query(3.0, ge=0, le=4)) -> dict[str, Any] | JSONResponse:
+        ea, eb = index.entry(a_run, a_entry), index.entry(b_run, b_entry)
+        if ea is None or eb is None:
+            return _not_found(f"unknown run or entry {a_run!r} {a_entry!r} / {b_run!r} {b_entry!r}")
+        if ea.dataset != eb.dataset or ea.data_path is None or eb.data_path is None:
+            return JSONResponse({"detail": clip(f"the two entries are on different datasets ({ea.dataset} and "
+                                                f"{eb.dataset}) or their gold is not read: a paired comparison needs "
+                                                "the same samples", 1000)}, status_code=400)
+        if ea.predictions is None or eb.predictions is None:
+            return JSONResponse({"detail": "a predictions file is missing"}, status_code=400)
+        sides = [(a_run, ea, "A"), (b_run, eb, "B")]
+        key = ("compare", *(x for rid, e, _ in sides for x in (rid, *entry_stamp(e))))
+
+        def work(say: Callable[[str], None]) -> dict[str, Any]:
+            tasks: list[ScoreTask | Scored] = []
+            for rid, e, which in sides:
+                done = jobs.scored.peek((rid, *entry_stamp(e)))
+                if done is not None:
+                    tasks.append(done)
+                    continue
+                say(f"reading the samples of {which} ({e.model})")
+                t = store.get(rid, e)
+                if t.gold_file is None or e.predictions is None:
+                    raise InputError(f"{e.key}: its gold or its predictions cannot be read, so it cannot be scored"
+                                     + (f" ({t.problems[0]})" if t.problems else ""))
+                tasks.append(ScoreTask.of(t, f"{which} ({e.model})"))
+
+            def keep(i: int, scored: Scored) -> None:
+                rid, e, _ = sides[i]
+                jobs.scored.put((rid, *entry_stamp(e)), scored)
+
+            return run_worker(tasks, (f"{ea.model} ({a_run})", f"{eb.model} ({b_run})"), say, keep)
+
+        job = jobs.submit(key, work)
+        state = jobs.wait(key, job, wait)
+        if state["state"] != "done":
+            return JSONResponse({"status": state["state"], "progress": state.get("progress"),
+                                 "ahead": state.get("ahead", 0)}, status_code=202)
+        result = state["result"]
+        if "error" in result:
+            return JSONResponse({"detail": clip(result["error"], 1000)}, status_code=400)
+        out: dict[str, Any] = _json_safe(result)
+        return out
+
+    def episodes_file(rid: str) -> Any:
+        run = run_or_404(rid[:MAX_ID])
+        if isinstance(run, JSONResponse):
+            return run, None
+        if run.kind != "agents":
+            return _not_found("not an agents run"), None
+        try:
+            file = run.file("episodes.jsonl")
+        except Outside as exc:
+            return _not_found(str(exc)), None
+        if not file.is_file():
+            return _not_found("episodes.jsonl is not a regular file of the run directory"), None
+        return run, file
 
     @router.get("/api/view/episodes/{rid}", response_model=None)
-    def api_episodes(rid: str) -> dict[str, Any] | JSONResponse:
-        run = run_or_404(rid[:MAX_ID])
-        if isinstance(run, JSONResponse):
-            return run
-        if run.kind != "agents":
-            return _not_found("not an agents run")
-        eps, problems = agents_view.episodes(run.path)
-        return {"episodes": eps, "problems": problems[:20],
-                "metrics": _json_safe(run.header.get("metrics", {}).get("agents"))}
+    def api_episodes(rid: str, offset: int = Query(0, ge=0, le=10_000_000),
+                     limit: int = Query(agents_view.EPISODES_PAGE, ge=1, le=agents_view.EPISODES_PAGE)
+                     ) -> dict[str, Any] | JSONResponse:
+        run, file = episodes_file(rid)
+        if file is None:
+            return run  # type: ignore[no-any-return]
+        out = agents_view.episodes(file, offset=offset, limit=limit)
+        out["metrics"] = _json_safe(obj(run.header.get("metrics")).get("agents"))
+        return out
 
     @router.get("/api/view/trajectory/{rid}", response_model=None)
-    def api_trajectory(rid: str, id: str = Id(), offset: int = Query(0, ge=0, le=1_000_000)
+    def api_trajectory(rid: str, id: str = Id(), offset: int = Query(0, ge=0, le=10_000_000)
                        ) -> dict[str, Any] | JSONResponse:
-        run = run_or_404(rid[:MAX_ID])
-        if isinstance(run, JSONResponse):
-            return run
-        eps, _ = agents_view.episodes(run.path) if run.kind == "agents" else ([], [])
-        ep = next((e for e in eps if e.get("id") == id), None)
+        run, file = episodes_file(rid)
+        if file is None:
+            return run  # type: ignore[no-any-return]
+        ep = agents_view.episode(file, id)
         if ep is None:
             return _not_found(f"unknown episode {id!r}")
-        return agents_view.trajectory(run.path, ep, offset=offset)
+        return agents_view.trajectory(agents_view.trajectory_file(run.file, ep), ep, offset=offset)
 
     @router.get("/api/view/generation/{rid}", response_model=None)
     def api_generation(rid: str) -> dict[str, Any] | JSONResponse:
@@ -229,9 +292,8 @@ def view_router(index: ViewIndex, *, current: Callable[[], Any], open_review: Ca
             return run
         if run.kind != "generate":
             return _not_found("not a generation run")
-        stats = run.header.get("statistics") or {}
-        result: dict[str, Any] = _json_safe(generation(run.path, stats) | {"statistics": stats})
-        return result
+        stats = obj(run.header.get("statistics"))
+        return generation(run, stats) | {"statistics": _json_safe(stats)}
 
     @router.post("/api/view/review/{rid}", response_model=None)
     def api_open_review(rid: str) -> dict[str, Any] | JSONResponse:
@@ -242,6 +304,9 @@ def view_router(index: ViewIndex, *, current: Callable[[], Any], open_review: Ca
             return run
         if run.kind != "generate":
             return _not_found("not a generation run")
+        refused = _review_files_refused(run)
+        if refused is not None:
+            return JSONResponse({"detail": clip(refused, 1000)}, status_code=400)
         try:
             open_review(ReviewSession(Path(run.path), include_rejected=True))
         except InputError as exc:

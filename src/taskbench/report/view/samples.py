@@ -8,18 +8,20 @@ at most :data:`MAX_LINE_BYTES`), draws gold and predicted graphs on one layout, 
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from ...errors import InputError
+from .cache import Memo
+from .files import Outside, RunFile, confine
 from .index import ScoredEntry
 
-__all__ = ["MAX_LINE_BYTES", "MAX_PAGE", "MAX_TEXT", "SampleStore", "SampleTable", "arr", "clip", "obj"]
+__all__ = ["MAX_LINE_BYTES", "MAX_PAGE", "MAX_TEXT", "SampleStore", "SampleTable", "arr", "bound", "clip", "obj"]
 
 MAX_LINE_BYTES = 4 << 20
 """A gold or predictions line longer than this is not parsed (the detail says so)."""
@@ -41,6 +43,35 @@ def clip(text: Any, limit: int = MAX_TEXT) -> Any:
     return text
 
 
+def bound(value: Any, *, text: int = 2000, items: int = 100, depth: int = 6) -> Any:
+    """A JSON value from a run made safe to send: strings cut to ``text`` characters, arrays and objects to
+    ``items`` entries (keys to 200 characters), nesting to ``depth`` levels, a non-finite number or an integer
+    beyond 2**53 as text (a JSON response cannot carry NaN, and a million-digit integer is not a number to
+    show)."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        return clip(value, text)
+    if isinstance(value, int):
+        return value if -(1 << 53) <= value <= (1 << 53) else "(an integer too large to show)"
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if depth <= 0:
+        return "..."
+    if isinstance(value, dict):
+        out = {str(k)[:200]: bound(v, text=text, items=items, depth=depth - 1)
+               for k, v in itertools.islice(value.items(), items)}
+        if len(value) > items:
+            out["..."] = f"{len(value) - items:,} more keys not shown"
+        return out
+    if isinstance(value, (list, tuple)):
+        shown = [bound(v, text=text, items=items, depth=depth - 1) for v in value[:items]]
+        if len(value) > items:
+            shown.append(f"... {len(value) - items:,} more not shown")
+        return shown
+    return clip(str(value), text)
+
+
 def obj(value: Any) -> dict[str, Any]:
     """``value`` when it is a JSON object, else {}."""
     return value if isinstance(value, dict) else {}
@@ -51,7 +82,7 @@ def arr(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
+def _lines(path: RunFile) -> Iterator[tuple[int, bytes]]:
     """(offset, line) of every non-blank line; a line over :data:`MAX_LINE_BYTES` is yielded as ``b""``
     (see :func:`_big_lines` for its head)."""
     for offset, line, big in _big_lines(path):
@@ -61,34 +92,49 @@ def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
 _ID = re.compile(rb'^\s*\{\s*"id"\s*:\s*"((?:[^"\\]|\\.){1,400})"')
 
 
-def _big_lines(path: Path) -> Iterator[tuple[int, bytes, bool]]:
-    """(offset, line, too big) of every non-blank line; a line over :data:`MAX_LINE_BYTES` comes as its first
-    bytes only (to read its id), the rest skipped unread into memory."""
-    with path.open("rb") as fh:
+def _big_lines(path: RunFile, limit: int | None = None) -> Iterator[tuple[int, bytes, bool]]:
+    """(offset, line, too big) of every non-blank line; a line over ``limit`` (default :data:`MAX_LINE_BYTES`)
+    comes as its first bytes only (to read its id), the rest skipped unread into memory."""
+    limit = MAX_LINE_BYTES if limit is None else limit
+    with path.open() as fh:
         offset = 0
         while True:
-            line = fh.readline(MAX_LINE_BYTES + 1)
+            line = fh.readline(limit + 1)
             if not line:
                 return
             size = len(line)
-            if size > MAX_LINE_BYTES and not line.endswith(b"\n"):
-                rest = fh.readline(MAX_LINE_BYTES)
+            if size > limit and not line.endswith(b"\n"):
+                rest = fh.readline(1 << 20)
                 while rest:
                     size += len(rest)
                     if rest.endswith(b"\n"):
                         break
-                    rest = fh.readline(MAX_LINE_BYTES)
+                    rest = fh.readline(1 << 20)
                 yield offset, line[:4096], True
             elif line.strip():
                 yield offset, line, False
             offset += size
 
 
-def _read_at(path: Path, offset: int) -> dict[str, Any] | str:
+def _read_at(path: RunFile, offset: int) -> dict[str, Any] | str:
     """The JSON object of the line at ``offset``, or why it cannot be read."""
-    with path.open("rb") as fh:
-        fh.seek(offset)
-        line = fh.readline(MAX_LINE_BYTES + 1)
+    return _read_many(path, [offset])[0]
+
+
+def _read_many(path: RunFile, offsets: list[int]) -> list[dict[str, Any] | str]:
+    """The JSON objects of the lines at ``offsets`` (the file opened once), each or why it cannot be read."""
+    try:
+        with path.open() as fh:
+            out = []
+            for offset in offsets:
+                fh.seek(offset)
+                out.append(_parse_line(fh.readline(MAX_LINE_BYTES + 1)))
+            return out
+    except InputError as exc:
+        return [str(exc)] * len(offsets)
+
+
+def _parse_line(line: bytes) -> dict[str, Any] | str:
     if len(line) > MAX_LINE_BYTES:
         return f"the line is over {MAX_LINE_BYTES >> 20} MB and is not shown"
     try:
@@ -135,7 +181,7 @@ class SampleTable:
     entry: ScoredEntry
     rows: list[Row] = field(default_factory=list)
     by_id: dict[str, int] = field(default_factory=dict)
-    gold_file: Path | None = None
+    gold_file: RunFile | None = None
     problems: list[str] = field(default_factory=list)
     errors: dict[str, dict[str, Any]] = field(default_factory=dict)
     executions: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -152,11 +198,21 @@ class SampleTable:
         for ex in arr(obj((entry.metrics_doc or {}).get("execution")).get("samples")):
             if isinstance(ex, dict) and isinstance(ex.get("id"), str):
                 table.executions[ex["id"]] = ex
+        names: dict[str, str] = {}  # one string object per distinct tool name or label across the table
         for err in strict.get("errors") or []:
             if isinstance(err, dict) and isinstance(err.get("id"), str):
-                table.errors[err["id"]] = err
+                table.errors[err["id"]] = _slim(err, names)
+        strict = {}  # the parsed metrics file is not kept
+        table.problems += entry.problems
         if entry.data_path is not None and entry.data_path.is_dir():
-            table.gold_file = find_data_file(entry.data_path)
+            found = find_data_file(entry.data_path)
+            try:
+                table.gold_file = confine(found, [entry.data_path], what="gold data") if found is not None else None
+            except Outside as exc:
+                table.problems.append(str(exc))
+        if table.gold_file is not None and not table.gold_file.is_file():
+            table.problems.append(f"{table.gold_file}: not a regular file of the gold directory, not read")
+            table.gold_file = None
         if table.gold_file is not None and table.gold_file.suffix != ".parquet":
             for offset, line in _lines(table.gold_file):
                 try:
@@ -167,18 +223,19 @@ class SampleTable:
                 if not isinstance(rec, dict) or "id" not in rec:
                     continue
                 nodes = rec.get("task_nodes", rec.get("tool_nodes"))
-                names = _names(nodes)
-                row = Row(id=str(rec["id"]), type=rec.get("type") if isinstance(rec.get("type"), str) else None,
-                          n=rec["n_tools"] if isinstance(rec.get("n_tools"), int) else len(names),
-                          tools=tuple(names), gold_at=offset,
+                tools = tuple(names.setdefault(t, t) for t in _names(nodes))
+                kind = rec.get("type")
+                row = Row(id=str(rec["id"]), type=names.setdefault(kind, kind) if isinstance(kind, str) else None,
+                          n=rec["n_tools"] if isinstance(rec.get("n_tools"), int) else len(tools),
+                          tools=tools, gold_at=offset,
                           request=str(rec.get("user_request") or rec.get("instruction") or ""))
                 table._add(row)
         if entry.predictions is not None and entry.predictions.is_file():
             for offset, line, big in _big_lines(entry.predictions):
                 try:
                     if big:  # too big to parse here: found by its id, the detail says why it is not shown
-                        found = _ID.match(line)
-                        rec = {"id": json.loads(b'"' + found.group(1) + b'"')} if found else None
+                        head = _ID.match(line)
+                        rec = {"id": json.loads(b'"' + head.group(1) + b'"')} if head else None
                     else:
                         rec = json.loads(line)
                 except (ValueError, RecursionError):
@@ -198,7 +255,8 @@ class SampleTable:
                     i = table.by_id[sid]
                 row = table.rows[i]
                 row.pred_at = offset
-                row.finish = rec.get("finish_reason") if isinstance(rec.get("finish_reason"), str) else None
+                finish = rec.get("finish_reason")
+                row.finish = names.setdefault(finish, finish) if isinstance(finish, str) else None
                 row.failed = bool(rec.get("failed"))
                 row.parse_error = bool(rec.get("error")) and not row.failed
                 if isinstance(rec.get("user_request"), str):
@@ -309,18 +367,33 @@ class SampleTable:
         return out
 
 
-MAX_METRICS_BYTES = 512 << 20
-"""Largest metrics file read for its per-sample error labels."""
+_NO_ERRORS: dict[str, Any] = {}
+"""The error detail of a correct prediction (shared, never changed)."""
 
 
-def _strict_errors(path: Path, problems: list[str]) -> dict[str, Any] | None:
+def _slim(err: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
+    """A per-sample error record without its empty fields and with its repeated names shared: most are empty,
+    and an index of 28,271 samples keeps one per sample."""
+    out = {}
+    for k, v in err.items():
+        if k == "id" or not v:
+            continue
+        if isinstance(v, list):
+            v = [names.setdefault(x, x) if isinstance(x, str) else x for x in v]
+        out[names.setdefault(k, k)] = v
+    return out or _NO_ERRORS
+
+
+MAX_METRICS_BYTES = 64 << 20
+"""Largest metrics file read for its per-sample error labels (28,271 samples: about 12 MB; parsing one costs
+about ten times its size in memory)."""
+
+
+def _strict_errors(path: RunFile, problems: list[str]) -> dict[str, Any] | None:
     """The strict block of a metrics file (for its per-sample ``errors``), or None."""
     try:
-        if path.stat().st_size > MAX_METRICS_BYTES:
-            problems.append(f"{path}: over {MAX_METRICS_BYTES >> 20} MB, error labels not read")
-            return None
-        doc = json.loads(path.read_bytes())
-    except (OSError, ValueError, RecursionError) as exc:
+        doc = json.loads(path.read_bytes(MAX_METRICS_BYTES))
+    except (OSError, InputError, ValueError, RecursionError) as exc:
         problems.append(f"{path}: error labels not read ({exc})")
         return None
     if not isinstance(doc, dict):
@@ -411,29 +484,37 @@ def _show(v: Any) -> str | None:
     return None if v is None else v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
 
 
-class SampleStore:
-    """Sample tables built on first use, the most recently used :data:`KEEP` kept (thread-safe)."""
+def _stamp(file: RunFile | None) -> tuple[int, int] | None:
+    try:
+        return file.stamp() if file is not None else None
+    except InputError:
+        return None
 
-    KEEP = 6
+
+def entry_stamp(entry: ScoredEntry) -> tuple[Any, ...]:
+    """What an entry's sample index is built from, by size and mtime (its predictions, metrics and gold)."""
+    gold = None
+    if entry.data_path is not None:
+        try:
+            st = entry.data_path.stat()
+            gold = (str(entry.data_path), st.st_mtime_ns)
+        except OSError:
+            gold = None
+    return (entry.key, _stamp(entry.predictions), _stamp(entry.metrics_file), gold)
+
+
+class SampleStore:
+    """Sample tables built on first use, the most recently used :data:`KEEP` kept; a table is built once however
+    many requests ask for it at the same time, and again when a file it was built from changed."""
+
+    KEEP = 4
+    """Sample indexes kept (about 21 MB each at 28,271 samples)."""
 
     def __init__(self) -> None:
-        self._tables: OrderedDict[tuple[str, str], SampleTable] = OrderedDict()
-        self._lock = threading.Lock()
+        self._tables: Memo[SampleTable] = Memo(keep=self.KEEP)
 
     def get(self, rid: str, entry: ScoredEntry) -> SampleTable:
-        key = (rid, entry.key)
-        with self._lock:
-            table = self._tables.get(key)
-            if table is not None:
-                self._tables.move_to_end(key)
-                return table
-        table = SampleTable.build(entry)
-        with self._lock:
-            self._tables[key] = table
-            while len(self._tables) > self.KEEP:
-                self._tables.popitem(last=False)
-        return table
+        return self._tables.get((rid, *entry_stamp(entry)), lambda: SampleTable.build(entry))
 
     def clear(self) -> None:
-        with self._lock:
-            self._tables.clear()
+        self._tables.clear()
