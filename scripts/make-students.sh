@@ -51,6 +51,7 @@ train_role() {  # role, then extra distill options
       --layers 8 --lr 5e-4 --seed 0 --threads "$THREADS" --checkpoint-every 25 -o "$out" -q "${resume[@]}" "$@"
   fi
   cp "$out/adapter.gguf" "$SHIP/$role.gguf"
+  cp "$out/distill.json" "$SHIP/$role.json"  
 }
 train_role grounding --limit "${GROUNDING_EXAMPLES:-900}" --max-length 1536
 train_role execution --limit "${EXECUTION_EXAMPLES:-500}" --max-length 1536

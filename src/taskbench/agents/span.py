@@ -464,7 +464,8 @@ async def abuild_gold(env_name: str, output: str | Path, *, limit: int | None = 
                                                                    if v == k)
                                                            for k in dict.fromkeys([*PERTURBATIONS, *REST_PERTURBATIONS])},
                           examples=examples, protocols=list(protocols), react=react,
-                          tasks_file=str(tasks_file) if tasks_file is not None else None,
+                          tasks_file=str(Path(tasks_file).resolve()) if tasks_file is not None else None,
+                          env_options=dict(env_options or {}),
                           offset=offset, limit=limit, rules={"min_tools": min_tools, "min_doc_words": min_doc_words,
                                  "dedup_threshold": dedup_threshold})
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))

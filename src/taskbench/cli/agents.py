@@ -463,7 +463,7 @@ def distill_command(
 
 @agents_app.command("distill-eval")
 def distill_eval_command(
-    role: str = typer.Option(..., "--role", help="grounding | execution | review."),
+    role: str = typer.Option(..., "--role", help="grounding | execution | review | react."),
     data: Path = typer.Option(..., "--data", help="Directory with held-out ROLE.jsonl (span-data --offset past "
                               "the training tasks)."),
     model: str = typer.Option(..., "--model", "-m", help="The model to score: a student "

@@ -37,7 +37,8 @@ from .data import load_examples
 SCORES = {"grounding": ("next_tool_accuracy", "argument_match", "argument_f1", "step_tool_accuracy",
                          "step_argument_match", "finish_answers"),
           "execution": ("execution_success",),
-          "review": ("verdict_accuracy", "route_accuracy")}
+          "review": ("verdict_accuracy", "route_accuracy"),
+          "react": ("next_call_accuracy", "argument_match", "argument_f1", "final_answers")}
 
 
 def trained_tasks(model: str) -> set[tuple[str, str]]:
@@ -45,8 +46,13 @@ def trained_tasks(model: str) -> set[tuple[str, str]]:
     model without an adapter. Raises InputError when the adapter's training record is missing."""
     if "+" not in model:
         return set()
-    adapter = Path(model.split("+", 1)[1]).expanduser()
-    record = (adapter if adapter.is_dir() else adapter.parent) / "distill.json"
+    from ..llm.providers.llamacpp import split_adapter
+
+    _, lora = split_adapter(model)
+    adapter = Path(lora or model.split("+", 1)[1]).expanduser()
+    beside = adapter.with_suffix(".json")  # a shipped student: ROLE.gguf with ROLE.json (its distill.json)
+    record = beside if adapter.is_file() and beside.is_file() else \
+        (adapter if adapter.is_dir() else adapter.parent) / "distill.json"
     if not record.is_file():
         raise InputError("no distill.json beside the adapter: what it was trained on is unknown, so held-out "
                          "examples cannot be told apart", path=record)
@@ -78,20 +84,40 @@ class _Context:
         self.unsafe_local = unsafe_local
         self.envs: dict[str, Any] = {}
 
+    def _span(self) -> dict[str, Any]:
+        """What span-data recorded of the data's making (its task file and environment options), if anything."""
+        path = self.data / "manifest.json"
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        except (OSError, ValueError):
+            return {}
+        span = doc.get("span") if isinstance(doc, dict) else None
+        return span if isinstance(span, dict) else {}
+
     async def env(self, name: str) -> Any:
         if name not in self.envs:
             from ..envs import open_environment
 
-            self.envs[name] = open_environment(name)
+            options = self._span().get("env_options") or {}
+            self.envs[name] = open_environment(name, **(options if isinstance(options, dict) else {}))
         return self.envs[name]
+
+    def tasks_of(self, env: Any) -> dict[str, Any]:
+        """The tasks the examples may come from: the environment's, and those of span-data's task file."""
+        tasks = {t.id: t for t in env.tasks()}
+        tasks_file = self._span().get("tasks_file")
+        if isinstance(tasks_file, str) and Path(tasks_file).is_file():
+            from ..envs.tasks import load_tasks
+
+            tasks.update({t.id: t for t in load_tasks(tasks_file, env=env.name)})
+        return tasks
 
     async def episode(self, meta: Mapping[str, Any]) -> tuple[Any, Any, Any]:
         """(env, task, trajectory) of an example."""
         from ..dataset.trajectories import read_trajectory
 
         env = await self.env(str(meta.get("env")))
-        tasks = {t.id: t for t in env.tasks()}
-        task = tasks.get(str(meta.get("task")))
+        task = self.tasks_of(env).get(str(meta.get("task")))
         if task is None:
             raise InputError(f"no task {meta.get('task')!r} in {meta.get('env')!r}")
         return env, task, read_trajectory(_trajectory(self.data, meta))
@@ -182,6 +208,21 @@ async def _score_one(role: str, model: Any, row: Mapping[str, Any], ctx: _Contex
         ok, obs = (await ctx.run_in_place(meta, code)) if code else (False, "no code in the answer")
         rec.update(answer=out.text, gold_ok=gold_ok, gold_observation=gold_obs[:300], execution_success=ok,
                    observation=obs[:300])
+    elif role == "react":  # a native call: the tool and its arguments against the target's
+        gold_call = (row["messages"][-1].get("tool_calls") or [{}])[0].get("function") or {}
+        out = await model.generate(row["messages"][:-1], tools=row.get("tools") or [], tool_choice="required",
+                                   config=GenerationConfig(temperature=0.0, max_tokens=budgets.act_tokens, seed=0))
+        pred = out.tool_calls[0] if out.tool_calls else None
+        gold_args = _json(str(gold_call.get("arguments") or "{}")) or {}
+        pred_args = pred.arguments if pred is not None and isinstance(pred.arguments, dict) else {}
+        gold_pairs = {(str(k), json.dumps(v, sort_keys=True)) for k, v in gold_args.items()}
+        pred_pairs = {(str(k), json.dumps(v, sort_keys=True)) for k, v in pred_args.items()}
+        tool_ok = pred is not None and pred.name == gold_call.get("name")
+        final = gold_call.get("name") == "final_answer"
+        rec.update(answer=out.text, target=json.dumps(gold_call), next_tool=tool_ok,
+                   argument_match=tool_ok and (final or pred_pairs == gold_pairs),
+                   argument_f1=1.0 if final and tool_ok else _f1(pred_pairs, gold_pairs) if tool_ok else 0.0,
+                   gold_finish=final, finish=pred is not None and pred.name == "final_answer")
     else:
         out = await model.generate(messages, schema=review_schema(), config=GenerationConfig(
             temperature=0.0, max_tokens=budgets.review_tokens, seed=0))
@@ -211,6 +252,11 @@ def summarise(role: str, records: list[dict[str, Any]]) -> dict[str, Any]:
                 "tool_steps": len(steps), "step_tool_accuracy": mean([float(r["next_tool"]) for r in steps]),
                 "step_argument_match": mean([float(r["argument_match"]) for r in steps]),
                 "finish_answers": mean([float(bool(r.get("finish"))) for r in records])}
+    if role == "react":
+        return {"n": len(records), "next_call_accuracy": mean([float(r["next_tool"]) for r in records]),
+                "argument_match": mean([float(r["argument_match"]) for r in records]),
+                "argument_f1": mean([float(r["argument_f1"]) for r in records]),
+                "final_answers": mean([float(bool(r.get("finish"))) for r in records])}
     if role == "execution":
         kept = [r for r in records if r["gold_ok"]]
         return {"n": len(kept), "gold_failed": len(records) - len(kept),
