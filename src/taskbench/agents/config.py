@@ -23,7 +23,9 @@ trial solved the task, as the paper's @N baselines are; the trials used are repo
 A ConAgents name takes variants as suffixes (also made by ``--ablation`` and ``--sweep-turns``):
 ``conagents-auto-no-plan-review``, ``conagents-auto-no-exec-review``, ``conagents-auto-compiler-feedback``
 (review replaced by static compiler feedback: the error text goes back to the execution agent), and
-``conagents-auto-a2b4`` (alpha = 2, beta = 4), and ``-grounded`` (id-like plan arguments only take values seen in
+``conagents-auto-fault-route`` (the route of an execution review follows the evidence of the fault, not
+the review agent's word: :func:`taskbench.agents.conagents.fault_route`), ``conagents-auto-a2b4`` (alpha = 2,
+beta = 4), and ``-grounded`` (id-like plan arguments only take values seen in
 the task or an earlier result: :mod:`taskbench.agents.grounded`), in that order, e.g.
 ``conagents-adaptive-no-exec-review-grounded-a1b1``. :func:`parse_agent` reads them. Under the adaptive protocol
 only ``no-exec-review`` means something: ``conagents-adaptive-no-plan-review`` (it reviews no plans anyway)
@@ -56,8 +58,10 @@ DEFAULT_TRIES = {"reflexion": 3}
 
 MAX_TRIES = 10
 
-ABLATIONS: tuple[str, ...] = ("no-plan-review", "no-exec-review", "compiler-feedback")
-"""The paper's ablations of the review agent (ConAgents agents only)."""
+ABLATIONS: tuple[str, ...] = ("no-plan-review", "no-exec-review", "compiler-feedback", "fault-route")
+"""Variants of the review agent (ConAgents agents only): the paper's three ablations, and ``fault-route`` (ours:
+the route of an execution review set by the evidence, :func:`taskbench.agents.conagents.fault_route`, instead of
+the review agent's own route)."""
 
 TOOL_SETTINGS: tuple[str, ...] = ("gold", "gold+10", "all")
 """Which tools an episode offers: the gold tools only, gold + 10 seeded random distractors, or all."""
@@ -125,6 +129,12 @@ class AgentSpec(BaseModel):
     def compiler_feedback(self) -> bool:
         """Whether a failed execution's error text goes straight back to the execution agent (no review)."""
         return self.ablation == "compiler-feedback"
+
+    @property
+    def fault_route(self) -> bool:
+        """Whether the evidence of the fault, not the review agent, routes an execution review's feedback (the
+        ``fault-route`` variant; by default the review agent decides, as in the paper)."""
+        return self.ablation == "fault-route"
 
 
 def parse_agent(name: str, *, alpha: int = DEFAULT_ALPHA, beta: int = DEFAULT_BETA) -> AgentSpec:

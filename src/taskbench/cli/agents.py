@@ -67,7 +67,7 @@ def eval_command(
     alpha: int = typer.Option(3, "--alpha", min=0, help="Planning-review calibration turns (conagents-auto)."),
     beta: int = typer.Option(3, "--beta", min=0, help="Execution-review calibration turns."),
     ablation: list[str] | None = typer.Option(None, "--ablation", help="Also run ConAgents variants: "
-                                              "no-plan-review, no-exec-review, compiler-feedback (comma-separated)."),
+                                              "no-plan-review, no-exec-review, compiler-feedback, fault-route (comma-separated)."),
     sweep_turns: str | None = typer.Option(None, "--sweep-turns", help="Also run ConAgents with the turn limit(s) "
                                            "1..5: alpha, beta or both (the paper's Figure 3)."),
     max_steps: int = typer.Option(8, "--max-steps", min=1, help="Step cap per episode (plan/act steps)."),
