@@ -58,7 +58,7 @@ from .config import (
     select_tools,
 )
 from .episode import Episode
-from .metrics import episode_row, mechanism, metrics_document
+from .metrics import crash_row, episode_row, mechanism, metrics_document
 
 EPISODES_FILE = "episodes.jsonl"
 METRICS_FILE = "metrics.json"
@@ -485,24 +485,36 @@ def compute_metrics(out: Path, config: AgentEvalConfig, *, tasks: Sequence[Agent
     """The metrics document of the selected episodes in a run directory's records."""
     latest, _, _ = read_records(out / EPISODES_FILE)
     rows: dict[str, list[EpisodeRow]] = {a: [] for a in agents}
-    failed: dict[str, int] = {a: 0 for a in agents}
+    by_id = {t.id: t for t in tasks}
     wanted = {(a, t.id, k) for a in agents for t in tasks for k in range(config.seeds)}
-    for rec in latest.values():
-        key = (rec.get("agent"), rec.get("task"), rec.get("seed"))
+    for rec_id, rec in latest.items():
+        key = episode_key(rec_id, rec)
         if key not in wanted:  # another selection's episode (read as a row only when wanted)
             continue
+        agent, task, seed = key
         row = parse_episode(rec)
-        if isinstance(row, FailedEpisodeRow):
-            failed[str(key[0])] += 1
-            continue
-        rows[str(key[0])].append(row)
+        if isinstance(row, FailedEpisodeRow):  # a crash: a failure in every rate, counted as crashed
+            row = crash_row(agent, task, seed, by_id[task].gold_path, row.error)
+        rows[agent].append(row)
     for rs in rows.values():
         order = {t.id: i for i, t in enumerate(tasks)}
         rs.sort(key=lambda r: (order.get(r.task, 0), r.seed))
     meta = {"env": config.env, "tools": config.tools, "models": config.models_by_role(),
             "temperature": config.temperature, "max_steps": config.budgets.max_steps}
-    return metrics_document(rows, [t.id for t in tasks], seeds=config.seeds, failed=failed,
-                            n_boot=config.bootstrap, meta=meta)
+    return metrics_document(rows, [t.id for t in tasks], seeds=config.seeds, n_boot=config.bootstrap, meta=meta)
+
+
+def episode_key(rec_id: str, rec: Mapping[str, Any]) -> tuple[str, str, int] | None:
+    """(agent, task, seed) of an episode record: from its fields, else from its id ``agent/task/sSEED`` (a
+    failure the runner recorded itself holds only the id and the error); None when neither says."""
+    agent, task, seed = rec.get("agent"), rec.get("task"), rec.get("seed")
+    if isinstance(agent, str) and isinstance(task, str) and isinstance(seed, int):
+        return agent, task, seed
+    head, sep, tail = str(rec.get("id") or rec_id).rpartition("/s")
+    agent_name, slash, task_id = head.partition("/")
+    if not (sep and slash and tail.isdigit()):
+        return None
+    return agent_name, task_id, int(tail)
 
 
 def load_run(run: str | Path) -> tuple[dict[str, Any], dict[str, EpisodeRow | FailedEpisodeRow]]:
@@ -537,15 +549,23 @@ def _pick_agent(run: Path, rows: Sequence[EpisodeRow], agent: str | None) -> str
 def compare_runs(run_a: str | Path, run_b: str | Path, *, agent_a: str | None = None, agent_b: str | None = None,
                  n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
     """A paired comparison of one agent of run A against one of run B (two ``agents eval`` directories, e.g. the
-    same agent with student and with base role models) on the episodes (task, seed) both finished, every figure
-    on the same ones (a task missing a seed in one run is left out: ``left_out_tasks``): a metrics document of the
+    same agent with student and with base role models) on the episodes (task, seed) both ran (a crashed episode
+    counts as a failure, :func:`~taskbench.agents.metrics.crash_row`), every figure on the same ones (a task missing a seed in one run is left out: ``left_out_tasks``): a metrics document of the
     two (``agents``, ``comparison``, ``paired`` with flips, ``per_task``) plus ``runs`` (each run, agent, role
     models and episodes compared) and ``differs`` (settings other than the models on which the two runs
     disagree). Runs in two environments, or with no episode in common, are refused."""
+    runs = [(Path(run_a), agent_a, *load_run(run_a)), (Path(run_b), agent_b, *load_run(run_b))]
+    gold = {r.task: r.gold_path for _, _, _, records in runs for r in records.values() if isinstance(r, EpisodeRow)}
     loaded = []
-    for run, agent in ((Path(run_a), agent_a), (Path(run_b), agent_b)):
-        config, records = load_run(run)
-        rows = [r for r in records.values() if isinstance(r, EpisodeRow)]
+    for run, agent, config, records in runs:
+        rows = []
+        for rec_id, rec in records.items():
+            if isinstance(rec, EpisodeRow):
+                rows.append(rec)
+                continue
+            key = episode_key(rec_id, rec.model_dump())
+            if key is not None:  # a crash is a failure here too (its gold path from a finished episode)
+                rows.append(crash_row(*key, gold.get(key[1], []), rec.error))
         name = _pick_agent(run, rows, agent)
         loaded.append((run, config, name, [r for r in rows if r.agent == name]))
     (pa, ca, na, ra), (pb, cb, nb, rb) = loaded
@@ -606,6 +626,7 @@ __all__ = [
     "compare_runs",
     "compute_metrics",
     "demo_config",
+    "episode_key",
     "episode_keys",
     "fingerprint_check",
     "prepare_run",

@@ -102,8 +102,9 @@ def eval_command(
     table printed at the end. A rerun with the same -o resumes: finished episodes are kept, interrupted ones
     are run again, episodes whose model calls failed for good are retried.
 
-    Exit codes: 0 every episode finished; 1 some episodes' model calls failed for good (rerun to retry them);
-    2 bad input or options, or no sandbox for the code agents (see --unsafe-local); 130 interrupted.
+    Exit codes: 0 every episode finished; 1 some episodes crashed (a model call failed for good, or the agent or
+    the checker broke: each counts as a failure in every rate; rerun to retry them); 2 bad input or options, or
+    no sandbox for the code agents (see --unsafe-local); 130 interrupted.
 
     Examples:
 
@@ -166,8 +167,9 @@ def eval_command(
               f"metrics: {Path(result.output) / 'metrics.json'}", highlight=False)
     if result.failed:
         first = result.errors[0].split(": ", 1)[-1] if result.errors else "unknown"
-        typer.echo(f"taskbench: {result.failed} of {result.episodes} episodes failed (model calls failed for good; "
-                   f"first: {first}); rerun the same command to retry them", err=True)
+        typer.echo(f"taskbench: {result.failed} of {result.episodes} episodes crashed (a model call failed for good, "
+                   f"or the agent or the checker broke; first: {first}); they count as failures in every rate; "
+                   "rerun the same command to retry them", err=True)
         raise typer.Exit(1)
 
 
