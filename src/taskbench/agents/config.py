@@ -18,7 +18,9 @@ Agent names (``--agent``):
 - ``alpha-umi``: alpha-UMi's planner, caller and summariser.
 
 The retrying agents (``react@N``, ``toolllm@N``, ``reflexion``) are told by the environment's checker whether a
-trial solved the task, as the paper's @N baselines are; the trials used are reported (``attempts``).
+trial solved the task, as the paper's @N baselines are; the trials used are reported (``attempts``). Each trial
+is its own sample: trial 1 with the episode's seed and temperature, trial k > 1 with the seed
+:func:`trial_seed` gives and at least ``retry_temperature`` (:data:`DEFAULT_RETRY_TEMPERATURE`).
 
 A ConAgents name takes variants as suffixes (also made by ``--ablation`` and ``--sweep-turns``):
 ``conagents-auto-no-plan-review``, ``conagents-auto-no-exec-review``, ``conagents-auto-compiler-feedback``
@@ -57,6 +59,20 @@ DEFAULT_TRIES = {"reflexion": 3}
 """Trials of an agent named without ``@N`` (1 for all others)."""
 
 MAX_TRIES = 10
+
+DEFAULT_RETRY_TEMPERATURE = 0.7
+"""The least sampling temperature of trials 2..N of the retrying agents (``--retry-temperature``): at
+temperature 0 a later trial would repeat trial 1 token for token."""
+
+TRIAL_SEED_STRIDE = 1_000_003
+"""Trial k (0-based) of an episode with seed s samples with seed ``s + k * TRIAL_SEED_STRIDE``
+(:func:`trial_seed`): no two trials of one episode share a seed, nor does a later trial share the seed of
+another episode's first trial (episode seeds are 0..K-1)."""
+
+
+def trial_seed(seed: int, trial: int) -> int:
+    """The sampling seed of trial ``trial`` (0 = the first) of an episode with seed ``seed``."""
+    return seed + trial * TRIAL_SEED_STRIDE
 
 ABLATIONS: tuple[str, ...] = ("no-plan-review", "no-exec-review", "compiler-feedback", "fault-route")
 """Variants of the review agent (ConAgents agents only): the paper's three ablations, and ``fault-route`` (ours:
@@ -295,8 +311,10 @@ __all__ = [
     "applicable_ablations",
     "BASE_AGENTS",
     "Budgets",
+    "DEFAULT_RETRY_TEMPERATURE",
     "DEFAULT_TRIES",
     "MAX_TRIES",
+    "TRIAL_SEED_STRIDE",
     "RETRY_NAMES",
     "DEFAULT_ALPHA",
     "DEFAULT_BETA",
@@ -306,4 +324,5 @@ __all__ = [
     "expand_agents",
     "parse_agent",
     "select_tools",
+    "trial_seed",
 ]

@@ -15,7 +15,12 @@ Every agent acts only through an :class:`Episode`, which records what happens as
 - :meth:`Episode.new_attempt` and :meth:`Episode.check`: for agents that retry until solved (``react@N``,
   ``toolllm@N``, ``reflexion``): the environment back to the task's initial state for another trial, and the
   environment's verdict on the current one. :attr:`Episode.attempt_starts` records where each trial began, so
-  the metrics score the last trial's calls (the one the checker judges) and report the trials used.
+  the metrics score the last trial's calls (the one the checker judges) and report the trials used. Each trial
+  is its own sample: trial 1 samples with the episode's seed and temperature; trial k > 1 with its own seed
+  (:func:`~taskbench.agents.config.trial_seed`) and at least the retry temperature (``retry_temperature``,
+  0.7 by default), so a later trial neither repeats trial 1 at temperature 0 nor is answered from trial 1's
+  entry in the response cache (whose key holds the seed). :attr:`Episode.trials` records each trial's seed
+  and temperature.
 
 Budgets: :meth:`Episode.generate` raises :class:`StepCap` past ``max_model_calls``; the protocols count
 their own steps against ``max_steps``. Records hold what it cost to produce an answer (tokens, the latency
@@ -49,7 +54,7 @@ from ..schema import (
     Usage,
     python_names,
 )
-from .config import Budgets
+from .config import DEFAULT_RETRY_TEMPERATURE, Budgets, trial_seed
 
 
 class StepCap(Exception):
@@ -122,6 +127,7 @@ class Episode:
         temperature: float = 0.0,
         seed: int = 0,
         sandbox_options: Mapping[str, Any] | None = None,
+        retry_temperature: float = DEFAULT_RETRY_TEMPERATURE,
     ) -> None:
         self.task = task
         self.env = env
@@ -132,7 +138,12 @@ class Episode:
         self.models = dict(models)
         self.budgets = budgets
         self.temperature = temperature
+        """The sampling temperature of the current trial (the episode's, then the retry temperature)."""
         self.seed = seed
+        """The episode's seed: the environment's and the tool order's (every trial's)."""
+        self.sample_seed = seed
+        """The sampling seed of the current trial's model calls (:func:`~taskbench.agents.config.trial_seed`)."""
+        self.retry_temperature = retry_temperature
         self.sandbox_options = dict(sandbox_options or {})
         self._sandbox: Any = None
         self._calls = 0
@@ -142,6 +153,8 @@ class Episode:
         """Why the episode ended: answer | step_cap | call_cap | no_answer."""
         self.attempt_starts: list[int] = [0]
         """Index of the first event of each trial (one trial unless the agent retries)."""
+        self.trials: list[dict[str, Any]] = [{"seed": seed, "temperature": temperature}]
+        """Each trial's sampling seed and temperature, in order."""
         self.counters: dict[str, int] = {}
         """What an agent's own mechanisms did (DFSDT's backtracks, grounded arguments ...), by name."""
 
@@ -175,7 +188,7 @@ class Episode:
             raise StepCap(f"model-call cap ({self.budgets.max_model_calls}) reached")
         self._model_calls += 1
         model = self.model(role)
-        config = GenerationConfig(temperature=self.temperature, max_tokens=max_tokens, seed=self.seed,
+        config = GenerationConfig(temperature=self.temperature, max_tokens=max_tokens, seed=self.sample_seed,
                                   stop=tuple(stop))
         out = await model.generate(list(messages), schema=schema, config=config, tools=tools,
                                    tool_choice=tool_choice)
@@ -286,10 +299,15 @@ class Episode:
 
     async def new_attempt(self) -> None:
         """Start another trial: the environment reset to the task's initial state (its recorded calls
-        forgotten, so the checker judges this trial alone), no answer yet. The model-call cap counts every
+        forgotten, so the checker judges this trial alone), no answer yet, and a new sample: the trial's own
+        seed and at least the retry temperature (see the module docstring). The model-call cap counts every
         trial of the episode."""
         await self.env.reset(seed=self.seed, task=self.task)
+        trial = len(self.attempt_starts)
         self.attempt_starts.append(len(self.writer.trajectory.events))
+        self.sample_seed = trial_seed(self.seed, trial)
+        self.temperature = max(self.temperature, self.retry_temperature)
+        self.trials.append({"seed": self.sample_seed, "temperature": self.temperature})
         self.answer = None
         self.stop = "answer"
 

@@ -50,6 +50,7 @@ from .baselines import ROLES_OF, make_agent
 from .config import (
     DEFAULT_ALPHA,
     DEFAULT_BETA,
+    DEFAULT_RETRY_TEMPERATURE,
     ROLES,
     TOOL_SETTINGS,
     AgentSpec,
@@ -97,6 +98,10 @@ class AgentEvalConfig(BaseModel):
     sweep: str | None = Field(default=None, description="Turn-limit sweep: alpha | beta | both (1..5).")
     budgets: Budgets = Field(default_factory=Budgets, description="Step cap, token and text bounds.")
     temperature: float = Field(default=0.0, ge=0.0, description="Sampling temperature (with seeds > 1, > 0).")
+    retry_temperature: float = Field(
+        default=DEFAULT_RETRY_TEMPERATURE, gt=0.0, le=2.0,
+        description="The least temperature of trials 2..N of react@N, toolllm@N and reflexion (each trial also "
+                    "samples with its own seed; trial 1 keeps `temperature`).")
     unsafe_local: bool = Field(default=False, description="Run agent code unconfined where bwrap is missing.")
     concurrency: int = Field(default=1, ge=1, description="Episodes at once.")
     env_options: dict[str, Any] = Field(default_factory=dict, description="Options of the environment.")
@@ -124,6 +129,8 @@ class AgentEvalConfig(BaseModel):
                 "budgets": self.budgets.model_dump(), "temperature": self.temperature}
         if self.tasks_file is not None:  # only then: the fingerprints of earlier runs stay as they were
             what["tasks_file"] = self.tasks_file
+        if any(s.tries > 1 for s in self.specs()):  # only for agents that retry (their trials sample anew)
+            what["retry_temperature"] = self.retry_temperature
         return what
 
     def fingerprint(self) -> str:
@@ -441,7 +448,7 @@ async def _episode(item: _Item, env: Any, models: Mapping[str, Any], role_models
 
     writer = TrajectoryWriter(path, traj, clock=clock)
     ep = Episode(task=task, env=env, tools=offered, writer=writer, models=models, budgets=config.budgets,
-                 temperature=config.temperature, seed=seed,
+                 temperature=config.temperature, seed=seed, retry_temperature=config.retry_temperature,
                  sandbox_options={"unsafe_local": True} if config.unsafe_local else None)
     try:
         await make_agent(spec).run(ep)
@@ -463,8 +470,10 @@ async def _episode(item: _Item, env: Any, models: Mapping[str, Any], role_models
     traj.outcome = outcome
     traj.answer = ep.answer
     outcome.details["mechanism"] = dict(mechanism(traj))  # what review did, in the trajectory's end line
-    outcome.details["attempts"] = {"used": len(ep.attempt_starts), "limit": spec.tries,
-                                   "last_start": ep.attempt_starts[-1]}  # trials (react@N, toolllm@N, reflexion)
+    outcome.details["attempts"] = {"used": len(ep.attempt_starts), "limit": spec.tries,  # react@N, toolllm@N,
+                                   "last_start": ep.attempt_starts[-1],            # reflexion: their trials
+                                   "trials": [dict(t, start=start) for t, start in zip(ep.trials, ep.attempt_starts,
+                                                                                       strict=True)]}
     outcome.details["counters"] = dict(sorted(ep.counters.items()))  # the agents' own mechanisms
     stop = ep.stop if ep.answer is not None else (ep.stop if ep.stop != "answer" else "no_answer")
     writer.finish("complete", error=None if stop == "answer" else f"stopped: {stop}")
@@ -530,7 +539,8 @@ def load_run(run: str | Path) -> tuple[dict[str, Any], dict[str, EpisodeRow | Fa
     return (dict(header.config) if header is not None else {}), rows
 
 
-COMPARED_SETTINGS = ("tools", "budgets", "temperature", "seeds", "alpha", "beta", "env_options", "tasks_file")
+COMPARED_SETTINGS = ("tools", "budgets", "temperature", "seeds", "alpha", "beta", "env_options", "tasks_file",
+                     "retry_temperature")
 """Settings of two runs that should agree for a fair comparison (the models are what is compared)."""
 
 

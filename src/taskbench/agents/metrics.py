@@ -14,7 +14,8 @@ Per episode (:func:`episode_row`, from a :class:`~taskbench.schema.Trajectory`):
 - **extra calls** (RestGPT's delta solution length): calls beyond the gold length, counted on successes;
 - **attempts**: trials used by the agents that retry until solved (``react@N``, ``toolllm@N``, ``reflexion``;
   1 for the others); their path rates and extra calls are the last trial's (the one the checker judged), their
-  tokens, turns and tool calls every trial's;
+  tokens, turns and tool calls every trial's; per agent also the success rate within k trials
+  (:func:`success_by_attempt`);
 - turns (model calls of a planning or acting role), model calls, reviews, code runs, tool calls, tokens, the
   seconds the model calls took (replayed from the cache on a rerun) and wall seconds (this run's clock).
 
@@ -362,6 +363,7 @@ def agent_summary(rows: Sequence[EpisodeRow], tasks: Sequence[str], *, seeds: in
         "ci95": {k: [round(v[0], 6), round(v[1], 6)] if v is not None else None for k, v in cis.items()},
         "pass_hat_k": {str(k): _num(p) if (p := pass_hat_k(trials, k)) is not None else None
                        for k in range(1, max(1, seeds) + 1)},
+        "success_by_attempt": success_by_attempt(rows),
         "stops": dict(sorted(stops.items())),
         "mechanism": {
             "reviews": int(sums["reviews"]), **{m: int(sums[m]) for m in MECHANISM},
@@ -373,6 +375,16 @@ def agent_summary(rows: Sequence[EpisodeRow], tasks: Sequence[str], *, seeds: in
         "prompt_tokens": int(sum(r.prompt_tokens for r in rows)),
         "completion_tokens": int(sum(r.completion_tokens for r in rows)),
     }
+
+
+def success_by_attempt(rows: Sequence[EpisodeRow]) -> dict[str, float | None]:
+    """The success rate within k trials, for k = 1 .. the most trials an episode used (the paper's @N reports
+    success with the trials it took): an episode solved at trial j counts from k = j on (a retrying agent stops
+    at the trial that solves the task, so its ``attempts`` is that trial); every episode, crashes included, is
+    in the denominator."""
+    most = max((r.attempts for r in rows), default=1)
+    return {str(k): _num(_ratio(sum(1 for r in rows if r.success and r.attempts <= k), len(rows)))
+            for k in range(1, max(1, most) + 1)}
 
 
 def _sum_counters(rows: Sequence[EpisodeRow]) -> dict[str, int]:
@@ -527,6 +539,7 @@ __all__ = [
     "pass_hat_k",
     "per_task",
     "statistic",
+    "success_by_attempt",
     "task_columns",
     "turns_sweep",
 ]

@@ -72,6 +72,9 @@ def eval_command(
                                            "1..5: alpha, beta or both (the paper's Figure 3)."),
     max_steps: int = typer.Option(8, "--max-steps", min=1, help="Step cap per episode (plan/act steps)."),
     temperature: float = typer.Option(0.0, "--temperature", min=0.0, help="Sampling temperature."),
+    retry_temperature: float = typer.Option(0.7, "--retry-temperature", min=0.01, max=2.0, help="react@N, "
+                                            "toolllm@N, reflexion: the least temperature of trials 2..N (each "
+                                            "trial also samples with its own seed; trial 1 keeps --temperature)."),
     concurrency: int = typer.Option(1, "--concurrency", "-c", min=1, help="Episodes at once."),
     unsafe_local: bool = typer.Option(False, "--unsafe-local", help="Run agent code WITHOUT confinement where "
                                       "bwrap is missing (only for code you would run yourself)."),
@@ -131,7 +134,8 @@ def eval_command(
         env=env, agents=_split(agent), model=model, role_models=role_models, tools=tools, seeds=seeds_alias or seeds,
         limit=limit,
         task_ids=_split(task) or None, tasks_file=str(tasks_file) if tasks_file else None, alpha=alpha, beta=beta, ablations=_split(ablation), sweep=sweep_turns,
-        budgets=Budgets(max_steps=max_steps), temperature=temperature, unsafe_local=unsafe_local,
+        budgets=Budgets(max_steps=max_steps), temperature=temperature, retry_temperature=retry_temperature,
+        unsafe_local=unsafe_local,
         concurrency=concurrency, env_options=env_options, bootstrap=bootstrap,
     )
     from .predict import make_executor
