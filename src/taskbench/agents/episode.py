@@ -10,7 +10,9 @@ Every agent acts only through an :class:`Episode`, which records what happens as
   with its error, handed back to the agent, never raised.
 - :meth:`Episode.run_code`: agent code in the sandbox -> a ``CodeRunEvent``; the code reaches only the
   offered tools.
-- :meth:`Episode.call_tool`: a direct tool call (ReAct) -> a ``ToolCallEvent``.
+- :meth:`Episode.call_tool`: a direct tool call (ReAct) -> a ``ToolCallEvent``; :meth:`Episode.observe`: what
+  an agent that reads results in its prompt sees of one (:mod:`taskbench.agents.observe`). :attr:`Episode.views`
+  keeps every successful result and what was seen of it (code sees results whole).
 - :meth:`Episode.review` and :meth:`Episode.final`: a ``ReviewEvent``, a ``FinalAnswerEvent``;
 - :meth:`Episode.new_attempt` and :meth:`Episode.check`: for agents that retry until solved (``react@N``,
   ``toolllm@N``, ``reflexion``): the environment back to the task's initial state for another trial, and the
@@ -55,6 +57,7 @@ from ..schema import (
     python_names,
 )
 from .config import DEFAULT_RETRY_TEMPERATURE, Budgets, trial_seed
+from .observe import Views, observation
 
 
 class StepCap(Exception):
@@ -157,6 +160,8 @@ class Episode:
         """Each trial's sampling seed and temperature, in order."""
         self.counters: dict[str, int] = {}
         """What an agent's own mechanisms did (DFSDT's backtracks, grounded arguments ...), by name."""
+        self.views = Views()
+        """Each successful tool result that reached the agent, whole and as the agent saw it."""
 
     def count(self, name: str, n: int = 1) -> None:
         """Add ``n`` to the counter ``name`` (written into the outcome's details and the metrics)."""
@@ -226,6 +231,8 @@ class Episode:
                               error=f"tool {call.name!r} is not offered in this task (offered: {offered})")
         args = {k: v for k, v in call.arguments.items() if v is not None}
         result: ToolResult = await self.env.call(call.model_copy(update={"arguments": args}))
+        if result.error is None:  # code reads the whole response
+            self.views.add(result.text(), result.text())
         return result
 
     async def call_tool(self, call: ToolCall, role: str) -> ToolResult:
@@ -241,6 +248,21 @@ class Episode:
         self.writer.add(ToolCallEvent(role=role, call=call, result=result,
                                       seconds=round(time.perf_counter() - start, 6)))
         return result
+
+    def observe(self, result: ToolResult) -> str:
+        """What an agent that reads results in its prompt sees of ``result``: the error, or the structure-aware
+        view (:func:`~taskbench.agents.observe.observation`, bounded by ``Budgets.observation_chars``),
+        recorded as seen."""
+        if result.error is not None:
+            return truncate(result.text(), self.budgets.observation_chars)
+        shown = observation(result.content, self.budgets.observation_chars)
+        self.views.add(result.text(), shown)
+        return shown
+
+    def read_whole(self, result: ToolResult) -> None:
+        """Record that code was given ``result`` whole (RestGPT's parser reads the response from a file)."""
+        if result.error is None:
+            self.views.add(result.text(), result.text())
 
     @property
     def sandbox(self) -> Any:
@@ -308,6 +330,7 @@ class Episode:
         self.sample_seed = trial_seed(self.seed, trial)
         self.temperature = max(self.temperature, self.retry_temperature)
         self.trials.append({"seed": self.sample_seed, "temperature": self.temperature})
+        self.views = Views()  # what this trial sees (the checker judges the last trial alone)
         self.answer = None
         self.stop = "answer"
 

@@ -475,6 +475,7 @@ async def _episode(item: _Item, env: Any, models: Mapping[str, Any], role_models
                                    "trials": [dict(t, start=start) for t, start in zip(ep.trials, ep.attempt_starts,
                                                                                        strict=True)]}
     outcome.details["counters"] = dict(sorted(ep.counters.items()))  # the agents' own mechanisms
+    outcome.details["view"] = ep.views.summary(task.answer)  # what the agent saw, and the answer in it
     stop = ep.stop if ep.answer is not None else (ep.stop if ep.stop != "answer" else "no_answer")
     writer.finish("complete", error=None if stop == "answer" else f"stopped: {stop}")
     row = episode_row(traj, stop=stop)

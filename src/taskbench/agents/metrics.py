@@ -16,6 +16,9 @@ Per episode (:func:`episode_row`, from a :class:`~taskbench.schema.Trajectory`):
   1 for the others); their path rates and extra calls are the last trial's (the one the checker judged), their
   tokens, turns and tool calls every trial's; per agent also the success rate within k trials
   (:func:`success_by_attempt`);
+- **answer in view** (:func:`view_flag`): whether the values the checker expects in the answer were in what the
+  agent saw of the tool results (``answer_in_view``) and in the results at all (``answer_in_results``), from
+  the outcome's ``view`` details (:mod:`taskbench.agents.observe`); per agent :func:`view_summary`;
 - turns (model calls of a planning or acting role), model calls, reviews, code runs, tool calls, tokens, the
   seconds the model calls took (replayed from the cache on a rerun) and wall seconds (this run's clock).
 
@@ -169,10 +172,18 @@ def episode_row(traj: Trajectory, *, stop: str | None = None, wall_seconds: floa
         prompt_tokens=totals.usage.prompt_tokens, completion_tokens=totals.usage.completion_tokens,
         model_seconds=round(model_seconds, 6), wall_seconds=round(totals.seconds, 6),
         cpr_f1=correct_path_f1(calls, gold), attempts=attempts, counters=agent_counters(traj),
+        answer_in_view=view_flag(traj, "answer_in_view"), answer_in_results=view_flag(traj, "answer_in_results"),
         revise_verdicts=mech["revise_verdicts"], revisions=mech["revisions"],
         plans_changed=mech["plans_changed"], reroutes=mech["reroutes"], retries=mech["retries"],
         retries_fixed=mech["retries_fixed"],
     )
+
+
+def view_flag(traj: Trajectory, key: str) -> bool | None:
+    """``answer_in_view`` / ``answer_in_results`` from the outcome's ``view`` details (None when absent)."""
+    info = traj.outcome.details.get("view") if traj.outcome is not None else None
+    value = info.get(key) if isinstance(info, dict) else None
+    return value if isinstance(value, bool) else None
 
 
 def crash_row(agent: str, task: str, seed: int, gold_path: Sequence[str], error: str = "") -> EpisodeRow:
@@ -371,10 +382,20 @@ def agent_summary(rows: Sequence[EpisodeRow], tasks: Sequence[str], *, seeds: in
             "success_when_acted": _num(_ratio(sums["acted_success"], sums["acted"])),
             "success_when_not": _num(_ratio(sums["success"] - sums["acted_success"], sums["episodes"] - sums["acted"])),
         },
+        "view": view_summary(rows),
         "counters": _sum_counters(rows),
         "prompt_tokens": int(sum(r.prompt_tokens for r in rows)),
         "completion_tokens": int(sum(r.completion_tokens for r in rows)),
     }
+
+
+def view_summary(rows: Sequence[EpisodeRow]) -> dict[str, Any]:
+    """Whether the agent saw the answer: of the episodes whose tool results held the values the checker
+    expects (``answer_in_results``), how many showed them to the agent (``answer_in_view``), and the rate."""
+    held = [r for r in rows if r.answer_in_results]
+    seen = sum(1 for r in held if r.answer_in_view)
+    return {"answer_in_results": len(held), "answer_in_view": seen,
+            "answer_in_view_rate": _num(_ratio(seen, len(held)))}
 
 
 def success_by_attempt(rows: Sequence[EpisodeRow]) -> dict[str, float | None]:
@@ -542,4 +563,6 @@ __all__ = [
     "success_by_attempt",
     "task_columns",
     "turns_sweep",
+    "view_flag",
+    "view_summary",
 ]
