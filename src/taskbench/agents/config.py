@@ -46,7 +46,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import ConfigError, suggest
-from ..schema import ToolSpec
+from ..schema import AgentTask, ToolSpec
 
 BASE_AGENTS: tuple[str, ...] = ("conagents-auto", "conagents-adaptive", "react", "code", "plan-execute", "reflexion",
                                  "dfsdt", "restgpt", "alpha-umi")
@@ -80,7 +80,8 @@ the route of an execution review set by the evidence, :func:`taskbench.agents.co
 the review agent's own route)."""
 
 TOOL_SETTINGS: tuple[str, ...] = ("gold", "gold+10", "all")
-"""Which tools an episode offers: the gold tools only, gold + 10 seeded random distractors, or all."""
+"""Which tools an episode offers: the tools the task needs (:func:`needed_tools`: its gold path's and its
+solution's), those + 10 seeded random distractors, or all."""
 
 ROLES: tuple[str, ...] = ("grounding", "execution", "review")
 """ConAgents' roles; each may have its own model."""
@@ -272,6 +273,26 @@ class Budgets(BaseModel):
     code_seconds: float = Field(default=20.0, gt=0, description="Wall-clock limit of one code run.")
 
 
+def needed_tools(task: AgentTask) -> list[str]:
+    """Every tool a solution of ``task`` needs, from the task's data: its gold path, then the operations its
+    solution script calls (``meta.solution.steps[].call``: RestBench's gold path lacks some, e.g. an episode's
+    credits where the path has the show's, a person's details for a birthday; such steps are marked
+    ``extra``), then those its checker asks to be called (``called`` conditions), in first-use order. An
+    agent offered fewer could not solve the task by calling tools."""
+    names = list(task.gold_path)
+    solution = task.meta.get("solution")
+    steps = solution.get("steps") if isinstance(solution, dict) else None
+    for step in steps if isinstance(steps, list) else []:
+        call = step.get("call") if isinstance(step, dict) else None
+        if isinstance(call, str):
+            names.append(call)
+    checker = task.meta.get("checker")
+    for cond in checker if isinstance(checker, list) else []:
+        called = cond.get("called") if isinstance(cond, dict) else None
+        names.extend(c for c in (called if isinstance(called, list) else [called]) if isinstance(c, str))
+    return list(dict.fromkeys(names))
+
+
 def select_tools(
     tools: Sequence[ToolSpec], gold_path: Sequence[str], setting: str, *, seed: int, task_id: str
 ) -> list[ToolSpec]:
@@ -279,10 +300,10 @@ def select_tools(
     gold tool first in few tasks, and a small model takes the first tool; a fixed order would favour or
     penalise agents by where the gold tool sits). The order is recorded in the trajectory.
 
-    ``gold``: the gold path's tools; ``gold+10``: those and 10 distractors drawn at random from the rest,
-    seeded by ``seed`` and the task id (the same episode always gets the same tools in the same order);
-    ``all``: every tool. A task without a gold path gets 10 random tools with ``gold+10`` and none with
-    ``gold``."""
+    ``gold_path``: the tools the task needs (the episode runner passes :func:`needed_tools`). ``gold``: those
+    tools; ``gold+10``: those and 10 distractors drawn at random from the rest, seeded by ``seed`` and the task
+    id (the same episode always gets the same tools in the same order); ``all``: every tool. A task without a
+    gold path gets 10 random tools with ``gold+10`` and none with ``gold``."""
     if setting not in TOOL_SETTINGS:
         raise ConfigError(f"unknown tool setting {setting!r} (known: {', '.join(TOOL_SETTINGS)})")
     order = random.Random(zlib.crc32(f"order:{seed}:{task_id}".encode()))
@@ -322,6 +343,7 @@ __all__ = [
     "TOOL_SETTINGS",
     "ToolSetting",
     "expand_agents",
+    "needed_tools",
     "parse_agent",
     "select_tools",
     "trial_seed",

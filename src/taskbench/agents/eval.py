@@ -56,6 +56,7 @@ from .config import (
     AgentSpec,
     Budgets,
     expand_agents,
+    needed_tools,
     select_tools,
 )
 from .episode import Episode
@@ -426,7 +427,8 @@ async def _episode(item: _Item, env: Any, models: Mapping[str, Any], role_models
                    ) -> dict[str, Any]:
     spec, task, seed = item.spec, item.task, item.seed
     await env.reset(seed=seed, task=task)
-    offered = select_tools(env.tools(), task.gold_path, config.tools, seed=seed, task_id=task.id)
+    needed = needed_tools(task)  # the gold path's tools and every other tool the task's solution calls
+    offered = select_tools(env.tools(), needed, config.tools, seed=seed, task_id=task.id)
     roles = _roles(spec)
     traj = Trajectory(
         id=task.id, task=task.query, env=config.env, agent=spec.name, seed=seed,
@@ -435,7 +437,7 @@ async def _episode(item: _Item, env: Any, models: Mapping[str, Any], role_models
         config={"protocol": spec.base, "alpha": spec.alpha, "beta": spec.beta, "ablation": spec.ablation,
                 "tools": config.tools, "max_steps": config.budgets.max_steps, "temperature": config.temperature,
                 "tries": spec.tries, "grounded": spec.grounded,
-                "tool_order": [t.name for t in offered]},
+                "tool_order": [t.name for t in offered], "needed_tools": list[Any](needed)},
     )
     path = trajectory_path(out, spec.name, task.id, seed)
     path.parent.mkdir(parents=True, exist_ok=True)
