@@ -265,7 +265,8 @@ class Budgets(BaseModel):
     answer_tokens: int = Field(default=200, ge=32, description="Most tokens of a final answer (plan-execute).")
     graph_tokens: int = Field(default=320, ge=32, description="Most tokens of plan-execute's one-shot graph.")
     observation_chars: int = Field(
-        default=1500, ge=100, description="Characters of a raw tool result (ReAct, code output) put into a prompt."
+        default=1500, ge=100, description="Characters of a raw tool result (ReAct, code output) put into a prompt; "
+        "a longer result is shown as a digest of up to 4 times as many (taskbench.agents.observe)."
     )
     result_chars: int = Field(
         default=600, ge=50, description="Characters of an extracted result handed to the grounding agent."
