@@ -177,15 +177,15 @@ def test_plot_writes_pngs(solved_run: Path, tmp_path: Path) -> None:
 def test_plot_turns_from_a_sweep(tmp_path: Path) -> None:
     from taskbench.report.agents import comparison_markdown, plot_turns
 
-    metrics = {"env": "e", "comparison": [{"agent": "conagents-auto", "episodes": 2, "success_rate": 0.5}],
+    metrics = {"env": "e", "comparison": [{"agent": "conagents-auto", "episodes": 2, "crashed": 0, "success_rate": 0.5}],
                "agents": {"conagents-auto": {"ci95": {"success_rate": [0.0, 1.0]}}},
                "turns_sweep": [{"agent": f"conagents-auto-a{k}b{k}", "protocol": "conagents-auto", "ablation": None,
                                 "alpha": k, "beta": k, "success_rate": k / 10} for k in (1, 2, 4, 5)]}
     out = plot_turns(metrics, tmp_path / "turns.png")
     assert out.read_bytes()[:4] == b"\x89PNG"
     table = comparison_markdown(metrics)
-    assert "| conagents-auto | 2 | 50.0 |" in table and "0.0-100.0" in table
-    assert "| agent | episodes | success % | path F1 (paper) % | path LCS (authors' code) % |" in table  # the run report's labels
+    assert "| conagents-auto | 2 | 0 | 50.0 |" in table and "0.0-100.0" in table
+    assert "| agent | episodes | crashed | success % | path F1 (paper) % | path LCS (authors' code) % |" in table  # the run report's labels
 
 
 def test_export_sft_is_all_or_nothing_when_it_crashes(solved_run: Path, tmp_path: Path, monkeypatch) -> None:

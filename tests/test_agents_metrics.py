@@ -148,16 +148,20 @@ def test_paired_comparison() -> None:
 
 
 def test_metrics_document() -> None:
+    from taskbench.agents.metrics import crash_row
+
     rows = {"conagents-auto": [_row("conagents-auto", "t1", 0, True), _row("conagents-auto", "t2", 0, False)],
-            "react": [_row("react", "t1", 0, False)],
-            "conagents-auto-a1b1": [_row("conagents-auto-a1b1", "t1", 0, False),
-                                    _row("conagents-auto-a1b1", "t2", 0, False)]}
-    doc = metrics_document(rows, ["t1", "t2"], failed={"react": 1}, n_boot=100, meta={"env": "e"})
+            "react": [_row("react", "t1", 0, False), crash_row("react", "t2", 0, [A, B], "boom")],
+            "conagents-auto-a1b1": [_row("conagents-auto-a1b1", "t1", 0, False)]}
+    doc = metrics_document(rows, ["t1", "t2"], n_boot=100, meta={"env": "e"})
     assert doc["env"] == "e" and doc["tasks"] == 2
     assert [r["agent"] for r in doc["comparison"]] == ["conagents-auto", "react", "conagents-auto-a1b1"]
-    assert doc["agents"]["react"]["failed"] == 1 and doc["agents"]["react"]["episodes"] == 1
+    react = doc["agents"]["react"]
+    assert react["crashed"] == react["failed"] == 1 and react["episodes"] == 2 and react["success_rate"] == 0.0
     pair = next(p for p in doc["paired"] if p["a"] == "conagents-auto" and p["b"] == "react")
-    assert pair["metrics"][0]["tasks"] == 1  # react finished t1 only: the pair compares on t1
+    assert pair["metrics"][0]["tasks"] == 2  # a crash is a failure: the pair compares on both tasks
+    pair = next(p for p in doc["paired"] if p["a"] == "conagents-auto" and p["b"] == "conagents-auto-a1b1")
+    assert pair["metrics"][0]["tasks"] == 1  # the variant ran t1 only: the pair compares on t1
     per_task = {(r["task"], r["agent"]): r for r in doc["per_task"]}
     assert per_task[("t1", "conagents-auto")]["successes"] == 1
     sweep = {s["agent"]: (s["alpha"], s["beta"]) for s in doc["turns_sweep"]}

@@ -67,7 +67,8 @@ def test_react_at_n_retries_from_a_fresh_environment_until_solved(tmp_path: Path
     assert rec["success"] and rec["attempts"] == 2
     assert rec["calls"] == [SEARCH, CREDITS]  # the last trial's calls are scored
     assert rec["tool_calls"] == 4 and rec["cpr_f1"] == 1.0  # every trial's calls are counted as work
-    assert traj.outcome.details["attempts"] == {"used": 2, "limit": 3, "last_start": 6}
+    assert traj.outcome.details["attempts"] == {"used": 2, "limit": 3, "last_start": 6, "trials": [
+        {"seed": 0, "temperature": 0.0, "start": 0}, {"seed": 1_000_003, "temperature": 0.7, "start": 6}]}
     summary = result.metrics["agents"]["react@3"]
     assert summary["attempts"] == 2 and summary["attempts_when_solved"] == 2
 

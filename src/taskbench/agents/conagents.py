@@ -32,9 +32,12 @@ revisions per step); the same holds for ``beta``.
 result) is the review agent called, up to ``beta`` times: it decides whether the plan (route grounding: the
 feedback goes to the next plan) or the code (route execution: the code is rewritten) caused it (Figure 6).
 
+Routing: the review agent decides where an execution review's feedback goes (its ``route``), as in the paper.
+
 Ablations (:class:`~taskbench.agents.config.AgentSpec`): no planning review; no execution review; review
 replaced by static compiler feedback (a failed run's error text goes back to the execution agent, up to
-``beta`` times, with no review agent at all).
+``beta`` times, with no review agent at all); and ours, ``fault-route``: the evidence of the fault overrides the
+review agent's route (:func:`fault_route`).
 """
 
 from __future__ import annotations
@@ -200,8 +203,9 @@ class ConAgents:
                      outcome: CodeOutcome | None = None) -> Verdict | None:
         """One review turn -> the verdict (recorded as a ReviewEvent with the problem named and what the
         protocol does with it), or None when the answer was unusable (a failed turn, treated as no
-        objection). A named problem is a revision (:attr:`Verdict.accept`); the route of an execution review
-        follows the fault (:func:`fault_route`), not the reviewer's word alone."""
+        objection). A named problem is a revision (:attr:`Verdict.accept`); the review agent routes an
+        execution review's feedback (:func:`review_route`), or, in the ``fault-route`` variant, the evidence of
+        the fault does (:func:`fault_route`)."""
         messages = [SystemMessage(content=render("review", tools=tooldocs.tool_list(ep.tools))),
                     UserMessage(content=prompt)]
         turn = await ep.generate("review", messages, max_tokens=ep.budgets.review_tokens, schema=review_schema(),
@@ -211,8 +215,10 @@ class ConAgents:
             return None
         if target == "plan":
             verdict.route = "grounding"
-        else:
+        elif self.spec.fault_route:
             verdict.route = fault_route(verdict, plan, outcome)
+        else:
+            verdict.route = review_route(verdict)
         if verdict.accept:
             action = "none"
         elif target == "plan":
@@ -255,11 +261,21 @@ def _grounded(ep: Episode, history: list[Step]) -> tuple[dict[str, Any], Any]:
     return plan_schema(ep.tools, per_tool=per_tool), check
 
 
+def review_route(verdict: Verdict) -> str:
+    """Where the review agent sends an execution review's feedback: its own ``route`` (the paper's design: the
+    review agent decides whether the plan or the code caused the fault); when it gave none that the protocol
+    knows, the agent the named problem belongs to, else the execution agent."""
+    if verdict.route in ("grounding", "execution"):
+        return verdict.route
+    return verdict.fault_route() or "execution"
+
+
 _NOT_THE_CODE = ("ToolError", "EmptyResult", "LimitExceeded")
 
 
 def fault_route(verdict: Verdict, plan: Plan, outcome: CodeOutcome | None) -> str:
-    """Who must fix a faulted execution, by the evidence first:
+    """Who must fix a faulted execution, by the evidence first (the ``fault-route`` variant, ours; by default the
+    review agent decides: :func:`review_route`):
 
     - the tool rejected the call (a ToolError: 404 for a title passed as an id, a missing argument) and the
       code passed the plan's argument values as given: the plan is wrong -> grounding (the code passed other
@@ -293,4 +309,4 @@ def _doc(ep: Episode, tool: str) -> str:
     return tooldocs.execution_doc(spec, ep.api[tool])
 
 
-__all__ = ["ConAgents", "Step", "fault_route", "step_view"]
+__all__ = ["ConAgents", "Step", "fault_route", "review_route", "step_view"]

@@ -18,12 +18,16 @@ Agent names (``--agent``):
 - ``alpha-umi``: alpha-UMi's planner, caller and summariser.
 
 The retrying agents (``react@N``, ``toolllm@N``, ``reflexion``) are told by the environment's checker whether a
-trial solved the task, as the paper's @N baselines are; the trials used are reported (``attempts``).
+trial solved the task, as the paper's @N baselines are; the trials used are reported (``attempts``). Each trial
+is its own sample: trial 1 with the episode's seed and temperature, trial k > 1 with the seed
+:func:`trial_seed` gives and at least ``retry_temperature`` (:data:`DEFAULT_RETRY_TEMPERATURE`).
 
 A ConAgents name takes variants as suffixes (also made by ``--ablation`` and ``--sweep-turns``):
 ``conagents-auto-no-plan-review``, ``conagents-auto-no-exec-review``, ``conagents-auto-compiler-feedback``
 (review replaced by static compiler feedback: the error text goes back to the execution agent), and
-``conagents-auto-a2b4`` (alpha = 2, beta = 4), and ``-grounded`` (id-like plan arguments only take values seen in
+``conagents-auto-fault-route`` (the route of an execution review follows the evidence of the fault, not
+the review agent's word: :func:`taskbench.agents.conagents.fault_route`), ``conagents-auto-a2b4`` (alpha = 2,
+beta = 4), and ``-grounded`` (id-like plan arguments only take values seen in
 the task or an earlier result: :mod:`taskbench.agents.grounded`), in that order, e.g.
 ``conagents-adaptive-no-exec-review-grounded-a1b1``. :func:`parse_agent` reads them. Under the adaptive protocol
 only ``no-exec-review`` means something: ``conagents-adaptive-no-plan-review`` (it reviews no plans anyway)
@@ -42,7 +46,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import ConfigError, suggest
-from ..schema import ToolSpec
+from ..schema import AgentTask, ToolSpec
 
 BASE_AGENTS: tuple[str, ...] = ("conagents-auto", "conagents-adaptive", "react", "code", "plan-execute", "reflexion",
                                  "dfsdt", "restgpt", "alpha-umi")
@@ -56,11 +60,28 @@ DEFAULT_TRIES = {"reflexion": 3}
 
 MAX_TRIES = 10
 
-ABLATIONS: tuple[str, ...] = ("no-plan-review", "no-exec-review", "compiler-feedback")
-"""The paper's ablations of the review agent (ConAgents agents only)."""
+DEFAULT_RETRY_TEMPERATURE = 0.7
+"""The least sampling temperature of trials 2..N of the retrying agents (``--retry-temperature``): at
+temperature 0 a later trial would repeat trial 1 token for token."""
+
+TRIAL_SEED_STRIDE = 1_000_003
+"""Trial k (0-based) of an episode with seed s samples with seed ``s + k * TRIAL_SEED_STRIDE``
+(:func:`trial_seed`): no two trials of one episode share a seed, nor does a later trial share the seed of
+another episode's first trial (episode seeds are 0..K-1)."""
+
+
+def trial_seed(seed: int, trial: int) -> int:
+    """The sampling seed of trial ``trial`` (0 = the first) of an episode with seed ``seed``."""
+    return seed + trial * TRIAL_SEED_STRIDE
+
+ABLATIONS: tuple[str, ...] = ("no-plan-review", "no-exec-review", "compiler-feedback", "fault-route")
+"""Variants of the review agent (ConAgents agents only): the paper's three ablations, and ``fault-route`` (ours:
+the route of an execution review set by the evidence, :func:`taskbench.agents.conagents.fault_route`, instead of
+the review agent's own route)."""
 
 TOOL_SETTINGS: tuple[str, ...] = ("gold", "gold+10", "all")
-"""Which tools an episode offers: the gold tools only, gold + 10 seeded random distractors, or all."""
+"""Which tools an episode offers: the tools the task needs (:func:`needed_tools`: its gold path's and its
+solution's), those + 10 seeded random distractors, or all."""
 
 ROLES: tuple[str, ...] = ("grounding", "execution", "review")
 """ConAgents' roles; each may have its own model."""
@@ -125,6 +146,12 @@ class AgentSpec(BaseModel):
     def compiler_feedback(self) -> bool:
         """Whether a failed execution's error text goes straight back to the execution agent (no review)."""
         return self.ablation == "compiler-feedback"
+
+    @property
+    def fault_route(self) -> bool:
+        """Whether the evidence of the fault, not the review agent, routes an execution review's feedback (the
+        ``fault-route`` variant; by default the review agent decides, as in the paper)."""
+        return self.ablation == "fault-route"
 
 
 def parse_agent(name: str, *, alpha: int = DEFAULT_ALPHA, beta: int = DEFAULT_BETA) -> AgentSpec:
@@ -238,12 +265,33 @@ class Budgets(BaseModel):
     answer_tokens: int = Field(default=200, ge=32, description="Most tokens of a final answer (plan-execute).")
     graph_tokens: int = Field(default=320, ge=32, description="Most tokens of plan-execute's one-shot graph.")
     observation_chars: int = Field(
-        default=1500, ge=100, description="Characters of a raw tool result (ReAct, code output) put into a prompt."
+        default=1500, ge=100, description="Characters of a raw tool result (ReAct, code output) put into a prompt; "
+        "a longer result is shown as a digest of up to 4 times as many (taskbench.agents.observe)."
     )
     result_chars: int = Field(
         default=600, ge=50, description="Characters of an extracted result handed to the grounding agent."
     )
     code_seconds: float = Field(default=20.0, gt=0, description="Wall-clock limit of one code run.")
+
+
+def needed_tools(task: AgentTask) -> list[str]:
+    """Every tool a solution of ``task`` needs, from the task's data: its gold path, then the operations its
+    solution script calls (``meta.solution.steps[].call``: RestBench's gold path lacks some, e.g. an episode's
+    credits where the path has the show's, a person's details for a birthday; such steps are marked
+    ``extra``), then those its checker asks to be called (``called`` conditions), in first-use order. An
+    agent offered fewer could not solve the task by calling tools."""
+    names = list(task.gold_path)
+    solution = task.meta.get("solution")
+    steps = solution.get("steps") if isinstance(solution, dict) else None
+    for step in steps if isinstance(steps, list) else []:
+        call = step.get("call") if isinstance(step, dict) else None
+        if isinstance(call, str):
+            names.append(call)
+    checker = task.meta.get("checker")
+    for cond in checker if isinstance(checker, list) else []:
+        called = cond.get("called") if isinstance(cond, dict) else None
+        names.extend(c for c in (called if isinstance(called, list) else [called]) if isinstance(c, str))
+    return list(dict.fromkeys(names))
 
 
 def select_tools(
@@ -253,10 +301,10 @@ def select_tools(
     gold tool first in few tasks, and a small model takes the first tool; a fixed order would favour or
     penalise agents by where the gold tool sits). The order is recorded in the trajectory.
 
-    ``gold``: the gold path's tools; ``gold+10``: those and 10 distractors drawn at random from the rest,
-    seeded by ``seed`` and the task id (the same episode always gets the same tools in the same order);
-    ``all``: every tool. A task without a gold path gets 10 random tools with ``gold+10`` and none with
-    ``gold``."""
+    ``gold_path``: the tools the task needs (the episode runner passes :func:`needed_tools`). ``gold``: those
+    tools; ``gold+10``: those and 10 distractors drawn at random from the rest, seeded by ``seed`` and the task
+    id (the same episode always gets the same tools in the same order); ``all``: every tool. A task without a
+    gold path gets 10 random tools with ``gold+10`` and none with ``gold``."""
     if setting not in TOOL_SETTINGS:
         raise ConfigError(f"unknown tool setting {setting!r} (known: {', '.join(TOOL_SETTINGS)})")
     order = random.Random(zlib.crc32(f"order:{seed}:{task_id}".encode()))
@@ -298,8 +346,10 @@ __all__ = [
     "applicable_ablations",
     "BASE_AGENTS",
     "Budgets",
+    "DEFAULT_RETRY_TEMPERATURE",
     "DEFAULT_TRIES",
     "MAX_TRIES",
+    "TRIAL_SEED_STRIDE",
     "RETRY_NAMES",
     "DEFAULT_ALPHA",
     "DEFAULT_BETA",
@@ -309,6 +359,8 @@ __all__ = [
     "student_models",
     "ToolSetting",
     "expand_agents",
+    "needed_tools",
     "parse_agent",
     "select_tools",
+    "trial_seed",
 ]

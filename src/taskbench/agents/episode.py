@@ -10,12 +10,19 @@ Every agent acts only through an :class:`Episode`, which records what happens as
   with its error, handed back to the agent, never raised.
 - :meth:`Episode.run_code`: agent code in the sandbox -> a ``CodeRunEvent``; the code reaches only the
   offered tools.
-- :meth:`Episode.call_tool`: a direct tool call (ReAct) -> a ``ToolCallEvent``.
+- :meth:`Episode.call_tool`: a direct tool call (ReAct) -> a ``ToolCallEvent``; :meth:`Episode.observe`: what
+  an agent that reads results in its prompt sees of one (:mod:`taskbench.agents.observe`). :attr:`Episode.views`
+  keeps every successful result and what was seen of it (code sees results whole).
 - :meth:`Episode.review` and :meth:`Episode.final`: a ``ReviewEvent``, a ``FinalAnswerEvent``;
 - :meth:`Episode.new_attempt` and :meth:`Episode.check`: for agents that retry until solved (``react@N``,
   ``toolllm@N``, ``reflexion``): the environment back to the task's initial state for another trial, and the
   environment's verdict on the current one. :attr:`Episode.attempt_starts` records where each trial began, so
-  the metrics score the last trial's calls (the one the checker judges) and report the trials used.
+  the metrics score the last trial's calls (the one the checker judges) and report the trials used. Each trial
+  is its own sample: trial 1 samples with the episode's seed and temperature; trial k > 1 with its own seed
+  (:func:`~taskbench.agents.config.trial_seed`) and at least the retry temperature (``retry_temperature``,
+  0.7 by default), so a later trial neither repeats trial 1 at temperature 0 nor is answered from trial 1's
+  entry in the response cache (whose key holds the seed). :attr:`Episode.trials` records each trial's seed
+  and temperature.
 
 Budgets: :meth:`Episode.generate` raises :class:`StepCap` past ``max_model_calls``; the protocols count
 their own steps against ``max_steps``. Records hold what it cost to produce an answer (tokens, the latency
@@ -49,7 +56,8 @@ from ..schema import (
     Usage,
     python_names,
 )
-from .config import Budgets
+from .config import DEFAULT_RETRY_TEMPERATURE, Budgets, trial_seed
+from .observe import Views, observation
 
 
 class StepCap(Exception):
@@ -122,6 +130,7 @@ class Episode:
         temperature: float = 0.0,
         seed: int = 0,
         sandbox_options: Mapping[str, Any] | None = None,
+        retry_temperature: float = DEFAULT_RETRY_TEMPERATURE,
     ) -> None:
         self.task = task
         self.env = env
@@ -132,7 +141,12 @@ class Episode:
         self.models = dict(models)
         self.budgets = budgets
         self.temperature = temperature
+        """The sampling temperature of the current trial (the episode's, then the retry temperature)."""
         self.seed = seed
+        """The episode's seed: the environment's and the tool order's (every trial's)."""
+        self.sample_seed = seed
+        """The sampling seed of the current trial's model calls (:func:`~taskbench.agents.config.trial_seed`)."""
+        self.retry_temperature = retry_temperature
         self.sandbox_options = dict(sandbox_options or {})
         self._sandbox: Any = None
         self._calls = 0
@@ -142,8 +156,12 @@ class Episode:
         """Why the episode ended: answer | step_cap | call_cap | no_answer."""
         self.attempt_starts: list[int] = [0]
         """Index of the first event of each trial (one trial unless the agent retries)."""
+        self.trials: list[dict[str, Any]] = [{"seed": seed, "temperature": temperature}]
+        """Each trial's sampling seed and temperature, in order."""
         self.counters: dict[str, int] = {}
         """What an agent's own mechanisms did (DFSDT's backtracks, grounded arguments ...), by name."""
+        self.views = Views()
+        """Each successful tool result that reached the agent, whole and as the agent saw it."""
 
     def count(self, name: str, n: int = 1) -> None:
         """Add ``n`` to the counter ``name`` (written into the outcome's details and the metrics)."""
@@ -175,7 +193,7 @@ class Episode:
             raise StepCap(f"model-call cap ({self.budgets.max_model_calls}) reached")
         self._model_calls += 1
         model = self.model(role)
-        config = GenerationConfig(temperature=self.temperature, max_tokens=max_tokens, seed=self.seed,
+        config = GenerationConfig(temperature=self.temperature, max_tokens=max_tokens, seed=self.sample_seed,
                                   stop=tuple(stop))
         out = await model.generate(list(messages), schema=schema, config=config, tools=tools,
                                    tool_choice=tool_choice)
@@ -213,6 +231,8 @@ class Episode:
                               error=f"tool {call.name!r} is not offered in this task (offered: {offered})")
         args = {k: v for k, v in call.arguments.items() if v is not None}
         result: ToolResult = await self.env.call(call.model_copy(update={"arguments": args}))
+        if result.error is None:  # code reads the whole response
+            self.views.add(result.text(), result.text())
         return result
 
     async def call_tool(self, call: ToolCall, role: str) -> ToolResult:
@@ -228,6 +248,21 @@ class Episode:
         self.writer.add(ToolCallEvent(role=role, call=call, result=result,
                                       seconds=round(time.perf_counter() - start, 6)))
         return result
+
+    def observe(self, result: ToolResult) -> str:
+        """What an agent that reads results in its prompt sees of ``result``: the error, or the structure-aware
+        view (:func:`~taskbench.agents.observe.observation`, bounded by ``Budgets.observation_chars``),
+        recorded as seen."""
+        if result.error is not None:
+            return truncate(result.text(), self.budgets.observation_chars)
+        shown = observation(result.content, self.budgets.observation_chars)
+        self.views.add(result.text(), shown)
+        return shown
+
+    def read_whole(self, result: ToolResult) -> None:
+        """Record that code was given ``result`` whole (RestGPT's parser reads the response from a file)."""
+        if result.error is None:
+            self.views.add(result.text(), result.text())
 
     @property
     def sandbox(self) -> Any:
@@ -286,10 +321,16 @@ class Episode:
 
     async def new_attempt(self) -> None:
         """Start another trial: the environment reset to the task's initial state (its recorded calls
-        forgotten, so the checker judges this trial alone), no answer yet. The model-call cap counts every
+        forgotten, so the checker judges this trial alone), no answer yet, and a new sample: the trial's own
+        seed and at least the retry temperature (see the module docstring). The model-call cap counts every
         trial of the episode."""
         await self.env.reset(seed=self.seed, task=self.task)
+        trial = len(self.attempt_starts)
         self.attempt_starts.append(len(self.writer.trajectory.events))
+        self.sample_seed = trial_seed(self.seed, trial)
+        self.temperature = max(self.temperature, self.retry_temperature)
+        self.trials.append({"seed": self.sample_seed, "temperature": self.temperature})
+        self.views = Views()  # what this trial sees (the checker judges the last trial alone)
         self.answer = None
         self.stop = "answer"
 

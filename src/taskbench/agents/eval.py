@@ -50,15 +50,17 @@ from .baselines import ROLES_OF, make_agent
 from .config import (
     DEFAULT_ALPHA,
     DEFAULT_BETA,
+    DEFAULT_RETRY_TEMPERATURE,
     ROLES,
     TOOL_SETTINGS,
     AgentSpec,
     Budgets,
     expand_agents,
+    needed_tools,
     select_tools,
 )
 from .episode import Episode
-from .metrics import episode_row, mechanism, metrics_document
+from .metrics import crash_row, episode_row, mechanism, metrics_document
 
 EPISODES_FILE = "episodes.jsonl"
 METRICS_FILE = "metrics.json"
@@ -100,6 +102,10 @@ class AgentEvalConfig(BaseModel):
     sweep: str | None = Field(default=None, description="Turn-limit sweep: alpha | beta | both (1..5).")
     budgets: Budgets = Field(default_factory=Budgets, description="Step cap, token and text bounds.")
     temperature: float = Field(default=0.0, ge=0.0, description="Sampling temperature (with seeds > 1, > 0).")
+    retry_temperature: float = Field(
+        default=DEFAULT_RETRY_TEMPERATURE, gt=0.0, le=2.0,
+        description="The least temperature of trials 2..N of react@N, toolllm@N and reflexion (each trial also "
+                    "samples with its own seed; trial 1 keeps `temperature`).")
     unsafe_local: bool = Field(default=False, description="Run agent code unconfined where bwrap is missing.")
     concurrency: int = Field(default=1, ge=1, description="Episodes at once.")
     env_options: dict[str, Any] = Field(default_factory=dict, description="Options of the environment.")
@@ -127,6 +133,8 @@ class AgentEvalConfig(BaseModel):
                 "budgets": self.budgets.model_dump(), "temperature": self.temperature}
         if self.tasks_file is not None:  # only then: the fingerprints of earlier runs stay as they were
             what["tasks_file"] = self.tasks_file
+        if any(s.tries > 1 for s in self.specs()):  # only for agents that retry (their trials sample anew)
+            what["retry_temperature"] = self.retry_temperature
         return what
 
     def fingerprint(self) -> str:
@@ -430,7 +438,8 @@ async def _episode(item: _Item, env: Any, models: Mapping[str, Any], role_models
                    ) -> dict[str, Any]:
     spec, task, seed = item.spec, item.task, item.seed
     await env.reset(seed=seed, task=task)
-    offered = select_tools(env.tools(), task.gold_path, config.tools, seed=seed, task_id=task.id)
+    needed = needed_tools(task)  # the gold path's tools and every other tool the task's solution calls
+    offered = select_tools(env.tools(), needed, config.tools, seed=seed, task_id=task.id)
     roles = _roles(spec)
     traj = Trajectory(
         id=task.id, task=task.query, env=config.env, agent=spec.name, seed=seed,
@@ -439,7 +448,7 @@ async def _episode(item: _Item, env: Any, models: Mapping[str, Any], role_models
         config={"protocol": spec.base, "alpha": spec.alpha, "beta": spec.beta, "ablation": spec.ablation,
                 "tools": config.tools, "max_steps": config.budgets.max_steps, "temperature": config.temperature,
                 "tries": spec.tries, "grounded": spec.grounded,
-                "tool_order": [t.name for t in offered]},
+                "tool_order": [t.name for t in offered], "needed_tools": list[Any](needed)},
     )
     path = trajectory_path(out, spec.name, task.id, seed)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -452,7 +461,7 @@ async def _episode(item: _Item, env: Any, models: Mapping[str, Any], role_models
 
     writer = TrajectoryWriter(path, traj, clock=clock)
     ep = Episode(task=task, env=env, tools=offered, writer=writer, models=models, budgets=config.budgets,
-                 temperature=config.temperature, seed=seed,
+                 temperature=config.temperature, seed=seed, retry_temperature=config.retry_temperature,
                  sandbox_options={"unsafe_local": True} if config.unsafe_local else None)
     try:
         await make_agent(spec).run(ep)
@@ -474,9 +483,12 @@ async def _episode(item: _Item, env: Any, models: Mapping[str, Any], role_models
     traj.outcome = outcome
     traj.answer = ep.answer
     outcome.details["mechanism"] = dict(mechanism(traj))  # what review did, in the trajectory's end line
-    outcome.details["attempts"] = {"used": len(ep.attempt_starts), "limit": spec.tries,
-                                   "last_start": ep.attempt_starts[-1]}  # trials (react@N, toolllm@N, reflexion)
+    outcome.details["attempts"] = {"used": len(ep.attempt_starts), "limit": spec.tries,  # react@N, toolllm@N,
+                                   "last_start": ep.attempt_starts[-1],            # reflexion: their trials
+                                   "trials": [dict(t, start=start) for t, start in zip(ep.trials, ep.attempt_starts,
+                                                                                       strict=True)]}
     outcome.details["counters"] = dict(sorted(ep.counters.items()))  # the agents' own mechanisms
+    outcome.details["view"] = ep.views.summary(task.answer)  # what the agent saw, and the answer in it
     stop = ep.stop if ep.answer is not None else (ep.stop if ep.stop != "answer" else "no_answer")
     writer.finish("complete", error=None if stop == "answer" else f"stopped: {stop}")
     row = episode_row(traj, stop=stop)
@@ -496,24 +508,36 @@ def compute_metrics(out: Path, config: AgentEvalConfig, *, tasks: Sequence[Agent
     """The metrics document of the selected episodes in a run directory's records."""
     latest, _, _ = read_records(out / EPISODES_FILE)
     rows: dict[str, list[EpisodeRow]] = {a: [] for a in agents}
-    failed: dict[str, int] = {a: 0 for a in agents}
+    by_id = {t.id: t for t in tasks}
     wanted = {(a, t.id, k) for a in agents for t in tasks for k in range(config.seeds)}
-    for rec in latest.values():
-        key = (rec.get("agent"), rec.get("task"), rec.get("seed"))
+    for rec_id, rec in latest.items():
+        key = episode_key(rec_id, rec)
         if key not in wanted:  # another selection's episode (read as a row only when wanted)
             continue
+        agent, task, seed = key
         row = parse_episode(rec)
-        if isinstance(row, FailedEpisodeRow):
-            failed[str(key[0])] += 1
-            continue
-        rows[str(key[0])].append(row)
+        if isinstance(row, FailedEpisodeRow):  # a crash: a failure in every rate, counted as crashed
+            row = crash_row(agent, task, seed, by_id[task].gold_path, row.error)
+        rows[agent].append(row)
     for rs in rows.values():
         order = {t.id: i for i, t in enumerate(tasks)}
         rs.sort(key=lambda r: (order.get(r.task, 0), r.seed))
     meta = {"env": config.env, "tools": config.tools, "models": config.models_by_role(),
             "temperature": config.temperature, "max_steps": config.budgets.max_steps}
-    return metrics_document(rows, [t.id for t in tasks], seeds=config.seeds, failed=failed,
-                            n_boot=config.bootstrap, meta=meta)
+    return metrics_document(rows, [t.id for t in tasks], seeds=config.seeds, n_boot=config.bootstrap, meta=meta)
+
+
+def episode_key(rec_id: str, rec: Mapping[str, Any]) -> tuple[str, str, int] | None:
+    """(agent, task, seed) of an episode record: from its fields, else from its id ``agent/task/sSEED`` (a
+    failure the runner recorded itself holds only the id and the error); None when neither says."""
+    agent, task, seed = rec.get("agent"), rec.get("task"), rec.get("seed")
+    if isinstance(agent, str) and isinstance(task, str) and isinstance(seed, int):
+        return agent, task, seed
+    head, sep, tail = str(rec.get("id") or rec_id).rpartition("/s")
+    agent_name, slash, task_id = head.partition("/")
+    if not (sep and slash and tail.isdigit()):
+        return None
+    return agent_name, task_id, int(tail)
 
 
 def load_run(run: str | Path) -> tuple[dict[str, Any], dict[str, EpisodeRow | FailedEpisodeRow]]:
@@ -529,7 +553,8 @@ def load_run(run: str | Path) -> tuple[dict[str, Any], dict[str, EpisodeRow | Fa
     return (dict(header.config) if header is not None else {}), rows
 
 
-COMPARED_SETTINGS = ("tools", "budgets", "temperature", "seeds", "alpha", "beta", "env_options", "tasks_file")
+COMPARED_SETTINGS = ("tools", "budgets", "temperature", "seeds", "alpha", "beta", "env_options", "tasks_file",
+                     "retry_temperature")
 """Settings of two runs that should agree for a fair comparison (the models are what is compared)."""
 
 
@@ -548,15 +573,23 @@ def _pick_agent(run: Path, rows: Sequence[EpisodeRow], agent: str | None) -> str
 def compare_runs(run_a: str | Path, run_b: str | Path, *, agent_a: str | None = None, agent_b: str | None = None,
                  n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
     """A paired comparison of one agent of run A against one of run B (two ``agents eval`` directories, e.g. the
-    same agent with student and with base role models) on the episodes (task, seed) both finished, every figure
-    on the same ones (a task missing a seed in one run is left out: ``left_out_tasks``): a metrics document of the
+    same agent with student and with base role models) on the episodes (task, seed) both ran (a crashed episode
+    counts as a failure, :func:`~taskbench.agents.metrics.crash_row`), every figure on the same ones (a task missing a seed in one run is left out: ``left_out_tasks``): a metrics document of the
     two (``agents``, ``comparison``, ``paired`` with flips, ``per_task``) plus ``runs`` (each run, agent, role
     models and episodes compared) and ``differs`` (settings other than the models on which the two runs
     disagree). Runs in two environments, or with no episode in common, are refused."""
+    runs = [(Path(run_a), agent_a, *load_run(run_a)), (Path(run_b), agent_b, *load_run(run_b))]
+    gold = {r.task: r.gold_path for _, _, _, records in runs for r in records.values() if isinstance(r, EpisodeRow)}
     loaded = []
-    for run, agent in ((Path(run_a), agent_a), (Path(run_b), agent_b)):
-        config, records = load_run(run)
-        rows = [r for r in records.values() if isinstance(r, EpisodeRow)]
+    for run, agent, config, records in runs:
+        rows = []
+        for rec_id, rec in records.items():
+            if isinstance(rec, EpisodeRow):
+                rows.append(rec)
+                continue
+            key = episode_key(rec_id, rec.model_dump())
+            if key is not None:  # a crash is a failure here too (its gold path from a finished episode)
+                rows.append(crash_row(*key, gold.get(key[1], []), rec.error))
         name = _pick_agent(run, rows, agent)
         loaded.append((run, config, name, [r for r in rows if r.agent == name]))
     (pa, ca, na, ra), (pb, cb, nb, rb) = loaded
@@ -617,6 +650,7 @@ __all__ = [
     "compare_runs",
     "compute_metrics",
     "demo_config",
+    "episode_key",
     "episode_keys",
     "fingerprint_check",
     "prepare_run",

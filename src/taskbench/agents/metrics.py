@@ -14,7 +14,11 @@ Per episode (:func:`episode_row`, from a :class:`~taskbench.schema.Trajectory`):
 - **extra calls** (RestGPT's delta solution length): calls beyond the gold length, counted on successes;
 - **attempts**: trials used by the agents that retry until solved (``react@N``, ``toolllm@N``, ``reflexion``;
   1 for the others); their path rates and extra calls are the last trial's (the one the checker judged), their
-  tokens, turns and tool calls every trial's;
+  tokens, turns and tool calls every trial's; per agent also the success rate within k trials
+  (:func:`success_by_attempt`);
+- **answer in view** (:func:`view_flag`): whether the values the checker expects in the answer were in what the
+  agent saw of the tool results (``answer_in_view``) and in the results at all (``answer_in_results``), from
+  the outcome's ``view`` details (:mod:`taskbench.agents.observe`); per agent :func:`view_summary`;
 - turns (model calls of a planning or acting role), model calls, reviews, code runs, tool calls, tokens, the
   seconds the model calls took (replayed from the cache on a rerun) and wall seconds (this run's clock).
 
@@ -23,6 +27,12 @@ solved task), pass^k over K seeds as tau-bench defines it (per task with n trial
 C(c, k) / C(n, k), averaged over tasks; :func:`pass_hat_k`), and seeded bootstrap 95% CIs with tasks as the
 resampled unit (seeds of a task stay together). :func:`paired` compares two agents on the tasks both
 finished: difference, paired bootstrap CI and a paired randomization p-value (``taskbench.eval.stats``).
+
+**Crashes** (an episode whose record is a failure: a model call failed for good, the agent or the checker
+broke) are failures in every rate: :func:`crash_row` makes each one a row that did not succeed, gave no
+answer and called nothing, so it stays in the denominator of the success rate, pass^k, the path rates and the
+paired comparisons. Means of what an episode cost (tokens, turns, calls, seconds, trials) are over the
+episodes that finished, since a crash's cost is unknown. ``crashed`` counts them per agent.
 """
 
 from __future__ import annotations
@@ -37,6 +47,9 @@ from ..schema import CodeRunEvent, ModelCallEvent, ReviewEvent, ToolCallEvent, T
 from ..schema.episode import EpisodeRow
 
 FINISH_TOKEN = "finish"
+
+CRASHED = "crashed"
+"""The ``stop`` of a crash row (:func:`crash_row`): the episode's record is a failure record."""
 
 
 def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
@@ -159,10 +172,33 @@ def episode_row(traj: Trajectory, *, stop: str | None = None, wall_seconds: floa
         prompt_tokens=totals.usage.prompt_tokens, completion_tokens=totals.usage.completion_tokens,
         model_seconds=round(model_seconds, 6), wall_seconds=round(totals.seconds, 6),
         cpr_f1=correct_path_f1(calls, gold), attempts=attempts, counters=agent_counters(traj),
+        answer_in_view=view_flag(traj, "answer_in_view"), answer_in_results=view_flag(traj, "answer_in_results"),
         revise_verdicts=mech["revise_verdicts"], revisions=mech["revisions"],
         plans_changed=mech["plans_changed"], reroutes=mech["reroutes"], retries=mech["retries"],
         retries_fixed=mech["retries_fixed"],
     )
+
+
+def view_flag(traj: Trajectory, key: str) -> bool | None:
+    """``answer_in_view`` / ``answer_in_results`` from the outcome's ``view`` details (None when absent)."""
+    info = traj.outcome.details.get("view") if traj.outcome is not None else None
+    value = info.get(key) if isinstance(info, dict) else None
+    return value if isinstance(value, bool) else None
+
+
+def crash_row(agent: str, task: str, seed: int, gold_path: Sequence[str], error: str = "") -> EpisodeRow:
+    """A crashed episode as a row (see the module docstring): not solved, no answer, no call, so every rate
+    counts it as a failure (path rates 0 where the task has a gold path); ``stop`` is :data:`CRASHED`."""
+    gold = list(gold_path)
+    return EpisodeRow(agent=agent, task=task, seed=seed, success=False, reason=f"crashed: {error}" if error else
+                      "crashed", answered=False, stop=CRASHED, calls=[], gold_path=gold,
+                      cpr_lcs=correct_path_lcs([], gold, answered=False), cpr_contains=contains_path([], gold),
+                      cpr_f1=correct_path_f1([], gold), attempts=0)
+
+
+def is_crash(row: EpisodeRow) -> bool:
+    """Whether ``row`` stands for a crashed episode (:func:`crash_row`)."""
+    return row.stop == CRASHED
 
 
 def agent_counters(traj: Trajectory) -> dict[str, int]:
@@ -221,7 +257,7 @@ def pass_hat_k(trials: Sequence[tuple[int, int]], k: int) -> float | None:
 
 COLUMNS = ("episodes", "success", "has_path", "cpr_lcs", "cpr_f1", "contains", "extra", "tokens", "turns",
            "model_calls", "reviews", "tool_calls", "failed_turns", "model_seconds", "wall_seconds", "answered",
-           *MECHANISM, "acted", "acted_success", "attempts", "attempts_solved")
+           *MECHANISM, "acted", "acted_success", "attempts", "attempts_solved", "crashed", "finished")
 
 
 def task_columns(rows: Sequence[EpisodeRow], tasks: Sequence[str]) -> dict[str, np.ndarray]:
@@ -236,6 +272,9 @@ def task_columns(rows: Sequence[EpisodeRow], tasks: Sequence[str]) -> dict[str, 
         with_path = [r for r in rs if r.cpr_lcs is not None]
         cols["n"].append(1.0)
         cols["episodes"].append(len(rs))
+        crashed = sum(1 for r in rs if is_crash(r))
+        cols["crashed"].append(crashed)
+        cols["finished"].append(len(rs) - crashed)
         cols["success"].append(sum(r.success for r in rs))
         cols["answered"].append(sum(r.answered for r in rs))
         cols["has_path"].append(len(with_path))
@@ -291,16 +330,18 @@ def statistic(s: Mapping[str, Any]) -> dict[str, Any]:
         "correct_path_contains": _ratio(s["contains"], s["has_path"]),
         "extra_calls": _ratio(s["extra"], s["success"]),
         "tokens_per_solved": _ratio(s["tokens"], s["success"]),
-        "tokens": _ratio(s["tokens"], s["episodes"]),
-        "turns": _ratio(s["turns"], s["episodes"]),
-        "model_calls": _ratio(s["model_calls"], s["episodes"]),
-        "reviews": _ratio(s["reviews"], s["episodes"]),
-        "tool_calls": _ratio(s["tool_calls"], s["episodes"]),
-        "failed_turns": _ratio(s["failed_turns"], s["episodes"]),
+        # what an episode cost: over the episodes that finished (a crash's cost is unknown)
+        "tokens": _ratio(s["tokens"], s["finished"]),
+        "turns": _ratio(s["turns"], s["finished"]),
+        "model_calls": _ratio(s["model_calls"], s["finished"]),
+        "reviews": _ratio(s["reviews"], s["finished"]),
+        "tool_calls": _ratio(s["tool_calls"], s["finished"]),
+        "failed_turns": _ratio(s["failed_turns"], s["finished"]),
         "answered_rate": _ratio(s["answered"], s["episodes"]),
-        "model_seconds": _ratio(s["model_seconds"], s["episodes"]),
-        "wall_seconds": _ratio(s["wall_seconds"], s["episodes"]),
-        "attempts": _ratio(s["attempts"], s["episodes"]),
+        "crash_rate": _ratio(s["crashed"], s["episodes"]),
+        "model_seconds": _ratio(s["model_seconds"], s["finished"]),
+        "wall_seconds": _ratio(s["wall_seconds"], s["finished"]),
+        "attempts": _ratio(s["attempts"], s["finished"]),
         "attempts_when_solved": _ratio(s["attempts_solved"], s["success"]),
     }
 
@@ -327,12 +368,14 @@ def agent_summary(rows: Sequence[EpisodeRow], tasks: Sequence[str], *, seeds: in
     return {
         "failures": failure_reasons(rows),
         "episodes": len(rows),
+        "crashed": int(sums["crashed"]),
         "tasks": int(sum(1 for n in cols["episodes"] if n > 0)),
         "successes": int(sums["success"]),
         **values,
         "ci95": {k: [round(v[0], 6), round(v[1], 6)] if v is not None else None for k, v in cis.items()},
         "pass_hat_k": {str(k): _num(p) if (p := pass_hat_k(trials, k)) is not None else None
                        for k in range(1, max(1, seeds) + 1)},
+        "success_by_attempt": success_by_attempt(rows),
         "stops": dict(sorted(stops.items())),
         "mechanism": {
             "reviews": int(sums["reviews"]), **{m: int(sums[m]) for m in MECHANISM},
@@ -340,6 +383,7 @@ def agent_summary(rows: Sequence[EpisodeRow], tasks: Sequence[str], *, seeds: in
             "success_when_acted": _num(_ratio(sums["acted_success"], sums["acted"])),
             "success_when_not": _num(_ratio(sums["success"] - sums["acted_success"], sums["episodes"] - sums["acted"])),
         },
+        "view": view_summary(rows),
         "counters": _sum_counters(rows),
         "prompt_tokens": int(sum(r.prompt_tokens for r in rows)),
         "completion_tokens": int(sum(r.completion_tokens for r in rows)),
@@ -367,6 +411,25 @@ def failure_reasons(rows: Sequence[EpisodeRow]) -> dict[str, int]:
             key = f"checker:{reason[:117] + '...' if len(reason) > 120 else reason}"
         counts[key] = counts.get(key, 0) + 1
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def view_summary(rows: Sequence[EpisodeRow]) -> dict[str, Any]:
+    """Whether the agent saw the answer: of the episodes whose tool results held the values the checker
+    expects (``answer_in_results``), how many showed them to the agent (``answer_in_view``), and the rate."""
+    held = [r for r in rows if r.answer_in_results]
+    seen = sum(1 for r in held if r.answer_in_view)
+    return {"answer_in_results": len(held), "answer_in_view": seen,
+            "answer_in_view_rate": _num(_ratio(seen, len(held)))}
+
+
+def success_by_attempt(rows: Sequence[EpisodeRow]) -> dict[str, float | None]:
+    """The success rate within k trials, for k = 1 .. the most trials an episode used (the paper's @N reports
+    success with the trials it took): an episode solved at trial j counts from k = j on (a retrying agent stops
+    at the trial that solves the task, so its ``attempts`` is that trial); every episode, crashes included, is
+    in the denominator."""
+    most = max((r.attempts for r in rows), default=1)
+    return {str(k): _num(_ratio(sum(1 for r in rows if r.success and r.attempts <= k), len(rows)))
+            for k in range(1, max(1, most) + 1)}
 
 
 def _sum_counters(rows: Sequence[EpisodeRow]) -> dict[str, int]:
@@ -423,19 +486,19 @@ def per_task(rows: Sequence[EpisodeRow]) -> list[dict[str, Any]]:
 
 
 def metrics_document(rows_by_agent: Mapping[str, Sequence[EpisodeRow]], tasks: Sequence[str], *, seeds: int = 1,
-                     failed: Mapping[str, int] | None = None, n_boot: int = 1000, seed: int = 0,
-                     meta: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                     n_boot: int = 1000, seed: int = 0, meta: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The whole metrics document of an agent run: per agent (:func:`agent_summary`), a comparison table, a
-    paired comparison of every pair of agents on the tasks both finished, the per-task table, and the
-    turn-limit sweep (Figure 3) when the run has ConAgents variants with other alpha / beta."""
-    failed = failed or {}
+    paired comparison of every pair of agents on the tasks both ran, the per-task table, and the turn-limit
+    sweep (Figure 3) when the run has ConAgents variants with other alpha / beta. Crashed episodes are rows too
+    (:func:`crash_row`): failures in every rate, counted per agent as ``crashed`` (``failed``: the same count,
+    the name of earlier documents)."""
     agents: dict[str, Any] = {}
     for name, rows in rows_by_agent.items():
         summary = agent_summary(rows, tasks, seeds=seeds, n_boot=n_boot, seed=seed, key=name)
-        summary["failed"] = int(failed.get(name, 0))
+        summary["failed"] = summary["crashed"]
         agents[name] = summary
     comparison = [{"agent": name, **{k: s.get(k) for k in (
-        "episodes", "success_rate", "correct_path_f1", "correct_path_lcs", "correct_path_contains", "extra_calls",
+        "episodes", "crashed", "success_rate", "correct_path_f1", "correct_path_lcs", "correct_path_contains", "extra_calls",
         "turns", "attempts",
         "model_calls", "tokens", "tokens_per_solved", "model_seconds", "wall_seconds")}} for name, s in agents.items()]
     names = list(rows_by_agent)
@@ -503,6 +566,9 @@ __all__ = [
     "acted_on",
     "agent_counters",
     "called_from",
+    "CRASHED",
+    "crash_row",
+    "is_crash",
     "trials",
     "correct_path_f1",
     "flips",
@@ -519,6 +585,9 @@ __all__ = [
     "pass_hat_k",
     "per_task",
     "statistic",
+    "success_by_attempt",
     "task_columns",
     "turns_sweep",
+    "view_flag",
+    "view_summary",
 ]

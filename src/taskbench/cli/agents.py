@@ -71,11 +71,14 @@ def eval_command(
     alpha: int = typer.Option(3, "--alpha", min=0, help="Planning-review calibration turns (conagents-auto)."),
     beta: int = typer.Option(3, "--beta", min=0, help="Execution-review calibration turns."),
     ablation: list[str] | None = typer.Option(None, "--ablation", help="Also run ConAgents variants: "
-                                              "no-plan-review, no-exec-review, compiler-feedback (comma-separated)."),
+                                              "no-plan-review, no-exec-review, compiler-feedback, fault-route (comma-separated)."),
     sweep_turns: str | None = typer.Option(None, "--sweep-turns", help="Also run ConAgents with the turn limit(s) "
                                            "1..5: alpha, beta or both (the paper's Figure 3)."),
     max_steps: int = typer.Option(8, "--max-steps", min=1, help="Step cap per episode (plan/act steps)."),
     temperature: float = typer.Option(0.0, "--temperature", min=0.0, help="Sampling temperature."),
+    retry_temperature: float = typer.Option(0.7, "--retry-temperature", min=0.01, max=2.0, help="react@N, "
+                                            "toolllm@N, reflexion: the least temperature of trials 2..N (each "
+                                            "trial also samples with its own seed; trial 1 keeps --temperature)."),
     concurrency: int = typer.Option(1, "--concurrency", "-c", min=1, help="Episodes at once (one environment "
                                     "each; an MCP server's data is copied per episode, and a server whose data "
                                     "cannot be copied is refused above 1 for tasks with a set-up)."),
@@ -110,8 +113,9 @@ def eval_command(
     table printed at the end. A rerun with the same -o resumes: finished episodes are kept, interrupted ones
     are run again, episodes whose model calls failed for good are retried.
 
-    Exit codes: 0 every episode finished; 1 some episodes' model calls failed for good (rerun to retry them);
-    2 bad input or options, or no sandbox for the code agents (see --unsafe-local); 130 interrupted.
+    Exit codes: 0 every episode finished; 1 some episodes crashed (a model call failed for good, or the agent or
+    the checker broke: each counts as a failure in every rate; rerun to retry them); 2 bad input or options, or
+    no sandbox for the code agents (see --unsafe-local); 130 interrupted.
 
     Examples:
 
@@ -142,7 +146,8 @@ def eval_command(
         env=env, agents=_split(agent), model=model, role_models=role_models, tools=tools, seeds=seeds_alias or seeds,
         limit=limit,
         task_ids=_split(task) or None, tasks_file=str(tasks_file) if tasks_file else None, alpha=alpha, beta=beta, ablations=_split(ablation), sweep=sweep_turns,
-        budgets=Budgets(max_steps=max_steps), temperature=temperature, unsafe_local=unsafe_local,
+        budgets=Budgets(max_steps=max_steps), temperature=temperature, retry_temperature=retry_temperature,
+        unsafe_local=unsafe_local,
         concurrency=concurrency, env_options=env_options, bootstrap=bootstrap,
     )
     from .predict import make_executor
@@ -196,8 +201,9 @@ def _exit_if_failed(result: Any) -> None:
                        "(or the server's data), then rerun", err=True)
             raise typer.Exit(2)
         first = errors[0] if errors else "unknown"
-        typer.echo(f"taskbench: {result.failed} of {result.episodes} episodes failed (model calls failed for good; "
-                   f"first: {first}); rerun the same command to retry them", err=True)
+        typer.echo(f"taskbench: {result.failed} of {result.episodes} episodes crashed (a model call failed for good, "
+                   f"or the agent or the checker broke; first: {first}); they count as failures in every rate; "
+                   "rerun the same command to retry them", err=True)
         raise typer.Exit(1)
 
 

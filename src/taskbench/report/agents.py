@@ -23,6 +23,7 @@ from ..errors import InputError, validation_message
 COMPARISON_COLUMNS = (
     ("agent", "agent"),
     ("episodes", "episodes"),
+    ("crashed", "crashed"),
     ("success_rate", "success %"),
     ("correct_path_f1", "path F1 (paper) %"),
     ("correct_path_lcs", "path LCS (authors' code) %"),

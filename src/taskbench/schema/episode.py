@@ -65,6 +65,11 @@ class EpisodeRow(BaseModel):
                                      "backtracks, grounded arguments' plans and refusals ... (outcome details).")
     attempts: int = Field(default=1, description="Trials used (react@N, toolllm@N, reflexion; 1 for the others); "
                                                  "the path rates and ``calls`` are the last trial's.")
+    answer_in_view: bool | None = Field(default=None, description="Whether the values the checker expects in the "
+                                        "answer were in what the agent saw of the tool results (None: the checker "
+                                        "expects no value, or the task has no resolved checker).")
+    answer_in_results: bool | None = Field(default=None, description="Whether they were in the tool results at "
+                                           "all (whole), as answer_in_view.")
     prompt_tokens: int = Field(default=0, description="Prompt tokens.")
     completion_tokens: int = Field(default=0, description="Completion tokens.")
     model_seconds: float = Field(default=0.0, description="Seconds the model calls took (cache-replayed).")

@@ -89,8 +89,7 @@ class DFSDT:
             for call in turn.tool_calls:
                 result = await ep.call_tool(call, self.role)
                 failed = failed and result.error is not None
-                child.append(ToolMessage(call_id=call.id, name=call.name,
-                                         content=truncate(result.text(), ep.budgets.observation_chars)))
+                child.append(ToolMessage(call_id=call.id, name=call.name, content=ep.observe(result)))
                 shown.append(f"{call.name} {json.dumps(call.arguments, ensure_ascii=False)}"
                              + (f" -> error: {truncate(result.error, 120)}" if result.error else ""))
             if not failed and await self.expand(ep, child, depth + 1):

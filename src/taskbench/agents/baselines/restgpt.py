@@ -11,7 +11,8 @@ Per step, until the planner answers or the step cap:
 - **parser** (``parser``): the sub-task and the tool's documented response shape (never the response itself,
   as RestGPT's parser writes code from the schema) -> Python that reads ``response`` and sets ``result``; it
   runs in the sandbox with the response in a file. When that code fails or gives nothing, the parser reads the
-  response (bounded) and states what it found (RestGPT's fallback from code to reading).
+  response (the structure-aware view of :mod:`taskbench.agents.observe`) and states what it found (RestGPT's
+  fallback from code to reading).
 
 A failed call or a failed parse goes back to the planner as that step's result.
 """
@@ -130,11 +131,12 @@ class RestGPT:
             max_tokens=ep.budgets.code_tokens, stop=CODE_STOP)
         code = extract_code(turn.text) if turn.ok else None
         if code is not None:
+            ep.read_whole(result)  # the parser's code is given the whole response
             outcome = await ep.run_code(LOAD_RESPONSE + code, role="parser", files={RESPONSE_FILE: raw})
             if outcome.ok:
                 return outcome.observation
         read = await ep.generate("parser", [UserMessage(content=render(
-            "restgpt_read", step=step, response=truncate(raw, ep.budgets.observation_chars)))],
+            "restgpt_read", step=step, response=ep.observe(result)))],
             max_tokens=ep.budgets.answer_tokens)
         return truncate(read.text.strip(), ep.budgets.result_chars) if read.ok and read.text.strip() \
             else "the response could not be parsed"

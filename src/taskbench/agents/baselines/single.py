@@ -2,7 +2,9 @@
 
 - :class:`ReAct`: one agent with native tool calls (``Model.generate(tools=..., tool_choice="required")``):
   its text is the thought (where the backend writes text beside a call), its tool call the action, the tool's
-  result (raw JSON, bounded) the observation; the ``final_answer`` tool ends the episode.
+  result the observation (the raw JSON when it fits the budget, else the structure-aware digest that keeps every
+  record's identifying fields: :func:`taskbench.agents.observe.observation`); the ``final_answer`` tool ends the
+  episode.
 - :class:`CodeAgent`: one CodeAct-style agent: each turn is a Python block that runs in the sandbox (it sees
   what it printed, the ``result`` variable and the error) or the final answer ("Final answer: ...").
 """
@@ -64,8 +66,7 @@ class ReAct:
                 messages.append(AssistantMessage(content=turn.text or None, tool_calls=turn.tool_calls))
                 for call in turn.tool_calls:
                     result = await ep.call_tool(call, self.role)
-                    messages.append(ToolMessage(call_id=call.id, name=call.name,
-                                                content=truncate(result.text(), ep.budgets.observation_chars)))
+                    messages.append(ToolMessage(call_id=call.id, name=call.name, content=ep.observe(result)))
             ep.stop = "step_cap"
         except StepCap:
             pass

@@ -7,7 +7,8 @@ Per step, until the planner hands over to the summariser or the step cap:
   acts next: ``caller``, ``summarizer`` (the task can be answered) or ``give_up`` (a JSON object under
   :func:`planner_schema`);
 - **caller** (``caller``): the task, the history and the planner's rationale -> one tool call (native tool
-  calls over the offered tools); the environment executes it and its result, bounded, joins the history;
+  calls over the offered tools); the environment executes it and its result (as :meth:`Episode.observe`
+  shows it) joins the history;
 - **summarizer** (``summarizer``): the task and the history -> the final answer (also after a give-up, which
   it answers as well as the history allows).
 """
@@ -20,7 +21,7 @@ from typing import Any
 
 from ...schema import UserMessage
 from .. import tooldocs
-from ..episode import Episode, StepCap, truncate
+from ..episode import Episode, StepCap
 from ..prompts import render
 
 NEXT = ("caller", "summarizer", "give_up")
@@ -72,7 +73,7 @@ class AlphaUMi:
                 result = await ep.call_tool(call, "caller")
                 history.append(Entry(n=len(history) + 1, rationale=rationale,
                                      action=f"{call.name} {json.dumps(call.arguments, ensure_ascii=False)}",
-                                     observation=truncate(result.text(), ep.budgets.observation_chars)))
+                                     observation=ep.observe(result)))
             ep.stop = "step_cap"
         except StepCap:
             pass
