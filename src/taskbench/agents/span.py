@@ -391,7 +391,7 @@ async def abuild_gold(env_name: str, output: str | Path, *, limit: int | None = 
     from ..envs.heldout import held_out_reason
     from ..envs.tasks import load_tasks
     from ..llm import get_model
-    from .config import select_tools
+    from .config import needed_tools, select_tools
     from .eval import AgentEvalConfig, arun_agents
     from .sft import export_sft
 
@@ -409,7 +409,7 @@ async def abuild_gold(env_name: str, output: str | Path, *, limit: int | None = 
         tasks = load_tasks(tasks_file, env=env_name) if tasks_file is not None else env.tasks()
         candidates = []
         for t in tasks:
-            offered = select_tools(env.tools(), t.gold_path, "gold+10", seed=0, task_id=t.id)
+            offered = select_tools(env.tools(), needed_tools(t), "gold+10", seed=0, task_id=t.id)
             plan = t.meta.get("plan")
             calls = [{"tool": p.get("tool"), "arguments": p.get("arguments")} for p in plan
                      if isinstance(p, dict)] if isinstance(plan, list) else None

@@ -192,9 +192,12 @@ def sortable_keys(items: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def picks_for(items: list[Any], rng: random.Random, *, first_only: bool = False, first: bool = True) -> list[Pick]:
+def picks_for(items: list[Any], rng: random.Random, *, first_only: bool = False, first: bool = True,
+              ranked: bool = False) -> list[Pick]:
     """The ways to pick one item of ``items`` in a seeded order (``first``: whether the list's order means
-    something, so that "the first" may be one of them)."""
+    something, so that "the first" may be one of them; ``ranked``: the list is a ranking already (top rated,
+    popular, trending), so no other order is put on it: "the lowest rated of the top rated" is nobody's
+    question)."""
     dicts = [x for x in items if isinstance(x, dict)]
     if not dicts:
         return []
@@ -206,7 +209,7 @@ def picks_for(items: list[Any], rng: random.Random, *, first_only: bool = False,
     if cats:
         key, values = rng.choice(cats)
         out.append(Pick("where", key=key, value=early_value(values, rng)))
-    if sorts:
+    if sorts and not ranked:
         by = rng.choice(sorts)
         out.append(Pick(rng.choice(["max", "min"]) if not DATE.match(str(dicts[0].get(by, ""))) else "max", by=by))
         if cats:
@@ -350,8 +353,10 @@ class Sampler:
                 items = get(last.content, list(path.list_parts))
                 if not isinstance(items, list) or not items:
                     continue
+                ranking = not last.named and len(steps) == 1 and bool(path.list_parts) and \
+                    path.list_parts[-1] in ENVELOPES
                 picks: list[Pick | None] = list(picks_for(items, rng, first_only=first_only,
-                                                          first=ordered(path.list_parts, items)))
+                                                          first=ordered(path.list_parts, items), ranked=ranking))
             else:
                 picks = [None]
             for pick in picks[:2]:
@@ -377,7 +382,8 @@ class Sampler:
         """What the chain's last result answers (raises Unrealizable when it answers nothing askable)."""
         last = chain.steps[-1]
         said = [v for s in chain.steps for v in s.named.values()]
-        options = targets(last.content, rng, said)
+        ranked = len(chain.steps) == 1 and not last.named  # a single call to a ranking: top rated, popular
+        options = targets(last.content, rng, said, ranked=ranked)
         if not options:
             raise Unrealizable(f"no_target: {last.op} returns nothing to ask for")
         target = options[0]
@@ -429,7 +435,7 @@ KIND_WEIGHT = {"pick": 3.0, "values": 3.0, "count": 1.5, "top": 1.0, "field": 2.
 """How often each kind of target is chosen (seeded, weighted)."""
 
 
-def targets(content: Any, rng: random.Random, avoid: Sequence[str] = ()) -> list[Target]:
+def targets(content: Any, rng: random.Random, avoid: Sequence[str] = (), *, ranked: bool = False) -> list[Target]:
     """What a result can answer, in a seeded, weighted order (see the module docstring). Values the user gave
     (``avoid``: the names a request must mention) are never the answer."""
     said = {a.strip().lower() for a in avoid}
@@ -451,7 +457,7 @@ def targets(content: Any, rng: random.Random, avoid: Sequence[str] = ()) -> list
             if isinstance(v, dict) and isinstance(v.get("items"), list) and v["items"] and isinstance(v["items"][0], dict):
                 lists.append((f"{k}.items", v["items"]))
         for lkey, items in lists:
-            for target in _list_targets(lkey.split("."), items, rng):
+            for target in _list_targets(lkey.split("."), items, rng, ranked=ranked and lkey in ENVELOPES):
                 add(target, KIND_WEIGHT[target.kind] / max(1, len(lists)) ** 0.5)
     elif isinstance(content, list) and content and isinstance(content[0], dict):
         for target in _list_targets([], content, rng):
@@ -460,7 +466,8 @@ def targets(content: Any, rng: random.Random, avoid: Sequence[str] = ()) -> list
     return [t for _, t in out]
 
 
-def _list_targets(parts: list[str], items: list[dict[str, Any]], rng: random.Random) -> list[Target]:
+def _list_targets(parts: list[str], items: list[dict[str, Any]], rng: random.Random, *,
+                  ranked: bool = False) -> list[Target]:
     out: list[Target] = []
     lst_j = jmes_path(parts) if parts else "@"
     lst_p = f"response{py_path(parts)}"
@@ -470,7 +477,7 @@ def _list_targets(parts: list[str], items: list[dict[str, Any]], rng: random.Ran
     name_key = next((k for k in ("name", "title") if k in fields), None)
     entities = entity_items(items)
     # a field of one picked item: an entity's name (or a date, a number), a media file's path
-    for pick in picks_for(items, rng, first=ordered(parts, items))[:3]:
+    for pick in picks_for(items, rng, first=ordered(parts, items), ranked=ranked)[:3]:
         item = pick.choose(items)
         if item is None:
             continue
