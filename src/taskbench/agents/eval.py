@@ -399,14 +399,29 @@ DEMO_TASKS = ("tmdb-own-02", "tmdb-own-05")
 """Two of our bundled TMDB tasks (a film's runtime, an actor's birthplace: two calls each)."""
 
 
+def students_shipped() -> bool:
+    """Whether every shipped student (``taskbench/bundled/students/ROLE.gguf``) is present."""
+    from ..llm.providers.llamacpp import STUDENT_ROLES, STUDENTS_DIR
+
+    return all((STUDENTS_DIR / f"{role}.gguf").is_file() for role in STUDENT_ROLES)
+
+
 def demo_config(model: str = "llamacpp/qwen2.5-coder-0.5b", *, tasks: Sequence[str] = DEMO_TASKS,
                 agents: Sequence[str] = ("conagents-auto", "conagents-adaptive", "react"),
-                tools: str = "gold", max_steps: int = 3, max_model_calls: int = 14) -> AgentEvalConfig:
+                tools: str = "gold", max_steps: int = 3, max_model_calls: int = 14,
+                students: bool | None = None) -> AgentEvalConfig:
     """A small agent run for the main job: ConAgents (both protocols) against ReAct on a few of our bundled
     offline TMDB tasks (present without ../shared), gold tools, a short step cap (3: two calls and the answer)
     and at most 14 model calls per episode, so that the embedded model's run stays within the main job's time
-    budget (an unbounded adaptive episode of the 0.5B model was seen to make 32 calls on a two-call task)."""
+    budget (an unbounded adaptive episode of the 0.5B model was seen to make 32 calls on a two-call task).
+    ``students``: every ConAgents role and ReAct play the shipped students (default: when ``model`` is their base
+    and they are shipped)."""
+    from .config import STUDENT_BASE, student_models
+
+    if students is None:
+        students = model.strip() == STUDENT_BASE and students_shipped()
     return AgentEvalConfig(env=DEMO_ENV, agents=list(agents), model=model, tools=tools,
+                           role_models=student_models(model) if students else {},
                            task_ids=list(tasks), env_options={"task_set": "own"},
                            budgets=Budgets(max_steps=max_steps, max_model_calls=max_model_calls), bootstrap=200)
 

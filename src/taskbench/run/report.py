@@ -259,6 +259,11 @@ def stage_sections(log: RunLog, run_dir: str | Path | None = None) -> list[dict[
                         "checker; correct path against the gold calls three ways: F1 (the paper's definition), "
                         "LCS (the authors' code), contained (RestBench); the code runs in the sandbox. "
                         f"Trajectories: `taskbench agents show {root / st.path}`.")
+            if a.role_models:
+                played = ", ".join(f"{role} {model}" for role, model in a.role_models.items())
+                text.append(f"Models by role: {played}" + (" (the shipped SPAN students, docs/distill.md)."
+                                                            if any("+student:" in m for m in a.role_models.values())
+                                                            else "."))
             head = ["agent"] + [h for _, h in AGENT_COLUMNS]
             rows = [[str(r.get("agent"))] + [_num(r.get(k), pct=k in ("success_rate", "correct_path_f1",
                                                                       "correct_path_lcs", "correct_path_contains"),

@@ -154,8 +154,11 @@ async def agents_stage(
             result = await arun_agents_sharded(config, run_dir / AGENTS_DIR, executor=executor, **where)
         else:
             result = await arun_agents(config, run_dir / AGENTS_DIR, **where)
+        roles = config.models_by_role()
         stage.summary = AgentsStageSummary(env=config.env, tools=config.tools, tasks=list(config.task_ids or []),
                                            max_steps=config.budgets.max_steps,
+                                           role_models={r: roles[r] for r in ("grounding", "execution", "review",
+                                                                              "react")},
                                            comparison=list(result.metrics.get("comparison") or []),
                                            failures={name: dict(a.get("failures") or {}) for name, a in
                                                      (result.metrics.get("agents") or {}).items()})

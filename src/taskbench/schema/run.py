@@ -165,6 +165,9 @@ class AgentsStageSummary(BaseModel):
     max_steps: int | None = Field(default=None, description="The step cap per episode.")
     comparison: list[dict[str, Any]] = Field(default_factory=list, description="One row per agent (success "
                                              "rate, correct path rates, turns, tokens, seconds), as metrics.json.")
+    role_models: dict[str, str] = Field(default_factory=dict, description="The model that played each role "
+                                        "(grounding, execution, review, react): the shipped students, or the "
+                                        "run's model.")
     failures: dict[str, dict[str, int]] = Field(
         default_factory=dict, description="Why episodes failed, per agent: 'stop:step_cap' (and other early "
         "stops) or 'checker:<the checker's reason>' -> episodes, most frequent first (metrics.json's "
