@@ -86,9 +86,11 @@ def _zeroed(adapter: Path, where: Path) -> Path:
 def _target_loss(model, tok, messages) -> float:
     import torch
 
-    from taskbench.distill.train import encode
+    from taskbench.distill.train import chat_format, encode
 
-    ids, labels = encode(tok, messages, 4096)
+    encoded = encode(tok, chat_format(tok), {"messages": messages}, 4096)
+    assert encoded is not None
+    ids, labels = encoded
     with torch.no_grad():
         return float(model(input_ids=torch.tensor([ids]), labels=torch.tensor([labels])).loss)
 

@@ -407,9 +407,10 @@ def span_data_command(
 
 @agents_app.command("distill")
 def distill_command(
-    role: str = typer.Option(..., "--role", help="grounding | execution | review | react."),
+    role: str = typer.Option(..., "--role", help="grounding | execution | review | react (the ReAct agent's "
+                             "tool-call turns, react.jsonl)."),
     data: str = typer.Option(..., "--data", help="Directory with ROLE.jsonl (span-data or export-sft); several, "
-                             "comma-separated (DIR1,DIR2), are read in that order."),
+                             "comma-separated (DIR1,DIR2), are read interleaved."),
     base: str = typer.Option("llamacpp/qwen2.5-coder-0.5b", "--base", help="Base model: llamacpp/ALIAS or a "
                              ".gguf path (loaded dequantised by transformers; no hub)."),
     output: Path = typer.Option(..., "--output", "-o", help="Adapter directory (PEFT adapter, adapter.gguf, "
@@ -432,8 +433,9 @@ def distill_command(
     threads: int | None = typer.Option(None, "--threads", min=1, help="torch CPU threads."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
-    """Train one ConAgents role's student with LoRA (SPAN); the adapter is also written as a GGUF LoRA, so
-    `--model-ROLE llamacpp/BASE+OUTPUT` in `agents eval` runs the student embedded.
+    """Train one ConAgents role's student (or the ReAct agent's) with LoRA (SPAN) on the prompts the embedded
+    provider renders; the adapter is also written as a GGUF LoRA, so `--model-ROLE llamacpp/BASE+OUTPUT` in
+    `agents eval` runs the student embedded.
 
     Example:
 

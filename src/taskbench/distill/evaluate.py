@@ -274,6 +274,9 @@ async def ascore_role(data: str | Path, role: str, model: str, *, limit: int | N
     docstring); returns ``{"role", "model", "data", "scores", "seconds", "examples": [per-example records]}``."""
     from ..llm import get_model
 
+    if role not in SCORES:
+        raise ConfigError(f"--role {role!r}: distill-eval scores {', '.join(SCORES)} (a ReAct student is scored "
+                          "in episodes, with `taskbench agents eval`)")
     rows = load_examples(data, role)
     rows = rows[offset: offset + limit if limit is not None else None]
     if not rows:

@@ -6,6 +6,12 @@ dequantised to float32, cached as safetensors after the first load so no hub is 
 adapter on the assistant answers only (the prompt's tokens are masked out of the loss). One example is one
 optimiser step (``grad_accum`` examples per step when > 1); example order is shuffled per epoch by ``seed``.
 
+An example is trained on exactly what the embedded provider does at inference (:func:`encode`): the prompt is
+rendered by the provider's own function (:func:`taskbench.llm.providers.llamacpp_tools.render_prompt`, with
+the GGUF file's chat template, its tools and tool calls included), the answer is the text the provider's
+grammar lets the model write (a tool call as ``<tool_call>`` JSON, :func:`~taskbench.llm.providers.llamacpp_tools.answer_text`)
+and then the end-of-turn (EOS) token the provider stops at.
+
 Output directory (``-o ADAPTER``):
 
 - ``adapter_model.safetensors``, ``adapter_config.json``: the PEFT adapter;
@@ -36,6 +42,7 @@ from pydantic import BaseModel, Field
 
 from ..dataset.jsonio import write_json
 from ..errors import ConfigError, InputError, MissingDependencyError
+from ..llm.providers.llamacpp_tools import ChatFormat, answer_text, offered_tools, render_prompt
 from .data import cap_repeats, load_examples
 
 DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj")
@@ -44,7 +51,7 @@ DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj")
 class DistillConfig(BaseModel):
     """What :func:`distill` trains."""
 
-    role: str = Field(description="grounding | execution | review.")
+    role: str = Field(description="grounding | execution | review | react.")
     data: str = Field(description="Directory with ROLE.jsonl.")
     base: str = Field(description="llamacpp/ALIAS, an alias, or a .gguf path.")
     rank: int = Field(default=8, ge=1, le=256)
@@ -140,16 +147,32 @@ def load_base(base: str) -> tuple[Any, Any, Path]:
     return model, tok, path
 
 
-def encode(tok: Any, messages: list[dict[str, Any]], max_length: int) -> tuple[list[int], list[int]] | None:
-    """(input ids, labels) of one chat: the prompt rendered with the chat template (generation prompt
-    added), then the answer and the end-of-turn token; labels -100 on the prompt. None when too long."""
-    prompt = tok.apply_chat_template([{"role": m["role"], "content": m.get("content") or ""} for m in messages[:-1]],
-                                     add_generation_prompt=True, tokenize=False)
-    p_ids = tok(prompt, add_special_tokens=False)["input_ids"]
-    a_ids = tok(str(messages[-1].get("content") or ""), add_special_tokens=False)["input_ids"]
-    eos = tok.eos_token_id
-    if eos is not None:
-        a_ids = [*a_ids, int(eos)]
+def chat_format(tok: Any) -> ChatFormat:
+    """The chat template and special tokens of a tokenizer loaded from a GGUF file (transformers reads them from
+    the file's ``tokenizer.chat_template``, BOS and EOS, the fields the provider renders with). ConfigError for a
+    base without a template or an EOS token: the provider would then not render with a template a student
+    could be trained on, and an answer would have no end."""
+    template = getattr(tok, "chat_template", None)
+    if not isinstance(template, str) or not template.strip() or tok.eos_token_id is None:
+        raise ConfigError("the base has no chat template or no EOS token in its GGUF file; students are trained "
+                          "on the template's prompts (choose an instruct model's GGUF)")
+    return ChatFormat(template=template, bos_token=str(tok.bos_token or ""), eos_token=str(tok.eos_token or ""))
+
+
+def encode(tok: Any, chat: ChatFormat, example: dict[str, Any], max_length: int
+           ) -> tuple[list[int], list[int]] | None:
+    """(input ids, labels) of one example (``{"messages", "tools"?, "tool_choice"?}``, the last message the
+    answer): the prompt as the embedded provider renders it for the messages before the answer
+    (:func:`~taskbench.llm.providers.llamacpp_tools.render_prompt` with the example's tools), then the answer's
+    text as the provider's grammar writes it (:func:`~taskbench.llm.providers.llamacpp_tools.answer_text`) and
+    the EOS token the provider stops at; labels -100 on the prompt. Both are tokenised with special tokens
+    parsed and no BOS added, as the provider does. None when longer than ``max_length``; ValueError for an
+    answer the provider's grammar cannot produce."""
+    messages = example["messages"]
+    tools = offered_tools(example.get("tools"), example.get("tool_choice"))
+    p_ids = tok(render_prompt(chat, messages[:-1], tools), add_special_tokens=False)["input_ids"]
+    answer = answer_text(messages[-1], tools, example.get("tool_choice"))
+    a_ids = [*tok(answer, add_special_tokens=False)["input_ids"], int(tok.eos_token_id)]
     ids = [*p_ids, *a_ids]
     if len(ids) > max_length:
         return None
@@ -217,7 +240,8 @@ def distill(config: DistillConfig, output: str | Path, *, resume: bool = False,
     random.seed(config.seed)
     torch.manual_seed(config.seed)
     model, tok, gguf_path = load_base(config.base)
-    encoded = [e for e in (encode(tok, r["messages"], config.max_length) for r in rows) if e is not None]
+    chat = chat_format(tok)
+    encoded = [e for e in (encode(tok, chat, r, config.max_length) for r in rows) if e is not None]
     skipped = len(rows) - len(encoded)
     if not encoded:
         raise InputError(f"every {config.role} example is longer than --max-length {config.max_length} tokens",
@@ -341,5 +365,5 @@ def read_log(output: str | Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-__all__ = ["DEFAULT_TARGETS", "DistillConfig", "DistillResult", "adapt", "answer_loss", "base_gguf", "check", "distill", "encode",
-           "load_base", "read_log"]
+__all__ = ["DEFAULT_TARGETS", "DistillConfig", "DistillResult", "adapt", "answer_loss", "base_gguf", "chat_format",
+           "check", "distill", "encode", "load_base", "read_log"]

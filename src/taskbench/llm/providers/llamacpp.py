@@ -17,8 +17,10 @@ How a call runs:
 
 - The model is loaded lazily, once, on the first request. llama.cpp contexts are not thread-safe, so every
   generation runs in a worker thread (``asyncio.to_thread``) under one lock, and :attr:`max_concurrency` is 1.
-- Messages are rendered with the chat template stored in the GGUF file (the same rendering as llama-cpp-python's
-  ``create_chat_completion``), then completed from the token list.
+- Messages are rendered with the chat template stored in the GGUF file (:func:`.llamacpp_tools.render_prompt`,
+  which runs templates as llama-cpp-python's ``create_chat_completion`` and transformers do), tokenised with the
+  GGUF's own tokenizer (:func:`prompt_tokens`), then completed from the token list. Students are trained on the
+  same rendering (``taskbench.distill.train.encode``).
 - **KV prefix cache.** The context keeps the tokens (and their KV cache) of the previous call; a new prompt
   reuses the longest common token prefix and evaluates only the rest. Prompts that put everything shared (tool
   list, instructions, demos) first and the sample last therefore pay for the shared part once. The number of
@@ -53,9 +55,17 @@ from ...errors import ConfigError, InputError, MissingDependencyError
 from ..base import Provider, ProviderRequest, ProviderResponse, TransientProviderError, first_repeat
 from ..native import ensure_llama_runs
 from ..weights import DEFAULT_ALIAS, KNOWN_WEIGHTS, check_model_name, resolve_model_path
-from .llamacpp_tools import parse_tool_output, render_messages, template_knows_tools, tool_grammar
+from .llamacpp_tools import (
+    ChatFormat,
+    offered_tools,
+    parse_tool_output,
+    render_messages,
+    render_prompt,
+    tool_grammar,
+)
 
-__all__ = ["STUDENT_ROLES", "LlamaCppProvider", "import_llama_cpp", "split_adapter", "student_file"]
+__all__ = ["STUDENT_ROLES", "LlamaCppProvider", "chat_format", "import_llama_cpp", "prompt_tokens", "split_adapter",
+           "student_file"]
 
 _OPTIONS = {"n_ctx", "n_threads", "n_batch", "seed", "verbose"}
 # Options the Model wrapper / CLI may pass for every provider; meaningless here but harmless.
@@ -126,6 +136,28 @@ def split_adapter(model: str) -> tuple[str, str | None]:
         if fh.read(4) != b"GGUF":
             raise InputError("not a GGUF file (a LoRA adapter must be converted to GGUF)", path=path)
     return base, str(path)
+
+
+def chat_format(llm: Any) -> ChatFormat | None:
+    """The chat template of a loaded ``llama_cpp.Llama`` (from its GGUF file) with the text of its BOS and EOS
+    tokens; None when the file has no template."""
+    template = llm.metadata.get("tokenizer.chat_template")
+    if not template:
+        return None
+
+    def token_text(token_id: int) -> str:
+        return "" if token_id == -1 else str(llm.detokenize([token_id], special=True).decode("utf-8", errors="ignore"))
+
+    return ChatFormat(template=template, bos_token=token_text(llm.token_bos()), eos_token=token_text(llm.token_eos()))
+
+
+def prompt_tokens(llm: Any, chat: ChatFormat, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+                  ) -> list[int]:
+    """The token ids the provider completes for ``messages`` and ``tools`` (as
+    :func:`.llamacpp_tools.offered_tools` leaves them): :func:`.llamacpp_tools.render_prompt`, tokenised with
+    special tokens parsed and no BOS added (a template that wants one writes it)."""
+    text = render_prompt(chat, messages, tools)
+    return [int(t) for t in llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)]
 
 
 class _Deadline:
@@ -206,8 +238,7 @@ class LlamaCppProvider(Provider):
         self.verbose = bool(options.get("verbose", False))
         self._lock = threading.Lock()
         self._llm: Any = None
-        self._formatter: Any = None
-        self._native_tools = False
+        self._chat: ChatFormat | None = None
         self._evaluated: list[int] = []
         self._grammars: OrderedDict[str, Any] = OrderedDict()
         self.base, self.lora_path = base, lora_path
@@ -275,7 +306,7 @@ class LlamaCppProvider(Provider):
                 if close is not None:
                     close()
                 self._llm = None
-                self._formatter = None
+                self._chat = None
 
     def _load(self) -> Any:
         """Load the model (once) and wrap its ``eval`` to count the prompt tokens each call evaluates."""
@@ -303,22 +334,7 @@ class LlamaCppProvider(Provider):
             evaluate(tokens)
 
         llm.eval = counting_eval
-        template = llm.metadata.get("tokenizer.chat_template")
-        self._native_tools = template_knows_tools(template)
-        if template:
-            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-
-            def token_text(token_id: int) -> str:
-                return str(llm.detokenize([token_id], special=True).decode("utf-8", errors="ignore"))
-
-            eos = llm.token_eos()
-            bos = llm.token_bos()
-            self._formatter = Jinja2ChatFormatter(
-                template=template,
-                eos_token=token_text(eos) if eos != -1 else "",
-                bos_token=token_text(bos) if bos != -1 else "",
-                stop_token_ids=[eos],
-            )
+        self._chat = chat_format(llm)
         self._llm = llm
         return llm
 
@@ -357,9 +373,8 @@ class LlamaCppProvider(Provider):
             if cancelled.is_set():
                 raise TransientProviderError("cancelled before it started")
             llm = self._load()
-            tools = request.tools if request.tools and request.tool_choice != "none" else None
+            tools = offered_tools(request.tools, request.tool_choice)
             grammar = self._grammar(None if tools else request.json_schema, tools, request.tool_choice)
-            messages, template_tools = render_messages(request.messages, tools, self._native_tools)
             cfg = request.config
             deadline = _Deadline(request.timeout, cancelled)
             params: dict[str, Any] = {
@@ -372,10 +387,11 @@ class LlamaCppProvider(Provider):
             self._evaluated.clear()
             started = time.monotonic()
             try:
-                if self._formatter is not None:
-                    out = self._complete_formatted(llm, messages, template_tools, request, params, deadline,
+                if self._chat is not None:
+                    out = self._complete_formatted(llm, self._chat, tools, request, params, deadline,
                                                    None if tools else on_text)
                 else:  # no template in the GGUF: llama-cpp-python's own chat format (no mid-run timeout)
+                    messages, _ = render_messages(request.messages, tools, False)
                     out = llm.create_chat_completion(messages=messages, stop=list(cfg.stop), **params)
                     if on_text is not None and not tools:
                         on_text(out["choices"][0]["message"]["content"] or "")
@@ -425,7 +441,7 @@ class LlamaCppProvider(Provider):
     def _complete_formatted(
         self,
         llm: Any,
-        messages: list[dict[str, Any]],
+        chat: ChatFormat,
         tools: list[dict[str, Any]] | None,
         request: ProviderRequest,
         params: dict[str, Any],
@@ -433,24 +449,22 @@ class LlamaCppProvider(Provider):
         on_text: Callable[[str], None] | None = None,
     ) -> dict[str, Any]:
         """Render with the GGUF chat template and complete from tokens (what create_chat_completion does,
-        plus a stopping criterion for timeouts and cancellation). With ``on_text``, decode streaming and hand
-        each piece of text to it as it comes."""
+        plus a stopping criterion for timeouts and cancellation); the answer ends at the EOS token. With
+        ``on_text``, decode streaming and hand each piece of text to it as it comes."""
         from llama_cpp import StoppingCriteriaList
 
-        rendered = self._formatter(messages=messages, tools=tools) if tools else self._formatter(messages=messages)
-        tokens = llm.tokenize(
-            rendered.prompt.encode("utf-8"), add_bos=not rendered.added_special, special=True
-        )
+        tokens = prompt_tokens(llm, chat, request.messages, tools)
         stop = list(request.config.stop)
-        if rendered.stop is not None:
-            stop += rendered.stop if isinstance(rendered.stop, list) else [rendered.stop]
+        if chat.eos_token:
+            stop.append(chat.eos_token)
         criteria: list[Any] = [deadline]
         repeat = None
         if request.config.stop_repeat is not None and not tools:
             repeat = _RepeatStop(llm, request.config.stop_repeat, len(tokens))
             criteria.append(repeat)
-        if rendered.stopping_criteria is not None:
-            criteria.extend(rendered.stopping_criteria)
+        eos = llm.token_eos()
+        if eos != -1:
+            criteria.append(lambda ids, logits: int(ids[-1]) == eos)
         out = llm.create_completion(
             prompt=tokens,
             stop=stop,
