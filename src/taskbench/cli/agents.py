@@ -30,9 +30,8 @@ agents_app = typer.Typer(
     rich_markup_mode="rich",
 )
 
-AGENTS_HELP = ("Agents, comma-separated: conagents-auto, conagents-adaptive, react, code, plan-execute, reflexion, "
-               "dfsdt, restgpt, alpha-umi, react@N, toolllm@N (retry until solved, N trials at most) (variants: "
-               "conagents-auto-no-plan-review, ...-a2b4 for alpha=2 beta=4).")
+AGENTS_HELP = ("Agents, comma-separated: {agents} (ConAgents variants: conagents-auto-no-plan-review, ...-a2b4 "
+               "for alpha=2 beta=4).")
 
 
 def _split(values: list[str] | None) -> list[str]:

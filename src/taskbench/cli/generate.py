@@ -54,8 +54,7 @@ def _graph(tools: Path | None, graph: Path | None, out: Path, fmt: str, dependen
 
 def generate_command(
     tools: Path | None = typer.Option(
-        None, "--tools", help="A tool library (TaskBench tool_desc.json, OpenAI tools, MCP tools/list, OpenAPI 3), a "
-        "dataset directory or a bundled dataset name; its tool graph is built.", show_default=False),
+        None, "--tools", help="A tool library ({format_titles}), a dataset directory or a bundled dataset name; its tool graph is built.", show_default=False),
     graph: Path | None = typer.Option(
         None, "--graph", help="A tool graph (graph_desc.json, e.g. from `taskbench graph build`).", show_default=False),
     output: Path | None = typer.Option(None, "--output", "-o", show_default=False,
@@ -108,7 +107,7 @@ def generate_command(
         "files) goes into the prompt, and each sample's gold graph is run in it; one that fails is rejected "
         "(the exec critic). The runs change the environment: point it at a copy of your data.",
         show_default=False),
-    fmt: str = typer.Option("auto", "--format", "-f", help="Format of --tools: auto, taskbench, openai, mcp, openapi."),
+    fmt: str = typer.Option("auto", "--format", "-f", help="Format of --tools: {formats}."),
     dependency: str | None = typer.Option(None, "--dependency", "-D", help="Override: resource or temporal."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
     wide: bool = wide_option(),

@@ -101,7 +101,7 @@ def run_command(
     ),
     generate_tools: str = typer.Option(
         "multimedia", "--generate-tools", help="Tool library of the generation stage: a bundled dataset name, a "
-        "dataset directory or a tool file (TaskBench, OpenAI tools, MCP, OpenAPI).",
+        "dataset directory or a tool file ({format_titles}).",
     ),
     agents: str | None = typer.Option(
         None, "--agents",
