@@ -23,8 +23,8 @@ SPLITS_HELP = "Task structures to report: 'all' or a comma list of overall,singl
 N_TOOLS_HELP = "Tool counts to report: 'all' or a comma list of overall,1..10."
 MODE_HELP = "Group layout: 'add' = each split overall + overall per tool count; 'mul' = every combination."
 METRICS_HELP = (
-    "Metric families: 'all' (adds bertscore, as the reference) or a comma list of "
-    "f1,ed,link,argument,rouge,bertscore. Default: f1,ed,link,argument,rouge."
+    "Metric families: 'all' (adds bertscore, as the reference) or a comma list of {metric_families}. Default: "
+    "{default_metrics}."
 )
 ALIGN_HELP = (
     "Score only the ids of one alignment set from alignment_ids.json: human (all of data.json), node, link, "
@@ -384,7 +384,7 @@ def compare_command(
     n_tools: str = typer.Option("overall", "--n-tools", help=N_TOOLS_HELP),
     mode: str = typer.Option("add", "--mode", help=MODE_HELP),
     metrics: str | None = typer.Option(
-        None, "--metrics", "-M", help="Metric families (no bertscore): comma list of f1,ed,link,argument,rouge."
+        None, "--metrics", "-M", help="Metric families (no bertscore): a comma list of {compare_metric_families}."
     ),
     alignment: str | None = typer.Option(None, "--alignment", help=ALIGN_HELP),
     dependency: str | None = typer.Option(None, "--dependency", help=DEP_HELP),

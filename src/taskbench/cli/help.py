@@ -29,6 +29,7 @@ TOKENS: dict[str, str] = {
     "{agents}": "taskbench.agents.registry:agents_help",
     "{metric_families}": "taskbench.eval.metrics:families_help",
     "{default_metrics}": "taskbench.eval.metrics:default_families_help",
+    "{compare_metric_families}": "taskbench.eval.metrics:compare_families_help",
 }
 """Help-text token -> ``"module:function"`` giving its text from a registry."""
 

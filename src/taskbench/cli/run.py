@@ -205,7 +205,10 @@ def _print_results(log: Any, output: Path, summaries: Any) -> None:
                         more=REPORT_HAS))
     table = Table(title="Leaderboard (overall, %; strict unless marked compat)", title_justify="left")
     head = overview_header()
-    keep = [i for i, h in enumerate(head) if h in CLI_COLUMNS]
+    from ..eval.metrics import headline_added
+
+    added = {m.label for m in headline_added()}  # an added headline metric is printed too
+    keep = [i for i, h in enumerate(head) if h in CLI_COLUMNS or h in added]
     for i in keep:
         table.add_column(head[i], justify="left" if i < 2 else "right")
     for row in overview_rows(log):
