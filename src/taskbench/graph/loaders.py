@@ -36,7 +36,7 @@ from ..dataset.tool_desc import _finish, _library
 from ..dataset.tool_desc import check_dependency as check_dependency
 from ..dataset.tool_desc import load_tool_library as load_tool_library
 from ..dataset.tool_desc import tools_from_taskbench as tools_from_taskbench
-from ..errors import InputError, did_you_mean
+from ..errors import ConfigError, InputError, did_you_mean
 from ..schema import Tool, ToolLibrary, ToolParameter
 from ..schema.chat import HttpOperation, HttpParameter, ParameterLocation
 from .formats import ToolFormat, format_names, get_format, register_tool_format, titles_help
@@ -505,6 +505,10 @@ def library_from_source(
         raise InputError(f"unknown openapi_ids {openapi_ids!r}", hint=did_you_mean(openapi_ids, ("operationId", "path")))
     given = {"ids": openapi_ids}
     tools = spec.load(src, **{k: v for k, v in given.items() if k in spec.options})
+    if not isinstance(tools, list) or not all(isinstance(t, Tool) for t in tools):
+        raise ConfigError(f"tool format {spec.name!r}: its load() must return a list of taskbench.schema.Tool, not "
+                          f"{type(tools).__name__}")
+    _finish(tools, src, lambda i: ())  # every format: not empty, no empty or repeated id
     if name is None and spec.named_by_file and src.path is not None:
         name = src.path.stem
     return _library(tools, dependency, src, name)
