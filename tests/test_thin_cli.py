@@ -142,3 +142,96 @@ def test_an_executor_object_is_used_as_given(predictions: Path) -> None:
     sharded = evaluate("multimedia", predictions, executor=pool)
     local = evaluate("multimedia", predictions)
     assert sharded.strict.groups == local.strict.groups and sharded.warnings == local.warnings
+
+
+def _records(path: Path) -> list[dict[str, Any]]:
+    """The records of a predictions file without the timing each call measures."""
+    out = []
+    for line in path.read_text().splitlines():
+        rec = json.loads(line)
+        rec.get("usage", {}).pop("seconds", None)
+        out.append(rec)
+    return out
+
+
+def test_predict_from_python_equals_the_command(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from taskbench.executors import LocalExecutor
+    from taskbench.run.predict import PredictSpec, predict_spec
+
+    monkeypatch.setenv("TASKBENCH_CACHE", str(tmp_path / "cache"))
+    code, _, err = run(capsys, "predict", "--data", "multimedia", "-m", "mock/echo", "--limit", "3", "--shots", "1",
+                       "-o", str(tmp_path / "cli.jsonl"), "-q")
+    assert code == 0, err
+    spec = PredictSpec(data="multimedia", model="mock/echo", output=tmp_path / "py.jsonl", limit=3, shots=1)
+    summary = predict_spec(spec)
+    assert summary.selected == 3 and _records(tmp_path / "py.jsonl") == _records(tmp_path / "cli.jsonl")
+    # the executor choice is the spec's: sharded over two local threads, the same records in the same order
+    predict_spec(PredictSpec(data="multimedia", model="mock/echo", output=tmp_path / "sharded.jsonl", limit=3,
+                             shots=1, executor=LocalExecutor(2)))
+    assert _records(tmp_path / "sharded.jsonl") == _records(tmp_path / "cli.jsonl")
+
+
+def test_the_other_specs_refuse_what_their_commands_refuse(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from taskbench.errors import ConfigError
+    from taskbench.run import ExecutorSpec, RunSpec
+    from taskbench.run.agents import AgentsSpec, agents_eval_spec
+    from taskbench.run.generate import GenerateSpec, generate_spec
+    from taskbench.run.predict import PredictSpec, predict_spec
+
+    out = str(tmp_path / "x")
+    cases: list[tuple[list[str], Any]] = [
+        (["run", "--workers", "2", "-m", "mock/echo", "-o", out],
+         lambda: RunSpec(models=["mock/echo"], executor=ExecutorSpec(workers=2)).resolved()),
+        (["predict", "-d", "multimedia", "-m", "mock/echo", "-o", out, "--reformat"],
+         lambda: predict_spec(PredictSpec(data="multimedia", model="mock/echo", output=out, reformat=True))),
+        (["predict", "-d", "multimedia", "-m", "mock/echo", "-o", out, "--executor", "rya"],
+         lambda: predict_spec(PredictSpec(data="multimedia", model="mock/echo", output=out,
+                                          executor=ExecutorSpec("rya")))),
+        (["generate", "-o", out, "-n", "2", "-m", "mock/echo"],
+         lambda: generate_spec(GenerateSpec(output=out, n=2, model="mock/echo"))),
+        (["generate", "--tools", "multimedia", "-o", out, "-n", "2", "-m", "mock/echo", "--env", "restbench-tmdb",
+          "--executor", "ray"],
+         lambda: generate_spec(GenerateSpec(output=out, tools="multimedia", n=2, model="mock/echo",
+                                            env="restbench-tmdb", executor=ExecutorSpec("ray")))),
+        (["agents", "eval", "--env", "taskbench-multimedia", "--task-set", "own", "--agent", "react", "-m",
+          "mock/echo", "-o", out],
+         lambda: agents_eval_spec(AgentsSpec(env="taskbench-multimedia", task_set="own", agents="react",
+                                             model="mock/echo", output=out))),
+        (["agents", "eval", "--env", "restbench-tmdb", "--agent", "react", "-m", "mock/echo", "-o", out,
+          "--ray-address", "auto"],
+         lambda: agents_eval_spec(AgentsSpec(env="restbench-tmdb", agents="react", model="mock/echo", output=out,
+                                             executor=ExecutorSpec(address="auto")))),
+    ]
+    for argv, call in cases:
+        code, _, err = run(capsys, *argv)
+        assert code == 2, (argv, err)
+        with pytest.raises(ConfigError) as info:
+            call()
+        assert err.strip() == f"taskbench: error: {info.value}", argv
+    assert not (tmp_path / "x").exists()  # refused before anything was written
+
+
+def test_a_generation_resumes_from_its_spec_alone(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from taskbench.run.generate import GenerateSpec
+
+    monkeypatch.setenv("TASKBENCH_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "gen"
+    code, _, err = run(capsys, "generate", "--tools", "multimedia", "-o", str(out), "-n", "2", "-m", "mock/echo",
+                       "--seed", "5", "-q")
+    assert code == 0, err
+    spec = GenerateSpec(output=out).resolved()  # what `taskbench generate -o gen` would do: the recorded arguments
+    assert (spec.n, spec.model, spec.seed, spec.method) == (2, "mock/echo", 5, "back-instruct")
+
+
+def test_the_command_line_holds_no_executor_branch() -> None:
+    """The local-versus-Ray choice is made in the library (run/executor.py); no command imports an executor."""
+    cli = Path(__file__).resolve().parents[1] / "src" / "taskbench" / "cli"
+    for path in sorted(cli.glob("*.py")):
+        text = path.read_text()
+        assert "executors" not in text and "get_executor" not in text and "make_executor" not in text, path.name
+    from taskbench.executors import EXECUTORS
+    from taskbench.run.executor import EXECUTOR_NAMES
+
+    assert EXECUTOR_NAMES == EXECUTORS
