@@ -23,13 +23,14 @@ import importlib.util
 import os
 import pkgutil
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Generic, TypeVar
 
 from .errors import ConfigError
 
 T = TypeVar("T")
+V = TypeVar("V")
 
 PLUGINS_ENV = "TASKBENCH_PLUGINS"
 """Environment variable naming the plugin modules (comma-separated module names or ``.py`` paths)."""
@@ -200,4 +201,20 @@ class LiveView(Generic[T]):
         return repr(tuple(self._compute()))
 
 
-__all__ = ["PLUGINS_ENV", "LiveView", "Registry", "load_plugins", "name_list", "plugin_names"]
+class LiveMapping(Mapping[str, V]):
+    """A read-only mapping computed on each use (``ROLES_OF``, ``RETRY_NAMES``, ...: views of a registry)."""
+
+    def __init__(self, compute: Callable[[], Mapping[str, V]]) -> None:
+        self._compute = compute
+
+    def __getitem__(self, key: str) -> V:
+        return self._compute()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._compute())
+
+    def __len__(self) -> int:
+        return len(self._compute())
+
+
+__all__ = ["PLUGINS_ENV", "LiveMapping", "LiveView", "Registry", "load_plugins", "name_list", "plugin_names"]

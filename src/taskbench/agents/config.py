@@ -37,12 +37,12 @@ from __future__ import annotations
 import random
 import re
 import zlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Mapping, Sequence
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .._plugins import LiveView
+from .._plugins import LiveMapping, LiveView
 from ..errors import ConfigError
 from ..schema import ToolSpec
 from .registry import agent_info, agent_names, agents, find_agent, retry_names, unknown_agent
@@ -52,26 +52,10 @@ BASE_AGENTS: LiveView[str] = LiveView(agent_names)
 agent registry (:func:`taskbench.agents.registry.agent_names`)."""
 
 
-class _Derived(Mapping[str, Any]):
-    """A read-only mapping computed from the agent registry on each use."""
-
-    def __init__(self, compute: Callable[[], dict[str, Any]]) -> None:
-        self._compute = compute
-
-    def __getitem__(self, key: str) -> Any:
-        return self._compute()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._compute())
-
-    def __len__(self) -> int:
-        return len(self._compute())
-
-
-RETRY_NAMES: Mapping[str, str] = _Derived(retry_names)
+RETRY_NAMES: Mapping[str, str] = LiveMapping(retry_names)
 """``<name>@N``: the base agent it retries (a view of the registry's ``retry_name`` fields)."""
 
-DEFAULT_TRIES: Mapping[str, int] = _Derived(lambda: {n: a.default_tries for n, a in agents().items()
+DEFAULT_TRIES: Mapping[str, int] = LiveMapping(lambda: {n: a.default_tries for n, a in agents().items()
                                                      if a.default_tries != 1})
 """Trials of an agent named without ``@N`` (1 for all others; a view of the registry)."""
 

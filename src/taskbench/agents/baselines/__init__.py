@@ -15,12 +15,12 @@ being listed here: the registry imports every module of the package on first use
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
-from typing import TypeVar
+from collections.abc import Callable, Mapping
 
+from ..._plugins import LiveMapping
 from ..conagents import ConAgents
 from ..config import ROLES, AgentSpec
-from ..registry import Agent, AgentInfo, agent_info, agents, register_agent
+from ..registry import Agent, agent_info, agents, register_agent
 from .dfsdt import DFSDT
 from .plan_execute import PlanExecute, fill_reference, library_for
 from .restgpt import RestGPT
@@ -55,32 +55,12 @@ register_agent("restgpt", lambda spec: RestGPT(), roles=("planner", "selector", 
 register_agent("alpha-umi", lambda spec: AlphaUMi(), roles=("planner", "caller", "summarizer"),
                description="alpha-UMi's planner, caller and summariser")
 
-V = TypeVar("V")
-
-
-class _View(Mapping[str, V]):
-    """A read-only mapping over the registry's agents without name variants (the baselines), computed on use."""
-
-    def __init__(self, field: Callable[[AgentInfo], V]) -> None:
-        self._field = field
-
-    def _now(self) -> dict[str, V]:
-        return {name: self._field(a) for name, a in agents().items() if not a.variants}
-
-    def __getitem__(self, name: str) -> V:
-        return self._now()[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._now())
-
-    def __len__(self) -> int:
-        return len(self._now())
-
-
-AGENTS: Mapping[str, Callable[[AgentSpec], Agent]] = _View(lambda a: a.make)
+AGENTS: Mapping[str, Callable[[AgentSpec], Agent]] = LiveMapping(
+    lambda: {n: a.make for n, a in agents().items() if not a.variants})
 """Base agent name -> its maker (ConAgents' two protocols aside): a view of the agent registry."""
 
-ROLES_OF: Mapping[str, tuple[str, ...]] = _View(lambda a: a.roles)
+ROLES_OF: Mapping[str, tuple[str, ...]] = LiveMapping(
+    lambda: {n: a.roles for n, a in agents().items() if not a.variants})
 """The roles that call a model, per base agent (ConAgents': grounding, execution, review): a view of the agent
 registry."""
 
