@@ -274,3 +274,27 @@ def test_the_metric_table_is_what_every_view_reads() -> None:
                                            "missing_rate"}
     assert families() == ["f1", "ed", "link", "argument", "rouge", "bertscore"]
     assert [m.key for m in BUILTIN] == list(table)[:len(BUILTIN)]
+
+
+def test_a_module_dropped_into_the_extension_package_registers_itself(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """What agents/baselines/, eval/metrics/ and graph/formats/ rely on: every module of the registry's package is
+    imported on the first read, with no list to update."""
+    from taskbench._plugins import Registry
+
+    pkg = tmp_path / "my_extensions_pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from taskbench._plugins import Registry\nREG = Registry('widget', "
+                                     "package=__name__)\nREG.register('built-in', 1)\n")
+    (pkg / "added.py").write_text("from . import REG\nREG.register('added', 2)\n")
+    (pkg / "_private.py").write_text("raise RuntimeError('not imported: a private module')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        import my_extensions_pkg
+
+        registry: Registry[int] = my_extensions_pkg.REG
+        assert registry.registered() == {"built-in": 1}  # nothing imported before the first read
+        assert registry.names() == ["built-in", "added"] and "added" in registry
+    finally:
+        for name in [m for m in sys.modules if m.startswith("my_extensions_pkg")]:
+            sys.modules.pop(name)
