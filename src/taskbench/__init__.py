@@ -8,6 +8,10 @@ The flow: ``load_tools`` -> ``make_graph`` (rules, or links inferred from the to
 -> Sample (gold TaskGraph) -> ``get_model`` +
 ``predict_dataset`` -> Prediction -> ``evaluate`` -> report (``run_benchmark`` does it end to end); agents in an
 environment: ``run_agents(AgentEvalConfig(...))`` -> trajectories -> agent metrics.
+
+``evaluate("multimedia", "preds.jsonl")`` is ``taskbench evaluate --data multimedia --predictions preds.jsonl``
+with the same defaults (``EvaluateSpec`` holds them; ``ExecutorSpec("ray")`` shards it), and
+``run_benchmark(RunSpec())`` is ``taskbench run``.
 """
 
 from __future__ import annotations
@@ -69,7 +73,9 @@ _LAZY: dict[str, str] = {
     # predictions, evaluation, the main job
     "PredictOptions": "predict",
     "predict_dataset": "predict",
-    "evaluate": "eval.api",
+    "evaluate": "run.evaluate",
+    "EvaluateSpec": "run.evaluate",
+    "ExecutorSpec": "run.executor",
     "evaluate_compat": "eval",
     "compare_predictions": "eval.api",
     "run_benchmark": "run",

@@ -1,6 +1,7 @@
 """What an agent run is configured with: agent names and their variants, tool settings, budgets.
 
-Agent names (``--agent``):
+The agents are those of the agent registry (:mod:`taskbench.agents.registry`: the built-in ones below, and any
+added by a module or a plugin); :func:`parse_agent` reads a name against it. Built-in agent names (``--agent``):
 
 - ``conagents-auto``: grounding, execution and review agents, automatic protocol (a planning review after each
   plan for up to ``alpha`` calibration turns, an execution review after each execution for up to ``beta``);
@@ -40,23 +41,27 @@ from __future__ import annotations
 import random
 import re
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..errors import ConfigError, suggest
+from .._plugins import LiveMapping, LiveView
+from ..errors import ConfigError
 from ..schema import AgentTask, ToolSpec
+from .registry import agent_info, agent_names, agents, find_agent, retry_names, unknown_agent
 
-BASE_AGENTS: tuple[str, ...] = ("conagents-auto", "conagents-adaptive", "react", "code", "plan-execute", "reflexion",
-                                 "dfsdt", "restgpt", "alpha-umi")
-"""The agents ``--agent`` knows (and, with ``@N``, ``react@N``, ``toolllm@N``, ``reflexion@N``)."""
+BASE_AGENTS: LiveView[str] = LiveView(agent_names)
+"""The agents ``--agent`` knows (and, with ``@N``, ``react@N``, ``toolllm@N``, ``reflexion@N``): a view of the
+agent registry (:func:`taskbench.agents.registry.agent_names`)."""
 
-RETRY_NAMES = {"react": "react", "toolllm": "dfsdt", "reflexion": "reflexion"}
-"""``<name>@N``: the base agent it retries."""
 
-DEFAULT_TRIES = {"reflexion": 3}
-"""Trials of an agent named without ``@N`` (1 for all others)."""
+RETRY_NAMES: Mapping[str, str] = LiveMapping(retry_names)
+"""``<name>@N``: the base agent it retries (a view of the registry's ``retry_name`` fields)."""
+
+DEFAULT_TRIES: Mapping[str, int] = LiveMapping(lambda: {n: a.default_tries for n, a in agents().items()
+                                                     if a.default_tries != 1})
+"""Trials of an agent named without ``@N`` (1 for all others; a view of the registry)."""
 
 MAX_TRIES = 10
 
@@ -90,8 +95,7 @@ DEFAULT_ALPHA = 3
 DEFAULT_BETA = 3
 DISTRACTORS = 10
 
-_VARIANT = re.compile(r"^(?P<base>conagents-(?:auto|adaptive))(?P<rest>(?:-[a-z0-9-]+)?)$")
-_RETRY = re.compile(r"^(?P<base>react|toolllm|reflexion)@(?P<n>\d+)$")
+_RETRY = re.compile(r"^(?P<base>[a-z0-9][a-z0-9_-]*)@(?P<n>\d+)$")
 _TURNS = re.compile(r"-a(?P<a>\d+)b(?P<b>\d+)$")
 
 
@@ -100,7 +104,7 @@ class AgentSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    base: str = Field(description="One of BASE_AGENTS.")
+    base: str = Field(description="A registered agent (BASE_AGENTS).")
     alpha: int = Field(default=DEFAULT_ALPHA, ge=0, le=20, description="Planning-review calibration turns.")
     beta: int = Field(default=DEFAULT_BETA, ge=0, le=20, description="Execution-review calibration turns.")
     ablation: str | None = Field(default=None, description="One of ABLATIONS, or None.")
@@ -112,11 +116,12 @@ class AgentSpec(BaseModel):
     @property
     def name(self) -> str:
         """The agent's label in files and tables, e.g. ``conagents-auto-no-plan-review-a1b1``, ``react@3``."""
-        if self.base == "reflexion":
-            return "reflexion" if self.tries == DEFAULT_TRIES["reflexion"] else f"reflexion@{self.tries}"
-        if self.tries > 1:
-            return f"{'toolllm' if self.base == 'dfsdt' else self.base}@{self.tries}"
-        if not self.base.startswith("conagents"):
+        info = find_agent(self.base)
+        if info is not None and info.retry_name is not None and self.tries != info.default_tries:
+            return f"{info.retry_name}@{self.tries}"
+        if self.tries > 1 and (info is None or info.retry_name is None):
+            return f"{self.base}@{self.tries}"
+        if info is None or not info.variants:
             return self.base
         label = self.base
         if self.ablation:
@@ -129,8 +134,8 @@ class AgentSpec(BaseModel):
 
     @property
     def uses_code(self) -> bool:
-        """Whether the agent runs code in the sandbox."""
-        return self.base not in ("react", "reflexion", "dfsdt", "alpha-umi")
+        """Whether the agent runs code in the sandbox (as registered)."""
+        return agent_info(self.base).uses_code
 
     @property
     def plan_review(self) -> bool:
@@ -158,21 +163,20 @@ def parse_agent(name: str, *, alpha: int = DEFAULT_ALPHA, beta: int = DEFAULT_BE
     """The :class:`AgentSpec` for a name such as ``react`` or ``conagents-auto-no-exec-review-a1b3``
     (``alpha``/``beta`` apply where the name sets none)."""
     text = name.strip()
-    if text in BASE_AGENTS:
-        return AgentSpec(base=text, alpha=alpha, beta=beta, tries=DEFAULT_TRIES.get(text, 1))
+    info = find_agent(text)
+    if info is not None:
+        return AgentSpec(base=text, alpha=alpha, beta=beta, tries=info.default_tries)
     retry = _RETRY.match(text)
-    if retry is not None:
+    retried = retry_names().get(retry.group("base")) if retry is not None else None
+    if retry is not None and retried is not None:
         tries = int(retry.group("n"))
         if not 1 <= tries <= MAX_TRIES:
             raise ConfigError(f"agent {name!r}: N in {retry.group('base')}@N is 1..{MAX_TRIES}")
-        return AgentSpec(base=RETRY_NAMES[retry.group("base")], tries=tries)
-    m = _VARIANT.match(text)
+        return AgentSpec(base=retried, tries=tries)
+    m = _variant(text)
     if m is None:
-        close = suggest(text, BASE_AGENTS)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise ConfigError(f"unknown agent {name!r}{hint} (known: {', '.join(BASE_AGENTS)}, react@N, toolllm@N, "
-                          "reflexion@N)")
-    base, rest = m.group("base"), m.group("rest")
+        raise unknown_agent(name)
+    base, rest = m
     turns = _TURNS.search(rest)
     if turns is not None:
         alpha, beta = int(turns.group("a")), int(turns.group("b"))
@@ -191,6 +195,16 @@ def parse_agent(name: str, *, alpha: int = DEFAULT_ALPHA, beta: int = DEFAULT_BE
         if not 0 <= value <= 20:
             raise ConfigError(f"agent {name!r}: {what} is 0..20, not {value}")
     return AgentSpec(base=base, alpha=alpha, beta=beta, ablation=ablation, grounded=grounded)
+
+
+def _variant(text: str) -> tuple[str, str] | None:
+    """(base, suffixes) of a variant name of an agent registered with ``variants`` (the longest base that
+    prefixes ``text`` followed by ``-``), or None."""
+    bases = sorted((n for n, a in agents().items() if a.variants), key=len, reverse=True)
+    for base in bases:
+        if text.startswith(base + "-") and re.fullmatch(r"(?:-[a-z0-9-]+)", text[len(base):]):
+            return base, text[len(base):]
+    return None
 
 
 ADAPTIVE_SAME = {
@@ -231,7 +245,7 @@ def expand_agents(
     for name in names:
         spec = parse_agent(name, alpha=alpha, beta=beta)
         out.append(spec)
-        if not spec.base.startswith("conagents"):
+        if not agent_info(spec.base).variants:
             continue
         for a in ablations:  # only the variants that differ from an agent already made
             if a in applicable_ablations(spec.base):

@@ -71,9 +71,10 @@ TRAJECTORIES_DIR = "trajectories"
 OWN_MODEL_ROLES: tuple[str, ...] = (*ROLES, "react")
 """Roles that may have a model of their own: ConAgents' three and ReAct's (a ReAct student)."""
 
-MODEL_ROLES: tuple[str, ...] = tuple(dict.fromkeys([*ROLES, *(r for roles in ROLES_OF.values() for r in roles)]))
-"""Roles that call a model: ConAgents' three, and the baselines' (react, code, planner, reflect, dfsdt,
-selector, caller, parser, summarizer)."""
+def model_roles() -> tuple[str, ...]:
+    """Roles that call a model: ConAgents' three, and every registered agent's (the baselines': react, code,
+    planner, reflect, dfsdt, selector, caller, parser, summarizer; and any added agent's)."""
+    return tuple(dict.fromkeys([*ROLES, *(r for roles in ROLES_OF.values() for r in roles)]))
 
 FINGERPRINT_ROLES: tuple[str, ...] = (*ROLES, "react", "code", "planner")
 """The roles whose models the fingerprint names (those of the first version: the later baselines' roles take
@@ -124,7 +125,7 @@ class AgentEvalConfig(BaseModel):
         unknown = sorted(set(self.role_models) - set(OWN_MODEL_ROLES))
         if unknown:
             raise ConfigError(f"no role {unknown[0]!r} (roles with their own model: {', '.join(OWN_MODEL_ROLES)})")
-        return {role: self.role_models.get(role, self.model) for role in MODEL_ROLES}
+        return {role: self.role_models.get(role, self.model) for role in model_roles()}
 
     def identity(self) -> dict[str, Any]:
         """What decides an episode's record besides its agent, task and seed (a resume must repeat it)."""

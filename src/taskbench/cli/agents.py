@@ -30,9 +30,8 @@ agents_app = typer.Typer(
     rich_markup_mode="rich",
 )
 
-AGENTS_HELP = ("Agents, comma-separated: conagents-auto, conagents-adaptive, react, code, plan-execute, reflexion, "
-               "dfsdt, restgpt, alpha-umi, react@N, toolllm@N (retry until solved, N trials at most) (variants: "
-               "conagents-auto-no-plan-review, ...-a2b4 for alpha=2 beta=4).")
+AGENTS_HELP = ("Agents, comma-separated: {agents} (ConAgents variants: conagents-auto-no-plan-review, ...-a2b4 "
+               "for alpha=2 beta=4).")
 
 
 def _split(values: list[str] | None) -> list[str]:
@@ -125,52 +124,27 @@ def eval_command(
 
         taskbench agents eval --env restbench-tmdb --agent conagents-auto,react --model openai-compatible/qwen7b --base-url http://gpu1:8000/v1 --executor ray --ray-address auto -c 4 -o /shared/runs/tmdb
     """
-    from ..agents.config import Budgets
-    from ..agents.eval import AgentEvalConfig, run_agents
     from ..predict.progress import RichPredictDisplay
     from ..report.agents import mechanism_markdown, paired_markdown
+    from ..run.agents import AgentsSpec, agents_eval_spec
+    from ..run.executor import ExecutorSpec
     from .options import call_options
 
     role_models = {r: m for r, m in (("grounding", model_grounding), ("execution", model_execution),
                                      ("review", model_review)) if m}
-    if students:
-        from ..agents.config import student_models
-
-        role_models = {**student_models(model), **role_models}
-    if task_set and not env.startswith("restbench"):
-        from ..errors import ConfigError
-
-        raise ConfigError(f"--task-set is for the RestBench environments, not {env!r} (drop it, or use --tasks FILE)")
-    env_options = {"task_set": task_set} if task_set else {}
-    config = AgentEvalConfig(
-        env=env, agents=_split(agent), model=model, role_models=role_models, tools=tools, seeds=seeds_alias or seeds,
-        limit=limit,
-        task_ids=_split(task) or None, tasks_file=str(tasks_file) if tasks_file else None, alpha=alpha, beta=beta, ablations=_split(ablation), sweep=sweep_turns,
-        budgets=Budgets(max_steps=max_steps), temperature=temperature, retry_temperature=retry_temperature,
-        unsafe_local=unsafe_local,
-        concurrency=concurrency, env_options=env_options, bootstrap=bootstrap,
-    )
-    from .predict import make_executor
-
-    runner = make_executor(executor, ray_address, workers)
+    spec = AgentsSpec(
+        env=env, agents=agent, model=model, output=output, role_models=role_models, students=students, tools=tools,
+        repeats=seeds_alias or seeds, limit=limit, task_ids=task, tasks_file=tasks_file, task_set=task_set,
+        alpha=alpha, beta=beta, ablations=ablation or (), sweep=sweep_turns, max_steps=max_steps,
+        temperature=temperature, retry_temperature=retry_temperature, concurrency=concurrency, unsafe_local=unsafe_local, bootstrap=bootstrap,
+        cache=not no_cache, base_url=base_url, api_key_env=api_key_env,
+        model_options=call_options(option, timeout, max_retries), executor=ExecutorSpec(executor, ray_address, workers),
+    )  # the run's config, the checks and the executor choice live in the library: agents_eval_spec(spec) is this
+    spec.config()  # a bad option fails before the progress display starts
     console = make_console(stderr=True, quiet=quiet)
     display = RichPredictDisplay(console)
-    model_options = call_options(option, timeout, max_retries)
-    if runner is not None:
-        from ..executors.agents import arun_agents_sharded
-        from ..records import run_sync
-
-        try:
-            with display:
-                result = run_sync(arun_agents_sharded(config, output, executor=runner, display=display,
-                                                      cache=not no_cache, base_url=base_url, api_key_env=api_key_env,
-                                                      model_options=model_options))
-        finally:
-            runner.close()
-    else:
-        with display:
-            result = run_agents(config, output, display=display, cache=not no_cache, base_url=base_url,
-                                api_key_env=api_key_env, model_options=model_options)
+    with display:
+        result = agents_eval_spec(spec, display=display)
     if as_json:
         print_json(result.metrics)
         _exit_if_failed(result)

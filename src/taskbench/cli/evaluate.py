@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -14,17 +13,14 @@ from .console import is_stdout, json_option, make_console, print_json, print_tab
 if TYPE_CHECKING:  # pragma: no cover
     from rich.console import Console
 
-    from ..errors import InputError
-    from ..eval.api import EvaluationResult, Mode
-    from ..eval.execution import ExecutionResult
-    from ..schema import ToolLibrary
+    from ..eval.api import EvaluationResult
 
 SPLITS_HELP = "Task structures to report: 'all' or a comma list of overall,single,chain,dag."
 N_TOOLS_HELP = "Tool counts to report: 'all' or a comma list of overall,1..10."
 MODE_HELP = "Group layout: 'add' = each split overall + overall per tool count; 'mul' = every combination."
 METRICS_HELP = (
-    "Metric families: 'all' (adds bertscore, as the reference) or a comma list of "
-    "f1,ed,link,argument,rouge,bertscore. Default: f1,ed,link,argument,rouge."
+    "Metric families: 'all' (adds bertscore, as the reference) or a comma list of {metric_families}. Default: "
+    "{default_metrics}."
 )
 ALIGN_HELP = (
     "Score only the ids of one alignment set from alignment_ids.json: human (all of data.json), node, link, "
@@ -37,97 +33,6 @@ EXECUTE_HELP = (
 DEP_HELP = "Override the dataset's dependency kind: resource (links from `<node-j>` arguments) or temporal (task_links)."
 
 
-def _stratified(data_path: Path, aligned: set[str] | None, wanted: list[str] | None, limit: int) -> list[str]:
-    """The ids of at most ``limit`` gold samples (of those in ``aligned`` and ``wanted``), stratified over the
-    structures exactly as ``predict --limit`` chooses them."""
-    from ..dataset.layout import load_dataset
-    from ..predict.runner import select_samples
-
-    keep = set(wanted) if wanted is not None else None
-    samples = [s for s in load_dataset(data_path.parent).samples
-               if (aligned is None or s.id in aligned) and (keep is None or s.id in keep)]
-    return [s.id for s in select_samples(samples, limit)]
-
-
-def _load(
-    data: str | Path, dependency: str | None, alignment: str | None
-) -> tuple[ToolLibrary, Path, set[str] | None]:
-    """(library, gold file, alignment ids or None) of a dataset directory: reads the tool library and, when
-    asked for, alignment_ids.json (scoring reads the gold file itself, see :func:`_records`)."""
-    from ..bundled import resolve_dir
-    from ..dataset.layout import ALIGNMENT_FILE, GRAPH_FILE, TOOL_FILE, Dataset, find_data_file
-    from ..errors import InputError
-    from ..graph.loaders import load_tool_library
-
-    data = resolve_dir(data)
-    tool_path = data / TOOL_FILE if (data / TOOL_FILE).is_file() else data / GRAPH_FILE
-    if not tool_path.is_file():
-        raise InputError(f"no {TOOL_FILE} in the dataset directory", path=data)
-    library = load_tool_library(tool_path, dependency, name=data.name)
-    data_path = find_data_file(data)
-    if data_path is None:
-        raise InputError("no gold data (data.json) in the dataset directory", path=data)
-    ids = None
-    if alignment:
-        path = data / ALIGNMENT_FILE if (data / ALIGNMENT_FILE).is_file() else None
-        ids = Dataset(root=data, library=library, alignment_path=path).aligned_ids(alignment)
-    return library, data_path, ids
-
-
-@overload
-def _records(
-    path: Path, *, stream: Literal[False], problems: list[InputError] | None = None
-) -> list[dict[str, Any]]: ...
-
-
-@overload
-def _records(
-    path: Path, *, stream: bool, problems: list[InputError] | None = None
-) -> list[dict[str, Any]] | Iterator[dict[str, Any]]: ...
-
-
-def _records(
-    path: Path, *, stream: bool, problems: list[InputError] | None = None
-) -> list[dict[str, Any]] | Iterator[dict[str, Any]]:
-    """The JSON objects of a JSON Lines (or parquet, or JSON array) file: a list, or with ``stream`` a one-pass
-    iterator (the strict scorer normalises each record as it comes, so the parsed file is never held in memory
-    at once). With a ``problems`` list, unreadable lines are collected there instead of stopping the command."""
-    from ..dataset.layout import iter_raw_records, read_raw_records
-
-    if not stream or str(path).endswith(".parquet"):
-        return read_raw_records(path, problems=problems) if not _is_array(path) else list(
-            iter_raw_records(path, problems=problems))
-    return iter_raw_records(path, problems=problems)
-
-
-def _is_array(path: Path) -> bool:
-    try:
-        with path.open("rb") as fh:
-            return fh.read(64).lstrip().startswith(b"[")
-    except OSError:
-        return False
-
-
-def _ids(value: str | None) -> list[str] | None:
-    """``--ids``: a comma list, or ``@file`` (ids separated by newlines or commas)."""
-    if value is None:
-        return None
-    if value.startswith("@"):
-        from ..errors import InputError
-
-        path = Path(value[1:])
-        try:
-            value = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"cannot read the ids file ({getattr(exc, 'strerror', None) or exc})", path=path) from None
-    ids = [i.strip() for part in value.splitlines() for i in part.split(",") if i.strip()]
-    if not ids:
-        from ..errors import ConfigError
-
-        raise ConfigError("--ids names no ids; give a comma list or @file")
-    return ids
-
-
 def _one_blas_thread() -> None:
     """Ask OpenBLAS for one thread before numpy loads (unless the user chose otherwise): the evaluator's matrix
     products are small, and idle OpenBLAS worker threads spin for a while after start-up, which costs about
@@ -136,17 +41,6 @@ def _one_blas_thread() -> None:
 
     if "numpy" not in sys.modules:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-
-
-def _choices(splits: str, n_tools: str, metrics: str | None) -> tuple[list[str], list[str], list[str]]:
-    from ..eval.api import parse_choice_list, parse_metric_list
-    from ..eval.strict import N_TOOLS, SPLITS
-
-    return (
-        parse_choice_list(splits, SPLITS, "split"),
-        parse_choice_list(n_tools, N_TOOLS, "tool count"),
-        parse_metric_list(metrics),
-    )
 
 
 def evaluate_command(
@@ -215,109 +109,29 @@ def evaluate_command(
         taskbench evaluate --data multimedia -p preds/first100.jsonl --limit 100
     """
     _one_blas_thread()
-    from ..errors import ConfigError, did_you_mean
-    from ..eval.api import evaluate, write_metrics
-    from ..eval.runtime import gc_paused
+    from ..errors import ConfigError
+    from ..run.evaluate import EvaluateSpec, evaluate_spec
+    from ..run.executor import ExecutorSpec
 
     if sum([compat, strict, both]) > 1:
         raise ConfigError("choose one of --compat, --strict, --both")
-    if execute and compat:
-        raise ConfigError("--execute adds to the strict metrics; use it without --compat, or with --both")
-    run_mode: Mode = "compat" if compat else "both" if both else "strict"
-    if mode not in ("add", "mul"):
-        raise ConfigError(f"--mode must be add or mul, not {mode!r} ({did_you_mean(mode, ('add', 'mul'))})")
-    if bootstrap < 0:
-        raise ConfigError("--bootstrap must be >= 0")
-    if limit is not None and limit < 1:
-        raise ConfigError(f"--limit must be a positive number of samples, not {limit}")
-    if unusable not in ("skip", "error"):
-        raise ConfigError(f"--unusable must be skip or error, not {unusable!r} ({did_you_mean(unusable, ('skip', 'error'))})")
-    split_list, n_list, metric_list = _choices(splits, n_tools, metrics)
-    wanted = _ids(ids)
-    settings = {"data": data, "predictions": str(predictions.resolve()), "mode": run_mode, "splits": split_list,
-                "n_tools": n_list, "group_mode": mode, "alignment": alignment, "metrics": metric_list,
-                "dependency": dependency, "bootstrap": bootstrap, "seed": seed, "ids": wanted, "limit": limit,
-                "unusable": unusable, "execute": execute, "executor": executor}
-    from .predict import make_executor
-
-    runner = make_executor(executor, ray_address, workers)
-    if runner is not None and (ids or limit or execute or unusable != "skip"):
-        runner.close()
-        raise ConfigError("--executor ray shards strict scoring of the whole set; --ids, --limit, --execute and "
-                          "--unusable run locally (drop --executor ray)")
-    if runner is not None:  # sharded strict scoring (a map-reduce); see taskbench.executors.evaluate
-        from ..executors.evaluate import aevaluate_sharded
-        from ..records import run_sync
-
-        library, data_path, aligned = _load(data, dependency, alignment)
-        try:
-            result = run_sync(aevaluate_sharded(
-                data_path.parent, predictions, executor=runner, mode=run_mode, dependency=dependency,
-                splits=split_list, n_tools=n_list, group_mode=mode, metrics=metric_list, alignment_ids=aligned,
-                bootstrap=bootstrap, seed=seed, bertscore_model=bertscore_model,
-            ))
-        finally:
-            runner.close()
-        _warn(result.warnings)
-        _show(result, predictions.name, errors, wide, as_json or is_stdout(output))
-        if output is not None and not is_stdout(output):
-            write_metrics(result, output)
-            _write_header(output, settings, result)
-            make_console(stderr=as_json).print(f"wrote {output}", markup=False, highlight=False)
-        return
-    with gc_paused():  # the parsed JSON is millions of objects no collection needs to walk
-        library, data_path, aligned = _load(data, dependency, alignment)
-        if limit is not None:  # the samples predict --limit N picked, not the first N in file order
-            wanted, limit = _stratified(data_path, aligned, wanted, limit), None
-        stream = run_mode == "strict"  # compat reads the gold records as they are: it keeps them
-        gold_problems: list[InputError] | None = [] if unusable == "skip" else None
-        pred_problems: list[InputError] = []
-        gold = _records(data_path, stream=stream, problems=gold_problems)
-        preds = _records(predictions, stream=stream, problems=pred_problems)
-        gold_records = gold if not stream and isinstance(gold, list) else None  # not streamed: a list
-        result = evaluate(
-            gold, preds, library, mode=run_mode, gold_records=gold_records, gold_path=data_path,
-            dependency=dependency, splits=split_list, n_tools=n_list, group_mode=mode, metrics=metric_list,
-            alignment_ids=aligned, ids=wanted, limit=limit, bootstrap=bootstrap, seed=seed,
-            bertscore_model=bertscore_model, unusable=unusable, gold_problems=gold_problems,
-            prediction_problems=pred_problems,
-        )
-        if execute:
-            result.execution = _execute(data_path, predictions, library, split_list, n_list, mode, aligned, bootstrap,
-                                        seed)
-        _warn(result.warnings)  # first: a table read under a warning is read for what it is
-        _show(result, predictions.name, errors, wide, as_json or is_stdout(output))
-        if output is not None and not is_stdout(output):
-            write_metrics(result, output)
-            _write_header(output, settings, result)
-            make_console(stderr=as_json).print(f"wrote {output}", markup=False, highlight=False)
-        if result.warnings and not (as_json or is_stdout(output)):
-            n = len(result.warnings)
-            make_console(stderr=True, highlight=False).print(
-                f"taskbench: {n} coverage warning{'s' if n != 1 else ''} above the tables", markup=False)
-
-
-def _write_header(output: Path, settings: dict[str, Any], result: EvaluationResult) -> None:
-    """The run header next to the metrics file (``FILE.header.json``, see :mod:`taskbench.dataset.header`),
-    with the model, dataset and sample count the scores are of (a compat-only file has no room for them)."""
-    from ..dataset.header import new_header, write_header
-
-    config = {**settings, "model": result.model, "dataset": result.dataset, "n_samples": result.n_samples}
-    write_header(output, new_header("evaluate", config=config, identity=settings,
-                                    seeds={"bootstrap": settings["seed"]}))
-
-
-def _execute(
-    data_path: Path, predictions: Path, library: ToolLibrary, splits: list[str], n_tools: list[str], mode: str,
-    ids: set[str] | None, bootstrap: int, seed: int,
-) -> ExecutionResult:
-    """Execution success of the predictions (gold and predictions read again: strict scoring streamed them)."""
-    from ..eval.execution import evaluate_execution
-
-    return evaluate_execution(
-        _records(data_path, stream=False), _records(predictions, stream=False), library, splits=splits,
-        n_tools=n_tools, mode=mode, alignment_ids=ids, bootstrap=bootstrap, seed=seed,
-    )
+    spec = EvaluateSpec(
+        data=data, predictions=predictions, mode="compat" if compat else "both" if both else "strict",
+        splits=splits, n_tools=n_tools, group_mode=mode, alignment=alignment, metrics=metrics,
+        dependency=dependency, bootstrap=bootstrap, seed=seed, bertscore_model=bertscore_model, ids=ids,
+        limit=limit, unusable=unusable, execute=execute,
+        executor=ExecutorSpec(executor, ray_address, workers), output=output,
+    )  # the checks, the defaults and the executor choice live in the spec: evaluate(...) is this command
+    result = evaluate_spec(spec)
+    to_stdout = as_json or is_stdout(output)
+    _warn(result.warnings)  # first: a table read under a warning is read for what it is
+    _show(result, predictions.name, errors, wide, to_stdout)
+    if output is not None and not is_stdout(output):
+        make_console(stderr=as_json).print(f"wrote {output}", markup=False, highlight=False)
+    if result.warnings and not to_stdout and executor == "local":
+        n = len(result.warnings)
+        make_console(stderr=True, highlight=False).print(
+            f"taskbench: {n} coverage warning{'s' if n != 1 else ''} above the tables", markup=False)
 
 
 def _console() -> Console:
@@ -384,7 +198,7 @@ def compare_command(
     n_tools: str = typer.Option("overall", "--n-tools", help=N_TOOLS_HELP),
     mode: str = typer.Option("add", "--mode", help=MODE_HELP),
     metrics: str | None = typer.Option(
-        None, "--metrics", "-M", help="Metric families (no bertscore): comma list of f1,ed,link,argument,rouge."
+        None, "--metrics", "-M", help="Metric families (no bertscore): a comma list of {compare_metric_families}."
     ),
     alignment: str | None = typer.Option(None, "--alignment", help=ALIGN_HELP),
     dependency: str | None = typer.Option(None, "--dependency", help=DEP_HELP),
@@ -409,36 +223,22 @@ def compare_command(
     """
 
     _one_blas_thread()
-    from ..dataset.jsonio import write_json
-    from ..errors import ConfigError, did_you_mean
-    from ..eval.api import compare_predictions
-    from ..eval.runtime import gc_paused
     from ..report.tables import comparison_table
+    from ..run.evaluate import CompareSpec, compare_spec
 
-    if mode not in ("add", "mul"):
-        raise ConfigError(f"--mode must be add or mul, not {mode!r} ({did_you_mean(mode, ('add', 'mul'))})")
-    if n_boot < 0 or n_perm < 0:
-        raise ConfigError("--bootstrap and --permutations must be >= 0")
-    split_list, n_list, metric_list = _choices(splits, n_tools, metrics)
-    with gc_paused():
-        library, data_path, ids = _load(data, dependency, alignment)
-        result = compare_predictions(
-            _records(data_path, stream=False), _records(a, stream=True), _records(b, stream=True), library,
-            names=(a.stem, b.stem),
-            dependency=dependency, splits=split_list, n_tools=n_list, group_mode=mode, metrics=metric_list,
-            alignment_ids=ids, n_boot=n_boot, n_perm=n_perm, seed=seed, gold_path=data_path,
-        )
+    result = compare_spec(CompareSpec(
+        a=a, b=b, data=data, splits=splits, n_tools=n_tools, group_mode=mode, metrics=metrics, alignment=alignment,
+        dependency=dependency, n_boot=n_boot, n_perm=n_perm, seed=seed, output=output,
+    ))
     _warn(result.warnings)
-    doc = result.model_dump(mode="json")
     if as_json or is_stdout(output):
-        print_json(doc)
+        print_json(result.model_dump(mode="json"))
     else:
         console = make_console()
         table = comparison_table(result, wide=wide)
         first = 1 if len([g for g in result.groups.values() if g.results]) == 1 else 2  # metric (and group)
         print_table(console, table, wide=wide, keep=first, drop_first=[(result.a, result.b)])
     if output is not None and not is_stdout(output):
-        write_json(output, doc)
         make_console(stderr=as_json).print(f"wrote {output}", markup=False, highlight=False)
 
 

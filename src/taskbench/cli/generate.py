@@ -22,40 +22,9 @@ from .options import (
 from .predict import RAY_ADDRESS_HELP, WORKERS_HELP
 
 
-def _size_weights(text: str | None) -> dict[int, float] | None:
-    from ..errors import ConfigError
-    from ..graph.sampling import parse_weights
-
-    if text is None:
-        return None
-    raw = parse_weights(text)
-    try:
-        return {int(k): v for k, v in raw.items()}
-    except ValueError:
-        raise ConfigError(f"size weights need integer sizes, e.g. '2=1,3=1'; got {text!r}") from None
-
-
-def _graph(tools: Path | None, graph: Path | None, out: Path, fmt: str, dependency: str | None) -> Any:
-    from ..errors import ConfigError
-    from ..graph.build import graph_from_path, load_graph
-
-    if tools is not None and graph is not None:
-        raise ConfigError("give --tools or --graph, not both")
-    if graph is not None:
-        return load_graph(graph, dependency)
-    if tools is not None:
-        from ..bundled import resolve
-
-        return graph_from_path(resolve(tools), format=fmt, dependency=dependency)
-    if (out / "graph_desc.json").is_file():
-        return load_graph(out / "graph_desc.json", dependency)
-    raise ConfigError("give --tools FILE or --graph FILE (or --output a directory generated before, to resume it)")
-
-
 def generate_command(
     tools: Path | None = typer.Option(
-        None, "--tools", help="A tool library (TaskBench tool_desc.json, OpenAI tools, MCP tools/list, OpenAPI 3), a "
-        "dataset directory or a bundled dataset name; its tool graph is built.", show_default=False),
+        None, "--tools", help="A tool library ({format_titles}), a dataset directory or a bundled dataset name; its tool graph is built.", show_default=False),
     graph: Path | None = typer.Option(
         None, "--graph", help="A tool graph (graph_desc.json, e.g. from `taskbench graph build`).", show_default=False),
     output: Path | None = typer.Option(None, "--output", "-o", show_default=False,
@@ -108,7 +77,7 @@ def generate_command(
         "files) goes into the prompt, and each sample's gold graph is run in it; one that fails is rejected "
         "(the exec critic). The runs change the environment: point it at a copy of your data.",
         show_default=False),
-    fmt: str = typer.Option("auto", "--format", "-f", help="Format of --tools: auto, taskbench, openai, mcp, openapi."),
+    fmt: str = typer.Option("auto", "--format", "-f", help="Format of --tools: {formats}."),
     dependency: str | None = typer.Option(None, "--dependency", "-D", help="Override: resource or temporal."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
     wide: bool = wide_option(),
@@ -147,100 +116,31 @@ def generate_command(
 
         taskbench generate --tools dailylifeapis -o /shared/gen/daily -n 5000 -m openai-compatible/qwen7b --base-url http://gpu1:8000/v1 --executor ray --ray-address auto -c 16
     """
-    from ..engine.generate import GenerateOptions, generate, read_manifest, weights_from_manifest
     from ..engine.progress import RichGenerateDisplay, statistics_table
-    from ..errors import ConfigError
-    from ..graph.sampling import MODE_WEIGHTS, MODES, SIZE_WEIGHTS, parse_weights
-    from ..predict.runner import open_model
-    from .predict import make_executor
+    from ..predict.progress import RichPredictDisplay
+    from ..run.executor import ExecutorSpec
+    from ..run.generate import EXECUTED, GenerateSpec, generate_spec
 
-    out = output or out_alias
-    if out is None:
-        raise ConfigError("give --output DIR (the output directory)")
-    old = read_manifest(out) if out.is_dir() else None
-    if method == "executed" or (method is None and old is not None and old.method == "executed"):
-        if tools is not None or graph is not None:
-            raise ConfigError("--method executed reads the tools from --env (its graph is inferred): drop "
-                              "--tools/--graph")
-        _generate_executed(out, old, env=env, n=n, model=model, seed=seed, temperature=temperature,
-                           max_tokens=max_tokens, concurrency=concurrency, base_url=base_url,
-                           api_key_env=api_key_env, no_cache=no_cache, extra=call_options(option, timeout, max_retries),
-                           quiet=quiet, dedup_threshold=dedup_threshold)
-        return
-    if old is not None:  # resume: what is not given comes from the directory
-        modes_old, sizes_old = weights_from_manifest(old)
-        n = old.n if n is None else n
-        seed = old.seed if seed is None else seed
-        method = old.method if method is None else method
-        model = old.model if model is None else model
-        critic_model = old.critic_model if critic_model is None else critic_model
-        check = (True if "check" not in old.model_fields_set else old.check) if check is None else check
-        guided = (False if "guided" not in old.model_fields_set else old.guided) if guided is None else guided
-        temperature = old.temperature if temperature is None else temperature
-        top_p = old.top_p if top_p is None else top_p
-        max_tokens = old.max_tokens if max_tokens is None else max_tokens
-        modes = modes_old if mode_weights is None else parse_weights(mode_weights, MODES)
-        sizes = sizes_old if size_weights is None else _size_weights(size_weights)
-    else:
-        modes = parse_weights(mode_weights, MODES) if mode_weights is not None else dict(MODE_WEIGHTS)
-        sizes = _size_weights(size_weights) if size_weights is not None else dict(SIZE_WEIGHTS)
-    tool_graph = _graph(tools, graph, out, fmt, dependency)
-    if n is None:
-        raise ConfigError("give --n (how many samples to plan)")
-    if model is None:
-        raise ConfigError("give --model (provider/model, e.g. llamacpp/qwen2.5-coder-0.5b)")
-    options = GenerateOptions(
-        n=n, seed=0 if seed is None else seed, method=method or "back-instruct", mode_weights=modes,
-        size_weights=sizes, check=True if check is None else check, guided=guided, keep=keep, dedup=dedup,
-        dedup_threshold=dedup_threshold, concurrency=concurrency,
-        temperature=0.7 if temperature is None else temperature, top_p=1.0 if top_p is None else top_p,
-        max_tokens=max_tokens or 2048,
-    )
-    options.check_choices()
-    extra = call_options(option, timeout, max_retries)
-    runner = make_executor(executor, ray_address, workers)
+    spec = GenerateSpec(
+        output=output or out_alias, tools=tools, graph=graph, n=n, model=model, seed=seed, method=method,
+        mode_weights=mode_weights, size_weights=size_weights, critic_model=critic_model, check=check, guided=guided,
+        keep=keep, dedup=dedup, dedup_threshold=dedup_threshold, concurrency=concurrency, temperature=temperature,
+        top_p=top_p, max_tokens=max_tokens, cache=not no_cache, base_url=base_url, critic_base_url=critic_base_url,
+        api_key_env=api_key_env, model_options=call_options(option, timeout, max_retries), env=env, format=fmt,
+        dependency=dependency, executor=ExecutorSpec(executor, ray_address, workers),
+    ).resolved()  # the recorded arguments, the defaults, the checks: generate_spec(spec) is this command
     console = make_console(stderr=True, quiet=quiet)
+    if spec.method == EXECUTED:
+        progress = RichPredictDisplay(console)
+        with progress:
+            executed = generate_spec(spec, display=progress)
+        _print_executed(executed)
+        return
     display = RichGenerateDisplay(console)
-    if runner is not None and env is not None:
-        runner.close()
-        raise ConfigError("--env runs every gold graph in one environment: use --executor local with it")
-    if runner is not None:  # sharded: each worker rebuilds the models from their configs
-        from ..executors.generate import agenerate_sharded
-        from ..llm.config import ModelConfig
-        from ..records import run_sync
-
-        config = ModelConfig.build(model, concurrency=concurrency, cache=not no_cache, base_url=base_url,
-                                   api_key_env=api_key_env, options=extra)
-        critic_config = None if critic_model is None else ModelConfig.build(
-            critic_model, concurrency=concurrency, cache=not no_cache, base_url=critic_base_url,
-            api_key_env=api_key_env, options=extra)
-        try:
-            with display:
-                summary = run_sync(agenerate_sharded(tool_graph, config, out, options, executor=runner,
-                                                     critic=critic_config, display=display))
-        finally:
-            runner.close()
-    else:
-        m = open_model(model, concurrency=concurrency, cache=not no_cache, base_url=base_url,
-                       api_key_env=api_key_env, options=extra)
-        critic = None
-        if critic_model is not None:
-            critic = open_model(critic_model, concurrency=concurrency, cache=not no_cache,
-                                base_url=critic_base_url, api_key_env=api_key_env, options=extra)
-        environment = None
-        if env is not None:
-            from ..envs import open_environment
-
-            environment = open_environment(env)
-        try:
-            with display:
-                summary = generate(tool_graph, m, out, options, critic_model=critic, display=display,
-                                   close_model=True, env=environment)
-        finally:
-            if environment is not None:
-                from ..records import run_sync
-
-                run_sync(environment.aclose())
+    with display:
+        summary = generate_spec(spec, display=display)
+    out = Path(str(spec.output))
+    options = spec.options()
     stats = summary.statistics
     if as_json:
         print_json(stats)
@@ -271,47 +171,14 @@ def generate_command(
     exit_if_calls_failed(summary.failed_calls, summary.planned, summary.errors)
 
 
-def _generate_executed(out: Path, old: Any, *, env: str | None, n: int | None, model: str | None, seed: int | None,
-                       temperature: float | None, max_tokens: int | None, concurrency: int, base_url: str | None,
-                       api_key_env: str | None, no_cache: bool, extra: dict[str, Any], quiet: bool,
-                       dedup_threshold: float) -> None:
-    """``generate --method executed``: calls first, the request last (engine/executed)."""
-    from ..engine.executed import ExecutedOptions, agenerate_executed
-    from ..errors import ConfigError
-    from ..predict.progress import RichPredictDisplay
-    from ..predict.runner import open_model
-    from ..records import run_sync
-
-    if old is not None:  # resume: what is not given comes from the directory
-        env = old.env if env is None else env
-        n = old.n if n is None else n
-        model = old.model if model is None else model
-        seed = old.seed if seed is None else seed
-        temperature = old.temperature if temperature is None else temperature
-        max_tokens = old.max_tokens if max_tokens is None else max_tokens
-    if env is None:
-        raise ConfigError("--method executed needs --env (restbench-tmdb, restbench-spotify, mcp:<command>, ...)")
-    if n is None:
-        raise ConfigError("give --n (how many tasks to attempt)")
-    if model is None:
-        raise ConfigError("give --model (the request writer, e.g. llamacpp/qwen2.5-coder-0.5b)")
-    options = ExecutedOptions(n=n, seed=0 if seed is None else seed,
-                              temperature=0.7 if temperature is None else temperature,
-                              max_tokens=max_tokens or 120, dedup_threshold=dedup_threshold)
-    m = open_model(model, concurrency=concurrency, cache=not no_cache, base_url=base_url, api_key_env=api_key_env,
-                   options=extra)
-    console = make_console(stderr=True, quiet=quiet)
-    display = RichPredictDisplay(console)
-    try:
-        with display:
-            summary = run_sync(agenerate_executed(env, out, m, options, concurrency=concurrency, display=display))
-    finally:
-        m.close()
+def _print_executed(summary: Any) -> None:
+    """What ``generate --method executed`` did (its statistics are in the output directory)."""
     stats = summary.statistics
+    out = summary.output
     screen = make_console()
     dropped = ", ".join(f"{k} {v}" for k, v in summary.dropped.items()) or "none"
     refused = ", ".join(f"{k} {v}" for k, v in stats.get("requests_refused", {}).items()) or "none"
-    screen.print(f"{out}: {summary.entries} entries, {summary.kept} tasks kept in {out / 'tasks.jsonl'} "
+    screen.print(f"{out}: {summary.entries} entries, {summary.kept} tasks kept in {Path(out) / 'tasks.jsonl'} "
                  f"({stats.get('operations_used', 0)} operations; {dict(stats.get('types', {}))}); dropped: {dropped}; "
                  f"requests refused: {refused}; {summary.seconds:.0f} s", highlight=False)
     exit_if_calls_failed(summary.failed, summary.entries, [])

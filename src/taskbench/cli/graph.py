@@ -21,7 +21,7 @@ from .options import (
 if TYPE_CHECKING:  # pragma: no cover
     from ..schema import ToolGraph
 
-FORMAT_HELP = "Tool library format: auto (detect), taskbench, openai, mcp or openapi."
+FORMAT_HELP = "Tool library format: {formats}."
 DEP_HELP = (
     "Dependency rule: resource (link a->b when an output type of a is an input type of b) or temporal "
     "(every ordered pair). Default: inferred (typed TaskBench tools -> resource, else temporal)."
@@ -100,8 +100,8 @@ def _write_graph(graph: ToolGraph, output: Path | None, what: str) -> None:
 
 @graph_app.command("build")
 def build_command(
-    tool_desc: Path = typer.Argument(..., help="Tool library: TaskBench tool_desc.json, OpenAI tools, MCP tools/list "
-                                     "or OpenAPI 3 JSON, a dataset directory or a bundled dataset name.",
+    tool_desc: Path = typer.Argument(..., help="Tool library: {format_titles}, a dataset directory or a bundled dataset "
+                                     "name.",
                                      show_default=False),
     output: Path | None = typer.Option(None, "--output", "-o", help="Write graph_desc.json here (default, or -: stdout)."),
     infer: str = typer.Option("auto", "--infer", "-i", help=INFER_HELP),

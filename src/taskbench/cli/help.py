@@ -9,6 +9,11 @@ it; below 100 columns the help goes under the names, indented, using the full wi
 :func:`install` replaces typer's private ``rich_utils._print_options_panel`` when it exists with the
 signature it has had since typer 0.12 (keyword-only ``name``, ``params``, ``ctx``, ``markup_mode``,
 ``console``); with a typer that lacks it, typer's own layout stays.
+
+Help that lists what a registry holds (agents, metric families, tool-library formats) is written with a token,
+e.g. ``"Format: {formats}."``; :func:`expand` fills the tokens from the registries (:data:`TOKENS`) when the
+help is shown, so a plugin's agent, metric or format is listed, and a command that does not show its help never
+imports a registry.
 """
 
 from __future__ import annotations
@@ -17,6 +22,29 @@ from typing import Any
 
 NARROW = 100
 """Below this terminal width the help text goes under the option names."""
+
+TOKENS: dict[str, str] = {
+    "{formats}": "taskbench.graph.formats:formats_help",
+    "{format_titles}": "taskbench.graph.formats:titles_help",
+    "{agents}": "taskbench.agents.registry:agents_help",
+    "{metric_families}": "taskbench.eval.metrics:families_help",
+    "{default_metrics}": "taskbench.eval.metrics:default_families_help",
+    "{compare_metric_families}": "taskbench.eval.metrics:compare_families_help",
+}
+"""Help-text token -> ``"module:function"`` giving its text from a registry."""
+
+
+def expand(text: str | None) -> str | None:
+    """``text`` with every :data:`TOKENS` token replaced by what its registry holds now."""
+    if not text or "{" not in text:
+        return text
+    import importlib
+
+    for token, target in TOKENS.items():
+        if token in text:
+            module, _, name = target.partition(":")
+            text = text.replace(token, getattr(importlib.import_module(module), name)())
+    return text
 
 
 def _type_text(param: Any, ctx: Any) -> str:
@@ -79,6 +107,8 @@ def _print_options_panel(*, name: str, params: list[Any], ctx: Any, markup_mode:
         kind = _type_text(param, ctx)
         if kind:
             label.append(" " + kind, style=rich_utils.STYLE_TYPES)
+        if isinstance(getattr(param, "help", None), str):
+            param.help = expand(param.help)
         help_text = rich_utils._get_parameter_help(param=param, ctx=ctx, markup_mode=markup_mode)
         if narrow:
             rows += [label, Padding(help_text, (0, 0, 0, 4))]

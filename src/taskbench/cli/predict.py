@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -19,9 +18,6 @@ from .options import (
     provider_option,
     timeout_option,
 )
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..executors import Executor
 
 DATA_HELP = "Dataset directory in the reference layout, or a bundled dataset name (huggingface, multimedia, dailylifeapis)."
 EXECUTOR_HELP = (
@@ -39,18 +35,6 @@ def base_urls(values: list[str] | None) -> str | list[str] | None:
     return values[0] if len(values) == 1 else list(values)
 
 
-def make_executor(executor: str, ray_address: str | None, workers: int | None) -> Executor | None:
-    """The executor of ``--executor/--ray-address/--workers``, or None for an in-process run."""
-    from ..errors import ConfigError
-    from ..executors import get_executor
-
-    if executor == "local":
-        if ray_address or workers:
-            raise ConfigError("--ray-address and --workers need --executor ray")
-        return None
-    return get_executor(executor, address=ray_address, workers=workers)
-
-
 DEMOS_HELP = (
     "How demonstrations are chosen: 'fixed' (the reference scripts' demo ids) or 'retrieved' (per request, the "
     "most similar other samples of the dataset by BM25; never the sample itself or a near duplicate)."
@@ -64,15 +48,6 @@ PLAN_HELP = (
     "its tool and that tool's own arguments; see docs/embedded-model.md). --graph-schema: the reference "
     "task-graph shape (task_steps, task_nodes, task_links) as the schema."
 )
-
-
-def prompt_options(demos: str, shortlist: int, plan: bool) -> dict[str, Any]:
-    """The PredictOptions fields of --demos, --shortlist and --plan/--graph-schema (checked)."""
-    from ..errors import ConfigError
-
-    if demos not in ("fixed", "retrieved"):
-        raise ConfigError(f"--demos must be 'fixed' or 'retrieved', not {demos!r}")
-    return {"demo_selection": demos, "shortlist": shortlist or None, "plan": plan}
 
 
 def predict_command(
@@ -135,58 +110,22 @@ def predict_command(
         taskbench predict --data dailylifeapis -m llamacpp/qwen2.5-coder-1.5b -o preds/q15.jsonl --shots 2 --demos retrieved
     """
 
-    from ..errors import ConfigError
     from ..predict.progress import RichPredictDisplay, summary_table
-    from ..predict.runner import PredictOptions, default_max_tokens, open_model, predict_file
-    from ..run.resolve import resolve_data
+    from ..run.executor import ExecutorSpec
+    from ..run.predict import PredictSpec, predict_spec
 
-    if reformat and structured:
-        raise ConfigError("--reformat needs --free (structured output always parses)")
-    options = PredictOptions(
-        shots=shots, structured=structured, reformat=reformat, limit=limit or None, concurrency=concurrency,
-        temperature=temperature, top_p=top_p, max_tokens=max_tokens or default_max_tokens(model), seed=seed,
-        template=str(template) if template else None, **prompt_options(demos, shortlist, plan),
-    )
-    if template is not None:  # a broken template fails before anything is written
-        from ..predict.prompts import load_template
-
-        load_template(template, "resource")
-    path = resolve_data(data)
-    model_options = call_options(option, timeout, max_retries, endpoint_concurrency)
-    runner = make_executor(executor, ray_address, workers)
+    spec = PredictSpec(
+        data=data, model=model, output=output, shots=shots, demos=demos, shortlist=shortlist, plan=plan,
+        structured=structured, reformat=reformat, concurrency=concurrency, limit=limit, temperature=temperature,
+        top_p=top_p, max_tokens=max_tokens, seed=seed, template=template, cache=not no_cache,
+        base_url=base_urls(base_url), api_key_env=api_key_env,
+        model_options=call_options(option, timeout, max_retries, endpoint_concurrency),
+        executor=ExecutorSpec(executor, ray_address, workers),
+    )  # the checks, the defaults and the executor choice live in the library: predict_spec(spec) is this command
     console = make_console(stderr=True, quiet=quiet)
     display = RichPredictDisplay(console)
-    if runner is not None:
-        from ..dataset.header import open_run
-        from ..executors.predict import apredict_sharded
-        from ..llm.config import ModelConfig
-        from ..predict.runner import predict_header
-        from ..records import run_sync
-
-        config = ModelConfig.build(model, concurrency=concurrency, cache=not no_cache, base_url=base_urls(base_url),
-                                   api_key_env=api_key_env, options=model_options)
-        try:
-            open_run(output, predict_header(config.name, path, options))
-        except BaseException:
-            runner.close()
-            raise
-        try:
-            with display:
-                summary = run_sync(apredict_sharded(path, config, output, options, executor=runner, display=display))
-        finally:
-            runner.close()
-    else:
-        m = open_model(
-            model, concurrency=concurrency, cache=not no_cache,
-            # a list of replicas is fine (the openai providers pool them); open_model's hint says str only
-            base_url=base_urls(base_url),  # type: ignore[arg-type]
-            api_key_env=api_key_env, options=model_options,
-        )
-        try:
-            with display:
-                summary = predict_file(path, m, output, options, display=display, close_model=True)
-        finally:
-            m.close()  # no-op when predict_file closed it; releases it when loading the dataset failed
+    with display:
+        summary = predict_spec(spec, display=display)
     from rich.markup import escape as rich_escape
 
     from ..predict.progress import SUMMARY_DROP_FIRST

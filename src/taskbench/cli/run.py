@@ -27,7 +27,6 @@ from .predict import (
     SHORTLIST_HELP,
     WORKERS_HELP,
     base_urls,
-    make_executor,
 )
 
 CLI_COLUMNS = ("dataset", "model", "samples", "n-F1", "e-F1", "v-F1", "NED", "parse fail", "call fail", "compat n-F1",
@@ -101,7 +100,7 @@ def run_command(
     ),
     generate_tools: str = typer.Option(
         "multimedia", "--generate-tools", help="Tool library of the generation stage: a bundled dataset name, a "
-        "dataset directory or a tool file (TaskBench, OpenAI tools, MCP, OpenAPI).",
+        "dataset directory or a tool file ({format_titles}).",
     ),
     agents: str | None = typer.Option(
         None, "--agents",
@@ -140,6 +139,7 @@ def run_command(
     """
 
     from ..predict.progress import RichPredictDisplay
+    from ..run.executor import ExecutorSpec
     from ..run.job import run_benchmark
     from ..run.spec import RunSpec
     from .options import parse_model_options
@@ -152,19 +152,15 @@ def run_command(
         api_key_env=api_key_env, timeout=timeout, max_retries=max_retries, model_options=parse_model_options(option),
         generate=generate, generate_tools=generate_tools, agents=_names(agents) if agents is not None else None,
         agent_tasks=_names(agent_tasks) if agent_tasks else None,
-    ).resolved()  # the defaults and the checks live in RunSpec: run_benchmark(RunSpec()) is this command
-    runner = make_executor(executor, ray_address, workers)
+        executor=ExecutorSpec(executor, ray_address, workers),
+    ).resolved()  # defaults, checks, executor choice: RunSpec; run_benchmark(RunSpec()) is this command
     err = make_console(stderr=True, quiet=quiet)
     display = RichPredictDisplay(err)
     from ..engine.progress import RichGenerateDisplay
 
     stage_displays = {"generate": RichGenerateDisplay(err), "agents": RichPredictDisplay(err)}
-    try:
-        with display:
-            log = run_benchmark(spec, display=display, executor=runner, stage_displays=stage_displays)
-    finally:
-        if runner is not None:
-            runner.close()
+    with display:
+        log = run_benchmark(spec, display=display, stage_displays=stage_displays)
 
     _print_results(log, output, display.summaries)
     if log.status == "incomplete":
@@ -205,7 +201,10 @@ def _print_results(log: Any, output: Path, summaries: Any) -> None:
                         more=REPORT_HAS))
     table = Table(title="Leaderboard (overall, %; strict unless marked compat)", title_justify="left")
     head = overview_header()
-    keep = [i for i, h in enumerate(head) if h in CLI_COLUMNS]
+    from ..eval.metrics import headline_added
+
+    added = {m.label for m in headline_added()}  # an added headline metric is printed too
+    keep = [i for i, h in enumerate(head) if h in CLI_COLUMNS or h in added]
     for i in keep:
         table.add_column(head[i], justify="left" if i < 2 else "right")
     for row in overview_rows(log):

@@ -27,8 +27,7 @@ def sample_command(
     start: int = typer.Option(0, "--start", help="First entry index (entries start..n-1; for resuming).", min=0),
     output: Path | None = typer.Option(None, "--output", "-o", help="Write the plan as JSON Lines here (default, or -: stdout)."),
     dependency: str | None = typer.Option(None, "--dependency", "-D", help="Override: resource or temporal."),
-    fmt: str = typer.Option("auto", "--format", "-f", help="Tool library format: auto, taskbench, openai, mcp, "
-                            "openapi."),
+    fmt: str = typer.Option("auto", "--format", "-f", help="Tool library format: {formats}."),
     max_links: int | None = typer.Option(
         None, "--max-links", min=0, show_default=False,
         help="Refuse to build a graph with more links than this in memory (default 1,000,000; 0: no limit; about "

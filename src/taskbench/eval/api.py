@@ -25,6 +25,7 @@ from ..schema.scores import GroupResult, StrictResult
 from . import stats
 from .coverage import Coverage, IdTally, coverage_warnings, disjoint_error
 from .groups import Group, group_mask
+from .metrics import BUILTIN_FAMILIES, default_families, families, family_keys, sample_metrics
 from .runtime import gc_paused
 from .strict import (
     N_TOOLS,
@@ -46,39 +47,34 @@ from .strict import (
 )
 from .taxonomy import PredictionErrors, classify_counts, classify_graphs, summarize
 
-METRIC_NAMES = ("f1", "ed", "link", "argument", "rouge", "bertscore")
+METRIC_NAMES = BUILTIN_FAMILIES
+"""The built-in ``--metrics`` families (:func:`taskbench.eval.metrics.families` adds the added metrics')."""
 DEFAULT_METRICS = ("f1", "ed", "link", "argument", "rouge")
+"""The built-in families scored by default (:func:`taskbench.eval.metrics.default_families` adds the added
+metrics' that ask to be)."""
 DEFAULT_BOOTSTRAP = 1000
 """Bootstrap replicates per evaluation unless told otherwise (``--bootstrap``)."""
 Mode = Literal["strict", "compat", "both"]
 
-# which reported metrics each --metrics family switches on (parse rates are always reported)
-_FAMILY = {
-    "f1": ("node_micro_precision", "node_micro_recall", "node_micro_f1", "node_macro_precision",
-           "node_macro_recall", "node_macro_f1", "node_set_accuracy", "graph_accuracy"),
-    "link": ("link_precision", "link_recall", "link_f1", "edge_set_accuracy"),
-    "argument": ("argument_name_f1", "argument_value_f1"),
-    "ed": ("edit_distance",),
-    "rouge": ("step_rouge1", "step_rouge2", "step_rougeL", "step_rougeLsum"),
-    "bertscore": ("step_bertscore_precision", "step_bertscore_recall", "step_bertscore_f1"),
-}
-_ALWAYS = ("parse_failure_rate", "call_failure_rate", "missing_rate")
+_MACRO = frozenset(("node_macro_precision", "node_macro_recall", "node_macro_f1"))
 
 
 def parse_metric_list(value: str | Sequence[str] | None) -> list[str]:
-    """``"all"`` / ``"f1,ed"`` / a list -> validated metric families (``all`` = every family, as the reference)."""
+    """``"all"`` / ``"f1,ed"`` / a list -> validated metric families of the metric table (``all`` = every family,
+    as the reference; None = the default families)."""
     if value is None:
-        return list(DEFAULT_METRICS)
+        return default_families()
+    known = families()
     items = value.split(",") if isinstance(value, str) else list(value)
     items = [i.strip() for i in items if i.strip()]
     if "all" in items:
-        return list(METRIC_NAMES)
-    bad = [i for i in items if i not in METRIC_NAMES]
+        return known
+    bad = [i for i in items if i not in known]
     if bad or not items:
         name = bad[0] if bad else ""
-        raise ConfigError(f"unknown metric {name!r}; use 'all' or some of {','.join(METRIC_NAMES)}"
-                          + (f" ({did_you_mean(name, METRIC_NAMES)})" if name else ""))
-    return [m for m in METRIC_NAMES if m in items]
+        raise ConfigError(f"unknown metric {name!r}; use 'all' or some of {','.join(known)}"
+                          + (f" ({did_you_mean(name, known)})" if name else ""))
+    return [m for m in known if m in items]
 
 
 def parse_choice_list(value: str | Sequence[str], allowed: Sequence[str], what: str) -> list[str]:
@@ -183,6 +179,8 @@ def score_strict(
         scores: list[SampleScore] = []
         errors: list[PredictionErrors] = []
         pred_steps: list[str] = []
+        keep_pairs = bool(sample_metrics(metrics))
+        pairs: list[tuple[Any, Any]] = []
         for item in gold:
             status, error, p = by_id.get(item.id, missing)
             g = item.graph
@@ -198,7 +196,13 @@ def score_strict(
                 errors.append(classify_counts(item.id, g, p, gc, pc, in_library))
             scores.append(SampleScore(item.id, item.split, item.n_tools, status, *counts, error=error))
             pred_steps.append(p.steps)
+            if keep_pairs:
+                pairs.append((g, p))
         extra: dict[str, np.ndarray] = {}
+        for added in sample_metrics(metrics):  # an added metric's own per-sample column
+            per_sample = added.sample
+            assert per_sample is not None  # sample_metrics gives only metrics with one
+            extra[added.key] = np.asarray([float(per_sample(g, p)) for g, p in pairs], dtype=np.float64)
         if "rouge" in metrics or "bertscore" in metrics:
             refs = [item.graph.steps for item in gold]
             if "rouge" in metrics:
@@ -230,17 +234,15 @@ def score_strict(
 
 
 def _selected(metrics: Sequence[str]) -> set[str]:
-    keep = set(_ALWAYS)
-    for fam in metrics:
-        keep.update(_FAMILY[fam])
-    return keep
+    """The metric keys reported for the families ``metrics`` (and the always-reported rates)."""
+    return family_keys(metrics)
 
 
 def _statistic(keep: set[str]) -> stats.Statistic:
     """:func:`metrics_from_sums` restricted to the metrics in ``keep`` (the statistic resampling recomputes)."""
 
     def statistic(s: Mapping[str, np.ndarray]) -> Mapping[str, np.ndarray]:
-        return {k: v for k, v in metrics_from_sums(s).items() if k in keep}
+        return metrics_from_sums(s, keep)
 
     return statistic
 
@@ -264,7 +266,7 @@ def aggregate_strict(
     cis: dict[str, dict[str, tuple[float, float] | None]] = {}
     if bootstrap > 0:
         columns = scored.columns
-        if not keep & set(_FAMILY["f1"][3:6]):  # no macro metric asked for: leave the per-tool columns out
+        if not keep & _MACRO:  # no macro metric asked for: leave the per-tool columns out
             columns = {k: (np.zeros((len(v), 0)) if k.startswith("tool_") else v) for k, v in columns.items()}
 
         cis = stats.bootstrap_groups(columns, masks, _statistic(keep), n_boot=bootstrap, seed=seed, key="strict")
@@ -272,7 +274,7 @@ def aggregate_strict(
     for (split, n), (key, mask) in zip(pairs, masks.items(), strict=True):
         any_rows = bool(mask.any())
         sums = {k: v[mask].sum(axis=0) for k, v in scored.columns.items()}
-        values = {k: v for k, v in metrics_from_sums(sums).items() if k in keep}
+        values = metrics_from_sums(sums, keep)
         groups[key] = GroupResult(
             split=split,
             n_tools=n,
@@ -386,7 +388,7 @@ def evaluate(
     splits: Sequence[str] = SPLITS,
     n_tools: Sequence[str] = N_TOOLS,
     group_mode: str = "add",
-    metrics: Sequence[str] = DEFAULT_METRICS,
+    metrics: Sequence[str] | None = None,
     alignment_ids: set[str] | None = None,
     ids: Sequence[str] | None = None,
     limit: int | None = None,
@@ -410,7 +412,9 @@ def evaluate(
     read them into lists first.
     ``mode``: ``strict`` (default), ``compat`` (the reference evaluator's numbers; needs ``gold_records``, the
     raw gold lines, because the reference reads them as they are) or ``both``. ``dependency`` overrides the
-    library's kind. ``bertscore_model``: model name or local path for BERTScore (default roberta-large).
+    library's kind. ``metrics``: the metric families (:func:`parse_metric_list`; default: the default
+    families of the metric table). ``bertscore_model``: model name or local path for BERTScore (default
+    roberta-large). Compat mode scores the built-in families only (the reference's metrics).
 
     Which gold samples: those in ``alignment_ids`` and ``ids`` (None = all), the first ``limit`` of them.
     ``unusable``: a gold record that cannot be scored is left out and reported (``"skip"``, the default) or
@@ -427,6 +431,9 @@ def evaluate(
         raise ConfigError(f"--unusable must be skip or error, not {unusable!r} ({did_you_mean(unusable, UNUSABLE_CHOICES)})")
     if limit is not None and limit < 1:
         raise ConfigError(f"--limit must be a positive number of samples, not {limit}")
+    if bootstrap < 0:
+        raise ConfigError(f"--bootstrap must be >= 0, not {bootstrap}")
+    metrics = parse_metric_list(metrics)
     problems = (gold_problems if gold_problems is not None else []) if unusable == "skip" else None
     wanted = None if ids is None else set(ids)
     library, dep = with_dependency(library, dependency)
@@ -471,7 +478,7 @@ def evaluate(
                 compat_alignment = None
             res = evaluate_compat(
                 gold_records, pred_list, library, splits=list(splits), n_tools=list(n_tools),
-                mode=group_mode, metrics=list(metrics), alignment_ids=compat_alignment,
+                mode=group_mode, metrics=[m for m in metrics if m in BUILTIN_FAMILIES], alignment_ids=compat_alignment,
                 bertscore=scorer.score if scorer is not None else None, dependency=dep,
                 problems=problems if mode == "compat" else [],
             )

@@ -1,5 +1,9 @@
 """Tool library loaders: TaskBench, OpenAI tools, MCP ``tools/list`` and OpenAPI 3, one format-detecting entry.
 
+The four formats are registered here in the tool-format registry (:mod:`taskbench.graph.formats`), which is
+what :func:`load_tools`, ``--format`` and its help read; a new format is registered the same way from its own
+module (docs/extending.md).
+
 - :func:`load_tool_library` reads a TaskBench ``tool_desc.json`` (or ``graph_desc.json``) and infers the
   dependency kind from the fields (typed tools -> resource, parameters -> temporal) unless told.
 - :func:`load_tools` reads any supported format (``format="auto"`` detects it from the document's shape):
@@ -25,31 +29,26 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .._plugins import LiveView
 from ..dataset.tool_desc import JsonSource as JsonSource
 from ..dataset.tool_desc import Key as Key
 from ..dataset.tool_desc import _finish, _library
 from ..dataset.tool_desc import check_dependency as check_dependency
 from ..dataset.tool_desc import load_tool_library as load_tool_library
 from ..dataset.tool_desc import tools_from_taskbench as tools_from_taskbench
-from ..errors import InputError, did_you_mean
+from ..errors import ConfigError, InputError, did_you_mean
 from ..schema import Tool, ToolLibrary, ToolParameter
 from ..schema.chat import HttpOperation, HttpParameter, ParameterLocation
+from .formats import ToolFormat, format_names, get_format, register_tool_format, titles_help
+from .formats import check_format as check_format
+from .formats import detect_format as detect_format
 from .refs import INLINE_MAX_NODES, _resolve, inline_schema  # noqa: F401 - re-exported
 
-FORMATS: tuple[str, ...] = ("auto", "taskbench", "openai", "mcp", "openapi")
-"""Values accepted by ``load_tools(format=...)``."""
+FORMATS: LiveView[str] = LiveView(format_names)
+"""Values accepted by ``load_tools(format=...)``: ``auto`` and every registered format (a view of the
+registry, :func:`taskbench.graph.formats.format_names`)."""
 
 HTTP_METHODS: tuple[str, ...] = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
-
-
-# --------------------------------------------------------------------------------------------- helpers
-
-
-def check_format(fmt: str) -> str:
-    """Validate a ``format`` name."""
-    if fmt not in FORMATS:
-        raise InputError(f"unknown tool library format {fmt!r}", hint=did_you_mean(fmt, FORMATS))
-    return fmt
 
 
 # --------------------------------------------------------------------------------------------- JSON Schema
@@ -426,8 +425,9 @@ def _deref_schema(doc: Any, schema: Any) -> Any:
 # --------------------------------------------------------------------------------------------- detection
 
 
-def detect_format(doc: Any) -> str | None:
-    """Guess a tool library format from a parsed document ('taskbench', 'openai', 'mcp', 'openapi') or None."""
+def _builtin_format(doc: Any) -> str | None:
+    """Which built-in format a parsed document is in ('taskbench', 'openai', 'mcp', 'openapi'), or None: one
+    decision over the four shapes, which each built-in format's ``detect`` asks."""
     if isinstance(doc, dict):
         if isinstance(doc.get("paths"), dict) and ("openapi" in doc or "swagger" in doc):
             return "openapi"
@@ -498,21 +498,35 @@ def library_from_source(
     """:func:`load_tools` on an already parsed file (``format`` and ``dependency`` already checked)."""
     fmt = format if format != "auto" else detect_format(src.doc)
     if fmt is None:
-        raise src.error(
-            "cannot tell the tool library format",
-            hint="expected TaskBench {\"nodes\": [...]}, an OpenAI tools list, an MCP tools/list result or an "
-            "OpenAPI spec; pass --format to choose",
-        )
-    if fmt == "taskbench":
-        tools = tools_from_taskbench(src.doc, source=src)
-    elif fmt == "openai":
-        tools = tools_from_openai(src)
-    elif fmt == "mcp":
-        tools = tools_from_mcp(src)
-    else:
-        if openapi_ids not in ("operationId", "path"):
-            raise InputError(f"unknown openapi_ids {openapi_ids!r}", hint=did_you_mean(openapi_ids, ("operationId", "path")))
-        tools = tools_from_openapi(src, ids=openapi_ids)
-    if name is None and fmt != "taskbench" and src.path is not None:
+        raise src.error("cannot tell the tool library format",
+                        hint=f"expected {titles_help()}; pass --format to choose")
+    spec = get_format(fmt)
+    if "ids" in spec.options and openapi_ids not in ("operationId", "path"):
+        raise InputError(f"unknown openapi_ids {openapi_ids!r}", hint=did_you_mean(openapi_ids, ("operationId", "path")))
+    given = {"ids": openapi_ids}
+    tools = spec.load(src, **{k: v for k, v in given.items() if k in spec.options})
+    if not isinstance(tools, list) or not all(isinstance(t, Tool) for t in tools):
+        raise ConfigError(f"tool format {spec.name!r}: its load() must return a list of taskbench.schema.Tool, not "
+                          f"{type(tools).__name__}")
+    _finish(tools, src, lambda i: ())  # every format: not empty, no empty or repeated id
+    if name is None and spec.named_by_file and src.path is not None:
         name = src.path.stem
     return _library(tools, dependency, src, name)
+
+
+def _is(name: str) -> Any:
+    """``detect`` of a built-in format: the one shape decision (:func:`_builtin_format`) names it."""
+    return lambda doc: _builtin_format(doc) == name
+
+
+def _taskbench_tools(src: JsonSource) -> list[Tool]:
+    return tools_from_taskbench(src.doc, source=src)
+
+
+for _fmt in (
+    ToolFormat("taskbench", "TaskBench tool_desc.json", _taskbench_tools, _is("taskbench"), named_by_file=False),
+    ToolFormat("openai", "OpenAI tools", tools_from_openai, _is("openai")),
+    ToolFormat("mcp", "MCP tools/list", tools_from_mcp, _is("mcp")),
+    ToolFormat("openapi", "OpenAPI 3 JSON", tools_from_openapi, _is("openapi"), options=("ids",)),
+):
+    register_tool_format(_fmt)

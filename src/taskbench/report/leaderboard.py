@@ -4,7 +4,7 @@ rank correlation.
 Reads every metrics layout ``taskbench evaluate`` writes: strict (``{"mode": "strict", "groups": ...}``),
 both (``{"strict": ..., "compat": ...}``) and the reference layout (``{"overall_overall": {...}, ...}``, as
 ``--compat`` and the reference evaluator write). Metric names are mapped to one vocabulary
-(:data:`BOARD_METRICS`); the model name is the file's stem (the reference names its files ``<llm>.json``).
+(the metric table's keys, :mod:`taskbench.eval.metrics`; the columns: :func:`board_metrics`); the model name is the file's stem (the reference names its files ``<llm>.json``).
 """
 
 from __future__ import annotations
@@ -19,42 +19,58 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ..errors import ConfigError, InputError, did_you_mean
+from ..eval.metrics import BUILTIN, find_metric, metric_table, with_added
+from ..eval.metrics import lower_is_better as is_lower_better
 
-BOARD_METRICS: tuple[tuple[str, str], ...] = (
-    ("step_rougeL", "R-L"),
-    ("step_bertscore_f1", "BERT-F1"),
-    ("node_micro_f1", "n-F1"),
-    ("link_f1", "e-F1"),
-    ("argument_name_f1", "t-F1"),
-    ("argument_value_f1", "v-F1"),
-    ("edit_distance", "NED"),
-    ("graph_accuracy", "graph acc"),
-)
-"""(metric key, column header) in display order; NED is lower-is-better, the rest higher-is-better."""
+BOARD_KEYS = ("step_rougeL", "step_bertscore_f1", "node_micro_f1", "link_f1", "argument_name_f1", "argument_value_f1",
+              "edit_distance", "graph_accuracy")
+"""The built-in metrics of a leaderboard, in display order."""
 
-LOWER_IS_BETTER = {"edit_distance", "parse_failure_rate", "call_failure_rate", "missing_rate"}
 
-GLOSSARY: tuple[tuple[str, str], ...] = (
-    ("n-F1", "node F1: were the right tools chosen (predicted tool names against the gold ones); higher is better"),
-    ("e-F1", "edge F1: were the right dependencies between the tool calls predicted (the graph's links); higher "
-             "is better"),
-    ("t-F1", "argument-name F1: the right parameter names for each tool; higher is better"),
-    ("v-F1", "argument-value F1: the right parameter names with the right values; higher is better"),
-    ("NED", "normalized edit distance between the predicted and the gold tool sequence: 0 = the same, 100 = "
-            "nothing in common; LOWER is better"),
-    ("R-L", "ROUGE-L of the predicted task steps against the gold steps (wording overlap); higher is better"),
-    ("graph acc", "samples whose whole tool graph is exactly right; higher is better"),
-    ("parse fail", "answers without a usable task graph; lower is better"),
-)
-"""What each column measures and which way is better (printed under every report and CLI table)."""
+def board_metrics() -> tuple[tuple[str, str], ...]:
+    """(metric key, column header) of a leaderboard's columns in display order: the built-in ones and the added
+    headline metrics (labels and directions: the metric table)."""
+    return tuple((m.key, m.label) for m in with_added(BOARD_KEYS))
+
+
+BOARD_METRICS: tuple[tuple[str, str], ...] = tuple((m.key, m.label) for m in with_added(BOARD_KEYS, added=False))
+"""The built-in (metric key, column header) pairs (:func:`board_metrics` adds the added headline metrics)."""
+
+LOWER_IS_BETTER = frozenset(m.key for m in BUILTIN if m.lower_is_better)
+"""The built-in lower-is-better metrics (an added one says so in the metric table: :func:`lower_is_better`)."""
+
+
+def lower_is_better(metric: str) -> bool:
+    """Whether a smaller value of ``metric`` is better (the metric table's direction)."""
+    return is_lower_better(metric)
+
+
+GLOSSARY_KEYS = ("node_micro_f1", "link_f1", "argument_name_f1", "argument_value_f1", "edit_distance", "step_rougeL",
+                 "graph_accuracy", "parse_failure_rate")
+"""The metrics every report and CLI table explains first, in order (then every other metric of the table)."""
+
+
+def glossary() -> tuple[tuple[str, str], ...]:
+    """(label, meaning) of every metric: what it measures and which way is better (the metric table's
+    explanation and direction), :data:`GLOSSARY_KEYS` first."""
+    table = metric_table()
+    order = [*GLOSSARY_KEYS, *(k for k in table if k not in GLOSSARY_KEYS)]
+    return tuple((table[k].label, table[k].meaning) for k in order if k in table)
+
+
+GLOSSARY: tuple[tuple[str, str], ...] = tuple(
+    (m.label, m.meaning) for m in with_added(GLOSSARY_KEYS, added=False))
+"""What each headline column measures and which way is better (:func:`glossary` has every metric)."""
 
 SMALL_N = 30
 """Below this many samples a group's 95% CIs are too wide to rank models on (the report says so)."""
 
 
 def glossary_lines(shown: Collection[str] | None = None) -> list[str]:
-    """``"label: meaning"`` for the glossary entries whose label is in ``shown`` (all when None)."""
-    return [f"{k}: {v}" for k, v in GLOSSARY if shown is None or k in shown]
+    """``"label: meaning"`` for the glossary entries whose label is in ``shown`` (the headline ones when None)."""
+    if shown is None:
+        shown = {label for label, _ in GLOSSARY} | {m.label for m in with_added(())}
+    return [f"{k}: {v}" for k, v in glossary() if k in shown]
 
 
 def small_n_warning(n: int | None) -> str | None:
@@ -93,17 +109,11 @@ def verdict(board: Leaderboard, dataset: str | None = None) -> str:
     return f"{show(best)} leads{where} on {header(m)}, {gap:.2f} points ahead of {show(second)}{settled}."
 
 _COMPAT_NAMES = {
-    "node_micro_f1_no_matching": "node_micro_f1",
-    "link_binary_f1": "link_f1",
-    "argument_task_argname_binary_f1_no_matching": "argument_name_f1",
-    "argument_task_argname_value_binary_f1_no_matching": "argument_value_f1",
-    "edit_distance": "edit_distance",
-    "step_rouge1": "step_rouge1",
-    "step_rouge2": "step_rouge2",
-    "step_rougeL": "step_rougeL",
-    "step_rougeLsum": "step_rougeLsum",
-    "step_bertscore_f1": "step_bertscore_f1",
+    str(m.compat_key): m.key for m in (find_metric(k) for k in (
+        "node_micro_f1", "link_f1", "argument_name_f1", "argument_value_f1", "edit_distance", "step_rouge1",
+        "step_rouge2", "step_rougeL", "step_rougeLsum", "step_bertscore_f1")) if m is not None
 }
+"""The reference's metric keys -> the metric table's (its ``compat_key``)."""
 
 STRUCTURES = ("single", "chain", "dag")
 
@@ -410,11 +420,12 @@ def build_board(
     known_groups = list(dict.fromkeys(k for e in entries for k in e.groups))
     if group not in known_groups:
         raise ConfigError(f"unknown --group {group!r} ({did_you_mean(group, known_groups)})")
-    metrics = [k for k, _ in BOARD_METRICS if any(e.value(k, group) is not None for e in entries)]
-    known_metrics = list(dict.fromkeys([k for k, _ in BOARD_METRICS] + [m for e in entries for m in e.groups.get(group, {})]))
+    shown = board_metrics()
+    metrics = [k for k, _ in shown if any(e.value(k, group) is not None for e in entries)]
+    known_metrics = list(dict.fromkeys([k for k, _ in shown] + [m for e in entries for m in e.groups.get(group, {})]))
     if rank_by not in known_metrics:
         raise ConfigError(f"unknown --rank-by metric {rank_by!r} ({did_you_mean(rank_by, known_metrics)})")
-    sign = 1.0 if rank_by in LOWER_IS_BETTER else -1.0
+    sign = 1.0 if lower_is_better(rank_by) else -1.0
 
     def key(e: BoardEntry) -> tuple[int, float, str]:
         v = e.value(rank_by, group)
@@ -454,7 +465,7 @@ def _names(models: Sequence[str], n: int = 4) -> str:
 
 def header(metric: str) -> str:
     """The short column header of a metric key (e.g. node_micro_f1 -> n-F1)."""
-    return dict(BOARD_METRICS).get(metric, metric)
+    return dict(board_metrics()).get(metric, metric)
 
 
 def _cell(v: float | None) -> str:
@@ -691,7 +702,7 @@ def read_ranking(path: str | Path, *, group: str = "overall_overall", metric: st
                 hint=f"rebuild it with --group {group} or pass --group {board_group}",
             )
         key = metric or str(doc.get("rank_by") or "node_micro_f1")
-        sign = -1.0 if key in LOWER_IS_BETTER else 1.0
+        sign = -1.0 if lower_is_better(key) else 1.0
         out: dict[str, float] = {}
         for i, r in enumerate(doc["rows"]):
             value = r.get(key) if isinstance(r, dict) else None
@@ -722,7 +733,7 @@ def rank_correlations(board: Leaderboard, other: Mapping[str, float]) -> list[di
         pairs = [(r[m], other[r["model"]]) for r in board.rows if r["model"] in other and r[m] is not None]
         tau = rho = None
         if len(pairs) >= 2:
-            sign = -1.0 if m in LOWER_IS_BETTER else 1.0
+            sign = -1.0 if lower_is_better(m) else 1.0
             xs = [sign * a for a, _ in pairs]
             ys = [b for _, b in pairs]
             tau, rho = kendall_tau(xs, ys), spearman_rho(xs, ys)
@@ -731,8 +742,13 @@ def rank_correlations(board: Leaderboard, other: Mapping[str, float]) -> list[di
 
 
 __all__ = [
+    "BOARD_KEYS",
     "BOARD_METRICS",
     "GLOSSARY",
+    "GLOSSARY_KEYS",
+    "board_metrics",
+    "glossary",
+    "lower_is_better",
     "SMALL_N",
     "glossary_lines",
     "small_n_warning",

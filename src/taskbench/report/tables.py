@@ -7,48 +7,45 @@ from typing import Any
 
 from rich.table import Table
 
-# column header -> metric key, for strict results (shown when present)
+from ..eval.metrics import with_added
+
+# column header -> metric key, for strict results (shown when present); the headers are the metric table's
+# labels (taskbench.eval.metrics), and an added metric marked headline joins every such list
 STRICT_DROP_FIRST = ("BERT-F1", "graph acc", "NED", "parse fail", "R-L", "call fail")
 """Columns of the strict table left out first when a terminal is too narrow (graph accuracy is also in the
 exact-match table)."""
 
-STRICT_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("R-L", "step_rougeL"),
-    ("BERT-F1", "step_bertscore_f1"),
-    ("n-F1", "node_micro_f1"),
-    ("e-F1", "link_f1"),
-    ("t-F1", "argument_name_f1"),
-    ("v-F1", "argument_value_f1"),
-    ("NED", "edit_distance"),
-    ("graph acc", "graph_accuracy"),
-    ("parse fail", "parse_failure_rate"),
-    ("call fail", "call_failure_rate"),
-)
+STRICT_KEYS = ("step_rougeL", "step_bertscore_f1", "node_micro_f1", "link_f1", "argument_name_f1",
+               "argument_value_f1", "edit_distance", "graph_accuracy", "parse_failure_rate", "call_failure_rate")
+"""The built-in metrics of the strict table, in order."""
+
+
+def columns(keys: Sequence[str], *, added: bool = True) -> tuple[tuple[str, str], ...]:
+    """(header, key) of the metrics ``keys`` and, with ``added``, of the added headline metrics."""
+    return tuple((m.label, m.key) for m in with_added(keys, added=added))
+
+
+def strict_columns() -> tuple[tuple[str, str], ...]:
+    """The strict table's (header, key) columns: the built-in ones and the added headline metrics."""
+    return columns(STRICT_KEYS)
+
+
+STRICT_COLUMNS: tuple[tuple[str, str], ...] = columns(STRICT_KEYS, added=False)
+"""The built-in columns of the strict table (:func:`strict_columns` adds the added headline metrics)."""
 
 SHOWN_WHEN_NONZERO = frozenset({"call_failure_rate"})
 """Columns shown only when some group has a nonzero value (calls that failed for good are rare)."""
 
 # the paper's appendix table: exact-match accuracies per tool count
-ACCURACY_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("n-F1", "node_micro_f1"),
-    ("node set acc", "node_set_accuracy"),
-    ("e-F1", "link_f1"),
-    ("edge set acc", "edge_set_accuracy"),
-    ("graph acc", "graph_accuracy"),
-)
+ACCURACY_COLUMNS: tuple[tuple[str, str], ...] = columns(
+    ("node_micro_f1", "node_set_accuracy", "link_f1", "edge_set_accuracy", "graph_accuracy"), added=False)
 
-COMPAT_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("R-1", "step_rouge1"),
-    ("R-2", "step_rouge2"),
-    ("R-L", "step_rougeL"),
-    ("BERT-F1", "step_bertscore_f1"),
-    ("n-F1", "node_micro_f1_no_matching"),
-    ("n-F1 macro", "node_macro_f1_no_matching"),
-    ("e-F1", "link_binary_f1"),
-    ("t-F1", "argument_task_argname_binary_f1_no_matching"),
-    ("v-F1", "argument_task_argname_value_binary_f1_no_matching"),
-    ("NED", "edit_distance"),
-)
+_COMPAT_OF = ("step_rouge1", "step_rouge2", "step_rougeL", "step_bertscore_f1", "node_micro_f1", "node_macro_f1",
+              "link_f1", "argument_name_f1", "argument_value_f1", "edit_distance")
+
+COMPAT_COLUMNS: tuple[tuple[str, str], ...] = tuple(
+    (m.label, m.compat_key or m.key) for m in with_added(_COMPAT_OF, added=False))
+"""The compat table's (header, the reference's key) columns."""
 
 
 def fmt_interval(ci: Sequence[float], *, signed: bool = False) -> str:
@@ -72,11 +69,12 @@ def strict_table(
     groups: Mapping[str, Any],
     *,
     title: str = "Strict metrics (%)",
-    columns: Sequence[tuple[str, str]] = STRICT_COLUMNS,
+    columns: Sequence[tuple[str, str]] | None = None,
     show_ci: bool = True,
 ) -> Table:
-    """Groups x metrics (``columns``: header, key), each cell with its bootstrap 95% CI below when present.
-    ``groups``: StrictResult.groups. Empty groups are left out."""
+    """Groups x metrics (``columns``: header, key; default :func:`strict_columns`), each cell with its bootstrap
+    95% CI below when present. ``groups``: StrictResult.groups. Empty groups are left out."""
+    columns = strict_columns() if columns is None else columns
     shown = [(head, key) for head, key in columns if any(key in g.metrics for g in groups.values())]
     shown = [(head, key) for head, key in shown
              if key not in SHOWN_WHEN_NONZERO or any(g.metrics.get(key) for g in groups.values())]
@@ -138,7 +136,7 @@ def comparison_table(comparison: Any, *, wide: bool = False) -> Table:
     """A - B per group and metric (a Comparison): the metric, A, B, the difference, its paired 95% CI and the
     p-value. One group: no group column (the title names it). Without ``wide`` only the headline metrics
     (:data:`COMPARISON_HEADLINE`) are rows; the caption counts the others."""
-    labels = {key: head for head, key in STRICT_COLUMNS}
+    labels = {key: head for head, key in strict_columns()}
     groups = {k: g for k, g in comparison.groups.items() if g.results}
     one = len(groups) == 1
     where = f" · {next(iter(groups))} ({next(iter(groups.values())).n_samples} samples)" if one else ""
@@ -149,9 +147,10 @@ def comparison_table(comparison: Any, *, wide: bool = False) -> Table:
         table.add_column(col, justify="left" if col in ("group", "metric") else "right",
                          no_wrap=col in ("diff", "95% CI", "p"))
     hidden: set[str] = set()
+    headline = {m.key for m in with_added(COMPARISON_HEADLINE)}
     for key, g in groups.items():
         for r in g.results:
-            if not wide and r.metric not in COMPARISON_HEADLINE:
+            if not wide and r.metric not in headline:
                 hidden.add(r.metric)
                 continue
             ci = fmt_interval((r.ci_low, r.ci_high), signed=True) if r.ci_low is not None else "-"

@@ -333,17 +333,28 @@ async def arun_benchmark(
     scoring (:mod:`taskbench.run.stages`). ``stage_displays`` maps "generate" / "agents" to their progress
     displays; the predictions' ``display`` is closed before they start.
 
-    ``executor`` (:mod:`taskbench.executors`, e.g. a ``RayExecutor``): every stage runs sharded on its workers
-    (predictions by sample, generation by plan entry, agents by episode; models rebuilt in each worker from their
-    config); scoring, critics, dedup and metrics run here after the merges. None: in this process.
+    ``executor`` (an :class:`~taskbench.run.executor.ExecutorSpec`, opened here and closed at the end, or an
+    executor of :mod:`taskbench.executors`, e.g. a ``RayExecutor``, used as given): every stage runs sharded on
+    its workers (predictions by sample, generation by plan entry, agents by episode; models rebuilt in each
+    worker from their config); scoring, critics, dedup and metrics run here after the merges. None or a local
+    spec: in this process.
 
     Resumes from whatever ``run_dir`` already holds. Returns the final :class:`RunLog`, whose status is
     ``"complete"``, or ``"incomplete"`` when some model calls failed for good (their records are failure
     records; rerunning retries them) or a stage did not finish.
     """
+    from .executor import ExecutorSpec, check_executor, executor_scope
     from .report import write_reports
     from .stages import DEFAULT_GENERATE_TOOLS
 
+    if isinstance(executor, ExecutorSpec):  # the executor choice: opened for the run, closed after it
+        check_executor(executor)
+        with executor_scope(executor) as opened:
+            return await arun_benchmark(
+                run_dir, models=models, datasets=datasets, options=options, cache=cache,
+                model_options=model_options, bootstrap=bootstrap, seed=seed, display=display, command=command,
+                plots=plots, base_url=base_url, api_key_env=api_key_env, executor=opened, generate=generate,
+                generate_tools=generate_tools, agents=agents, agent_tasks=agent_tasks, stage_displays=stage_displays)
     options = options or PredictOptions()
     display = display or NullDisplay()
     run_dir = Path(run_dir)

@@ -13,20 +13,24 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ..eval.metrics import with_added
 from ..schema import RunEntry, RunLog
 from ..schema.run import AgentsStageSummary, GenerateStageSummary
 
-SUMMARY_METRICS: tuple[tuple[str, str], ...] = (
-    ("node_micro_f1", "n-F1"),
-    ("link_f1", "e-F1"),
-    ("argument_value_f1", "v-F1"),
-    ("edit_distance", "NED"),
-    ("step_rougeL", "R-L"),
-    ("graph_accuracy", "graph acc"),
-    ("parse_failure_rate", "parse fail"),
-    ("call_failure_rate", "call fail"),
-)
-"""Headline strict metrics of the overview table (group overall_overall)."""
+SUMMARY_KEYS = ("node_micro_f1", "link_f1", "argument_value_f1", "edit_distance", "step_rougeL", "graph_accuracy",
+                "parse_failure_rate", "call_failure_rate")
+"""The built-in headline strict metrics of the overview table (group overall_overall), in order."""
+
+
+def summary_metrics() -> tuple[tuple[str, str], ...]:
+    """(key, label) of the overview table's strict metrics: the built-in ones, then the added headline metrics
+    (labels: the metric table, :mod:`taskbench.eval.metrics`)."""
+    return tuple((m.key, m.label) for m in with_added(SUMMARY_KEYS))
+
+
+SUMMARY_METRICS: tuple[tuple[str, str], ...] = tuple((m.key, m.label) for m in with_added(SUMMARY_KEYS, added=False))
+"""The built-in (key, label) pairs of :data:`SUMMARY_KEYS`; :func:`summary_metrics` adds the added headline
+metrics."""
 
 COMPAT_SUMMARY: tuple[tuple[str, str], ...] = (
     ("node_micro_f1_no_matching", "n-F1"),
@@ -60,7 +64,7 @@ def overview_rows(log: RunLog) -> list[list[str]]:
         s, c = strict_overall(e), compat_overall(e)
         rows.append(
             [e.dataset, e.model, f"{len(e.records)}/{len(e.sample_ids)}"]
-            + [_pct(s.get(k)) for k, _ in SUMMARY_METRICS]
+            + [_pct(s.get(k)) for k, _ in summary_metrics()]
             + [_pct(c.get(k)) for k, _ in COMPAT_SUMMARY]
             + [f"{e.usage.prompt_tokens + e.usage.completion_tokens:,}", f"{e.predict_seconds:.1f}"]
         )
@@ -69,7 +73,7 @@ def overview_rows(log: RunLog) -> list[list[str]]:
 
 def overview_header() -> list[str]:
     """Column headers of :func:`overview_rows`."""
-    return (["dataset", "model", "samples"] + [h for _, h in SUMMARY_METRICS]
+    return (["dataset", "model", "samples"] + [h for _, h in summary_metrics()]
             + [f"compat {h}" for _, h in COMPAT_SUMMARY] + ["tokens", "predict s"])
 
 
@@ -90,7 +94,7 @@ def explanations(log: RunLog) -> dict[str, list[str]]:
     ns = sorted({len(e.sample_ids) for e in log.entries if e.strict is not None})
     if ns and (w := small_n_warning(ns[0])):
         warnings.append(w[0].upper() + w[1:] + ".")
-    shown = {h for _, h in SUMMARY_METRICS} | {"t-F1"}
+    shown = {h for _, h in summary_metrics()} | {"t-F1"}
     return {"verdicts": verdicts, "warnings": warnings, "glossary": glossary_lines(shown)}
 
 
@@ -419,6 +423,7 @@ __all__ = [
     "inline_html",
     "next_commands",
     "SUMMARY_METRICS",
+    "summary_metrics",
     "compat_overall",
     "overview_header",
     "overview_rows",

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from .executor import ExecutorSpec, check_executor
 
 DEFAULT_MODEL = "llamacpp/qwen2.5-coder-0.5b"
 """The embedded default model (no server, no key)."""
@@ -79,8 +80,8 @@ class RunSpec:
     """Everything `taskbench run` takes, with the same defaults (``None`` = the default policy above).
 
     ``resolved()`` fills the defaults; ``benchmark_kwargs()`` gives the keyword arguments of
-    :func:`~taskbench.run.job.arun_benchmark`. Runtime objects (progress displays, an executor) are not part of
-    the spec: pass them to ``run_benchmark`` next to it.
+    :func:`~taskbench.run.job.arun_benchmark`. The executor choice is part of the spec (``executor``); runtime
+    objects (progress displays) are not: pass them to ``run_benchmark`` next to it.
     """
 
     models: list[str] | None = None
@@ -110,6 +111,9 @@ class RunSpec:
     generate_tools: str = "multimedia"
     agents: list[str] | None = None
     agent_tasks: list[str] | None = None
+    executor: ExecutorSpec | Any = field(default_factory=ExecutorSpec)
+    """Where every stage runs: this process (the default), or sharded over Ray workers (``ExecutorSpec("ray")``);
+    an executor object is used as given and left open."""
 
     def uses_default_model(self) -> bool:
         """True when the run is the embedded default model alone (the default policy's small main job)."""
@@ -126,6 +130,7 @@ class RunSpec:
 
         if self.reformat and self.structured:
             raise ConfigError("--reformat needs --free (structured output always parses)")
+        check_executor(self.executor)
         models = self.model_list()
         small = self.uses_default_model()
         demos = self.demos if self.demos is not None else ("retrieved" if small else "fixed")
@@ -154,7 +159,7 @@ class RunSpec:
             max_retries=self.max_retries, model_options=dict(self.model_options),
             generate=self.generate if self.generate is not None else (DEFAULT_GENERATE if small else 0),
             generate_tools=self.generate_tools, agents=agents,
-            agent_tasks=list(self.agent_tasks) if self.agent_tasks else None,
+            agent_tasks=list(self.agent_tasks) if self.agent_tasks else None, executor=self.executor,
         )
 
     def call_options(self) -> dict[str, Any]:
@@ -184,7 +189,7 @@ class RunSpec:
             "run_dir": r.output, "models": r.models, "datasets": r.datasets, "options": options, "cache": r.cache,
             "model_options": r.call_options(), "bootstrap": r.bootstrap, "seed": r.seed, "base_url": r.base_url,
             "api_key_env": r.api_key_env, "generate": r.generate or 0, "generate_tools": r.generate_tools,
-            "agents": r.agents or [], "agent_tasks": r.agent_tasks,
+            "agents": r.agents or [], "agent_tasks": r.agent_tasks, "executor": r.executor,
         }
 
 

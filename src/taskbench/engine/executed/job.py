@@ -50,7 +50,7 @@ RAW_FILE = "data_raw.json"
 TASKS_FILE = "tasks.jsonl"
 DATA_FILE = "data.json"
 STATS_FILE = "statistics.json"
-LENGTHS = {1: 0.25, 2: 0.5, 3: 0.2, 4: 0.05}
+LENGTHS = {1: 0.25, 2: 0.55, 3: 0.17, 4: 0.03}
 """Calls per chain (the single/chain mix): RestBench's queries take 1-4 calls, most of them two."""
 
 DROP_CODES = {

@@ -437,10 +437,11 @@ async function viewAgents(r) {
   const m = d.metrics || {};
   const agg = Object.entries(m).map(([a, v]) => h("tr", null, h("td", null, a), h("td", {class: "num"}, num(v.episodes)),
     h("td", {class: "num"}, pct(v.success_rate)), h("td", {class: "num"}, pct(v.correct_path_f1)),
-    h("td", {class: "num"}, pct(v.correct_path_lcs)), h("td", {class: "num"}, num(v.tokens))));
+    h("td", {class: "num"}, pct(v.correct_path_lcs)), h("td", {class: "num"}, num(v.tokens)),
+    h("td", {class: "small"}, ((d.about || {})[a] || {}).description || "")));
   show(h("h1", null, r.title, " ", status(r.status), " ", h("span", {class: "muted small"}, "agents \u00b7 " + r.path)),
     r.parent ? h("p", null, "stage of ", h("a", {href: "#/run/" + enc(r.parent)}, r.parent)) : null,
-    h("h2", null, "Agents"), table(["agent", "episodes", "success %", "path F1 %", "path LCS %", "tokens"], agg),
+    h("h2", null, "Agents"), table(["agent", "episodes", "success %", "path F1 %", "path LCS %", "tokens", "what it is"], agg),
     h("h2", null, "Episodes"), h("p", {class: "muted small"}, "tick two episodes (e.g. two agents on one task) for ", openTwo),
     episodes, h("p", null, shown, " ", next < d.total ? more : null),
     d.problems.map(p => h("div", {class: "warn small"}, p)));

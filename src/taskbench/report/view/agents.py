@@ -31,7 +31,7 @@ from .cache import Memo
 from .files import Outside, RunFile
 from .samples import _big_lines, arr, bound, clip, obj
 
-__all__ = ["MAX_EPISODES", "MAX_EVENTS", "episode", "episodes", "trajectory"]
+__all__ = ["MAX_EPISODES", "MAX_EVENTS", "about", "episode", "episodes", "trajectory"]
 
 MAX_EVENTS = 300
 """Most events of one trajectory sent in one response."""
@@ -148,6 +148,30 @@ def episodes(file: RunFile, *, offset: int = 0, limit: int = EPISODES_PAGE) -> d
     limit = max(1, min(limit, EPISODES_PAGE))
     return {"episodes": [idx.row(i) for i in range(offset, min(offset + limit, len(idx.rows)))],
             "total": len(idx.rows), "offset": offset, "limit": limit, "lines": idx.lines, "problems": idx.problems[:20]}
+
+
+MAX_ABOUT = 200
+"""Agents of one run described at most (a run names a few; a sweep some tens)."""
+
+
+def about(labels: Any) -> dict[str, dict[str, Any]]:
+    """What each agent of a run is, from the agent registry (:mod:`taskbench.agents.registry`): its one-line
+    description, the roles that call a model and whether it runs code. An agent this installation does not
+    know (a plugin not loaded here) is left out."""
+    from ...agents.config import parse_agent
+    from ...agents.registry import agent_info
+    from ...errors import TaskbenchError
+
+    out: dict[str, dict[str, Any]] = {}
+    for label in list(labels or [])[:MAX_ABOUT]:
+        if not isinstance(label, str):
+            continue
+        try:
+            info = agent_info(parse_agent(label).base)
+        except TaskbenchError:
+            continue
+        out[label] = {"description": info.description, "roles": list(info.roles), "uses_code": info.uses_code}
+    return out
 
 
 def episode(file: RunFile, episode_id: str) -> dict[str, Any] | None:

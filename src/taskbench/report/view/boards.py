@@ -3,8 +3,8 @@
 The board reads each entry's metrics through the leaderboard's own reader (:func:`~taskbench.report.leaderboard
 .entry_from_json`: one vocabulary for strict, compat and reference layouts) and sends, per entry, every
 group's values, 95% CIs and sample counts, so the page can switch group, source and sort order without asking
-again. The glossary is the reports' (:data:`~taskbench.report.leaderboard.GLOSSARY`), with each metric's
-direction and the small-n threshold; :func:`legend` names every metric and group the pages show with the key
+again. The glossary is the metric table's (:mod:`taskbench.eval.metrics`: label, meaning, direction) and the
+small-n threshold; :func:`legend` names every metric and group the pages show with the key
 `evaluate` and `compare` write for it.
 
 The comparison is the evaluator's, in two halves: each entry is scored once (:func:`~taskbench.eval.api
@@ -54,47 +54,33 @@ SCORE_CHUNK = 2000
 
 
 def glossary() -> dict[str, Any]:
-    """Every board metric: key, column header, meaning, and whether lower is better; the small-n threshold."""
-    from ..leaderboard import BOARD_METRICS, GLOSSARY, LOWER_IS_BETTER, SMALL_N
+    """Every board metric: key, column header, meaning, and whether lower is better (the metric table's); the
+    small-n threshold."""
+    from ...eval.metrics import find_metric
+    from ..leaderboard import SMALL_N, board_metrics
 
-    meaning = dict(GLOSSARY)
-    return {"metrics": [{"key": k, "label": h, "meaning": meaning.get(h, ""), "lower_is_better": k in LOWER_IS_BETTER}
-                        for k, h in BOARD_METRICS],
-            "small_n": SMALL_N, "legend": legend()}
+    metrics = []
+    for k, h in board_metrics():
+        m = find_metric(k)
+        metrics.append({"key": k, "label": h, "meaning": m.meaning if m else "",
+                        "lower_is_better": bool(m and m.lower_is_better)})
+    return {"metrics": metrics, "small_n": SMALL_N, "legend": legend()}
 
 
-_LABELS: tuple[tuple[str, str, str], ...] = (
-    ("node_micro_f1", "n-F1", ""),
-    ("node_micro_precision", "n-P", "node precision: the share of predicted tool calls that are gold ones"),
-    ("node_micro_recall", "n-R", "node recall: the share of gold tool calls the prediction has"),
-    ("node_macro_f1", "n-F1 macro", "node F1 per tool, averaged over the tools that occur (each tool counts the "
-                                    "same, however often it is used)"),
-    ("node_macro_precision", "n-P macro", "node precision per tool, averaged over the tools that occur"),
-    ("node_macro_recall", "n-R macro", "node recall per tool, averaged over the tools that occur"),
-    ("link_f1", "e-F1", ""),
-    ("link_precision", "e-P", "edge precision: the share of predicted dependencies that are gold ones"),
-    ("link_recall", "e-R", "edge recall: the share of gold dependencies the prediction has"),
-    ("argument_name_f1", "t-F1", ""),
-    ("argument_value_f1", "v-F1", ""),
-    ("edit_distance", "NED", ""),
-    ("chain_edit_distance", "NED (chains)", "NED over the chain samples only (what `evaluate` prints as \"NED on "
-                                            "chains\", the paper's number); LOWER is better"),
-    ("node_set_accuracy", "node set acc", "samples whose predicted set of tools is exactly the gold set"),
-    ("edge_set_accuracy", "edge set acc", "samples (with at least one gold link) whose predicted links are exactly "
-                                          "the gold links"),
-    ("graph_accuracy", "graph acc", ""),
-    ("step_rougeL", "R-L", ""),
-    ("step_rouge1", "R-1", "ROUGE-1 of the predicted steps against the gold steps (word overlap)"),
-    ("step_rouge2", "R-2", "ROUGE-2 of the predicted steps against the gold steps (word-pair overlap)"),
-    ("step_rougeLsum", "R-Lsum", "ROUGE-Lsum of the steps (longest common subsequence, line by line)"),
-    ("step_bertscore_f1", "BERT-F1", "BERTScore F1 of the predicted steps against the gold steps (meaning "
-                                     "overlap)"),
-    ("parse_failure_rate", "parse fail", ""),
-    ("call_failure_rate", "call fail", "samples whose model call failed for good (no answer to score); lower is "
-                                       "better"),
-    ("missing_rate", "missing", "gold samples with no prediction at all; lower is better"),
+LEGEND_KEYS: tuple[str, ...] = (
+    "node_micro_f1", "node_micro_precision", "node_micro_recall", "node_macro_f1", "node_macro_precision",
+    "node_macro_recall", "link_f1", "link_precision", "link_recall", "argument_name_f1", "argument_value_f1",
+    "edit_distance", "chain_edit_distance", "node_set_accuracy", "edge_set_accuracy", "graph_accuracy",
+    "step_rougeL", "step_rouge1", "step_rouge2", "step_rougeLsum", "step_bertscore_f1", "parse_failure_rate",
+    "call_failure_rate", "missing_rate",
 )
-"""(metric key, label, meaning when the glossary has none): one label per metric on every page."""
+"""The metrics the pages name, in the legend's order (then every added metric); labels, meanings and
+directions are the metric table's, except ``chain_edit_distance`` (a figure of the strict result, not a group
+metric)."""
+
+CHAIN_NED = {"key": "chain_edit_distance", "label": "NED (chains)",
+             "meaning": "NED over the chain samples only (what `evaluate` prints as \"NED on chains\", the paper's "
+                        "number); LOWER is better", "lower_is_better": True}
 
 
 def _group_label(key: str) -> str:
@@ -109,11 +95,16 @@ def _group_label(key: str) -> str:
 def legend() -> dict[str, Any]:
     """Every metric and group the pages show: its label, the key `taskbench evaluate` and `taskbench compare`
     write (JSON) and print (compare's table), what it measures and which way is better."""
-    from ..leaderboard import GLOSSARY, LOWER_IS_BETTER
+    from ...eval.metrics import added_metrics, metric_table
 
-    meaning = dict(GLOSSARY)
-    metrics = [{"key": k, "label": label, "meaning": meaning.get(label) or text,
-                "lower_is_better": k in LOWER_IS_BETTER or k == "chain_edit_distance"} for k, label, text in _LABELS]
+    table = metric_table()
+    metrics = []
+    for k in [*LEGEND_KEYS, *(m.key for m in added_metrics() if m.key not in LEGEND_KEYS)]:
+        if k == CHAIN_NED["key"]:
+            metrics.append(dict(CHAIN_NED))
+        elif k in table:
+            m = table[k]
+            metrics.append({"key": k, "label": m.label, "meaning": m.meaning, "lower_is_better": m.lower_is_better})
     groups = [{"key": g, "label": _group_label(g)} for g in
               ("overall_overall", "single_overall", "chain_overall", "dag_overall", *(f"overall_{n}" for n in range(1, 11)))]
     return {"metrics": metrics, "groups": groups,
@@ -123,9 +114,9 @@ def legend() -> dict[str, Any]:
 
 def board(index: ViewIndex, *, dataset: str | None = None) -> dict[str, Any]:
     """Rows of every scored entry (optionally of one dataset), strict and compat, every group."""
-    from ..leaderboard import BOARD_METRICS, entry_from_json
+    from ..leaderboard import board_metrics, entry_from_json
 
-    keys = [k for k, _ in BOARD_METRICS]
+    keys = [k for k, _ in board_metrics()]
     rows: list[dict[str, Any]] = []
     datasets: set[str] = set()
     problems: list[str] = []

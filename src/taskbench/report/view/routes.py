@@ -272,6 +272,7 @@ def view_router(index: ViewIndex, *, current: Callable[[], Any], open_review: Ca
             return run  # type: ignore[no-any-return]
         out = agents_view.episodes(file, offset=offset, limit=limit)
         out["metrics"] = _json_safe(obj(run.header.get("metrics")).get("agents"))
+        out["about"] = agents_view.about(list(out["metrics"] or {}) if isinstance(out["metrics"], dict) else [])
         return out
 
     @router.get("/api/view/trajectory/{rid}", response_model=None)
