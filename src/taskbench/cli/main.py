@@ -99,9 +99,18 @@ class _StderrHandler(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            print(f"taskbench: {self.format(record)}", file=sys.stderr)
+            print(f"taskbench: {_clean(self.format(record))}", file=sys.stderr)
         except Exception:  # pragma: no cover - never let logging break a command
             self.handleError(record)
+
+
+def _clean(text: str) -> str:
+    """``text`` without any secret the user passed in this process (API keys, ``$NAME`` values of ``mcp:``
+    specs; :func:`taskbench.llm.redact.remembered`): the last guard before a line reaches the terminal."""
+    from ..llm.redact import redact_known, remembered
+
+    secrets = remembered()
+    return redact_known(text, secrets) if secrets else text
 
 
 def _logging() -> None:
@@ -162,7 +171,7 @@ def main(argv: list[str] | None = None) -> None:
         print("taskbench: interrupted", file=sys.stderr)
         sys.exit(130)
     except TaskbenchError as exc:
-        print(f"taskbench: error: {exc}", file=sys.stderr)
+        print(f"taskbench: error: {_clean(str(exc))}", file=sys.stderr)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         print("taskbench: interrupted", file=sys.stderr)

@@ -183,6 +183,11 @@ class Model:
         # True: $TASKBENCH_CACHE_URL or the SQLite file; a path, a URL (dir://, redis://) or a backend object
         self.cache: CacheBackend | None = open_cache(cache)
         self._identity = provider.identity()
+        self._secrets = [k for k in provider.secrets() if k]
+        if self._secrets:
+            from .redact import remember
+
+            remember(*self._secrets)
         self._sem: asyncio.Semaphore | None = None
         self._sem_loop: asyncio.AbstractEventLoop | None = None
         self._schemas: dict[type, tuple[dict[str, Any] | None, str, type | None]] = {}
@@ -264,7 +269,23 @@ class Model:
             self.errors += 1
             self._retries += outcome.retries
             raise self._failure(exc, outcome.retries) from exc
-        return self._store(call, resp, outcome.retries)
+        return self._store(call, self._scrub(resp), outcome.retries)
+
+    def _scrub(self, resp: ProviderResponse) -> ProviderResponse:
+        """``resp`` with the provider's secrets taken out of its text, tool calls and extra facts: a server that
+        puts the API key into a successful answer does not get it into records or the response cache. Only the
+        known keys are looked for (an answer is data: text that merely looks like a key stays)."""
+        if not self._secrets:
+            return resp
+        from .redact import redact_known, redact_value
+
+        text = redact_known(resp.text, self._secrets)
+        calls = redact_value(resp.tool_calls, self._secrets)
+        extra = redact_value(resp.extra, self._secrets)
+        if text is resp.text and calls is resp.tool_calls and extra is resp.extra:
+            return resp
+        return ProviderResponse(text, resp.prompt_tokens, resp.completion_tokens, resp.finish_reason, extra,
+                                tool_calls=calls)
 
     def redact(self, text: str) -> str:
         """``text`` with every secret of the provider (API keys, and pieces of them) and anything shaped like a key
@@ -316,34 +337,38 @@ class Model:
         request = call.request(self.timeout)
         sent = False
         resp: ProviderResponse | None = None
+        from .redact import StreamRedactor
+
+        clean = StreamRedactor(self._secrets)  # a key split across pieces is held back and masked whole
         try:
             async with self._semaphore():
                 self.requests += 1
                 async for piece in streaming(request):
                     if isinstance(piece, ProviderResponse):
                         resp = piece
-                    elif piece:
+                    elif piece and (safe := clean.feed(piece)):
                         sent = True
-                        yield piece
+                        yield safe
+                rest = clean.flush()
+                if rest:
+                    sent = True
+                    yield rest
         except TransientProviderError as exc:
             if sent:
                 self.errors += 1
-                raise ModelError(f"{self.name}: the stream broke after it started: {exc}") from exc
+                raise ModelError(self.redact(f"{self.name}: the stream broke after it started: {exc}")) from exc
             out = await self.generate(messages, schema=schema, config=config, schema_name=schema_name)
             if out.text:
                 yield out.text
             yield out
             return
-        except TaskbenchError:
-            self.errors += 1
-            raise
         except Exception as exc:
             self.errors += 1
-            raise ModelError(f"{self.name}: {type(exc).__name__}: {exc}") from exc
+            raise self._failure(exc, 0) from exc
         if resp is None:
             self.errors += 1
             raise ModelError(f"{self.name}: the stream ended without a final response")
-        yield self._store(call, resp, 0)
+        yield self._store(call, self._scrub(resp), 0)
 
     def _prepare(
         self,
@@ -383,10 +408,10 @@ class Model:
         hit = self._cached_value(call)
         if hit is None:
             return None
-        resp = ProviderResponse(
+        resp = self._scrub(ProviderResponse(
             hit["text"], hit["prompt_tokens"], hit["completion_tokens"], hit["finish_reason"], hit["extra"],
             tool_calls=list(hit.get("tool_calls") or []),
-        )
+        ))  # an entry a version before this one stored with the key in it
         self.cache_hits += 1
         latency = hit.get("latency")
         return self._finish(resp, call, 0, True, float(latency) if isinstance(latency, (int, float)) else None)
