@@ -42,6 +42,8 @@ from ..errors import (
     TaskbenchError,
     validation_message,
 )
+from ..eval.stats import MAX_REPLICATES
+from ..llm.model import MAX_CONCURRENCY
 from ..records import RecordDisplay, read_records, run_records, run_sync
 from ..schema import AgentTask, Trajectory
 from ..schema.episode import EpisodeRow, EpisodeUsage, FailedEpisodeRow, parse_episode
@@ -98,9 +100,9 @@ class AgentEvalConfig(BaseModel):
     budgets: Budgets = Field(default_factory=Budgets, description="Step cap, token and text bounds.")
     temperature: float = Field(default=0.0, ge=0.0, description="Sampling temperature (with seeds > 1, > 0).")
     unsafe_local: bool = Field(default=False, description="Run agent code unconfined where bwrap is missing.")
-    concurrency: int = Field(default=1, ge=1, description="Episodes at once.")
+    concurrency: int = Field(default=1, ge=1, le=MAX_CONCURRENCY, description="Episodes at once.")
     env_options: dict[str, Any] = Field(default_factory=dict, description="Options of the environment.")
-    bootstrap: int = Field(default=1000, ge=0, description="Bootstrap replicates of the CIs.")
+    bootstrap: int = Field(default=1000, ge=0, le=MAX_REPLICATES, description="Bootstrap replicates of the CIs.")
 
     def specs(self) -> list[AgentSpec]:
         """The agents, variants included."""
@@ -250,8 +252,12 @@ def prepare_run(config: AgentEvalConfig, output: str | Path, *, write: bool = Tr
 
 
 def write_run_header(out: Path, config: AgentEvalConfig, fingerprint: str) -> None:
-    """Make ``out`` and write (or check against a resumed run's) the run header."""
-    out.mkdir(parents=True, exist_ok=True)
+    """Make ``out`` and write (or check against a resumed run's) the run header; an ``episodes.jsonl`` there
+    that this runner did not write is refused first, so nothing is changed."""
+    from ..records import vet_records
+
+    if (out / EPISODES_FILE).is_file():
+        vet_records(out / EPISODES_FILE)
     _write_config(out, config, fingerprint)
 
 
@@ -348,8 +354,8 @@ async def arun_agents(
 
     start = time.perf_counter()
     envs: list[Any] = []
-    try:  # the environments open before anything is written: a misspelled --env leaves no run header behind
-        envs += [new_env() for _ in range(config.concurrency)]
+    try:  # an environment opens before anything is written: a misspelled --env leaves no run header behind
+        envs.append(new_env())
         write_run_header(out, config, fingerprint)
     except BaseException:
         for e in envs:
@@ -360,6 +366,8 @@ async def arun_agents(
                                                                  api_key_env=api_key_env, options=model_options)
     try:
         tasks = run_tasks(config, envs[0], file_tasks)
+        episodes = len(_items(config, tasks))  # one environment per episode in flight, never more than episodes
+        envs += [new_env() for _ in range(min(config.concurrency, episodes) - 1)]
         summary = await run_episodes(config, out, tasks, out / EPISODES_FILE, envs=envs, models=models,
                                      fingerprint=fingerprint, display=display, clock=clock)
         metrics = write_metrics(out, config, tasks, envs[0])

@@ -9,6 +9,8 @@ import typer
 
 from .console import exit_if_calls_failed, make_console
 from .options import (
+    MAX_CONCURRENCY,
+    MAX_SEED,
     api_key_env_option,
     base_url_option,
     call_options,
@@ -91,7 +93,7 @@ def predict_command(
     reformat: bool = typer.Option(
         False, "--reformat", help="With --free: ask the model to rewrite an answer that did not parse."
     ),
-    concurrency: int = typer.Option(1, "--concurrency", "-c", min=1, help="Requests in flight at once."),
+    concurrency: int = typer.Option(1, "--concurrency", "-c", min=1, max=MAX_CONCURRENCY, help="Requests in flight at once."),
     limit: int | None = typer.Option(
         None, "--limit", min=0, help="Predict at most N samples, stratified over single/chain/dag; 0 = all."
     ),
@@ -100,7 +102,7 @@ def predict_command(
     max_tokens: int | None = typer.Option(
         None, "--max-tokens", min=16, help="Most tokens per answer (default 1024; 512 for embedded models)."
     ),
-    seed: int = typer.Option(0, "--seed", "-s", help="Sampling seed sent to the backend."),
+    seed: int = typer.Option(0, "--seed", "-s", min=0, max=MAX_SEED, help="Sampling seed sent to the backend."),
     base_url: list[str] | None = base_url_option(replicas=True),
     endpoint_concurrency: int | None = endpoint_concurrency_option(),
     api_key_env: str | None = api_key_env_option(),
@@ -140,11 +142,18 @@ def predict_command(
 
     if reformat and structured:
         raise ConfigError("--reformat needs --free (structured output always parses)")
-    options = PredictOptions(
-        shots=shots, structured=structured, reformat=reformat, limit=limit or None, concurrency=concurrency,
-        temperature=temperature, top_p=top_p, max_tokens=max_tokens or default_max_tokens(model), seed=seed,
-        template=str(template) if template else None, **prompt_options(demos, shortlist, plan),
-    )
+    from pydantic import ValidationError
+
+    from ..errors import options_error
+
+    try:
+        options = PredictOptions(
+            shots=shots, structured=structured, reformat=reformat, limit=limit or None, concurrency=concurrency,
+            temperature=temperature, top_p=top_p, max_tokens=max_tokens or default_max_tokens(model), seed=seed,
+            template=str(template) if template else None, **prompt_options(demos, shortlist, plan),
+        )
+    except ValidationError as exc:  # a value the flags let through (--top-p 0): one line naming the flag
+        raise options_error(exc) from None
     if template is not None:  # a broken template fails before anything is written
         from ..predict.prompts import load_template
 
@@ -164,6 +173,11 @@ def predict_command(
         config = ModelConfig.build(model, concurrency=concurrency, cache=not no_cache, base_url=base_urls(base_url),
                                    api_key_env=api_key_env, options=model_options)
         try:
+            if Path(output).is_file():  # a file that holds no predictions is refused before the header is written
+                from ..predict.runner import record_check
+                from ..records import vet_records
+
+                vet_records(output, record_check(config.name))
             open_run(output, predict_header(config.name, path, options))
         except BaseException:
             runner.close()

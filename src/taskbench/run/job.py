@@ -346,8 +346,7 @@ async def arun_benchmark(
 
     options = options or PredictOptions()
     display = display or NullDisplay()
-    run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    run_dir = jsonio.make_directory(run_dir)
     loaded = [_load(spec) for spec in datasets]
     names = [n for n, _ in loaded]
     if len(set(names)) != len(names):
