@@ -11,6 +11,9 @@ import typer
 
 from .console import make_console
 from .options import (
+    MAX_CONCURRENCY,
+    MAX_REPLICATES,
+    MAX_SEED,
     PANEL,
     api_key_env_option,
     base_url_option,
@@ -72,7 +75,7 @@ def eval_command(
                                            "1..5: alpha, beta or both (the paper's Figure 3)."),
     max_steps: int = typer.Option(8, "--max-steps", min=1, help="Step cap per episode (plan/act steps)."),
     temperature: float = typer.Option(0.0, "--temperature", min=0.0, help="Sampling temperature."),
-    concurrency: int = typer.Option(1, "--concurrency", "-c", min=1, help="Episodes at once."),
+    concurrency: int = typer.Option(1, "--concurrency", "-c", min=1, max=MAX_CONCURRENCY, help="Episodes at once."),
     unsafe_local: bool = typer.Option(False, "--unsafe-local", help="Run agent code WITHOUT confinement where "
                                       "bwrap is missing (only for code you would run yourself)."),
     base_url: str | None = base_url_option(),
@@ -82,7 +85,8 @@ def eval_command(
     option: list[str] | None = typer.Option(None, "--option", "-O", rich_help_panel=PANEL, help="Provider option KEY=VALUE, e.g. "
                                             "-O n_threads=1 (repeatable)."),
     no_cache: bool = no_cache_option(),
-    bootstrap: int = typer.Option(1000, "--bootstrap", min=0, help="Bootstrap replicates of the CIs (0: none)."),
+    bootstrap: int = typer.Option(1000, "--bootstrap", min=0, max=MAX_REPLICATES,
+                                   help="Bootstrap replicates of the CIs (0: none)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
     executor: str = typer.Option(
         "local", "--executor", help="Where episodes run: 'local' (this process) or 'ray' (sharded over Ray workers "
@@ -126,13 +130,20 @@ def eval_command(
 
         raise ConfigError(f"--task-set is for the RestBench environments, not {env!r} (drop it, or use --tasks FILE)")
     env_options = {"task_set": task_set} if task_set else {}
-    config = AgentEvalConfig(
-        env=env, agents=_split(agent), model=model, role_models=role_models, tools=tools, seeds=seeds_alias or seeds,
-        limit=limit,
-        task_ids=_split(task) or None, tasks_file=str(tasks_file) if tasks_file else None, alpha=alpha, beta=beta, ablations=_split(ablation), sweep=sweep_turns,
-        budgets=Budgets(max_steps=max_steps), temperature=temperature, unsafe_local=unsafe_local,
-        concurrency=concurrency, env_options=env_options, bootstrap=bootstrap,
-    )
+    from pydantic import ValidationError
+
+    from ..errors import options_error
+
+    try:
+        config = AgentEvalConfig(
+            env=env, agents=_split(agent), model=model, role_models=role_models, tools=tools,
+            seeds=seeds_alias or seeds, limit=limit, task_ids=_split(task) or None,
+            tasks_file=str(tasks_file) if tasks_file else None, alpha=alpha, beta=beta, ablations=_split(ablation),
+            sweep=sweep_turns, budgets=Budgets(max_steps=max_steps), temperature=temperature,
+            unsafe_local=unsafe_local, concurrency=concurrency, env_options=env_options, bootstrap=bootstrap,
+        )
+    except ValidationError as exc:  # a value the flags let through: one line naming the flag
+        raise options_error(exc) from None
     from .predict import make_executor
 
     runner = make_executor(executor, ray_address, workers)
@@ -176,7 +187,7 @@ def show_command(
     run: Path = typer.Argument(..., help="A run directory of `taskbench agents eval`, or one trajectory file."),
     task: str | None = typer.Option(None, "--task", "-t", help="Task id to show (default: list the episodes)."),
     agent: str | None = typer.Option(None, "--agent", "-a", help="Agent of the episode (default: the first)."),
-    seed: int = typer.Option(0, "--seed", "-s", help="Seed of the episode."),
+    seed: int = typer.Option(0, "--seed", "-s", min=0, max=MAX_SEED, help="Seed of the episode."),
     full: bool = typer.Option(False, "--full", help="Also print every prompt sent to the models."),
 ) -> None:
     """Print one trajectory readably: plans, code, tool calls, reviews, the answer and the verdict.
@@ -263,7 +274,7 @@ def span_data_command(
                                "--offset past the training run's --limit)."),
     perturb: float = typer.Option(0.5, "--perturb", min=0.0, max=1.0, help="Share of tasks with one perturbed "
                                   "step (wrong tool, missing or wrong argument, faulty code) for review targets."),
-    seed: int = typer.Option(0, "--seed", "-s", help="Seed of the perturbations."),
+    seed: int = typer.Option(0, "--seed", "-s", min=0, max=MAX_SEED, help="Seed of the perturbations."),
     min_tools: int = typer.Option(10, "--min-tools", min=0, help="Candidate tools at least (the paper: 10)."),
     min_doc_words: int = typer.Option(100, "--min-doc-words", min=0, help="Words of documentation per gold tool "
                                       "at least (the paper: 100; TaskBench tools have 20-60)."),
@@ -308,7 +319,7 @@ def distill_command(
     lr: float = typer.Option(2e-4, "--lr", help="Learning rate (the paper: 5e-5 for Mistral-8x7B)."),
     epochs: int = typer.Option(1, "--epochs", min=1, help="Passes over the examples."),
     max_length: int = typer.Option(1024, "--max-length", min=16, help="Longer examples are skipped (counted)."),
-    seed: int = typer.Option(0, "--seed", "-s", help="Seed of the example order and the adapter's initialisation."),
+    seed: int = typer.Option(0, "--seed", "-s", min=0, max=MAX_SEED, help="Seed of the example order and the adapter's initialisation."),
     limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N examples."),
     max_same_target: int | None = typer.Option(None, "--max-same-target", min=1, help="At most N examples of "
                                                "any one answer, drawn by --seed (the review's accept verdict is "
@@ -426,7 +437,8 @@ def compare_command(
     agent_a: str | None = typer.Option(None, "--agent-a", help="The agent of run A (needed when it ran several)."),
     agent_b: str | None = typer.Option(None, "--agent-b", help="The agent of run B (needed when it ran several)."),
     output: Path | None = typer.Option(None, "--output", "-o", help="JSON file for the whole comparison."),
-    bootstrap: int = typer.Option(1000, "--bootstrap", min=0, help="Bootstrap and permutation replicates."),
+    bootstrap: int = typer.Option(1000, "--bootstrap", min=0, max=MAX_REPLICATES,
+                                   help="Bootstrap and permutation replicates."),
 ) -> None:
     """Paired comparison of one agent in two runs (A - B on the tasks and seeds both finished): success, the
     correct path rates, tokens, with paired 95% CIs and p-values, the episodes solved by one only, and what

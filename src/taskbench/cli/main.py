@@ -11,6 +11,7 @@ import logging
 import os
 import signal
 import sys
+from typing import Any
 
 import typer
 
@@ -139,6 +140,39 @@ def _tolerant_streams() -> None:
                 pass
 
 
+def _is_path(annotation: object) -> bool:
+    import pathlib
+    import typing
+
+    if annotation is pathlib.Path:
+        return True
+    return any(_is_path(a) for a in typing.get_args(annotation))
+
+
+def _empty_path(argv: list[str]) -> str | None:
+    """The option of the command line ``argv`` that was given an empty path (``-o ''``, ``--output=``: an unset
+    shell variable; a path option would read it as the current directory), or None."""
+    from typer.main import get_command
+
+    cmd: Any = get_command(app)
+    i = 0
+    while i < len(argv) and argv[i] in getattr(cmd, "commands", {}):
+        cmd = cmd.commands[argv[i]]
+        i += 1
+    names = {o for p in getattr(cmd, "params", []) if _is_path(getattr(getattr(p, "type_descriptor", None),
+                                                                           "annotation", None))
+             for o in (*getattr(p, "opts", ()), *getattr(p, "secondary_opts", ()))}
+    for word, nxt in zip(argv[i:], [*argv[i + 1:], None], strict=True):
+        if word == "--":
+            break
+        if word in names and nxt is not None and not nxt.strip():
+            return word
+        name, eq, value = word.partition("=")
+        if eq and name in names and not value.strip():
+            return name
+    return None
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
     _logging()
@@ -158,6 +192,12 @@ def main(argv: list[str] | None = None) -> None:
     except ImportError:  # pragma: no cover - older typer on the real click
         from click import exceptions as cx  # type: ignore[no-redef]
 
+    words = list(sys.argv[1:] if argv is None else argv)
+    empty = _empty_path(words)
+    if empty is not None:
+        print(f"taskbench: error: {empty} was given an empty path; give a file or directory name (see: taskbench "
+              f"{' '.join(w for w in words[:2] if not w.startswith('-'))} --help)", file=sys.stderr)
+        sys.exit(2)
     try:
         code = app(args=argv, standalone_mode=False)
     except cx.NoArgsIsHelpError as exc:  # `taskbench` or a group alone: its help

@@ -39,10 +39,13 @@ from typing import Any
 
 from ..errors import ConfigError, InputError
 from ..schema import AgentTask, CheckResult, ToolCall, ToolResult
+from ..schema.chat import nesting_depth
 
 TASK_KEYS = frozenset({"id", "query", "gold_path", "checker", "setup", "answer", "meta"})
 STATE_TESTS = ("equals", "same_items", "includes", "excludes", "one_of", "below")
 ANSWER_TESTS = ("all", "any", "at_least", "none", "yes", "picks", "called")
+MAX_TASK_DEPTH = 64
+"""The deepest a task line's objects and arrays may nest (checker conditions inside ``any``/``all`` included)."""
 MAX_CHECK_CALLS = 64
 """Tool calls one check may make (VALUEs and end-state conditions together)."""
 
@@ -171,6 +174,8 @@ def _task(item: Any, path: Path, line: int, env: str | None) -> AgentTask:
 
     if not isinstance(item, dict):
         raise bad("a task is a JSON object", 'e.g. {"query": "...", "checker": [{"all": ["..."]}]}')
+    if nesting_depth(item, MAX_TASK_DEPTH) > MAX_TASK_DEPTH:  # checked before anything recurses into it
+        raise bad(f"the task nests deeper than {MAX_TASK_DEPTH} levels", "flatten its checker, setup or answer")
     unknown = sorted(set(item) - TASK_KEYS)
     if unknown:
         raise bad(f"unknown key {unknown[0]!r}", f"keys: {', '.join(sorted(TASK_KEYS))}")

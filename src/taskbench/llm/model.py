@@ -95,6 +95,11 @@ class ModelOutput(BaseModel):
         return self.parsed
 
 
+MAX_CONCURRENCY = 1024
+"""The most requests one model (and one records runner, :func:`taskbench.records.run_records`) keeps in flight:
+each holds a task, a connection and its buffers, so an unbounded count (``-c 2147483648``) is refused instead of
+exhausting memory or file descriptors."""
+
 # Keys of get_model(**config) that configure the wrapper; the rest go to the provider.
 _GENERATION_KEYS = ("temperature", "top_p", "max_tokens", "seed", "stop")
 _MODEL_KEYS = ("timeout", "max_retries", "max_total_seconds", "retry_base_delay", "retry_max_delay", "cache")
@@ -176,8 +181,8 @@ class Model:
             raise ConfigError("max_retries must be >= 0 and max_total_seconds > 0")
         self.retry_policy = RetryPolicy(max_retries, max_total_seconds, retry_base_delay, retry_max_delay)
         self.concurrency = int(concurrency or provider.max_concurrency)
-        if self.concurrency < 1:
-            raise ConfigError(f"concurrency must be >= 1, not {self.concurrency}")
+        if not 1 <= self.concurrency <= MAX_CONCURRENCY:
+            raise ConfigError(f"concurrency must be between 1 and {MAX_CONCURRENCY}, not {self.concurrency}")
         if cache is None:
             cache = getattr(provider, "default_cache", True)
         # True: $TASKBENCH_CACHE_URL or the SQLite file; a path, a URL (dir://, redis://) or a backend object
@@ -602,4 +607,4 @@ class _Call:
                                tools=self.api_tools, tool_choice=self.api_choice)
 
 
-__all__ = ["Messages", "Model", "ModelOutput", "get_model"]
+__all__ = ["MAX_CONCURRENCY", "Messages", "Model", "ModelOutput", "get_model"]

@@ -134,15 +134,9 @@ MAX_TOOL_SCHEMA_DEPTH = 64
 
 def _depth(value: Any) -> int:
     """How deeply ``value``'s objects and arrays nest (iterative: no recursion limit to hit)."""
-    deepest, todo = 0, [(value, 1)]
-    while todo:
-        v, d = todo.pop()
-        if isinstance(v, dict | list):
-            deepest = max(deepest, d)
-            if deepest > MAX_TOOL_SCHEMA_DEPTH:
-                return deepest
-            todo.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
-    return deepest
+    from ..schema.chat import nesting_depth
+
+    return nesting_depth(value, MAX_TOOL_SCHEMA_DEPTH)
 
 
 def check_tools(req: ChatCompletionRequest) -> None:
