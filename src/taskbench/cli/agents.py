@@ -339,14 +339,19 @@ def distill_command(
 
         taskbench agents distill --role grounding --data span/ --base llamacpp/qwen2.5-coder-0.5b -o students/grounding --epochs 2
     """
+    from pydantic import ValidationError
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     from ..distill.train import DistillConfig, check, distill
+    from ..errors import options_error
 
-    config = DistillConfig(role=role, data=str(data), base=base, rank=rank, alpha=alpha, lr=lr, epochs=epochs,
-                           max_length=max_length, seed=seed, limit=limit, max_same_target=max_same_target,
-                           checkpoint_every=checkpoint_every,
-                           threads=threads, targets=_split([targets]), layers=layers)
+    try:
+        config = DistillConfig(role=role, data=str(data), base=base, rank=rank, alpha=alpha, lr=lr, epochs=epochs,
+                               max_length=max_length, seed=seed, limit=limit, max_same_target=max_same_target,
+                               checkpoint_every=checkpoint_every,
+                               threads=threads, targets=_split([targets]), layers=layers)
+    except ValidationError as exc:  # --lr 0: one line naming the flag
+        raise options_error(exc) from None
     check(config, output, resume=resume)  # bad input is one line, before any progress bar is drawn
     console = make_console(stderr=True, quiet=quiet)
     columns = (TextColumn(f"distill {role}"), BarColumn(), MofNCompleteColumn(), TextColumn("loss {task.fields[loss]}"),

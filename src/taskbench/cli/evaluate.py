@@ -114,9 +114,11 @@ def _ids(value: str | None) -> list[str] | None:
     if value is None:
         return None
     if value.startswith("@"):
+        from ..dataset.jsonio import check_input_file
         from ..errors import InputError
 
         path = Path(value[1:])
+        check_input_file(path)
         try:
             value = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import re
 import signal
 import sys
 from typing import Any
@@ -105,13 +106,19 @@ class _StderrHandler(logging.Handler):
             self.handleError(record)
 
 
+_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
 def _clean(text: str) -> str:
     """``text`` without any secret the user passed in this process (API keys, ``$NAME`` values of ``mcp:``
-    specs; :func:`taskbench.llm.redact.remembered`): the last guard before a line reaches the terminal."""
+    specs; :func:`taskbench.llm.redact.remembered`), on one line: newlines, terminal escapes and bidi controls
+    (from a file name, a value, a server's answer) are shown as ``\\n``, ``\\x1b``, ``\\u202e``. The last guard
+    before a line reaches the terminal."""
     from ..llm.redact import redact_known, remembered
 
     secrets = remembered()
-    return redact_known(text, secrets) if secrets else text
+    text = redact_known(text, secrets) if secrets else text
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 def _logging() -> None:
@@ -205,7 +212,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(0)
     except cx.ClickException as exc:  # a usage error: one line, like every other error
         where = exc.ctx.command_path if isinstance(exc, cx.UsageError) and exc.ctx is not None else "taskbench"
-        print(f"taskbench: error: {exc.format_message()} (see: {where} --help)", file=sys.stderr)
+        print(f"taskbench: error: {_clean(exc.format_message())} (see: {where} --help)", file=sys.stderr)
         sys.exit(exc.exit_code)
     except typer.Abort:
         print("taskbench: interrupted", file=sys.stderr)
@@ -213,6 +220,15 @@ def main(argv: list[str] | None = None) -> None:
     except TaskbenchError as exc:
         print(f"taskbench: error: {_clean(str(exc))}", file=sys.stderr)
         sys.exit(exc.exit_code)
+    except OSError as exc:
+        if exc.filename is None:  # not about a path the user gave: a bug to see whole
+            raise
+        # a path the user gave that the system refused where no reader expected it (a name too long, no
+        # permission, a full disk): one line naming it
+        name = str(exc.filename)
+        shown = name if len(name) <= 200 else f"{name[:80]}...{name[-80:]} ({len(name)} characters)"
+        print(f"taskbench: error: {_clean(shown)}: {_clean(exc.strerror or str(exc))}", file=sys.stderr)
+        sys.exit(2)
     except KeyboardInterrupt:
         print("taskbench: interrupted", file=sys.stderr)
         sys.exit(130)

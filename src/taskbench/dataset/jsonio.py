@@ -19,6 +19,7 @@ import json
 import os
 import re
 import secrets
+import stat
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -58,9 +59,25 @@ def encode_text(text: str) -> bytes:
         return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
 
 
+def check_input_file(path: str | Path) -> None:
+    """Raise :class:`InputError` when ``path`` exists but is no regular file to read: a FIFO (reading it waits
+    for a writer forever), a device (``/dev/zero`` never ends, ``/dev/full`` neither) or a socket; or when it
+    cannot even be looked at (a name too long, no permission). A missing file or a directory is left to the
+    caller's own message. Never blocks (it only looks at the file's type)."""
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    except OSError as exc:
+        raise InputError(f"cannot read the file ({exc.strerror or exc})", path=path) from None
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise InputError("not a regular file (a device, a pipe or a socket); give a file", path=path)
+
+
 def read_json(path: str | Path) -> Any:
     """Parse a whole JSON document; a missing file or a syntax error raises :class:`InputError`."""
     path = Path(path)
+    check_input_file(path)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -87,6 +104,7 @@ def iter_jsonl(
     to it and skipped, so one bad line does not stop a whole file.
     """
     path = Path(path)
+    check_input_file(path)
     try:
         fh = path.open("rb")
     except FileNotFoundError:
@@ -139,6 +157,7 @@ def read_jsonl(path: str | Path, *, allow_torn_tail: bool = False) -> list[Any]:
 def read_json_or_jsonl(path: str | Path) -> list[Any]:
     """A list of records from a file that is either a JSON array or JSON Lines."""
     path = Path(path)
+    check_input_file(path)
     try:
         with path.open("rb") as fh:
             head = fh.read(1 << 12).lstrip()

@@ -141,6 +141,9 @@ def load_tasks(path: str | Path, *, env: str | None = None) -> list[AgentTask]:
     path = task_file(path)
     if path.is_dir():
         return tasks_from_dataset(path, env=env)
+    from ..dataset.jsonio import check_input_file
+
+    check_input_file(path)
     try:
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:

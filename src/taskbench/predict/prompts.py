@@ -62,7 +62,10 @@ def load_template(
     """Template source: a user file when ``template`` is a path, else the bundled one for ``dependency``
     (the plan variant with ``plan``)."""
     if template is not None:
+        from ..dataset.jsonio import check_input_file
+
         path = Path(template)
+        check_input_file(path)
         try:
             source = path.read_text(encoding="utf-8")
         except FileNotFoundError:
