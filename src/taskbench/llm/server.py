@@ -373,7 +373,8 @@ def limit_requests(app: Any, *, max_bytes: int = MAX_REQUEST_BYTES) -> Any:
             if not sent:
                 sent = True
                 return {"type": "http.request", "body": whole, "more_body": False}
-            return await receive()  # after the body: the disconnect, when it comes
+            later: dict[str, Any] = await receive()  # after the body: the disconnect, when it comes
+            return later
 
         await app(scope, replay, send)
 
