@@ -169,7 +169,9 @@ def _empty_path(argv: list[str]) -> str | None:
     names = {o for p in getattr(cmd, "params", []) if _is_path(getattr(getattr(p, "type_descriptor", None),
                                                                            "annotation", None))
              for o in (*getattr(p, "opts", ()), *getattr(p, "secondary_opts", ()))}
-    for word, nxt in zip(argv[i:], [*argv[i + 1:], None], strict=True):
+    rest = argv[i:]
+    for k, word in enumerate(rest):
+        nxt = rest[k + 1] if k + 1 < len(rest) else None
         if word == "--":
             break
         if word in names and nxt is not None and not nxt.strip():
