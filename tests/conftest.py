@@ -159,7 +159,11 @@ _NOT_COMPONENTS = re.compile(r"\.\./shared|RestBench's (files|spec)|Qwen|root on
                              r"syscall number|clone number|/usr/bin/python3|POSIX|not wanted|tomllib|\(Linux\)")
 """Skip reasons that are facts of the machine or optional data, never a missing component."""
 
-_SKIPPED_FOR: dict[str, list[str]] = defaultdict(list)
+_SKIPPED_FOR: dict[str, set[str]] = defaultdict(set)
+_DATA = re.compile(r"\.\./shared|RestBench's (files|spec)")
+_SKIPPED_DATA: set[str] = set()
+"""Tests skipped because the reference data (../shared, TASKBENCH_SHARED) is absent: counted, never failed."""
+_CI_PREFIX = "CI: missing real component: "
 
 
 def component_of(reason: str) -> str | None:
@@ -171,35 +175,57 @@ def component_of(reason: str) -> str | None:
 
 
 def _skip_reason(longrepr: object) -> str:
-    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+    if isinstance(longrepr, tuple | list) and len(longrepr) == 3:
         return str(longrepr[2]).removeprefix("Skipped: ")
     return str(getattr(longrepr, "longrepr", longrepr) or "")
 
 
-def _missing(report: pytest.TestReport | pytest.CollectReport) -> None:
-    """Record a skip for a missing component; in CI, turn it into a failure that names the component."""
-    if not report.skipped or hasattr(report, "wasxfail"):
+def _in_ci(report: pytest.TestReport | pytest.CollectReport) -> None:
+    """In CI, a skip for a missing component becomes a failure whose one line names the component."""
+    if not CI or not report.skipped or hasattr(report, "wasxfail"):
         return
     reason = _skip_reason(report.longrepr)
     name = component_of(reason)
-    if name is None:
-        return
-    _SKIPPED_FOR[name].append(report.nodeid)
-    if CI:
+    if name is not None:
         report.outcome = "failed"
-        report.longrepr = f"CI: missing real component: {name} ({COMPONENTS[name][0]}); the test skipped: {reason}"
+        report.longrepr = f"{_CI_PREFIX}{name} ({COMPONENTS[name][0]}); the test skipped: {reason}"
+
+
+def _count(report: pytest.TestReport | pytest.CollectReport) -> None:
+    """Count a test skipped (or, in CI, failed) for a missing component; also for reports an isolated child
+    process sent back (tests/forked_native.py)."""
+    text = str(report.longrepr or "")
+    if report.failed and text.startswith(_CI_PREFIX):
+        name = text[len(_CI_PREFIX):].split(" (", 1)[0]
+    elif report.skipped and not hasattr(report, "wasxfail"):
+        reason = _skip_reason(report.longrepr)
+        name = component_of(reason) or ""
+        if not name and _DATA.search(reason):
+            _SKIPPED_DATA.add(report.nodeid)
+    else:
+        return
+    if name in COMPONENTS:
+        _SKIPPED_FOR[name].add(report.nodeid)
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # noqa: ANN201 - a hook wrapper
     outcome = yield
-    _missing(outcome.get_result())
+    _in_ci(outcome.get_result())
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_make_collect_report(collector: pytest.Collector):  # noqa: ANN201 - a hook wrapper
     outcome = yield
-    _missing(outcome.get_result())
+    _in_ci(outcome.get_result())
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    _count(report)
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    _count(report)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # noqa: ANN001 - pytest's signature
@@ -208,4 +234,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # no
         what = "CI: missing real component" if CI else "skipped for a missing component"
         terminalreporter.write_line(f"{what}: {name} ({COMPONENTS[name][0]}): {len(ids)} test(s)", red=CI,
                                     yellow=not CI)
+    if _SKIPPED_DATA:
+        terminalreporter.write_line(f"skipped for absent reference data ({SHARED}; set TASKBENCH_SHARED=DIR): "
+                                    f"{len(_SKIPPED_DATA)} test(s)", yellow=True)
 

@@ -68,6 +68,8 @@ mod = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(mod)
 pytest_runtest_makereport = mod.pytest_runtest_makereport
 pytest_make_collect_report = mod.pytest_make_collect_report
+pytest_runtest_logreport = mod.pytest_runtest_logreport
+pytest_collectreport = mod.pytest_collectreport
 pytest_terminal_summary = mod.pytest_terminal_summary
 '''
 
