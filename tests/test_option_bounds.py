@@ -61,6 +61,22 @@ CASES = {
     "predict -c 2^31": (["predict", "-d", "multimedia", "-m", "mock/echo", "-c", str(2**31), "-o", "p.jsonl"],
                         "--concurrency"),
     "sample --n 1e11 to a file": (["sample", GRAPH, "-n", "100000000000", "-o", "s.jsonl"], "--n"),
+    "agents eval --repeats 2^31": (["agents", "eval", "--env", "taskbench-multimedia", "--agent", "react", "-m",
+                                    "mock/echo", "--repeats", str(2**31), "-o", "a"], "--repeats"),
+    "agents eval --alpha 2^31": (["agents", "eval", "--env", "taskbench-multimedia", "--agent", "react", "-m",
+                                  "mock/echo", "--alpha", str(2**31), "-o", "a"], "--alpha"),
+    "serve --port 99999": (["serve", "--model", "mock/echo", "--port", "99999"], "--port"),
+    "view --port 99999": (["view", ".", "--port", "99999"], "--port"),
+    "timeout 1e308": (["predict", "-d", "multimedia", "-m", "mock/echo", "-q", "-o", "p.jsonl", "--timeout", "1e308"],
+                      "--timeout"),
+    "max-retries 2^63": (["predict", "-d", "multimedia", "-m", "mock/echo", "-q", "-o", "p.jsonl", "--max-retries",
+                          str(2**63)], "--max-retries"),
+    "-O timeout text": (["predict", "-d", "multimedia", "-m", "mock/echo", "-q", "-o", "p.jsonl", "-O", "timeout=x"],
+                        "timeout='x'"),
+    "-O max_total_seconds inf": (["predict", "-d", "multimedia", "-m", "mock/echo", "-q", "-o", "p.jsonl", "-O",
+                                  "max_total_seconds=1e400"], "max_total_seconds"),
+    "-O max_retries 1000": (["predict", "-d", "multimedia", "-m", "mock/echo", "-q", "-o", "p.jsonl", "-O",
+                             "max_retries=1000"], "max_retries"),
 }
 
 

@@ -62,6 +62,9 @@ from .config import (
 from .episode import Episode
 from .metrics import episode_row, mechanism, metrics_document
 
+MAX_REPEATS = 1000
+"""The most episodes per (agent, task) (``--repeats``): pass^k is reported for k up to 10."""
+
 EPISODES_FILE = "episodes.jsonl"
 METRICS_FILE = "metrics.json"
 CONFIG_FILE = HEADER_FILE
@@ -88,13 +91,13 @@ class AgentEvalConfig(BaseModel):
     role_models: dict[str, str] = Field(default_factory=dict,
                                         description="Own model per ConAgents role (grounding, execution, review).")
     tools: str = Field(default="gold+10", description="gold | gold+10 | all.")
-    seeds: int = Field(default=1, ge=1, description="Episodes per (agent, task), seeds 0..K-1 (pass^k).")
+    seeds: int = Field(default=1, ge=1, le=MAX_REPEATS, description="Episodes per (agent, task), seeds 0..K-1 (pass^k).")
     limit: int | None = Field(default=None, ge=1, description="Only the first N tasks.")
     task_ids: list[str] | None = Field(default=None, description="Only these tasks (in the environment's order).")
     tasks_file: str | None = Field(default=None, description="Tasks from this JSON Lines file instead of the "
                                    "environment's own (taskbench.envs.tasks).")
-    alpha: int = Field(default=DEFAULT_ALPHA, ge=0, description="Planning-review turns (conagents-auto).")
-    beta: int = Field(default=DEFAULT_BETA, ge=0, description="Execution-review turns.")
+    alpha: int = Field(default=DEFAULT_ALPHA, ge=0, le=20, description="Planning-review turns (conagents-auto).")
+    beta: int = Field(default=DEFAULT_BETA, ge=0, le=20, description="Execution-review turns.")
     ablations: list[str] = Field(default_factory=list, description="Ablation variants to add (ConAgents).")
     sweep: str | None = Field(default=None, description="Turn-limit sweep: alpha | beta | both (1..5).")
     budgets: Budgets = Field(default_factory=Budgets, description="Step cap, token and text bounds.")
@@ -275,8 +278,17 @@ def episode_keys(config: AgentEvalConfig, tasks: Sequence[AgentTask]) -> list[st
     return [it.key for it in _items(config, tasks)]
 
 
+MAX_EPISODES = 1_000_000
+"""Episodes (agents x tasks x repeats) one run may hold: each is an item in memory before the first runs."""
+
+
 def _items(config: AgentEvalConfig, tasks: Sequence[AgentTask]) -> list[_Item]:
-    return [_Item(spec=s, task=t, seed=k) for s in config.specs() for t in tasks for k in range(config.seeds)]
+    specs = config.specs()
+    count = len(specs) * len(tasks) * config.seeds
+    if count > MAX_EPISODES:
+        raise ConfigError(f"{len(specs)} agents x {len(tasks)} tasks x {config.seeds} repeats = {count:,} episodes; "
+                          f"one run holds at most {MAX_EPISODES:,} (use --limit or fewer --repeats)")
+    return [_Item(spec=s, task=t, seed=k) for s in specs for t in tasks for k in range(config.seeds)]
 
 
 def fingerprint_check(fingerprint: str) -> Callable[[Path, int, dict[str, Any]], None]:

@@ -54,9 +54,9 @@ def eval_command(
     model_review: str | None = typer.Option(None, "--model-review", help="Model of the review agent."),
     tools: str = typer.Option("gold+10", "--tools", help="Tools offered: gold | gold+10 (10 seeded random "
                               "distractors, the paper's setting) | all."),
-    seeds: int = typer.Option(1, "--repeats", min=1, help="Episodes per (agent, task), with seeds 0..K-1 (see "
+    seeds: int = typer.Option(1, "--repeats", min=1, max=1000, help="Episodes per (agent, task), with seeds 0..K-1 (see "
                               "`agents show --seed`); gives pass^k (use --temperature > 0, or the episodes repeat)."),
-    seeds_alias: int | None = typer.Option(None, "--seeds", min=1, hidden=True, help="Old name of --repeats."),
+    seeds_alias: int | None = typer.Option(None, "--seeds", min=1, max=1000, hidden=True, help="Old name of --repeats."),
     limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N tasks of the environment."),
     task: list[str] | None = typer.Option(None, "--task", "-t", help="Only these task ids (comma-separated, repeatable)."),
     tasks_file: Path | None = typer.Option(None, "--tasks", help="Tasks from this JSON Lines file instead of the "
@@ -67,8 +67,8 @@ def eval_command(
     task_set: str | None = typer.Option(None, "--task-set", help="RestBench: restbench | own | all | auto "
                                         "(default auto: RestBench's queries when its files are found)."),
     output: Path = typer.Option(..., "--output", "-o", help="Run directory (resumed if it exists)."),
-    alpha: int = typer.Option(3, "--alpha", min=0, help="Planning-review calibration turns (conagents-auto)."),
-    beta: int = typer.Option(3, "--beta", min=0, help="Execution-review calibration turns."),
+    alpha: int = typer.Option(3, "--alpha", min=0, max=20, help="Planning-review calibration turns (conagents-auto)."),
+    beta: int = typer.Option(3, "--beta", min=0, max=20, help="Execution-review calibration turns."),
     ablation: list[str] | None = typer.Option(None, "--ablation", help="Also run ConAgents variants: "
                                               "no-plan-review, no-exec-review, compiler-feedback (comma-separated)."),
     sweep_turns: str | None = typer.Option(None, "--sweep-turns", help="Also run ConAgents with the turn limit(s) "

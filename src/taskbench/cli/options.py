@@ -55,12 +55,18 @@ def api_key_env_option() -> Any:
     return typer.Option(None, "--api-key-env", help=API_KEY_HELP, rich_help_panel=PANEL)
 
 
+MAX_TIMEOUT = 7 * 24 * 3600.0
+"""The longest ``--timeout`` (a week): an attempt's bound, and with the retries the call's, must stay finite."""
+MAX_RETRIES = 100
+"""The most ``--max-retries`` (:data:`taskbench.llm.retry.MAX_RETRIES`)."""
+
+
 def timeout_option() -> Any:
-    return typer.Option(None, "--timeout", min=0.1, help=TIMEOUT_HELP, rich_help_panel=PANEL)
+    return typer.Option(None, "--timeout", min=0.1, max=MAX_TIMEOUT, help=TIMEOUT_HELP, rich_help_panel=PANEL)
 
 
 def max_retries_option() -> Any:
-    return typer.Option(None, "--max-retries", min=0, help=RETRIES_HELP, rich_help_panel=PANEL)
+    return typer.Option(None, "--max-retries", min=0, max=MAX_RETRIES, help=RETRIES_HELP, rich_help_panel=PANEL)
 
 
 def provider_option() -> Any:

@@ -27,7 +27,7 @@ def serve(
         "llamacpp/qwen2.5-coder-0.5b", "--model", "-m", help="provider/model to serve, e.g. llamacpp/smollm2-135m."
     ),
     host: str = typer.Option("127.0.0.1", help="Interface to bind (keep 127.0.0.1 unless you mean to expose it)."),
-    port: int = typer.Option(8000, help="TCP port."),
+    port: int = typer.Option(8000, min=0, max=65535, help="TCP port."),
     base_url: str | None = typer.Option(None, help="Upstream base URL (openai-compatible models)."),
     api_key_env: str | None = typer.Option(
         None, help="Name of the environment variable holding the upstream API key (never the key itself)."

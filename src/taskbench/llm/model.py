@@ -95,6 +95,9 @@ class ModelOutput(BaseModel):
         return self.parsed
 
 
+MAX_TIMEOUT = 7 * 24 * 3600.0
+"""The longest attempt timeout a Model takes (a week): its bound, and the call's with retries, stay finite."""
+
 MAX_CONCURRENCY = 1024
 """The most requests one model (and one records runner, :func:`taskbench.records.run_records`) keeps in flight:
 each holds a task, a connection and its buffers, so an unbounded count (``-c 2147483648``) is refused instead of
@@ -129,6 +132,11 @@ def get_model(spec: str, **config: Any) -> Model:
         gen["stop"] = (gen["stop"],) if isinstance(gen["stop"], str) else tuple(gen["stop"])
     for k, v in cls.wrapper_defaults.items():
         config.setdefault(k, v)
+    for k in ("timeout", "max_retries", "max_total_seconds", "retry_base_delay", "retry_max_delay", "concurrency"):
+        value = config.get(k)  # -O KEY=VALUE gives text where JSON did not parse: refused here, not deep inside
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or value != value
+                                  or value < 0):
+            raise ConfigError(f"{k}={value!r}: expected a number >= 0 (e.g. -O {k}=30)")
     if config.get("max_total_seconds") is None and config.get("timeout") is not None:
         # the whole call's bound (default 600 s) must not cut a longer attempt, or its retries, short
         retries = config.get("max_retries")
@@ -177,8 +185,13 @@ class Model:
         self.name = f"{provider.name}/{provider.model}"
         self.config = config or GenerationConfig()
         self.timeout = timeout
-        if max_retries < 0 or max_total_seconds <= 0:
-            raise ConfigError("max_retries must be >= 0 and max_total_seconds > 0")
+        from .retry import MAX_RETRIES
+
+        if not 0 <= max_retries <= MAX_RETRIES:
+            raise ConfigError(f"max_retries must be between 0 and {MAX_RETRIES}, not {max_retries}")
+        if not 0 < max_total_seconds < float("inf") or (timeout is not None and not 0 < timeout <= MAX_TIMEOUT):
+            raise ConfigError(f"timeout must be between 0 and {MAX_TIMEOUT:g} s and max_total_seconds finite "
+                              f"(got {timeout} and {max_total_seconds})")
         self.retry_policy = RetryPolicy(max_retries, max_total_seconds, retry_base_delay, retry_max_delay)
         self.concurrency = int(concurrency or provider.max_concurrency)
         if not 1 <= self.concurrency <= MAX_CONCURRENCY:
@@ -607,4 +620,4 @@ class _Call:
                                tools=self.api_tools, tool_choice=self.api_choice)
 
 
-__all__ = ["MAX_CONCURRENCY", "Messages", "Model", "ModelOutput", "get_model"]
+__all__ = ["MAX_CONCURRENCY", "MAX_TIMEOUT", "Messages", "Model", "ModelOutput", "get_model"]
