@@ -4,7 +4,7 @@
 commands added since (``agents compare``, ``agents show``, ``agents export-sft``, ``agents span-data``,
 ``agents distill`` / ``distill-eval``, ``agents plot``, ``sandbox run`` / ``status``, ``compare``, ``graph
 edit`` / ``show``, ``review --export``) and the *options* of the older ones (``predict``, ``run``, ``generate``,
-``evaluate``, ``sample``, ``leaderboard``). Each case takes a working command line, replaces one to three of its
+``evaluate``, ``sample``, ``leaderboard``, ``agents eval``, ``data judge``). Each case takes a working command line, replaces one to three of its
 options or arguments (found by introspecting the command: their names and types) with hostile values of their
 type, and runs it in a child process with a timeout and a memory limit:
 
@@ -82,6 +82,9 @@ COMMANDS: dict[str, list[str]] = {
     "evaluate": ["evaluate", "-d", "multimedia", "-p", "{preds}", "--bootstrap", "10", "-o", "{case}/m.json"],
     "sample": ["sample", "{graph}", "-n", "3", "-o", "{case}/s.jsonl"],
     "leaderboard": ["leaderboard", "{metrics}", "-o", "{case}/board.md"],
+    "agents eval": ["agents", "eval", "--env", "taskbench-multimedia", "--agent", "react", "-m", "mock/echo",
+                    "--limit", "1", "-q", "--bootstrap", "10", "-o", "{case}/agents"],
+    "data judge": ["data", "judge", "{gen}", "-m", "mock/echo", "--limit", "1", "-q", "-o", "{case}/judge.json"],
 }
 
 

@@ -120,6 +120,16 @@ def parity_dir(shared: Path) -> Path:
 
 
 @pytest.fixture(autouse=True)
+def _secrets_are_per_test():
+    """Secrets a test's models and MCP servers made the process remember (taskbench.llm.redact.remember) do not
+    mask another test's output."""
+    from taskbench.llm.redact import forget_all
+
+    yield
+    forget_all()
+
+
+@pytest.fixture(autouse=True)
 def _mock_scripts_are_used_up():
     """A scripted mock model with unused steps fails the test that made it (the script said more would happen)."""
     from taskbench.llm.providers.mock import forget_scripts, unfinished_scripts
