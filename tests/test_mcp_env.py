@@ -209,14 +209,18 @@ def test_parse_server_settings_and_forms():
 
 
 def test_env_and_cwd_reach_the_server_and_a_secret_stays_out_of_the_name(tmp_path, monkeypatch):
-    """The secret is given as $NAME: the server sees its value, the environment's recorded name does not."""
+    """The secret is given as $NAME: the server sees its value; the environment's recorded name and the tool
+    result that echoes it do not (tests/test_secrets_tools.py tries every other way out)."""
+    import hashlib
+
     monkeypatch.setenv("TB_SECRET_FOR_TEST", "hunter2-secret")
     spec = f"mcp:--cwd={tmp_path} TB_TEST_VAR=$TB_SECRET_FOR_TEST {COMMAND}"
     e = open_environment(spec, call_timeout=5)
     try:
         where, value = call(e, "whereami").content.split("|")
         assert Path(where).resolve() == tmp_path.resolve()
-        assert value == "hunter2-secret"
+        assert value == "***"
+        assert call(e, "env_digest").content == hashlib.sha256(b"hunter2-secret").hexdigest()
         assert "hunter2" not in e.name and "$TB_SECRET_FOR_TEST" in e.name
     finally:
         e.close()

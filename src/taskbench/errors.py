@@ -56,6 +56,7 @@ __all__ = [
     "SandboxError",
     "SandboxUnavailableError",
     "did_you_mean",
+    "options_error",
     "suggest",
     "validation_message",
 ]
@@ -219,3 +220,19 @@ def validation_message(exc: Any, *, max_parts: int = 6) -> str:
     if len(msg) > 300:
         msg = msg[:300] + "..."
     return f"{loc}: {msg}" if loc else msg
+
+
+def options_error(exc: Any) -> ConfigError:
+    """A pydantic ``ValidationError`` of an options model built from command-line flags (``PredictOptions``,
+    ...) as one :class:`ConfigError` line that names the flag: ``--max-tokens: Input should be greater than or
+    equal to 16``."""
+    try:
+        errors = exc.errors()
+    except Exception:  # not a ValidationError
+        return ConfigError(validation_message(exc))
+    if not errors:
+        return ConfigError(validation_message(exc))
+    loc = [str(p) for p in errors[0].get("loc", ())]
+    msg = " ".join(str(errors[0].get("msg", "")).split()).removeprefix("Value error, ")[:300]
+    flag = "--" + loc[0].replace("_", "-") if loc else "an option"
+    return ConfigError(f"{flag}: {msg}")

@@ -161,6 +161,24 @@ def read_records(
     return latest, order, count
 
 
+def vet_records(
+    path: str | Path, check: Callable[[Path, int, Record], None] | None = None
+) -> tuple[dict[str, Record], list[str], int]:
+    """:func:`read_records`, refusing (with :class:`InputError`, the file untouched) a file that this runner did
+    not write: a record that is not an object with an ``id``, a record ``check`` refuses, or a last line without
+    its newline that cannot be the start of a record (an interrupted append leaves ``{...``; anything else is
+    someone's file, which opening it for appending would cut). Call it before anything writes ``path``."""
+    path = Path(path)
+    if path.exists() and not path.is_file():
+        raise InputError("the output exists and is not a regular file (a directory, a device, a pipe); give a "
+                         "file path", path=path)
+    tail = jsonio.torn_tail(path)
+    if tail is not None and not tail.lstrip().startswith(b"{"):
+        raise InputError("not a records file (JSON Lines of objects with an 'id'): its last line is not a record",
+                         path=path, hint="choose another output file; this one is left as it is")
+    return read_records(path, check)
+
+
 def compact(path: Path, latest: dict[str, Record], order: Sequence[str]) -> None:
     """Rewrite ``path`` atomically with one record per id, in ``order``."""
     jsonio.write_jsonl(path, [latest[i] for i in order if i in latest])
@@ -192,8 +210,10 @@ async def run_records(
     raises one of ``catch``, ``failure(item, exc)`` (default ``{"id", "failed": true, "error"}``) is written
     instead. Other exceptions stop the run (records already written stay). ``check`` vets existing records.
     """
-    if concurrency < 1:
-        raise ConfigError(f"concurrency must be >= 1, not {concurrency}")
+    from .llm.model import MAX_CONCURRENCY
+
+    if not 1 <= concurrency <= MAX_CONCURRENCY:
+        raise ConfigError(f"--concurrency {concurrency}: must be between 1 and {MAX_CONCURRENCY}")
     display = display or NullDisplay()
     output = Path(output)
     start = clock()
@@ -202,15 +222,17 @@ async def run_records(
     if len(set(keys)) != len(keys):
         dup = next(k for k in keys if keys.count(k) > 1)
         raise InputError(f"two items share the id {dup!r}; ids must be unique", path=output)
+    if output.exists() and not output.is_file():  # before the lock and the writer marker touch anything
+        jsonio.check_output_file(output)
     with exclusive(output), liveness.writing(output, stage=label or output.stem) as death:
         if death is not None:
             summary.previous_death = death.describe(f"the last run writing {output.name}") + "; resuming"
             notice = getattr(display, "notice", None)
             if callable(notice):
                 notice(summary.previous_death)
-        appender = jsonio.JsonlAppender(output)  # repairs a torn tail first
+        latest, order, count = vet_records(output, check)  # refused before the file is touched
+        appender = jsonio.JsonlAppender(output)  # repairs a torn tail
         try:
-            latest, order, count = read_records(output, check)
             todo = [(i, item) for i, item in enumerate(items) if keys[i] not in latest or is_failed(latest[keys[i]])]
             summary.retried = sum(1 for i, _ in todo if keys[i] in latest)
             summary.skipped = len(items) - len(todo)
@@ -343,4 +365,5 @@ __all__ = [
     "read_records",
     "run_records",
     "run_sync",
+    "vet_records",
 ]

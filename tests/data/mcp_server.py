@@ -1,7 +1,8 @@
 """A small MCP server for the tests, written with the SDK's server side (stdio transport).
 
 Tools: add (structured output), echo (text), make_note / notes (state), fail (an error result), crash (the
-process dies mid-call), hang (never answers), pid (its process id), pixel (an image content block). With ``--die-on-start`` it
+process dies mid-call), hang (never answers), pid (its process id), pixel (an image content block), whereami,
+env_digest, get_env, leak_error and crash_env (what the server was given in its environment). With ``--die-on-start`` it
 exits before speaking MCP; with ``--silent`` it never answers at all; ``--pid-file PATH`` writes its process id
 there first; ``--http PORT`` / ``--sse PORT`` serve streamable HTTP / SSE on 127.0.0.1 instead of
 stdio.
@@ -105,6 +106,37 @@ def pixel() -> Image:
 def whereami() -> str:
     """The server's working directory and the value of TB_TEST_VAR."""
     return f"{os.getcwd()}|{os.environ.get('TB_TEST_VAR', '')}"
+
+
+@server.tool(structured_output=False)
+def env_digest() -> str:
+    """The SHA-256 of TB_TEST_VAR (shows the value arrived without returning it)."""
+    import hashlib
+
+    return hashlib.sha256(os.environ.get("TB_TEST_VAR", "").encode()).hexdigest()
+
+
+@server.tool()
+def get_env() -> dict[str, str]:
+    """The server's whole environment (as the reference 'everything' server's get-env returns it)."""
+    return dict(os.environ)
+
+
+@server.tool(structured_output=False)
+def leak_error() -> str:
+    """Fails with a message that quotes TB_TEST_VAR (a ToolError: the SDK passes its text on)."""
+    try:
+        from mcp.server.mcpserver.exceptions import ToolError
+    except ImportError:  # mcp 1.x
+        from mcp.server.fastmcp.exceptions import ToolError  # type: ignore[no-redef]
+    raise ToolError(f"token {os.environ.get('TB_TEST_VAR', '')} was rejected")
+
+
+@server.tool(structured_output=False)
+def crash_env() -> str:
+    """The server prints TB_TEST_VAR to stderr, then dies."""
+    print(f"fatal: TB_TEST_VAR={os.environ.get('TB_TEST_VAR', '')}", file=sys.stderr, flush=True)
+    os._exit(9)
 
 
 if __name__ == "__main__":

@@ -42,6 +42,8 @@ from ..errors import (
     TaskbenchError,
     validation_message,
 )
+from ..eval.stats import MAX_REPLICATES
+from ..llm.model import MAX_CONCURRENCY
 from ..records import RecordDisplay, read_records, run_records, run_sync
 from ..schema import AgentTask, Trajectory
 from ..schema.episode import EpisodeRow, EpisodeUsage, FailedEpisodeRow, parse_episode
@@ -61,6 +63,9 @@ from .config import (
 )
 from .episode import Episode
 from .metrics import crash_row, episode_row, mechanism, metrics_document
+
+MAX_REPEATS = 1000
+"""The most episodes per (agent, task) (``--repeats``): pass^k is reported for k up to 10."""
 
 EPISODES_FILE = "episodes.jsonl"
 METRICS_FILE = "metrics.json"
@@ -92,13 +97,13 @@ class AgentEvalConfig(BaseModel):
     role_models: dict[str, str] = Field(default_factory=dict,
                                         description="Own model per ConAgents role (grounding, execution, review).")
     tools: str = Field(default="gold+10", description="gold | gold+10 | all.")
-    seeds: int = Field(default=1, ge=1, description="Episodes per (agent, task), seeds 0..K-1 (pass^k).")
+    seeds: int = Field(default=1, ge=1, le=MAX_REPEATS, description="Episodes per (agent, task), seeds 0..K-1 (pass^k).")
     limit: int | None = Field(default=None, ge=1, description="Only the first N tasks.")
     task_ids: list[str] | None = Field(default=None, description="Only these tasks (in the environment's order).")
     tasks_file: str | None = Field(default=None, description="Tasks from this JSON Lines file instead of the "
                                    "environment's own (taskbench.envs.tasks).")
-    alpha: int = Field(default=DEFAULT_ALPHA, ge=0, description="Planning-review turns (conagents-auto).")
-    beta: int = Field(default=DEFAULT_BETA, ge=0, description="Execution-review turns.")
+    alpha: int = Field(default=DEFAULT_ALPHA, ge=0, le=20, description="Planning-review turns (conagents-auto).")
+    beta: int = Field(default=DEFAULT_BETA, ge=0, le=20, description="Execution-review turns.")
     ablations: list[str] = Field(default_factory=list, description="Ablation variants to add (ConAgents).")
     sweep: str | None = Field(default=None, description="Turn-limit sweep: alpha | beta | both (1..5).")
     budgets: Budgets = Field(default_factory=Budgets, description="Step cap, token and text bounds.")
@@ -108,9 +113,9 @@ class AgentEvalConfig(BaseModel):
         description="The least temperature of trials 2..N of react@N, toolllm@N and reflexion (each trial also "
                     "samples with its own seed; trial 1 keeps `temperature`).")
     unsafe_local: bool = Field(default=False, description="Run agent code unconfined where bwrap is missing.")
-    concurrency: int = Field(default=1, ge=1, description="Episodes at once.")
+    concurrency: int = Field(default=1, ge=1, le=MAX_CONCURRENCY, description="Episodes at once.")
     env_options: dict[str, Any] = Field(default_factory=dict, description="Options of the environment.")
-    bootstrap: int = Field(default=1000, ge=0, description="Bootstrap replicates of the CIs.")
+    bootstrap: int = Field(default=1000, ge=0, le=MAX_REPLICATES, description="Bootstrap replicates of the CIs.")
 
     def specs(self) -> list[AgentSpec]:
         """The agents, variants included."""
@@ -262,8 +267,12 @@ def prepare_run(config: AgentEvalConfig, output: str | Path, *, write: bool = Tr
 
 
 def write_run_header(out: Path, config: AgentEvalConfig, fingerprint: str) -> None:
-    """Make ``out`` and write (or check against a resumed run's) the run header."""
-    out.mkdir(parents=True, exist_ok=True)
+    """Make ``out`` and write (or check against a resumed run's) the run header; an ``episodes.jsonl`` there
+    that this runner did not write is refused first, so nothing is changed."""
+    from ..records import vet_records
+
+    if (out / EPISODES_FILE).is_file():
+        vet_records(out / EPISODES_FILE)
     _write_config(out, config, fingerprint)
 
 
@@ -288,8 +297,17 @@ def episode_keys(config: AgentEvalConfig, tasks: Sequence[AgentTask]) -> list[st
     return [it.key for it in _items(config, tasks)]
 
 
+MAX_EPISODES = 1_000_000
+"""Episodes (agents x tasks x repeats) one run may hold: each is an item in memory before the first runs."""
+
+
 def _items(config: AgentEvalConfig, tasks: Sequence[AgentTask]) -> list[_Item]:
-    return [_Item(spec=s, task=t, seed=k) for s in config.specs() for t in tasks for k in range(config.seeds)]
+    specs = config.specs()
+    count = len(specs) * len(tasks) * config.seeds
+    if count > MAX_EPISODES:
+        raise ConfigError(f"{len(specs)} agents x {len(tasks)} tasks x {config.seeds} repeats = {count:,} episodes; "
+                          f"one run holds at most {MAX_EPISODES:,} (use --limit or fewer --repeats)")
+    return [_Item(spec=s, task=t, seed=k) for s in specs for t in tasks for k in range(config.seeds)]
 
 
 def fingerprint_check(fingerprint: str) -> Callable[[Path, int, dict[str, Any]], None]:
@@ -367,9 +385,9 @@ async def arun_agents(
 
     start = time.perf_counter()
     envs: list[Any] = []
-    try:  # the environments open, and the tasks are checked, before anything is written: a misspelled --env
-        # or a task file that names a tool the environment lacks leaves no run header behind
-        envs += [new_env() for _ in range(config.concurrency)]
+    try:  # the environment opens, and the tasks are checked, before anything is written: a misspelled --env or a
+        # task file that names a tool the environment lacks leaves no run header behind
+        envs.append(new_env())
         tasks = run_tasks(config, envs[0], file_tasks)
         write_run_header(out, config, fingerprint)
     except BaseException:
@@ -380,6 +398,8 @@ async def arun_agents(
     models = dict(models) if models is not None else open_models(config, cache=cache, base_url=base_url,
                                                                  api_key_env=api_key_env, options=model_options)
     try:
+        episodes = len(_items(config, tasks))  # one environment per episode in flight, never more than episodes
+        envs += [new_env() for _ in range(min(config.concurrency, episodes) - 1)]
         summary = await run_episodes(config, out, tasks, out / EPISODES_FILE, envs=envs, models=models,
                                      fingerprint=fingerprint, display=display, clock=clock)
         metrics = write_metrics(out, config, tasks, envs[0])

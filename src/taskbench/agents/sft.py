@@ -36,7 +36,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ..dataset.jsonio import write_json, write_text
+from ..dataset.jsonio import make_directory, write_json, write_text
 from ..dataset.trajectories import read_trajectory
 from ..errors import InputError
 from ..schema import (
@@ -229,8 +229,7 @@ def export_sft(runs: Sequence[str | Path], output: str | Path, *, all_turns: boo
     SPAN's task selection (:func:`taskbench.agents.selection.select`) to the successful trajectories first; what
     each rule removed is counted under ``skipped`` (and RestBench trajectories, the held-out test, are
     always removed then)."""
-    out = Path(output)
-    out.mkdir(parents=True, exist_ok=True)
+    out = make_directory(output)
     summary = ExportSummary(output=str(out), runs=[str(r) for r in runs])
     sets: dict[str, list[dict[str, Any]]] = {r: [] for r in ROLES}
     seen: set[str] = set()

@@ -11,6 +11,9 @@ import typer
 
 from .console import is_stdout, json_option, make_console, print_json, print_table, wide_option
 from .options import (
+    MAX_CONCURRENCY,
+    MAX_REPLICATES,
+    MAX_SEED,
     PANEL,
     api_key_env_option,
     base_url_option,
@@ -54,9 +57,9 @@ def eval_command(
                                   "--model-ROLE still overrides one role."),
     tools: str = typer.Option("gold+10", "--tools", help="Tools offered: gold | gold+10 (10 seeded random "
                               "distractors, the paper's setting) | all."),
-    seeds: int = typer.Option(1, "--repeats", min=1, help="Episodes per (agent, task), with seeds 0..K-1 (see "
+    seeds: int = typer.Option(1, "--repeats", min=1, max=1000, help="Episodes per (agent, task), with seeds 0..K-1 (see "
                               "`agents show --seed`); gives pass^k (use --temperature > 0, or the episodes repeat)."),
-    seeds_alias: int | None = typer.Option(None, "--seeds", min=1, hidden=True, help="Old name of --repeats."),
+    seeds_alias: int | None = typer.Option(None, "--seeds", min=1, max=1000, hidden=True, help="Old name of --repeats."),
     limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N tasks of the environment."),
     task: list[str] | None = typer.Option(None, "--task", "-t", help="Only these task ids (comma-separated, repeatable)."),
     tasks_file: Path | None = typer.Option(None, "--tasks", help="Tasks from this JSON Lines file instead of the "
@@ -67,8 +70,8 @@ def eval_command(
     task_set: str | None = typer.Option(None, "--task-set", help="RestBench: restbench | own | all | auto "
                                         "(default auto: RestBench's queries when its files are found)."),
     output: Path = typer.Option(..., "--output", "-o", help="Run directory (resumed if it exists)."),
-    alpha: int = typer.Option(3, "--alpha", min=0, help="Planning-review calibration turns (conagents-auto)."),
-    beta: int = typer.Option(3, "--beta", min=0, help="Execution-review calibration turns."),
+    alpha: int = typer.Option(3, "--alpha", min=0, max=20, help="Planning-review calibration turns (conagents-auto)."),
+    beta: int = typer.Option(3, "--beta", min=0, max=20, help="Execution-review calibration turns."),
     ablation: list[str] | None = typer.Option(None, "--ablation", help="Also run ConAgents variants: "
                                               "no-plan-review, no-exec-review, compiler-feedback, fault-route (comma-separated)."),
     sweep_turns: str | None = typer.Option(None, "--sweep-turns", help="Also run ConAgents with the turn limit(s) "
@@ -78,9 +81,9 @@ def eval_command(
     retry_temperature: float = typer.Option(0.7, "--retry-temperature", min=0.01, max=2.0, help="react@N, "
                                             "toolllm@N, reflexion: the least temperature of trials 2..N (each "
                                             "trial also samples with its own seed; trial 1 keeps --temperature)."),
-    concurrency: int = typer.Option(1, "--concurrency", "-c", min=1, help="Episodes at once (one environment "
-                                    "each; an MCP server's data is copied per episode, and a server whose data "
-                                    "cannot be copied is refused above 1 for tasks with a set-up)."),
+    concurrency: int = typer.Option(1, "--concurrency", "-c", min=1, max=MAX_CONCURRENCY, help="Episodes at once "
+                                    "(one environment each; an MCP server's data is copied per episode, and a server "
+                                    "whose data cannot be copied is refused above 1 for tasks with a set-up)."),
     unsafe_local: bool = typer.Option(False, "--unsafe-local", help="Run agent code WITHOUT confinement where "
                                       "bwrap is missing (only for code you would run yourself)."),
     base_url: str | None = base_url_option(),
@@ -90,7 +93,8 @@ def eval_command(
     option: list[str] | None = typer.Option(None, "--option", "-O", rich_help_panel=PANEL, help="Provider option KEY=VALUE, e.g. "
                                             "-O n_threads=1 (repeatable)."),
     no_cache: bool = no_cache_option(),
-    bootstrap: int = typer.Option(1000, "--bootstrap", min=0, help="Bootstrap replicates of the CIs (0: none)."),
+    bootstrap: int = typer.Option(1000, "--bootstrap", min=0, max=MAX_REPLICATES,
+                                   help="Bootstrap replicates of the CIs (0: none)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
     wide: bool = wide_option(),
     as_json: bool = json_option(),
@@ -136,11 +140,19 @@ def eval_command(
         env=env, agents=agent, model=model, output=output, role_models=role_models, students=students, tools=tools,
         repeats=seeds_alias or seeds, limit=limit, task_ids=task, tasks_file=tasks_file, task_set=task_set,
         alpha=alpha, beta=beta, ablations=ablation or (), sweep=sweep_turns, max_steps=max_steps,
-        temperature=temperature, retry_temperature=retry_temperature, concurrency=concurrency, unsafe_local=unsafe_local, bootstrap=bootstrap,
-        cache=not no_cache, base_url=base_url, api_key_env=api_key_env,
-        model_options=call_options(option, timeout, max_retries), executor=ExecutorSpec(executor, ray_address, workers),
+        temperature=temperature, retry_temperature=retry_temperature, concurrency=concurrency,
+        unsafe_local=unsafe_local, bootstrap=bootstrap, cache=not no_cache, base_url=base_url,
+        api_key_env=api_key_env, model_options=call_options(option, timeout, max_retries),
+        executor=ExecutorSpec(executor, ray_address, workers),
     )  # the run's config, the checks and the executor choice live in the library: agents_eval_spec(spec) is this
-    spec.config()  # a bad option fails before the progress display starts
+    from pydantic import ValidationError
+
+    from ..errors import options_error
+
+    try:
+        spec.config()  # a bad option fails before the progress display starts
+    except ValidationError as exc:  # a value the flags let through: one line naming the flag
+        raise options_error(exc) from None
     console = make_console(stderr=True, quiet=quiet)
     display = RichPredictDisplay(console)
     with display:
@@ -186,7 +198,7 @@ def show_command(
     run: Path = typer.Argument(..., help="A run directory of `taskbench agents eval`, or one trajectory file."),
     task: str | None = typer.Option(None, "--task", "-t", help="Task id to show (default: list the episodes)."),
     agent: str | None = typer.Option(None, "--agent", "-a", help="Agent of the episode (default: the first)."),
-    seed: int = typer.Option(0, "--seed", "-s", help="Seed of the episode."),
+    seed: int = typer.Option(0, "--seed", "-s", min=0, max=MAX_SEED, help="Seed of the episode."),
     full: bool = typer.Option(False, "--full", help="Also print every prompt sent to the models."),
     as_json: bool = json_option(),
 ) -> None:
@@ -343,7 +355,7 @@ def span_data_command(
                                "--offset past the training run's --limit)."),
     perturb: float = typer.Option(0.5, "--perturb", min=0.0, max=1.0, help="Share of tasks with one perturbed "
                                   "step (wrong tool, missing or wrong argument, faulty code) for review targets."),
-    seed: int = typer.Option(0, "--seed", "-s", help="Seed of the perturbations."),
+    seed: int = typer.Option(0, "--seed", "-s", min=0, max=MAX_SEED, help="Seed of the perturbations."),
     min_tools: int = typer.Option(10, "--min-tools", min=0, help="Candidate tools at least (the paper: 10)."),
     min_doc_words: int = typer.Option(100, "--min-doc-words", min=0, help="Words of documentation per gold tool "
                                       "at least (the paper: 100; TaskBench tools have 17-57)."),
@@ -394,7 +406,7 @@ def distill_command(
     lr: float = typer.Option(2e-4, "--lr", help="Learning rate (the paper: 5e-5 for Mistral-8x7B)."),
     epochs: int = typer.Option(1, "--epochs", min=1, help="Passes over the examples."),
     max_length: int = typer.Option(1024, "--max-length", min=16, help="Longer examples are skipped (counted)."),
-    seed: int = typer.Option(0, "--seed", "-s", help="Seed of the example order and the adapter's initialisation."),
+    seed: int = typer.Option(0, "--seed", "-s", min=0, max=MAX_SEED, help="Seed of the example order and the adapter's initialisation."),
     limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N examples."),
     max_same_target: int | None = typer.Option(None, "--max-same-target", min=1, help="At most N examples of "
                                                "any one answer, drawn by --seed (the review's accept verdict is "
@@ -415,14 +427,19 @@ def distill_command(
 
         taskbench agents distill --role grounding --data span/ --base llamacpp/qwen2.5-coder-0.5b -o students/grounding --epochs 2
     """
+    from pydantic import ValidationError
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     from ..distill.train import DistillConfig, check, distill
+    from ..errors import options_error
 
-    config = DistillConfig(role=role, data=str(data), base=base, rank=rank, alpha=alpha, lr=lr, epochs=epochs,
-                           max_length=max_length, seed=seed, limit=limit, max_same_target=max_same_target,
-                           checkpoint_every=checkpoint_every,
-                           threads=threads, targets=_split([targets]), layers=layers)
+    try:
+        config = DistillConfig(role=role, data=str(data), base=base, rank=rank, alpha=alpha, lr=lr, epochs=epochs,
+                               max_length=max_length, seed=seed, limit=limit, max_same_target=max_same_target,
+                               checkpoint_every=checkpoint_every,
+                               threads=threads, targets=_split([targets]), layers=layers)
+    except ValidationError as exc:  # --lr 0: one line naming the flag
+        raise options_error(exc) from None
     check(config, output, resume=resume)  # bad input is one line, before any progress bar is drawn
     console = make_console(stderr=True, quiet=quiet)
     columns = (TextColumn(f"distill {role}"), BarColumn(), MofNCompleteColumn(), TextColumn("loss {task.fields[loss]}"),
@@ -527,7 +544,8 @@ def compare_command(
     agent_b: str | None = typer.Option(None, "--agent-b", help="The agent of run B (needed when it ran several)."),
     output: Path | None = typer.Option(None, "--output", "-o", help="JSON file for the whole comparison (- : to "
                                        "stdout, as --json)."),
-    bootstrap: int = typer.Option(1000, "--bootstrap", min=0, help="Bootstrap and permutation replicates."),
+    bootstrap: int = typer.Option(1000, "--bootstrap", min=0, max=MAX_REPLICATES,
+                                  help="Bootstrap and permutation replicates."),
     wide: bool = wide_option(),
     as_json: bool = json_option(),
 ) -> None:

@@ -10,6 +10,7 @@ import typer
 
 from . import options
 from .console import exit_if_calls_failed, json_option, make_console, print_json, print_table
+from .options import MAX_CONCURRENCY
 
 if TYPE_CHECKING:  # pragma: no cover
     from rich.console import Console
@@ -255,7 +256,7 @@ def judge_command(
     model: str = options.model_option(help="The judge, as provider/model."),
     limit: int | None = typer.Option(None, "--limit", min=1, help="Judge at most N samples per directory "
                                      "(stratified over single/chain/dag; the paper rated 50)."),
-    concurrency: int = typer.Option(1, "--concurrency", "-c", min=1, help="Requests in flight at once."),
+    concurrency: int = typer.Option(1, "--concurrency", "-c", min=1, max=MAX_CONCURRENCY, help="Requests in flight at once."),
     base_url: str | None = options.base_url_option(),
     api_key_env: str | None = options.api_key_env_option(),
     timeout: float | None = options.timeout_option(),

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from .console import is_stdout, json_option, make_console, print_json, print_table, wide_option
+from .options import MAX_REPLICATES, MAX_SEED
 
 if TYPE_CHECKING:  # pragma: no cover
     from rich.console import Console
@@ -58,9 +59,10 @@ def evaluate_command(
     metrics: str | None = typer.Option(None, "--metrics", "-M", help=METRICS_HELP),
     dependency: str | None = typer.Option(None, "--dependency", help=DEP_HELP),
     bootstrap: int = typer.Option(
-        1000, "--bootstrap", help="Bootstrap replicates for the 95% CIs of every group (0 = no CIs)."
+        1000, "--bootstrap", min=0, max=MAX_REPLICATES,
+        help="Bootstrap replicates for the 95% CIs of every group (0 = no CIs)."
     ),
-    seed: int = typer.Option(0, "--seed", "-s", help="Seed of the bootstrap (same seed, same CIs)."),
+    seed: int = typer.Option(0, "--seed", "-s", min=0, max=MAX_SEED, help="Seed of the bootstrap (same seed, same CIs)."),
     bertscore_model: str | None = typer.Option(
         None, "--bertscore-model", help="BERTScore model name or local path (default roberta-large)."
     ),
@@ -202,9 +204,11 @@ def compare_command(
     ),
     alignment: str | None = typer.Option(None, "--alignment", help=ALIGN_HELP),
     dependency: str | None = typer.Option(None, "--dependency", help=DEP_HELP),
-    n_boot: int = typer.Option(1000, "--bootstrap", help="Bootstrap replicates for the CI of A - B."),
-    n_perm: int = typer.Option(1000, "--permutations", help="Randomization replicates for the p-value."),
-    seed: int = typer.Option(0, "--seed", "-s", help="Seed (same seed, same CIs and p-values)."),
+    n_boot: int = typer.Option(1000, "--bootstrap", min=0, max=MAX_REPLICATES,
+                                help="Bootstrap replicates for the CI of A - B."),
+    n_perm: int = typer.Option(1000, "--permutations", min=0, max=MAX_REPLICATES,
+                                help="Randomization replicates for the p-value."),
+    seed: int = typer.Option(0, "--seed", "-s", min=0, max=MAX_SEED, help="Seed (same seed, same CIs and p-values)."),
     output: Path | None = typer.Option(None, "--output", "-o", help="Write the comparison JSON here (- : to stdout, "
                                        "as --json)."),
     wide: bool = wide_option(),

@@ -9,6 +9,8 @@ import typer
 
 from .console import exit_if_calls_failed, json_option, make_console, print_json, print_table, wide_option
 from .options import (
+    MAX_CONCURRENCY,
+    MAX_SEED,
     PANEL,
     api_key_env_option,
     base_url_option,
@@ -32,7 +34,7 @@ def generate_command(
     out_alias: Path | None = typer.Option(None, "--out", hidden=True, help="Old name of --output (one release)."),
     n: int | None = typer.Option(None, "--n", "-n", min=0, help="Plan entries to generate (samples attempted)."),
     model: str | None = model_option(required=False),
-    seed: int | None = typer.Option(None, "--seed", "-s", help="Plan seed (default 0): the same seed, the same plan."),
+    seed: int | None = typer.Option(None, "--seed", "-s", min=0, max=MAX_SEED, help="Plan seed (default 0): the same seed, the same plan."),
     method: str | None = typer.Option(
         None, "--method", help="back-instruct (default: one call, as released), two-stage (the paper's equations 1 "
         "and 2), no-edges (edges withheld), self-instruct (the model picks tools from the whole library), executed "
@@ -58,7 +60,7 @@ def generate_command(
     dedup_threshold: float = typer.Option(90.0, "--dedup-threshold", min=1, max=100,
                                           help="Similarity 0-100 (rapidfuzz token_sort_ratio) from which requests "
                                           "count as near duplicates."),
-    concurrency: int = typer.Option(1, "--concurrency", "-c", min=1, help="Samples in flight at once."),
+    concurrency: int = typer.Option(1, "--concurrency", "-c", min=1, max=MAX_CONCURRENCY, help="Samples in flight at once."),
     temperature: float | None = typer.Option(None, "--temperature", min=0.0, help="Sampling temperature (default 0.7, as the "
                                              "reference engine)."),
     top_p: float | None = typer.Option(None, "--top-p", min=0.0, max=1.0, help="Nucleus sampling mass (default 1.0)."),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import re
 import signal
 import sys
 from typing import Any
@@ -131,9 +132,24 @@ class _StderrHandler(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            print(f"taskbench: {self.format(record)}", file=sys.stderr)
+            print(f"taskbench: {_clean(self.format(record))}", file=sys.stderr)
         except Exception:  # pragma: no cover - never let logging break a command
             self.handleError(record)
+
+
+_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def _clean(text: str) -> str:
+    """``text`` without any secret the user passed in this process (API keys, ``$NAME`` values of ``mcp:``
+    specs; :func:`taskbench.llm.redact.remembered`), on one line: newlines, terminal escapes and bidi controls
+    (from a file name, a value, a server's answer) are shown as ``\\n``, ``\\x1b``, ``\\u202e``. The last guard
+    before a line reaches the terminal."""
+    from ..llm.redact import redact_known, remembered
+
+    secrets = remembered()
+    text = redact_known(text, secrets) if secrets else text
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 def _logging() -> None:
@@ -162,6 +178,41 @@ def _tolerant_streams() -> None:
                 pass
 
 
+def _is_path(annotation: object) -> bool:
+    import pathlib
+    import typing
+
+    if annotation is pathlib.Path:
+        return True
+    return any(_is_path(a) for a in typing.get_args(annotation))
+
+
+def _empty_path(argv: list[str]) -> str | None:
+    """The option of the command line ``argv`` that was given an empty path (``-o ''``, ``--output=``: an unset
+    shell variable; a path option would read it as the current directory), or None."""
+    from typer.main import get_command
+
+    cmd: Any = get_command(app)
+    i = 0
+    while i < len(argv) and argv[i] in getattr(cmd, "commands", {}):
+        cmd = cmd.commands[argv[i]]
+        i += 1
+    names = {o for p in getattr(cmd, "params", []) if _is_path(getattr(getattr(p, "type_descriptor", None),
+                                                                           "annotation", None))
+             for o in (*getattr(p, "opts", ()), *getattr(p, "secondary_opts", ()))}
+    rest = argv[i:]
+    for k, word in enumerate(rest):
+        nxt = rest[k + 1] if k + 1 < len(rest) else None
+        if word == "--":
+            break
+        if word in names and nxt is not None and not nxt.strip():
+            return word
+        name, eq, value = word.partition("=")
+        if eq and name in names and not value.strip():
+            return name
+    return None
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
     _logging()
@@ -181,6 +232,12 @@ def main(argv: list[str] | None = None) -> None:
     except ImportError:  # pragma: no cover - older typer on the real click
         from click import exceptions as cx  # type: ignore[no-redef]
 
+    words = list(sys.argv[1:] if argv is None else argv)
+    empty = _empty_path(words)
+    if empty is not None:
+        print(f"taskbench: error: {empty} was given an empty path; give a file or directory name (see: taskbench "
+              f"{' '.join(w for w in words[:2] if not w.startswith('-'))} --help)", file=sys.stderr)
+        sys.exit(2)
     command = typer.main.get_command(app)
     _guard_stdout(command)
     try:
@@ -190,14 +247,23 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(0)
     except cx.ClickException as exc:  # a usage error: one line, like every other error
         where = exc.ctx.command_path if isinstance(exc, cx.UsageError) and exc.ctx is not None else "taskbench"
-        print(f"taskbench: error: {exc.format_message()} (see: {where} --help)", file=sys.stderr)
+        print(f"taskbench: error: {_clean(exc.format_message())} (see: {where} --help)", file=sys.stderr)
         sys.exit(exc.exit_code)
     except typer.Abort:
         print("taskbench: interrupted", file=sys.stderr)
         sys.exit(130)
     except TaskbenchError as exc:
-        print(f"taskbench: error: {exc}", file=sys.stderr)
+        print(f"taskbench: error: {_clean(str(exc))}", file=sys.stderr)
         sys.exit(exc.exit_code)
+    except OSError as exc:
+        if exc.filename is None:  # not about a path the user gave: a bug to see whole
+            raise
+        # a path the user gave that the system refused where no reader expected it (a name too long, no
+        # permission, a full disk): one line naming it
+        name = str(exc.filename)
+        shown = name if len(name) <= 200 else f"{name[:80]}...{name[-80:]} ({len(name)} characters)"
+        print(f"taskbench: error: {_clean(shown)}: {_clean(exc.strerror or str(exc))}", file=sys.stderr)
+        sys.exit(2)
     except KeyboardInterrupt:
         print("taskbench: interrupted", file=sys.stderr)
         sys.exit(130)

@@ -30,6 +30,13 @@ API_KEY_HELP = ("Name of the environment variable holding the API key (openai an
                 "key itself is never written anywhere.")
 ENDPOINT_HELP = "With several --base-url: requests in flight per replica at most (default: --concurrency)."
 MODEL_ENV = "TASKBENCH_MODEL"
+MAX_SEED = 2**32 - 1
+"""The largest seed a ``--seed`` takes: llama.cpp keeps seeds in 32 bits (a larger one wrapped silently, and -1
+meant a random seed), so every command takes the same 0..2**32-1."""
+MAX_REPLICATES = 10_000
+"""The most ``--bootstrap`` / ``--permutations`` replicates (:data:`taskbench.eval.stats.MAX_REPLICATES`)."""
+MAX_CONCURRENCY = 1024
+"""The most requests or episodes a ``--concurrency`` puts in flight (:data:`taskbench.llm.model.MAX_CONCURRENCY`)."""
 
 
 def model_option(required: bool = True, help: str = MODEL_HELP, env: bool = True) -> Any:
@@ -48,12 +55,18 @@ def api_key_env_option() -> Any:
     return typer.Option(None, "--api-key-env", help=API_KEY_HELP, rich_help_panel=PANEL)
 
 
+MAX_TIMEOUT = 7 * 24 * 3600.0
+"""The longest ``--timeout`` (a week): an attempt's bound, and with the retries the call's, must stay finite."""
+MAX_RETRIES = 100
+"""The most ``--max-retries`` (:data:`taskbench.llm.retry.MAX_RETRIES`)."""
+
+
 def timeout_option() -> Any:
-    return typer.Option(None, "--timeout", min=0.1, help=TIMEOUT_HELP, rich_help_panel=PANEL)
+    return typer.Option(None, "--timeout", min=0.1, max=MAX_TIMEOUT, help=TIMEOUT_HELP, rich_help_panel=PANEL)
 
 
 def max_retries_option() -> Any:
-    return typer.Option(None, "--max-retries", min=0, help=RETRIES_HELP, rich_help_panel=PANEL)
+    return typer.Option(None, "--max-retries", min=0, max=MAX_RETRIES, help=RETRIES_HELP, rich_help_panel=PANEL)
 
 
 def provider_option() -> Any:

@@ -8,6 +8,8 @@ import typer
 
 from .console import exit_if_calls_failed, json_option, make_console, print_json, print_table, wide_option
 from .options import (
+    MAX_CONCURRENCY,
+    MAX_SEED,
     api_key_env_option,
     base_url_option,
     call_options,
@@ -66,7 +68,7 @@ def predict_command(
     reformat: bool = typer.Option(
         False, "--reformat", help="With --free: ask the model to rewrite an answer that did not parse."
     ),
-    concurrency: int = typer.Option(1, "--concurrency", "-c", min=1, help="Requests in flight at once."),
+    concurrency: int = typer.Option(1, "--concurrency", "-c", min=1, max=MAX_CONCURRENCY, help="Requests in flight at once."),
     limit: int | None = typer.Option(
         None, "--limit", min=0, help="Predict at most N samples, stratified over single/chain/dag; 0 = all."
     ),
@@ -75,7 +77,7 @@ def predict_command(
     max_tokens: int | None = typer.Option(
         None, "--max-tokens", min=16, help="Most tokens per answer (default 1024; 512 for embedded models)."
     ),
-    seed: int = typer.Option(0, "--seed", "-s", help="Sampling seed sent to the backend."),
+    seed: int = typer.Option(0, "--seed", "-s", min=0, max=MAX_SEED, help="Sampling seed sent to the backend."),
     base_url: list[str] | None = base_url_option(replicas=True),
     endpoint_concurrency: int | None = endpoint_concurrency_option(),
     api_key_env: str | None = api_key_env_option(),

@@ -70,7 +70,7 @@ def review(
     reviewer: str | None = typer.Option(None, "--reviewer", "-r", help="Your name in the review log "
                                         "(default: your login name)."),
     host: str = typer.Option("127.0.0.1", "--host", help="Interface to serve on; anything but loopback needs --token."),
-    port: int = typer.Option(8765, "--port", help="TCP port."),
+    port: int = typer.Option(8765, "--port", min=0, max=65535, help="TCP port."),
     token: str | None = typer.Option(None, "--token", envvar="TASKBENCH_REVIEW_TOKEN",
                                      help="Require this token on every request (header, cookie or ?token=)."),
     include_rejected: bool = typer.Option(False, "--include-rejected",

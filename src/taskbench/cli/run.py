@@ -10,6 +10,9 @@ import typer
 
 from .console import make_console
 from .options import (
+    MAX_CONCURRENCY,
+    MAX_REPLICATES,
+    MAX_SEED,
     api_key_env_option,
     base_url_option,
     endpoint_concurrency_option,
@@ -74,13 +77,14 @@ def run_command(
         True, "--structured/--free", help="Schema-constrained output (default) or free text + JSON extraction."
     ),
     reformat: bool = typer.Option(False, "--reformat", help="With --free: repair pass for unparseable answers."),
-    concurrency: int = typer.Option(1, "--concurrency", "-c", min=1, help="Requests in flight per model."),
+    concurrency: int = typer.Option(1, "--concurrency", "-c", min=1, max=MAX_CONCURRENCY, help="Requests in flight per model."),
     temperature: float = typer.Option(0.0, "--temperature", min=0.0, help="Sampling temperature."),
     max_tokens: int | None = typer.Option(
         None, "--max-tokens", help="Most tokens per answer (default 1024; 512 for embedded models)."
     ),
-    seed: int = typer.Option(0, "--seed", "-s", help="Sampling seed (and bootstrap seed)."),
-    bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap replicates for strict CIs (0 = none)."),
+    seed: int = typer.Option(0, "--seed", "-s", min=0, max=MAX_SEED, help="Sampling seed (and bootstrap seed)."),
+    bootstrap: int = typer.Option(1000, "--bootstrap", min=0, max=MAX_REPLICATES,
+                                   help="Bootstrap replicates for strict CIs (0 = none)."),
     no_cache: bool = no_cache_option(),
     base_url: list[str] | None = base_url_option(replicas=True),
     endpoint_concurrency: int | None = endpoint_concurrency_option(),

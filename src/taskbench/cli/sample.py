@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from .console import make_console
+from .options import MAX_SEED
 
 
 def sample_command(
@@ -15,7 +16,7 @@ def sample_command(
         help="A graph_desc.json, a tool library file (the graph is built), a dataset directory or a bundled dataset name.",
     ),
     n: int = typer.Option(..., "--n", "-n", help="Number of subgraphs to plan.", min=0),
-    seed: int = typer.Option(0, "--seed", "-s", help="Plan seed: the same seed gives the same plan anywhere."),
+    seed: int = typer.Option(0, "--seed", "-s", min=0, max=MAX_SEED, help="Plan seed: the same seed gives the same plan anywhere."),
     mode_weights: str = typer.Option(
         "3,7,8", "--mode-weights", help="single,chain,dag weights (or 'chain=1,dag=1' to drop single)."
     ),
@@ -53,9 +54,11 @@ def sample_command(
     from ..errors import ConfigError
     from ..graph.build import MAX_LINKS, graph_from_path
     from ..graph.loaders import check_format
-    from ..graph.sampling import MODES, iter_plan, parse_weights
+    from ..graph.sampling import MODES, check_plan_size, iter_plan, parse_weights
 
     check_format(fmt)
+    if output is not None:  # the plan is held to be written whole (without -o it streams, one line at a time)
+        check_plan_size(n)
     modes = parse_weights(mode_weights, MODES)
     sizes = None
     if size_weights is not None:

@@ -83,6 +83,9 @@ def run_command(
     if str(file) == "-":
         data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()
     else:
+        from ..dataset.jsonio import check_input_file
+
+        check_input_file(file)  # /dev/zero or a FIFO would be read forever
         try:
             data = file.read_bytes()
         except OSError as exc:
@@ -91,8 +94,15 @@ def run_command(
     timeout = old_timeout if old_timeout is not None else timeout
     output = old_output if old_output is not None else output
     allow_port = [*allow_port, *old_ports]
-    limits = SandboxLimits(cpu_seconds=cpu, wall_seconds=timeout, memory_mb=memory, processes=processes,
-                           open_files=open_files, output_bytes=output, disk_mb=disk)
+    from pydantic import ValidationError
+
+    from ..errors import options_error
+
+    try:
+        limits = SandboxLimits(cpu_seconds=cpu, wall_seconds=timeout, memory_mb=memory, processes=processes,
+                               open_files=open_files, output_bytes=output, disk_mb=disk)
+    except ValidationError as exc:  # --cpu -1: one line naming the option
+        raise options_error(exc) from None
     if unsafe_local:
         typer.echo("taskbench: warning: --unsafe-local: the code runs unconfined, as you", err=True)
     result = _run(code, limits, allow_port, result_var, env, unsafe_local)

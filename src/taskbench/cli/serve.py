@@ -27,7 +27,7 @@ def serve(
         "llamacpp/qwen2.5-coder-0.5b", "--model", "-m", help="provider/model to serve, e.g. llamacpp/smollm2-135m."
     ),
     host: str = typer.Option("127.0.0.1", help="Interface to bind (keep 127.0.0.1 unless you mean to expose it)."),
-    port: int = typer.Option(8000, help="TCP port."),
+    port: int = typer.Option(8000, min=0, max=65535, help="TCP port."),
     base_url: str | None = typer.Option(None, help="Upstream base URL (openai-compatible models)."),
     api_key_env: str | None = typer.Option(
         None, help="Name of the environment variable holding the upstream API key (never the key itself)."
@@ -37,15 +37,21 @@ def serve(
     cache: Path | None = typer.Option(None, help="Response cache file (SQLite); default: no cache."),
     served_name: str | None = typer.Option(None, help="Model id reported to clients (default: the part of --model after the first '/')."),
     log_level: str = typer.Option("warning", help="uvicorn log level."),
+    max_request_mb: float = typer.Option(16.0, "--max-request-mb", min=0.001, max=1024.0,
+                                         help="Largest request body read, in MB (a larger one gets a 413)."),
+    request_timeout: float = typer.Option(30.0, "--request-timeout", min=0.1, max=3600.0,
+                                          help="Seconds a client may take to send a request (then a 408)."),
+    max_connections: int = typer.Option(256, "--max-connections", min=1, max=65536,
+                                        help="Connections held at once (more get a 503)."),
 ) -> None:
     from ..errors import MissingDependencyError
     from ..llm import get_model
 
     try:
-        import uvicorn
+        import uvicorn  # noqa: F401 - checked before the model loads
     except ModuleNotFoundError as exc:
         raise MissingDependencyError("uvicorn", "serve", "taskbench serve") from exc
-    from ..llm.server import create_app
+    from ..llm.server import serve as run_server
 
     options: dict[str, object] = {"timeout": timeout, "cache": cache if cache is not None else False}
     if base_url:
@@ -55,6 +61,7 @@ def serve(
     if concurrency:
         options["concurrency"] = concurrency
     llm = get_model(model, **options)
-    app = create_app(llm, served_name=served_name or model.split("/", 1)[1])
     typer.echo(f"taskbench serve: {llm.name} on http://{host}:{port}/v1 (Ctrl-C to stop)", err=True)
-    uvicorn.run(app, host=host, port=port, log_level=log_level)
+    run_server(llm, host=host, port=port, served_name=served_name or model.split("/", 1)[1],
+               max_bytes=int(max_request_mb * 1024 * 1024), timeout=request_timeout,
+               max_connections=max_connections, log_level=log_level)

@@ -42,7 +42,7 @@ def view(
                                           "it is outside the run and DIR; NAME=DIR for one dataset name. "
                                           "Repeatable."),
     host: str = typer.Option("127.0.0.1", "--host", help="Interface to serve on; anything but loopback needs --token."),
-    port: int = typer.Option(8766, "--port", help="TCP port."),
+    port: int = typer.Option(8766, "--port", min=0, max=65535, help="TCP port."),
     token: str | None = typer.Option(None, "--token", envvar="TASKBENCH_REVIEW_TOKEN",
                                      help="Require this token on every request (header, cookie or ?token=)."),
     reviewer: str | None = typer.Option(None, "--reviewer", "-r", help="Your name in a review opened from the viewer."),

@@ -37,7 +37,7 @@ from pydantic import ValidationError
 
 from ..errors import ConfigError, InputError, validation_message
 from ..schema.header import HEADER_SCHEMA_VERSION, RUN_KINDS, RunEnvironment, RunHeader, RunKind
-from .jsonio import read_json, write_json
+from .jsonio import check_output_file, make_directory, read_json, write_json
 
 HEADER_FILE = "header.json"
 """The header of a run directory."""
@@ -286,6 +286,10 @@ def open_run(target: str | Path, header: RunHeader, *, option: str = "--output",
 
         raise InputError(f"the output is a directory; give a file path ({option} DIR/NAME"
                          f"{'.jsonl' if header.kind == 'predict' else '.json'})", path=target)
+    if header.kind in FILE_KINDS:
+        check_output_file(target)  # /dev/full, a pipe: refused before its header is written next to it
+    else:
+        make_directory(target, option=option)  # a file where the run directory goes: one line
     old = read_header(target, header.kind)
     if old is not None:
         check_resume(old, header, target, option=option, labels=labels)

@@ -13,10 +13,13 @@ in the input decodes to one): it is written back as the same JSON escape.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import re
 import secrets
+import stat
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -56,9 +59,25 @@ def encode_text(text: str) -> bytes:
         return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
 
 
+def check_input_file(path: str | Path) -> None:
+    """Raise :class:`InputError` when ``path`` exists but is no regular file to read: a FIFO (reading it waits
+    for a writer forever), a device (``/dev/zero`` never ends, ``/dev/full`` neither) or a socket; or when it
+    cannot even be looked at (a name too long, no permission). A missing file or a directory is left to the
+    caller's own message. Never blocks (it only looks at the file's type)."""
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    except OSError as exc:
+        raise InputError(f"cannot read the file ({exc.strerror or exc})", path=path) from None
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise InputError("not a regular file (a device, a pipe or a socket); give a file", path=path)
+
+
 def read_json(path: str | Path) -> Any:
     """Parse a whole JSON document; a missing file or a syntax error raises :class:`InputError`."""
     path = Path(path)
+    check_input_file(path)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -85,6 +104,7 @@ def iter_jsonl(
     to it and skipped, so one bad line does not stop a whole file.
     """
     path = Path(path)
+    check_input_file(path)
     try:
         fh = path.open("rb")
     except FileNotFoundError:
@@ -137,6 +157,7 @@ def read_jsonl(path: str | Path, *, allow_torn_tail: bool = False) -> list[Any]:
 def read_json_or_jsonl(path: str | Path) -> list[Any]:
     """A list of records from a file that is either a JSON array or JSON Lines."""
     path = Path(path)
+    check_input_file(path)
     try:
         with path.open("rb") as fh:
             head = fh.read(1 << 12).lstrip()
@@ -196,6 +217,7 @@ def atomic_writer(path: str | Path) -> Iterator[IO[bytes]]:
     The file is created with mode 0666 minus the umask, as ``open(path, "w")`` would create it (a colleague on
     a shared machine can read what a run wrote if the user's umask allows it)."""
     path = Path(path)
+    check_output_file(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = _create_temporary(path)
@@ -207,16 +229,29 @@ def atomic_writer(path: str | Path) -> Iterator[IO[bytes]]:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError) and exc.errno in _WRITE_ERRORS:
+            raise _unwritable(path, exc) from None  # a full disk, a directory put there meanwhile: one line
         raise
 
 
+_WRITE_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO, errno.EISDIR,
+                           errno.ENOTDIR, errno.EACCES, errno.EPERM})
+"""errno values of a write that failed because of where it went (turned into one :class:`InputError` line)."""
+
+
 def _unwritable(path: Path, exc: OSError) -> InputError:
+    """One line for a file that could not be written (what the system said, and what to do)."""
     why = exc.strerror or str(exc)
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return InputError(f"cannot write here ({why}); nothing was written", path=path,
+                          hint="free some space, or choose another output path")
+    if isinstance(exc, IsADirectoryError):
+        return InputError("the output is a directory; give a file path", path=path)
     if isinstance(exc, FileExistsError | NotADirectoryError):  # mkdir or open met a file where a folder goes
         blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
         if blocker is not None:
@@ -224,13 +259,40 @@ def _unwritable(path: Path, exc: OSError) -> InputError:
     return InputError(f"cannot write here ({why})", path=path, hint="choose another output path")
 
 
+def check_output_file(path: str | Path) -> None:
+    """Raise :class:`InputError` when ``path`` cannot be an output file that is replaced whole: no name (an
+    empty path becomes '.'), a directory, or something that exists and is not a regular file (``/dev/full``,
+    ``/dev/null``, a pipe: renaming a file over a device would replace the device itself)."""
+    path = Path(path)
+    if str(path) == ".":
+        raise InputError("no output file name given (an empty path, or '.'); give a file path")
+    if path.is_dir():
+        raise InputError("the output is a directory; give a file path", path=path)
+    if path.exists() and not path.is_file():
+        raise InputError("the output exists and is not a regular file (a device, a pipe or a socket); give a file "
+                         "path", path=path)
+
+
+def make_directory(path: str | Path, *, option: str = "--output") -> Path:
+    """Make the output directory ``path`` (and its parents); a file where it goes, no name, or a directory that
+    cannot be made is one :class:`InputError` line."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise InputError("the output must be a directory, and this is not one", path=path,
+                         hint=f"choose another {option}")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _unwritable(path, exc) from None
+    return path
+
+
 def check_writable(path: str | Path) -> None:
     """Raise :class:`InputError` now when a file cannot be written at ``path`` later: it is a directory, or a
     part of its parent path is a file or a symlink loop (so a command fails before its model calls, not
     after them)."""
     path = Path(path)
-    if path.is_dir():
-        raise InputError("the output is a directory; give a file path", path=path)
+    check_output_file(path)
     for parent in (path.parent, *path.parent.parents):
         try:
             parent.stat()
@@ -256,6 +318,35 @@ def _create_temporary(path: Path) -> tuple[int, str]:
     raise FileExistsError(f"could not create a temporary file next to {path}")  # pragma: no cover
 
 
+def torn_tail(path: str | Path, *, limit: int = 1 << 20) -> bytes | None:
+    """The bytes after the last newline of ``path`` when it does not end in one (at most ``limit`` of them: the
+    start of that last line), or None (no such file, an empty file, or one that ends in a newline)."""
+    try:
+        with Path(path).open("rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            if size == 0:
+                return None
+            fh.seek(size - 1)
+            if fh.read(1) == b"\n":
+                return None
+            pos = size
+            chunk = 1 << 16
+            while pos > 0:
+                start = max(0, pos - chunk)
+                fh.seek(start)
+                buf = fh.read(pos - start)
+                nl = buf.rfind(b"\n")
+                if nl >= 0:
+                    fh.seek(start + nl + 1)
+                    return fh.read(limit)
+                pos = start
+            fh.seek(0)
+            return fh.read(limit)
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return None
+
+
 class JsonlAppender:
     """Append complete JSON lines to a file, crash-safely.
 
@@ -266,7 +357,8 @@ class JsonlAppender:
     (the default, 1.0): at most that often, and on close, so a power cut loses at most the last second and a
     fast writer does not pay a disk flush per record. If the file ends in a torn line (no newline: a previous
     process died mid-write), it is truncated back to the last newline on open, so the next record starts on a
-    fresh line.
+    fresh line; a last line that is complete JSON without its newline (a hand edit) gets the newline instead,
+    so no whole record is lost.
     """
 
     def __init__(self, path: str | Path, *, fsync: bool | float = 1.0) -> None:
@@ -289,6 +381,16 @@ class JsonlAppender:
             fh.seek(size - 1)
             if fh.read(1) == b"\n":
                 return
+            tail = torn_tail(self.path)
+            if tail is not None and len(tail) < 1 << 20:
+                try:
+                    json.loads(tail.decode("utf-8"))
+                except (ValueError, RecursionError):
+                    pass
+                else:  # a whole line that only lacks its newline: keep it
+                    fh.seek(0, os.SEEK_END)
+                    fh.write(b"\n")
+                    return
             # walk back to the last newline and cut the torn tail
             pos = size
             chunk = 1 << 16
@@ -304,8 +406,25 @@ class JsonlAppender:
             fh.truncate(0)
 
     def write(self, value: Any) -> None:
-        """Append one record as one line."""
-        self._fh.write(encode_text(dumps_line(value) + "\n"))
+        """Append one record as one line. A write the disk refuses (full, over a quota) is undone to the last
+        whole line and raised as one :class:`InputError`; the lines written before it are kept."""
+        data = memoryview(encode_text(dumps_line(value) + "\n"))
+        fd = self._fh.fileno()
+        size = os.fstat(fd).st_size
+        try:
+            while data:
+                written = self._fh.write(data)  # a raw write may take part of the line (a disk filling up)
+                if not written:
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+                data = data[written:]
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, size)  # no torn line left behind
+            if exc.errno in _WRITE_ERRORS:
+                why = exc.strerror or str(exc)
+                raise InputError(f"cannot write here ({why}); the records written before are kept", path=self.path,
+                                 hint="free some space and run the command again: it resumes") from None
+            raise
         self._dirty = True
         if self._interval is not None and time.monotonic() - self._synced >= self._interval:
             self.sync()

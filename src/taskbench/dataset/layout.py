@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from ..errors import ConfigError, InputError, did_you_mean, validation_message
 from ..schema import Sample, ToolGraph, ToolLibrary, record_id
-from .jsonio import iter_jsonl, read_json, write_json, write_jsonl
+from .jsonio import check_input_file, iter_jsonl, read_json, write_json, write_jsonl
 from .tool_desc import load_tool_library
 
 DATA_FILE = "data.json"
@@ -135,6 +135,7 @@ def _array_items(path: str | Path) -> list[tuple[int | None, Any]] | None:
     """``(None, item)`` for each item of a file that holds one JSON array; None for any other file."""
     if str(path).endswith(".parquet"):
         return None
+    check_input_file(path)
     try:
         with open(path, "rb") as fh:
             head = fh.read(64).lstrip()

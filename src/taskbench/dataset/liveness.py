@@ -196,8 +196,12 @@ def death_of(marker: WriterMarker) -> Death:
 
 def _write(path: Path, marker: WriterMarker) -> None:
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(marker.to_json()), encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(marker.to_json()), encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException:  # a full disk: no temporary file left behind
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def claim(output: str | Path, *, stage: str | None = None) -> Death | None:

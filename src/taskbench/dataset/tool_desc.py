@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from ..errors import InputError, did_you_mean, suggest, validation_message
 from ..schema import DEPENDENCY_KINDS, Tool, ToolLibrary, infer_dependency
+from .jsonio import check_input_file
 from .yamldoc import read_yaml, yaml_line
 
 Key = str | int
@@ -48,6 +49,7 @@ class JsonSource:
     def read(cls, path: str | Path) -> JsonSource:
         """Read and parse a JSON file; missing files and syntax errors raise :class:`InputError`."""
         path = Path(path)
+        check_input_file(path)
         try:
             text = path.read_text(encoding="utf-8-sig")
         except FileNotFoundError:

@@ -19,7 +19,9 @@ YAML_MAX_VALUES = 1_000_000
 def read_yaml(text: str, *, path: str | Path | None = None) -> tuple[Any, Any]:
     """(node tree, JSON-compatible value) of a YAML document, read safely: no Python tags, aliases counted
     before anything is built (a document expanding to more than :data:`YAML_MAX_VALUES` values is refused),
-    mapping keys as strings and dates as ISO text, as the JSON of the same document would have them."""
+    mapping keys as strings and dates as ISO text, as the JSON of the same document would have them;
+    ``!!set`` as a list of its members, ``!!pairs`` and ``!!omap`` as lists of ``[key, value]`` pairs,
+    ``!!binary`` as text."""
     try:
         import yaml
     except ImportError:  # pragma: no cover - PyYAML ships with the usual environments
@@ -84,8 +86,10 @@ def _json_compatible(value: Any, depth: int) -> Any:
     if isinstance(value, dict):
         return {(k if isinstance(k, str) else json.dumps(k) if isinstance(k, bool) or k is None else str(k)):
                 _json_compatible(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):  # a tuple: a pair of ``!!pairs`` / ``!!omap``
         return [_json_compatible(v, depth + 1) for v in value]
+    if isinstance(value, (set, frozenset)):  # ``!!set``: its members, as a JSON list in a stable order
+        return [_json_compatible(v, depth + 1) for v in sorted(value, key=lambda v: (type(v).__name__, str(v)))]
     if isinstance(value, (datetime.date, datetime.datetime)):
         return value.isoformat()
     if isinstance(value, bytes):

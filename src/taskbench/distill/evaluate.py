@@ -46,10 +46,10 @@ def trained_tasks(model: str) -> set[tuple[str, str]]:
     model without an adapter. Raises InputError when the adapter's training record is missing."""
     if "+" not in model:
         return set()
-    from ..llm.providers.llamacpp import split_adapter
+    from ..llm.providers.llamacpp import student_file
 
-    _, lora = split_adapter(model)
-    adapter = Path(lora or model.split("+", 1)[1]).expanduser()
+    given = model.split("+", 1)[1]
+    adapter = student_file(given[len("student:"):]) if given.startswith("student:") else Path(given).expanduser()
     beside = adapter.with_suffix(".json")  # a shipped student: ROLE.gguf with ROLE.json (its distill.json)
     record = beside if adapter.is_file() and beside.is_file() else \
         (adapter if adapter.is_dir() else adapter.parent) / "distill.json"

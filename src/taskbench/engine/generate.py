@@ -43,12 +43,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .. import __version__
 from ..dataset.header import HEADER_FILE, check_resume, new_header, read_header, write_header
-from ..dataset.jsonio import write_json
+from ..dataset.jsonio import make_directory, write_json
 from ..dataset.layout import GRAPH_FILE, RAW_FILE, TOOL_FILE
 from ..errors import ConfigError, InputError, ModelError, validation_message
 from ..graph.sampling import MODE_WEIGHTS, SIZE_WEIGHTS
 from ..llm.base import GenerationConfig
-from ..records import ForwardDisplay, NullDisplay, RecordDisplay, run_records, run_sync
+from ..records import ForwardDisplay, NullDisplay, RecordDisplay, run_records, run_sync, vet_records
 from ..schema import SampledSubgraph, ToolGraph, ToolLibrary
 from ..schema.generation import (
     AnswerUsage,
@@ -461,10 +461,7 @@ def prepare_output(
     check_plan_size(options.n)  # before anything is written
     if options.keep in ("both", "llm") and not options.check and critic_name is None:
         raise ConfigError(f"--keep {options.keep} needs an LLM critic: drop --no-check or pass --critic-model")
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise InputError("the output must be a directory", path=out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = make_directory(out_dir, option="--out")
     manifest = _manifest(options, graph, model_name, critic_name, env_name)
     doc = manifest.model_dump(mode="json")
     header = new_header("generate", config=doc, identity={k: doc[k] for k in _FIXED},
@@ -482,6 +479,8 @@ def prepare_output(
     elif (out / RAW_FILE).is_file():
         raise ConfigError(f"{out}: holds a {RAW_FILE} but no {HEADER_FILE}: not a directory taskbench generated; "
                           "choose another --out")
+    if (out / RAW_FILE).is_file():
+        vet_records(out / RAW_FILE)  # a broken records file is refused before anything here is rewritten
     plan = _plan(graph, options)
     write_json(out / TOOL_FILE, graph.library.to_taskbench())
     write_json(out / GRAPH_FILE, graph.to_taskbench())

@@ -13,6 +13,12 @@ An :class:`Environment` is one episode's handle on a set of executable tools:
 - :meth:`Environment.check` decides whether the task was solved and reports which tool calls were made;
 - :meth:`Environment.read_state` says what the environment holds (for the data engine's prompt).
 
+Every tool result, recorded or not (setup calls, checker reads, state reads), has the environment's
+:meth:`Environment.secrets` (the values the user passed as secrets, e.g. ``TOKEN=$TOKEN`` of an ``mcp:`` spec)
+and the process's remembered secrets (API keys, :func:`taskbench.llm.redact.remember`) replaced by ``***``
+before anyone sees it: a tool that returns its own environment does not get a secret into a trajectory, a
+prompt or a generated sample.
+
 One instance runs one episode at a time; open one instance per concurrent episode (implementations share
 heavy resources, such as a loopback service, behind the scenes). Environments are registered by name like
 model providers (:func:`register_environment`, :func:`open_environment`); ``mcp:<command ...>`` opens any MCP
@@ -75,6 +81,27 @@ class Environment(ABC):
         """The episode's state as JSON, for code that compares states (what a write changed: the data engine's
         executed tasks); None when the environment cannot show it (the default)."""
         return None
+    def secrets(self) -> list[str]:
+        """Secret values this environment was given (an ``mcp:`` spec's ``$NAME`` values); with the process's
+        remembered secrets they are taken out of every tool result (see the module docstring)."""
+        return []
+
+    def _redacted(self, result: ToolResult) -> ToolResult:
+        from ..llm.redact import redact_known, redact_value, remembered
+
+        secrets = [*self.secrets(), *remembered()]
+        if not secrets:
+            return result
+        content = redact_value(result.content, secrets)
+        error = redact_known(result.error, secrets) if result.error is not None else None
+        if content is result.content and error is result.error:
+            return result
+        return result.model_copy(update={"content": content, "error": error})
+
+    async def _run(self, call: ToolCall) -> ToolResult:
+        """:meth:`_execute`, its result with the secrets taken out (every caller in this class goes through
+        here, recorded or not)."""
+        return self._redacted(await self._execute(call))
 
     async def read_state(self) -> str | None:
         """What the environment holds now (tables, files, entities), as text for a prompt, read through its own
@@ -82,7 +109,7 @@ class Environment(ABC):
         ``taskbench generate --env`` puts it into the generation prompt."""
         from .state import read_state
 
-        return await read_state(self._execute, [t.name for t in self.tools()])
+        return await read_state(self._run, [t.name for t in self.tools()])
 
     # -------------------------------------------------------------------------------------------- episode
 
@@ -94,7 +121,7 @@ class Environment(ABC):
         self.seed = seed
         await self._reset(seed, task)
         if task is not None and isinstance(task.meta.get("setup"), list):
-            await run_setup(task, self._execute)  # a task file's setup calls: unrecorded
+            await run_setup(task, self._run)  # a task file's setup calls: unrecorded
 
     async def _reset(self, seed: int, task: AgentTask | None) -> None:  # noqa: B027 - optional hook
         """Restore state (stateful environments override this)."""
@@ -110,9 +137,10 @@ class Environment(ABC):
                                 error=f"no tool named {call.name!r} (tools: {known})")
         else:
             try:
-                result = await self._execute(call)
+                result = await self._run(call)
             except Exception as exc:  # an environment bug must not end the episode silently
-                result = ToolResult(call_id=call.id, name=call.name, error=f"{type(exc).__name__}: {exc}")
+                result = self._redacted(ToolResult(call_id=call.id, name=call.name,
+                                                   error=f"{type(exc).__name__}: {exc}"))
         self._results.append(result)
         return result
 
@@ -134,7 +162,7 @@ class Environment(ABC):
         """Was ``task`` solved by the calls made and the final ``answer``? The default runs the task's
         ``checker`` (a task file's, see :mod:`taskbench.envs.tasks`), calling this environment's tools
         unrecorded where it reads state; a task without one is not solved, and the reason says why."""
-        return await check_task(task, answer, [c.name for c in self._calls], self._execute,
+        return await check_task(task, answer, [c.name for c in self._calls], self._run,
                                 lambda name: self.tool(name) is not None)
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook

@@ -157,6 +157,13 @@ class ServerSpec:
 
         return {k: expand(v) for k, v in self.env}, {k: expand(v) for k, v in self.headers}
 
+    def secret_values(self, environ: Mapping[str, str] | None = None) -> list[str]:
+        """The host's values of every ``$NAME`` the settings refer to: the secrets this server is given, which
+        never reach a record (:meth:`MCPEnvironment.secrets`)."""
+        source = os.environ if environ is None else environ
+        names = {m.group(1) or m.group(2) for _, text in (*self.env, *self.headers) for m in _VAR.finditer(text)}
+        return sorted({source[n] for n in names if source.get(n)}, key=len, reverse=True)
+
 
 def parse_server(text: str) -> ServerSpec:
     """The text after ``mcp:``: settings, then a command (stdio) or a URL (streamable HTTP, or SSE).
@@ -389,8 +396,9 @@ class _Connection:
     """One MCP client session on a private event loop in a daemon thread."""
 
     def __init__(self, server: ServerSpec, env: Mapping[str, str] | None, cwd: str | Path | None,
-                 headers: Mapping[str, str] | None = None) -> None:
+                 headers: Mapping[str, str] | None = None, secrets: Sequence[str] = ()) -> None:
         self.server = server
+        self.secrets = list(secrets)
         self.argv = list(server.argv)
         self.label = server.label
         self.env = dict(env) if env is not None else None
@@ -420,13 +428,13 @@ class _Connection:
         except concurrent.futures.TimeoutError:
             tail = self.tail()
             self.close()
-            raise ConfigError(
+            raise ConfigError(self.clean(
                 f"MCP server {self.label!r} did not answer initialize and tools/list within {timeout:g} s"
                 f"{tail} (is it an MCP server on stdio? raise startup_timeout if it is slow)"
-            ) from None
+            )) from None
         except Exception as exc:
             self.close()  # the process has ended: its stderr is complete
-            raise ConfigError(f"MCP server {self.label!r} failed to start: {_describe(exc)}{self._tail}") from None
+            raise ConfigError(self.clean(f"MCP server {self.label!r} failed to start: {_describe(exc)}{self._tail}")) from None
 
     async def _run(self, ready: concurrent.futures.Future[list[Any]]) -> None:
         from mcp import ClientSession
@@ -518,7 +526,14 @@ class _Connection:
         except (ValueError, OSError):
             return ""
         kept = [ln.strip() for ln in text.splitlines() if ln.strip()][-lines:]
-        return f"; its stderr ends: {' | '.join(kept)}" if kept else ""
+        return self.clean(f"; its stderr ends: {' | '.join(kept)}") if kept else ""
+
+    def clean(self, text: str) -> str:
+        """``text`` with the server's secrets and the process's remembered ones taken out (a server may print
+        its environment to stderr, or an error may quote a header)."""
+        from ..llm.redact import redact_known, remembered
+
+        return redact_known(text, [*self.secrets, *remembered()])
 
     async def call(self, call: ToolCall, timeout: float) -> ToolResult:
         if self.closed:
@@ -529,7 +544,7 @@ class _Connection:
         return await asyncio.wrap_future(self.runner.submit(self._call(call, timeout)))
 
     def _dead_message(self) -> str:
-        return f"MCP server {self.label!r} is gone ({self.dead}){self.tail()}"
+        return self.clean(f"MCP server {self.label!r} is gone ({self.dead}){self.tail()}")
 
     async def _call(self, call: ToolCall, timeout: float) -> ToolResult:
         try:
@@ -544,7 +559,7 @@ class _Connection:
                 await asyncio.sleep(0.05)  # let the server's last stderr lines land
                 self.dead = f"connection closed during tools/call {call.name!r}"
                 return ToolResult(call_id=call.id, name=call.name, error=self._dead_message())
-            return ToolResult(call_id=call.id, name=call.name, error=f"MCP error: {text}")
+            return ToolResult(call_id=call.id, name=call.name, error=self.clean(f"MCP error: {text}"))
         return convert_result(call, _dump(result))
 
 
@@ -600,6 +615,11 @@ class MCPEnvironment(Environment):
         server = parse_server(text)
         _require_mcp()
         extra_env, headers = server.expanded()
+        self._secrets = server.secret_values()
+        if self._secrets:
+            from ..llm.redact import remember
+
+            remember(*self._secrets)
         if env:
             extra_env.update(env)
         self.server = server
@@ -613,9 +633,12 @@ class MCPEnvironment(Environment):
         self._cwd = cwd if cwd is not None else server.cwd
         self._data = data_paths(server, extra_env, self._cwd)
         self._scratch: _Scratch | None = None
-        self._conn = _Connection(server, extra_env or None, self._cwd, headers)
+        self._conn = _Connection(server, extra_env or None, self._cwd, headers, self._secrets)
         self._finalizer = weakref.finalize(self, _close_all, self._conn, None)
         self._conn.start(startup_timeout)
+        from ..llm.redact import redact_value, remembered
+
+        self._conn.tools = redact_value(self._conn.tools, [*self._secrets, *remembered()])  # a description too
         self._specs = specs_from_listing(self._conn.tools, self._conn.label)
 
     @property
@@ -651,7 +674,7 @@ class MCPEnvironment(Environment):
         """What the server holds now (:mod:`taskbench.envs.state`: a known recipe, else its read-only tools)."""
         from .state import read_state
 
-        return await read_state(self._execute, [t.name for t in self.tools()], read_only=self.read_only_tools())
+        return await read_state(self._run, [t.name for t in self.tools()], read_only=self.read_only_tools())
 
     async def _reset(self, seed: int, task: Any) -> None:
         if self._data:
@@ -681,13 +704,17 @@ class MCPEnvironment(Environment):
             here = scratch.where(Path.cwd())
             cwd = str(here) if here != Path.cwd() else None
         server = ServerSpec(transport="stdio", argv=tuple(argv), env=tuple(env.items()), cwd=cwd)
-        self._conn = _Connection(server, env or None, cwd, self._headers)
+        self._conn = _Connection(server, env or None, cwd, self._headers, self._secrets)
         self._finalizer.detach()
         self._finalizer = weakref.finalize(self, _close_all, self._conn, scratch)
         self._conn.start(self.startup_timeout)
 
     def tools(self) -> list[ToolSpec]:
         return list(self._specs)
+
+    def secrets(self) -> list[str]:
+        """The values of the ``$NAME`` references in the spec (taken out of every result and error)."""
+        return list(self._secrets)
 
     @property
     def server_name(self) -> str:

@@ -44,11 +44,14 @@ from typing import Any
 
 from ..errors import ConfigError, InputError
 from ..schema import AgentTask, CheckResult, ToolCall, ToolResult
+from ..schema.chat import nesting_depth
 from .state import result_error
 
 TASK_KEYS = frozenset({"id", "query", "gold_path", "checker", "setup", "answer", "meta"})
 STATE_TESTS = ("equals", "same_items", "includes", "excludes", "one_of", "below")
 ANSWER_TESTS = ("all", "any", "at_least", "none", "yes", "picks", "called")
+MAX_TASK_DEPTH = 64
+"""The deepest a task line's objects and arrays may nest (checker conditions inside ``any``/``all`` included)."""
 MAX_CHECK_CALLS = 64
 """Tool calls one check may make (VALUEs and end-state conditions together)."""
 SETUP_FAILED = "set-up failed"
@@ -146,6 +149,9 @@ def load_tasks(path: str | Path, *, env: str | None = None) -> list[AgentTask]:
     path = task_file(path)
     if path.is_dir():
         return tasks_from_dataset(path, env=env)
+    from ..dataset.jsonio import check_input_file
+
+    check_input_file(path)
     try:
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
@@ -179,6 +185,8 @@ def _task(item: Any, path: Path, line: int, env: str | None) -> AgentTask:
 
     if not isinstance(item, dict):
         raise bad("a task is a JSON object", 'e.g. {"query": "...", "checker": [{"all": ["..."]}]}')
+    if nesting_depth(item, MAX_TASK_DEPTH) > MAX_TASK_DEPTH:  # checked before anything recurses into it
+        raise bad(f"the task nests deeper than {MAX_TASK_DEPTH} levels", "flatten its checker, setup or answer")
     unknown = sorted(set(item) - TASK_KEYS)
     if unknown:
         raise bad(f"unknown key {unknown[0]!r}", f"keys: {', '.join(sorted(TASK_KEYS))}")

@@ -29,6 +29,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from .._plugins import LiveView
 from ..dataset.tool_desc import JsonSource as JsonSource
 from ..dataset.tool_desc import Key as Key
@@ -36,7 +38,7 @@ from ..dataset.tool_desc import _finish, _library
 from ..dataset.tool_desc import check_dependency as check_dependency
 from ..dataset.tool_desc import load_tool_library as load_tool_library
 from ..dataset.tool_desc import tools_from_taskbench as tools_from_taskbench
-from ..errors import ConfigError, InputError, did_you_mean
+from ..errors import ConfigError, InputError, did_you_mean, validation_message
 from ..schema import Tool, ToolLibrary, ToolParameter
 from ..schema.chat import HttpOperation, HttpParameter, ParameterLocation
 from .formats import ToolFormat, format_names, get_format, register_tool_format, titles_help
@@ -123,14 +125,17 @@ def _named_tool(
         raise src.error(f"{what} #{i} ({name!r}): the parameter schema must be a JSON object", *keys)
     if output_schema is not None and not isinstance(output_schema, dict):
         raise src.error(f"{what} #{i} ({name!r}): 'outputSchema' must be a JSON object", *keys)
-    return Tool(
-        id=name,
-        desc=" ".join((description or "").split()),
-        parameters=parameters_from_schema(schema),
-        input_schema=schema if schema is not None else {"type": "object", "properties": {}},
-        output_schema=output_schema,
-        source=source,
-    )
+    try:
+        return Tool(
+            id=name,
+            desc=" ".join((description or "").split()),
+            parameters=parameters_from_schema(schema),
+            input_schema=schema if schema is not None else {"type": "object", "properties": {}},
+            output_schema=output_schema,
+            source=source,
+        )
+    except ValidationError as exc:  # a schema nested past MAX_SCHEMA_DEPTH, a value JSON cannot hold
+        raise src.error(f"{what} #{i} ({name!r}): {validation_message(exc)}", *keys) from None
 
 
 # --------------------------------------------------------------------------------------------- OpenAI
@@ -318,10 +323,14 @@ def tools_from_openapi(src: JsonSource, *, ids: str = "operationId") -> list[Too
                 content_type=content_type, response_schema=response_schema, response_example=example,
                 server=server, links=_response_links(doc, op),
             )
-            tools.append(
-                Tool(id=tool_id, desc=desc, parameters=list(params.values()), input_schema=_arguments_schema(http),
-                     output_schema=response_schema, http=http, source="openapi")
-            )
+            try:
+                tools.append(
+                    Tool(id=tool_id, desc=desc, parameters=list(params.values()),
+                         input_schema=_arguments_schema(http), output_schema=response_schema, http=http,
+                         source="openapi")
+                )
+            except ValidationError as exc:
+                raise src.error(f"operation {tool_id!r}: {validation_message(exc)}", *keys) from None
             where.append(keys)
     for t in tools:  # a link names its target by operationId; the tool may be named "METHOD /path"
         if t.http is not None and t.http.links:

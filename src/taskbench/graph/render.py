@@ -257,8 +257,10 @@ def render_png(graph: ToolGraph, path: str | Path, *, title: str | None = None, 
         ax.set_title(f"{heading}: {n} tools, {len(graph.links)} links ({graph.dependency_kind})",
                      fontsize=13)
         fig.tight_layout()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=dpi, facecolor="white")
+        from ..dataset.jsonio import atomic_writer
+
+        with atomic_writer(path) as fh:  # a full disk leaves no half picture
+            fig.savefig(fh, dpi=dpi, facecolor="white", format=path.suffix.lstrip(".").lower() or "png")
     finally:
         plt.close(fig)
     return path
@@ -557,8 +559,9 @@ double-click to reset, hover a tool or a link for details, click a tool for its 
 <script>{_JS}</script>
 </body></html>
 """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page, encoding="utf-8", errors="replace")  # a lone surrogate in a name is not UTF-8
+    from ..dataset.jsonio import write_text
+
+    write_text(path, page)  # atomic (no half page on a full disk); a lone surrogate is written as its escape
     return path
 
 

@@ -69,8 +69,11 @@ def _check_weights(weights: Mapping[str, float] | Mapping[int, float], what: str
     for key, w in weights.items():
         if not isinstance(w, (int, float)) or w < 0 or w != w or w == float("inf"):
             raise ConfigError(f"{what} weight for {key!r} must be a finite number >= 0, got {w!r}")
-    if sum(weights.values()) <= 0:
+    total = sum(weights.values())
+    if total <= 0:
         raise ConfigError(f"{what} weights must not all be zero")
+    if total == float("inf"):  # each finite (1e308), their sum not: the draw could not be made
+        raise ConfigError(f"{what} weights add up to more than a float holds; scale them down (they are ratios)")
 
 
 class SubgraphSampler:

@@ -96,12 +96,18 @@ class ResponseCache:
 
     def __init__(self, path: str | Path, *, busy_timeout: float = 60.0) -> None:
         self.path = Path(path).expanduser()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._busy_ms = int(busy_timeout * 1000)
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
-        self._connect()  # create the file and table now, so errors show at construction
+        self._failed = False
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._connect()  # create the file and table now, so errors show at construction
+        except (OSError, sqlite3.Error) as exc:  # a full disk, a file that is not a database, no permission
+            self.close()
+            raise ConfigError(f"response cache {self.path}: {_why(exc)} (free some space or fix the file, point "
+                              f"TASKBENCH_CACHE elsewhere, or run with --no-cache)") from None
 
     def __repr__(self) -> str:
         return f"ResponseCache({str(self.path)!r})"
@@ -137,18 +143,32 @@ class ResponseCache:
         return conn
 
     def get(self, key: str) -> dict[str, Any] | None:
-        """The stored value for ``key``, or None."""
-        row = self._connect().execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
-        return json.loads(row[0]) if row else None
+        """The stored value for ``key``, or None (also when the file cannot be read: logged once)."""
+        try:
+            row = self._connect().execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+            return json.loads(row[0]) if row else None
+        except (sqlite3.Error, ValueError) as exc:
+            self._warn("read", exc)
+            return None
 
     def put(self, key: str, value: dict[str, Any], *, model: str | None = None) -> None:
         """Store ``value`` (a JSON-able dict) under ``key`` (last writer wins; identical keys give identical
-        values for deterministic backends)."""
+        values for deterministic backends). A store that fails (a full disk) is logged once and skipped: a cache
+        that cannot grow slows a run down, it never stops it."""
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-        self._connect().execute(
-            "INSERT OR REPLACE INTO responses (key, value, model, created) VALUES (?, ?, ?, ?)",
-            (key, text, model, time.time()),
-        )
+        try:
+            self._connect().execute(
+                "INSERT OR REPLACE INTO responses (key, value, model, created) VALUES (?, ?, ?, ?)",
+                (key, text, model, time.time()),
+            )
+        except sqlite3.Error as exc:
+            self._warn("store", exc)
+
+    def _warn(self, what: str, exc: BaseException) -> None:
+        if not self._failed:
+            self._failed = True
+            logger.warning("response cache %s: cannot %s answers (%s); going on without them", self.path, what,
+                           _why(exc))
 
     def __len__(self) -> int:
         return int(self._connect().execute("SELECT COUNT(*) FROM responses").fetchone()[0])
@@ -169,6 +189,12 @@ class ResponseCache:
         self._local = threading.local()
 
 
+def _why(exc: BaseException) -> str:
+    """What went wrong, in one line (``database or disk is full``, ``No space left on device``)."""
+    text = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+    return " ".join(str(text).split())
+
+
 def _dump(value: dict[str, Any]) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
@@ -184,6 +210,7 @@ class DirectoryCache:
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root).expanduser()
+        self._failed = False
         try:
             self.root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -216,19 +243,32 @@ class DirectoryCache:
         return value.get("value") if isinstance(value, dict) else None
 
     def put(self, key: str, value: dict[str, Any], *, model: str | None = None) -> None:
-        """Write ``value`` atomically (temporary file + rename)."""
+        """Write ``value`` atomically (temporary file + rename). A store that fails (a full disk) is logged once
+        and skipped, leaving no temporary file."""
         path = self._file(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
         doc = _dump({"value": value, "model": model, "created": time.time()})
-        fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}.", suffix=".tmp", dir=path.parent)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}.", suffix=".tmp", dir=path.parent)
+        except OSError as exc:
+            self._warn(exc)
+            return
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 fh.write(doc)
             os.replace(tmp, path)
-        except BaseException:
+        except BaseException as exc:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
-            raise
+            if not isinstance(exc, OSError):
+                raise
+            self._warn(exc)
+
+    def _warn(self, exc: OSError) -> None:
+        if not self._failed:
+            self._failed = True
+            logger.warning("response cache %s: cannot store answers (%s); going on without them", self.root,
+                           _why(exc))
 
     def __len__(self) -> int:
         return sum(1 for _ in self.root.glob("??/*.json"))

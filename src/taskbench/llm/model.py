@@ -95,6 +95,14 @@ class ModelOutput(BaseModel):
         return self.parsed
 
 
+MAX_TIMEOUT = 7 * 24 * 3600.0
+"""The longest attempt timeout a Model takes (a week): its bound, and the call's with retries, stay finite."""
+
+MAX_CONCURRENCY = 1024
+"""The most requests one model (and one records runner, :func:`taskbench.records.run_records`) keeps in flight:
+each holds a task, a connection and its buffers, so an unbounded count (``-c 2147483648``) is refused instead of
+exhausting memory or file descriptors."""
+
 # Keys of get_model(**config) that configure the wrapper; the rest go to the provider.
 _GENERATION_KEYS = ("temperature", "top_p", "max_tokens", "seed", "stop")
 _MODEL_KEYS = ("timeout", "max_retries", "max_total_seconds", "retry_base_delay", "retry_max_delay", "cache")
@@ -124,6 +132,11 @@ def get_model(spec: str, **config: Any) -> Model:
         gen["stop"] = (gen["stop"],) if isinstance(gen["stop"], str) else tuple(gen["stop"])
     for k, v in cls.wrapper_defaults.items():
         config.setdefault(k, v)
+    for k in ("timeout", "max_retries", "max_total_seconds", "retry_base_delay", "retry_max_delay", "concurrency"):
+        value = config.get(k)  # -O KEY=VALUE gives text where JSON did not parse: refused here, not deep inside
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or value != value
+                                  or value < 0):
+            raise ConfigError(f"{k}={value!r}: expected a number >= 0 (e.g. -O {k}=30)")
     if config.get("max_total_seconds") is None and config.get("timeout") is not None:
         # the whole call's bound (default 600 s) must not cut a longer attempt, or its retries, short
         retries = config.get("max_retries")
@@ -172,17 +185,27 @@ class Model:
         self.name = f"{provider.name}/{provider.model}"
         self.config = config or GenerationConfig()
         self.timeout = timeout
-        if max_retries < 0 or max_total_seconds <= 0:
-            raise ConfigError("max_retries must be >= 0 and max_total_seconds > 0")
+        from .retry import MAX_RETRIES
+
+        if not 0 <= max_retries <= MAX_RETRIES:
+            raise ConfigError(f"max_retries must be between 0 and {MAX_RETRIES}, not {max_retries}")
+        if not 0 < max_total_seconds < float("inf") or (timeout is not None and not 0 < timeout <= MAX_TIMEOUT):
+            raise ConfigError(f"timeout must be between 0 and {MAX_TIMEOUT:g} s and max_total_seconds finite "
+                              f"(got {timeout} and {max_total_seconds})")
         self.retry_policy = RetryPolicy(max_retries, max_total_seconds, retry_base_delay, retry_max_delay)
         self.concurrency = int(concurrency or provider.max_concurrency)
-        if self.concurrency < 1:
-            raise ConfigError(f"concurrency must be >= 1, not {self.concurrency}")
+        if not 1 <= self.concurrency <= MAX_CONCURRENCY:
+            raise ConfigError(f"concurrency must be between 1 and {MAX_CONCURRENCY}, not {self.concurrency}")
         if cache is None:
             cache = getattr(provider, "default_cache", True)
         # True: $TASKBENCH_CACHE_URL or the SQLite file; a path, a URL (dir://, redis://) or a backend object
         self.cache: CacheBackend | None = open_cache(cache)
         self._identity = provider.identity()
+        self._secrets = [k for k in provider.secrets() if k]
+        if self._secrets:
+            from .redact import remember
+
+            remember(*self._secrets)
         self._sem: asyncio.Semaphore | None = None
         self._sem_loop: asyncio.AbstractEventLoop | None = None
         self._schemas: dict[type, tuple[dict[str, Any] | None, str, type | None]] = {}
@@ -264,7 +287,23 @@ class Model:
             self.errors += 1
             self._retries += outcome.retries
             raise self._failure(exc, outcome.retries) from exc
-        return self._store(call, resp, outcome.retries)
+        return self._store(call, self._scrub(resp), outcome.retries)
+
+    def _scrub(self, resp: ProviderResponse) -> ProviderResponse:
+        """``resp`` with the provider's secrets taken out of its text, tool calls and extra facts: a server that
+        puts the API key into a successful answer does not get it into records or the response cache. Only the
+        known keys are looked for (an answer is data: text that merely looks like a key stays)."""
+        if not self._secrets:
+            return resp
+        from .redact import redact_known, redact_value
+
+        text = redact_known(resp.text, self._secrets)
+        calls = redact_value(resp.tool_calls, self._secrets)
+        extra = redact_value(resp.extra, self._secrets)
+        if text is resp.text and calls is resp.tool_calls and extra is resp.extra:
+            return resp
+        return ProviderResponse(text, resp.prompt_tokens, resp.completion_tokens, resp.finish_reason, extra,
+                                tool_calls=calls)
 
     def redact(self, text: str) -> str:
         """``text`` with every secret of the provider (API keys, and pieces of them) and anything shaped like a key
@@ -316,34 +355,38 @@ class Model:
         request = call.request(self.timeout)
         sent = False
         resp: ProviderResponse | None = None
+        from .redact import StreamRedactor
+
+        clean = StreamRedactor(self._secrets)  # a key split across pieces is held back and masked whole
         try:
             async with self._semaphore():
                 self.requests += 1
                 async for piece in streaming(request):
                     if isinstance(piece, ProviderResponse):
                         resp = piece
-                    elif piece:
+                    elif piece and (safe := clean.feed(piece)):
                         sent = True
-                        yield piece
+                        yield safe
+                rest = clean.flush()
+                if rest:
+                    sent = True
+                    yield rest
         except TransientProviderError as exc:
             if sent:
                 self.errors += 1
-                raise ModelError(f"{self.name}: the stream broke after it started: {exc}") from exc
+                raise ModelError(self.redact(f"{self.name}: the stream broke after it started: {exc}")) from exc
             out = await self.generate(messages, schema=schema, config=config, schema_name=schema_name)
             if out.text:
                 yield out.text
             yield out
             return
-        except TaskbenchError:
-            self.errors += 1
-            raise
         except Exception as exc:
             self.errors += 1
-            raise ModelError(f"{self.name}: {type(exc).__name__}: {exc}") from exc
+            raise self._failure(exc, 0) from exc
         if resp is None:
             self.errors += 1
             raise ModelError(f"{self.name}: the stream ended without a final response")
-        yield self._store(call, resp, 0)
+        yield self._store(call, self._scrub(resp), 0)
 
     def _prepare(
         self,
@@ -383,10 +426,10 @@ class Model:
         hit = self._cached_value(call)
         if hit is None:
             return None
-        resp = ProviderResponse(
+        resp = self._scrub(ProviderResponse(
             hit["text"], hit["prompt_tokens"], hit["completion_tokens"], hit["finish_reason"], hit["extra"],
             tool_calls=list(hit.get("tool_calls") or []),
-        )
+        ))  # an entry a version before this one stored with the key in it
         self.cache_hits += 1
         latency = hit.get("latency")
         return self._finish(resp, call, 0, True, float(latency) if isinstance(latency, (int, float)) else None)
@@ -577,4 +620,4 @@ class _Call:
                                tools=self.api_tools, tool_choice=self.api_choice)
 
 
-__all__ = ["Messages", "Model", "ModelOutput", "get_model"]
+__all__ = ["MAX_CONCURRENCY", "MAX_TIMEOUT", "Messages", "Model", "ModelOutput", "get_model"]

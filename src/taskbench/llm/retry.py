@@ -23,6 +23,10 @@ T = TypeVar("T")
 logger = logging.getLogger("taskbench.llm")
 
 
+MAX_RETRIES = 100
+"""The most retries of one call a Model takes (``max_retries``): more only hammers a server that keeps failing."""
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     """How often and how long to retry transient failures (429, 5xx, timeouts, resets, truncated bodies)."""
@@ -119,4 +123,4 @@ def _describe_error(exc: TransientProviderError) -> str:
     return text
 
 
-__all__ = ["RetryOutcome", "RetryPolicy", "call_with_retries"]
+__all__ = ["MAX_RETRIES", "RetryOutcome", "RetryPolicy", "call_with_retries"]

@@ -134,15 +134,9 @@ MAX_TOOL_SCHEMA_DEPTH = 64
 
 def _depth(value: Any) -> int:
     """How deeply ``value``'s objects and arrays nest (iterative: no recursion limit to hit)."""
-    deepest, todo = 0, [(value, 1)]
-    while todo:
-        v, d = todo.pop()
-        if isinstance(v, dict | list):
-            deepest = max(deepest, d)
-            if deepest > MAX_TOOL_SCHEMA_DEPTH:
-                return deepest
-            todo.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
-    return deepest
+    from ..schema.chat import nesting_depth
+
+    return nesting_depth(value, MAX_TOOL_SCHEMA_DEPTH)
 
 
 def check_tools(req: ChatCompletionRequest) -> None:
@@ -323,6 +317,148 @@ def create_app(model: Model, *, served_name: str | None = None) -> FastAPI:
     return app
 
 
+MAX_REQUEST_BYTES = 16 * 1024 * 1024
+"""The largest request body ``taskbench serve`` reads by default (``--max-request-mb``): a body announced larger is
+refused with a 413 before a byte of it is read; one sent in chunks is refused as soon as it passes the limit."""
+
+REQUEST_TIMEOUT = 30.0
+"""Seconds a client may take to send one request, headers and body (``--request-timeout``), counted from its
+first byte (from the connection's start for the first request); a slower one gets a 408 and the connection is
+closed. The time the model takes to answer is not counted."""
+
+MAX_CONNECTIONS = 256
+"""Connections (and requests in flight) ``taskbench serve`` holds at once; more get a 503 at once."""
+
+
+def limit_requests(app: Any, *, max_bytes: int = MAX_REQUEST_BYTES) -> Any:
+    """``app`` (ASGI) behind a body limit: an HTTP request's body is read here, up to ``max_bytes``, and handed on
+    whole; a larger one gets an OpenAI-shaped 413 (announced by Content-Length: before reading it). So memory
+    per request is bounded by ``max_bytes`` whatever the client sends."""
+
+    async def limited(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope.get("type") != "http":
+            await app(scope, receive, send)
+            return
+        too_big = _error(413, f"the request body is larger than {max_bytes:,} bytes (this server's "
+                              "--max-request-mb)", param=None, code="request_too_large")
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None:
+            try:
+                announced = int(declared)
+            except ValueError:
+                announced = -1
+            if announced > max_bytes:
+                await too_big(scope, receive, send)
+                return
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body = message.get("body", b"")
+            size += len(body)
+            if size > max_bytes:
+                await too_big(scope, receive, send)
+                return
+            chunks.append(body)
+            if not message.get("more_body", False):
+                break
+        whole = b"".join(chunks)
+        chunks.clear()
+        sent = False
+
+        async def replay() -> dict[str, Any]:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": whole, "more_body": False}
+            later: dict[str, Any] = await receive()  # after the body: the disconnect, when it comes
+            return later
+
+        await app(scope, replay, send)
+
+    return limited
+
+
+def timed_protocol(timeout: float = REQUEST_TIMEOUT) -> type:
+    """uvicorn's h11 protocol with a deadline on the client: a request must arrive whole (headers and body)
+    within ``timeout`` seconds of its first byte, and a new connection must send its first request within
+    ``timeout`` seconds; otherwise it gets a 408 and is closed (a slow client holds no connection, task or
+    buffer for longer). uvicorn itself times out only idle keep-alive connections."""
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class TimedH11Protocol(H11Protocol):
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._tb_since: float | None = self.loop.time()  # the first request is due from the start
+            self._tb_timer = self.loop.call_later(1.0, self._tb_check)
+
+        def data_received(self, data: bytes) -> None:
+            if self._tb_since is None:
+                self._tb_since = self.loop.time()
+            super().data_received(data)
+            self._tb_update()
+
+        def on_response_complete(self) -> None:
+            if self.conn.their_state is h11.SEND_BODY:  # answered (a 413) before the body ended: read no more of it
+                self.transport.close()
+                return
+            super().on_response_complete()
+            self._tb_update()
+
+        def _tb_update(self) -> None:
+            if self.conn.their_state is not h11.IDLE and self.conn.their_state is not h11.SEND_BODY:
+                self._tb_since = None  # the request is in: answering it is not the client's time
+            elif self.conn.their_state is h11.IDLE and not self.conn.trailing_data[0] and self.cycle is not None \
+                    and self.cycle.response_complete:
+                self._tb_since = None  # between requests: uvicorn's keep-alive timeout applies
+
+        def _tb_check(self) -> None:
+            if self.transport.is_closing():
+                return
+            if self._tb_since is not None and self.loop.time() - self._tb_since > timeout:
+                self._tb_expire()
+                return
+            self._tb_timer = self.loop.call_later(1.0, self._tb_check)
+
+        def _tb_expire(self) -> None:
+            self.logger.info("closing a client that did not send its request within %g s", timeout)
+            body = json.dumps({"error": {"message": f"the request did not arrive within {timeout:g} s",
+                                         "type": "invalid_request_error", "param": None,
+                                         "code": "request_timeout"}}).encode()
+            if self.conn.our_state is h11.IDLE and self.cycle is None or (
+                    self.cycle is not None and not self.cycle.response_started):
+                head = (b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\nconnection: close\r\n"
+                        b"content-length: " + str(len(body)).encode() + b"\r\n\r\n")
+                self.transport.write(head + body)
+            self.transport.close()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._tb_timer.cancel()
+            super().connection_lost(exc)
+
+    return TimedH11Protocol
+
+
+def serve(model: Model, *, host: str = "127.0.0.1", port: int = 8000, served_name: str | None = None,
+          max_bytes: int = MAX_REQUEST_BYTES, timeout: float = REQUEST_TIMEOUT,
+          max_connections: int = MAX_CONNECTIONS, log_level: str = "warning") -> None:
+    """Serve ``model`` (blocks until interrupted) with the limits above: request bodies of at most
+    ``max_bytes``, clients that send a request within ``timeout`` seconds, at most ``max_connections``
+    connections at once."""
+    try:
+        import uvicorn
+    except ModuleNotFoundError as exc:  # pragma: no cover - depends on the environment
+        raise MissingDependencyError("uvicorn", "serve", "taskbench serve") from exc
+    if max_bytes < 1 or timeout <= 0 or max_connections < 1:
+        raise ConfigError("serve limits must be positive (--max-request-mb, --request-timeout, --max-connections)")
+    app = limit_requests(create_app(model, served_name=served_name), max_bytes=max_bytes)
+    uvicorn.run(app, host=host, port=port, log_level=log_level, http=timed_protocol(timeout),
+                limit_concurrency=max_connections, timeout_keep_alive=5)
+
+
 def _sse(data: Any) -> str:
     return f"data: {_json_text(data)}\n\n"
 
@@ -358,4 +494,5 @@ async def _stream(model: Model, messages: list[dict[str, Any]], kwargs: dict[str
     yield "data: [DONE]\n\n"
 
 
-__all__ = ["ChatCompletionRequest", "create_app", "request_schema"]
+__all__ = ["MAX_CONNECTIONS", "MAX_REQUEST_BYTES", "REQUEST_TIMEOUT", "ChatCompletionRequest", "create_app",
+           "limit_requests", "request_schema", "serve", "timed_protocol"]

@@ -40,6 +40,10 @@ REFORMAT_TEMPLATE_NAMES: dict[str, str] = {
 """Repair template per dependency kind."""
 
 
+_TRIED: set[str] = set()
+"""User templates that rendered once with a prompt's variables (:func:`load_template`)."""
+
+
 @lru_cache(maxsize=32)
 def _compile(source: str) -> Any:
     return text_environment().from_string(source)
@@ -58,7 +62,10 @@ def load_template(
     """Template source: a user file when ``template`` is a path, else the bundled one for ``dependency``
     (the plan variant with ``plan``)."""
     if template is not None:
+        from ..dataset.jsonio import check_input_file
+
         path = Path(template)
+        check_input_file(path)
         try:
             source = path.read_text(encoding="utf-8")
         except FileNotFoundError:
@@ -73,6 +80,12 @@ def load_template(
             _compile(source)
         except jinja2.TemplateSyntaxError as exc:
             raise InputError(f"not a Jinja2 template: {exc.message}", path=path, line=exc.lineno) from None
+        if source not in _TRIED:
+            # a trial render with a prompt's variables, so one that fails whatever the data fails before anything
+            # is written (what fails on one sample's data only is stopped at that sample by _render)
+            _render(source, template, tools=['{"id": "Tool"}'], illegal_result="{}", user_request="a request",
+                    demos=[{"user_request": "a request", "result": "{}"}])
+            _TRIED.add(source)
         return source
     names = REFORMAT_TEMPLATE_NAMES if reformat else PLAN_TEMPLATE_NAMES if plan else TEMPLATE_NAMES
     if dependency not in names:
@@ -148,7 +161,21 @@ def render_prompt(
         }
         for d in demos
     ]
-    return str(_compile(source).render(tools=tool_lines(library), demos=views, user_request=user_request)).strip()
+    return _render(source, template, tools=tool_lines(library), demos=views, user_request=user_request)
+
+
+def _render(source: str, template: str | Path | None, **context: Any) -> str:
+    """``source`` rendered with ``context``; a user's template that fails while rendering (an undefined
+    attribute, a filter given the wrong type, a division by zero) is one :class:`InputError` naming the file,
+    which stops the run instead of failing every sample the same way."""
+    try:
+        return str(_compile(source).render(**context)).strip()
+    except Exception as exc:
+        if template is None:  # a bundled template: a bug of ours, not the user's input
+            raise
+        why = " ".join(str(exc).split())[:300] or type(exc).__name__
+        raise InputError(f"the prompt template fails while rendering ({type(exc).__name__}: {why})",
+                         path=template, hint="fix the template") from None
 
 
 def build_messages(
@@ -166,7 +193,7 @@ def build_messages(
 def render_reformat(dependency: str, illegal_result: str, *, template: str | Path | None = None) -> str:
     """The repair prompt that asks a model to rewrite an unparseable answer as strict JSON (pure)."""
     source = load_template(template, dependency, reformat=True)
-    return str(_compile(source).render(illegal_result=illegal_result)).strip()
+    return _render(source, template, illegal_result=illegal_result)
 
 
 __all__ = [

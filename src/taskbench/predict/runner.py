@@ -22,7 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..dataset.select import STRUCTURE_ORDER, select_samples
-from ..errors import ConfigError, ModelError
+from ..errors import ConfigError, InputError, ModelError
 from ..llm.config import open_model
 from ..records import (
     FAILED,
@@ -33,6 +33,7 @@ from ..records import (
     read_records,
     run_records,
     run_sync,
+    vet_records,
 )
 from ..schema import Prediction, Sample, ToolLibrary, Usage
 from .context import RequestContext
@@ -147,17 +148,32 @@ PredictDisplay = RecordDisplay
 """Progress display for predictions (the runner's :class:`~taskbench.records.RecordDisplay`)."""
 
 
-def read_done(path: Path, model: str | None = None) -> dict[str, dict[str, Any]]:
-    """The last record of every id in a predictions file (failure records included; a torn last line is
-    ignored). With ``model``, a record made by another model is an error (one file holds one model's
-    predictions)."""
+def record_check(model: str | None) -> Any:
+    """The check of a predictions file's records (for :func:`~taskbench.records.read_records`): each must be a
+    prediction (a broken line is refused with its line, not read as done), made by ``model`` when given (one
+    file holds one model's predictions)."""
+    from pydantic import ValidationError
+
+    from ..errors import validation_message
 
     def check(file: Path, line: int, rec: dict[str, Any]) -> None:
         other = rec.get("model")
         if model is not None and other is not None and other != model:
             raise ConfigError(f"{file}:{line}: holds predictions of {other!r}, not {model!r}; choose another output file")
+        try:
+            Prediction.model_validate(rec)
+        except ValidationError as exc:
+            raise InputError(f"not a prediction record: {validation_message(exc)}", path=file, line=line,
+                             hint="remove or repair this line, or choose another output file") from None
 
-    return read_records(path, check)[0]
+    return check
+
+
+def read_done(path: Path, model: str | None = None) -> dict[str, dict[str, Any]]:
+    """The last record of every id in a predictions file (failure records included; a torn last line is
+    ignored); a record that is not a prediction is an :class:`InputError` at its line. With ``model``, a record
+    made by another model is an error (one file holds one model's predictions)."""
+    return read_records(path, record_check(model))[0]
 
 
 def prediction_record(prediction: Prediction) -> dict[str, Any]:
@@ -257,11 +273,7 @@ async def predict_dataset(
     summary = PredictSummary(model=model.name, output=str(output), selected=len(selected),
                              dataset=dataset_name or library.name)
 
-    def check(file: Path, line: int, rec: dict[str, Any]) -> None:
-        other = rec.get("model")
-        if other is not None and other != model.name:
-            raise ConfigError(f"{file}:{line}: holds predictions of {other!r}, not {model.name!r}; "
-                              "choose another output file")
+    check = record_check(model.name)
 
     async def work(sample: Sample) -> dict[str, Any]:
         request = requests.get(sample.id, sample.user_request)
@@ -318,6 +330,7 @@ __all__ = [
     "predict_one",
     "prediction_record",
     "read_done",
+    "record_check",
     "select_samples",
 ]
 
@@ -357,8 +370,11 @@ async def apredict_file(
     owned = isinstance(model, str)
     from ..dataset.header import open_run, undo_if_unreachable
 
-    # another model or other prediction options into this file are refused before anything is predicted
+    # another model or other prediction options into this file, or a file that holds no predictions, are
+    # refused before anything is written (the header, or the repair of a torn last line)
     fresh = not Path(output).exists()
+    if not fresh and Path(output).is_file():
+        vet_records(output, record_check(model if owned else model.name))
     old = open_run(output, predict_header(model if owned else model.name, ds.root, options))
     m = open_model(model, concurrency=options.concurrency) if owned else model
     try:

@@ -174,10 +174,12 @@ def _pyplot() -> Any:
 
 def _save(fig: Any, path: str | Path) -> Path:
     """Lay out and write ``fig`` as a PNG at ``path`` (its directory made)."""
+    from ..dataset.jsonio import atomic_writer
+
     fig.tight_layout()
     out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
+    with atomic_writer(out) as fh:  # a full disk leaves no half picture
+        fig.savefig(fh, dpi=110, format=out.suffix.lstrip(".").lower() or "png")
     return out
 
 

@@ -680,8 +680,11 @@ def plot_png(board: Leaderboard, *, metric: str | None = None) -> bytes:
 def plot_board(board: Leaderboard, path: str | Path, *, metric: str | None = None) -> Path:
     """A PNG with two panels for ``metric`` (default the ranking metric): grouped bars per structure
     (single/chain/dag) and a line per model over the tool count (1..10)."""
+    from ..dataset.jsonio import atomic_writer
+
     path = Path(path)
-    _save_figure(board, path, metric)
+    with atomic_writer(path) as fh:  # a full disk leaves no half picture
+        _save_figure(board, fh, metric)
     return path
 
 

@@ -50,7 +50,10 @@ def parse_ids(value: str | Sequence[str] | None) -> list[str] | None:
         ids = [str(i).strip() for i in value if str(i).strip()]
     else:
         if value.startswith("@"):
+            from ..dataset.jsonio import check_input_file
+
             path = Path(value[1:])
+            check_input_file(path)  # a device or a FIFO is refused before it is read
             try:
                 value = path.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as exc:

@@ -357,8 +357,7 @@ async def arun_benchmark(
                 generate_tools=generate_tools, agents=agents, agent_tasks=agent_tasks, stage_displays=stage_displays)
     options = options or PredictOptions()
     display = display or NullDisplay()
-    run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    run_dir = jsonio.make_directory(run_dir)
     loaded = [_load(spec) for spec in datasets]
     names = [n for n, _ in loaded]
     if len(set(names)) != len(names):

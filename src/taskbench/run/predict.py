@@ -66,14 +66,21 @@ class PredictSpec:
             raise ConfigError("--reformat needs --free (structured output always parses)")
         if self.demos not in DEMOS:
             raise ConfigError(f"--demos must be 'fixed' or 'retrieved', not {self.demos!r}")
-        return PredictOptions(
-            shots=self.shots, structured=self.structured, reformat=self.reformat, limit=self.limit or None,
-            concurrency=self.concurrency, temperature=self.temperature, top_p=self.top_p,
-            max_tokens=self.max_tokens or default_max_tokens(self.model), seed=self.seed,
-            template=str(self.template) if self.template else None,
-            demo_selection="retrieved" if self.demos == "retrieved" else "fixed", shortlist=self.shortlist or None,
-            plan=self.plan,
-        )
+        from pydantic import ValidationError
+
+        from ..errors import options_error
+
+        try:
+            return PredictOptions(
+                shots=self.shots, structured=self.structured, reformat=self.reformat, limit=self.limit or None,
+                concurrency=self.concurrency, temperature=self.temperature, top_p=self.top_p,
+                max_tokens=self.max_tokens or default_max_tokens(self.model), seed=self.seed,
+                template=str(self.template) if self.template else None,
+                demo_selection="retrieved" if self.demos == "retrieved" else "fixed", shortlist=self.shortlist or None,
+                plan=self.plan,
+            )
+        except ValidationError as exc:  # a value the flags let through (--top-p 0): one line naming the flag
+            raise options_error(exc) from None
 
 
 def predict_spec(spec: PredictSpec, *, display: RecordDisplay | None = None) -> PredictSummary:
@@ -102,6 +109,11 @@ def predict_spec(spec: PredictSpec, *, display: RecordDisplay | None = None) -> 
             config = ModelConfig.build(spec.model, concurrency=spec.concurrency, cache=spec.cache,
                                        base_url=spec.base_url, api_key_env=spec.api_key_env,
                                        options=dict(spec.model_options))
+            if Path(spec.output).is_file():  # a file that holds no predictions is refused before the header
+                from ..predict.runner import record_check
+                from ..records import vet_records
+
+                vet_records(spec.output, record_check(config.name))
             open_run(spec.output, predict_header(config.name, path, options))
             summary: PredictSummary = run_sync(apredict_sharded(path, config, spec.output, options,
                                                                 executor=runner, display=display))

@@ -131,6 +131,9 @@ class RunSpec:
         if self.reformat and self.structured:
             raise ConfigError("--reformat needs --free (structured output always parses)")
         check_executor(self.executor)
+        from ..eval.stats import check_replicates
+
+        check_replicates(self.bootstrap)  # before hours of predictions, not at the scoring that follows them
         models = self.model_list()
         small = self.uses_default_model()
         demos = self.demos if self.demos is not None else ("retrieved" if small else "fixed")
@@ -175,16 +178,22 @@ class RunSpec:
 
     def benchmark_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of :func:`~taskbench.run.job.arun_benchmark` (``run_dir`` included)."""
+        from pydantic import ValidationError
+
+        from ..errors import options_error
         from ..predict.runner import PredictOptions
 
         r = self.resolved()
         assert r.shots is not None and r.limit is not None and r.max_tokens is not None
-        options = PredictOptions(
-            shots=r.shots, structured=r.structured, reformat=r.reformat, limit=r.limit or None,
-            concurrency=r.concurrency, temperature=r.temperature, top_p=r.top_p, max_tokens=r.max_tokens,
-            seed=r.seed, demo_selection="retrieved" if r.demos == "retrieved" else "fixed",
-            shortlist=r.shortlist or None, plan=r.plan,
-        )
+        try:
+            options = PredictOptions(
+                shots=r.shots, structured=r.structured, reformat=r.reformat, limit=r.limit or None,
+                concurrency=r.concurrency, temperature=r.temperature, top_p=r.top_p, max_tokens=r.max_tokens,
+                seed=r.seed, demo_selection="retrieved" if r.demos == "retrieved" else "fixed",
+                shortlist=r.shortlist or None, plan=r.plan,
+            )
+        except ValidationError as exc:  # --max-tokens -1: one line naming the flag, before any model loads
+            raise options_error(exc) from None
         return {
             "run_dir": r.output, "models": r.models, "datasets": r.datasets, "options": options, "cache": r.cache,
             "model_options": r.call_options(), "bootstrap": r.bootstrap, "seed": r.seed, "base_url": r.base_url,

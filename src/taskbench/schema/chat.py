@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
 ParameterLocation = Literal["path", "query", "header", "cookie", "body"]
 """Where an HTTP operation takes a parameter (``body``: a top-level property of the JSON request body)."""
@@ -72,6 +72,35 @@ class HttpOperation(BaseModel):
         return next((p for p in self.parameters if p.name == name), None)
 
 
+MAX_SCHEMA_DEPTH = 64
+"""The deepest a tool's JSON Schema (parameters, output) may nest: real schemas stay under about 20 levels, and
+pydantic and the JSON encoder give up (a RecursionError) past a few hundred."""
+
+
+def nesting_depth(value: Any, limit: int = MAX_SCHEMA_DEPTH) -> int:
+    """How deeply ``value``'s objects and arrays nest, counted without recursion and only up to ``limit + 1``
+    (a value nested deeper is not walked further)."""
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        v, d = todo.pop()
+        if isinstance(v, dict | list | tuple):
+            deepest = max(deepest, d)
+            if deepest > limit:
+                return deepest
+            todo.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
+    return deepest
+
+
+def check_schema_depth(data: Any, *fields: str) -> Any:
+    """A ``mode="before"`` check of a tool model: each of ``fields`` of ``data`` nests at most
+    :data:`MAX_SCHEMA_DEPTH` levels (a ValueError naming the field otherwise, before pydantic recurses)."""
+    if isinstance(data, dict):
+        for name in fields:
+            if nesting_depth(data.get(name)) > MAX_SCHEMA_DEPTH:
+                raise ValueError(f"{name}: a JSON Schema nested deeper than {MAX_SCHEMA_DEPTH} levels")
+    return data
+
+
 class ToolSpec(BaseModel):
     """A callable tool: name, description, argument schema, and what is known of its output and transport."""
 
@@ -94,6 +123,11 @@ class ToolSpec(BaseModel):
     source: str | None = Field(
         default=None, description="Format the tool was loaded from: taskbench | openai | mcp | openapi."
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _depth(cls, data: Any) -> Any:
+        return check_schema_depth(data, "parameters", "output_schema")
 
     def to_openai(self, name: str | None = None) -> dict[str, Any]:
         """The tool in OpenAI's ``tools`` format (``name`` overrides the function name, see :func:`api_names`)."""
@@ -368,6 +402,9 @@ def parse_messages(messages: Sequence[Mapping[str, Any]], names: Mapping[str, st
 
 
 __all__ = [
+    "MAX_SCHEMA_DEPTH",
+    "check_schema_depth",
+    "nesting_depth",
     "AssistantMessage",
     "ChatMessage",
     "HttpOperation",

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
-from .chat import HttpOperation, ToolSpec
+from .chat import HttpOperation, ToolSpec, check_schema_depth
 
 DependencyKind = Literal["resource", "temporal"]
 """How tools depend on each other.
@@ -92,6 +92,7 @@ class Tool(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _aliases(cls, data: Any) -> Any:
+        check_schema_depth(data, "input_schema", "output_schema")
         if isinstance(data, dict):
             data = dict(data)
             if "id" not in data:

@@ -223,13 +223,13 @@ def picks_for(items: list[Any], rng: random.Random, *, first_only: bool = False,
 
 
 def noun_of(parts: Sequence[str]) -> str:
-    """``cast`` -> ``cast entry``; ``results`` -> ``result``; ``tracks.items`` -> ``track``."""
+    """``cast`` -> ``cast member``; ``results`` -> ``result``; ``tracks.items`` -> ``track``."""
     words = [p for p in parts if p not in ("items", "data")]
     word = words[-1] if words else (parts[-1] if parts else "item")
     if word == "results":
         return "result"
     if word in ("cast", "crew"):
-        return f"{word} entry"
+        return f"{word} member"
     return re.sub(r"ies$", "y", word) if word.endswith("ies") else re.sub(r"s$", "", word)
 
 

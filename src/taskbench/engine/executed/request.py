@@ -218,7 +218,9 @@ def mentions(text: str, value: Any) -> bool:
 
 
 _API = re.compile(r"\b(GET|POST|PUT|DELETE|PATCH) /|/[A-Za-z_{}]+/|\{[a-z_]+\}|\b[a-z]+_(id|ids|path|date|name)\b|"
-                  r"\b(json|JSON|api|API|endpoint|id|ID)\b|\bresults\[")
+                  r"\b(json|JSON|api|API|endpoint|id|ID|entry|entries|path|paths|[Dd]iscover)\b|\bresults\[")
+"""How a request in the API's terms gives itself away: a route, an id, a field name (``release_date``, ``file
+path``), a list's row (``crew entry``), an operation's name (``movie discover``)."""
 
 
 def check_request(request: str, chain: Chain, target: Target) -> str | None:
@@ -249,6 +251,8 @@ def check_request(request: str, chain: Chain, target: Target) -> str | None:
     return None
 
 
+_DATE_WORDS = r"\b(when|date|day|year|born|birthday|released?|premiered?|aired?|came out|come out)\b"
+_PICTURE_WORDS = r"\b(pictures?|images?|photos?|posters?|logos?|backdrops?|profile|covers?|stills?|look like|wallpaper)\b"
 _SUPERLATIVE = r"\b(\w+est|most|least|first|last|top|best|worst|recent|newest|oldest|biggest|number one|#1)\b"
 _NUMBER_WORDS = {2: "two|couple|pair", 3: "three", 4: "four", 5: "five"}
 
@@ -267,6 +271,14 @@ def conditions(chain: Chain, target: Target) -> list[tuple[str, str]]:
             out.append(("the first", _SUPERLATIVE + r"|\bpopular\b"))
     if target.kind == "count":
         out.append(("how many", r"\b(how many|number of|count)\b"))
+    shown = [v for v in target.values if isinstance(v, str)]
+    if target.kind in ("pick", "field", "values", "top") and shown and len(shown) == len(target.values):
+        if all(re.match(r"\d{4}-\d{2}-\d{2}", v) for v in shown):
+            out.append(("asks for a date", _DATE_WORDS))
+        elif all(re.match(r"/\w+\.(jpg|jpeg|png|svg)$", v) for v in shown):
+            out.append(("asks for a picture", _PICTURE_WORDS))
+        else:  # a name or a text: a request for a date, a picture or a count asks for something else
+            out.append(("asks for a name, not a date or a count", rf"^(?!.*({_DATE_WORDS}|\bhow many\b|{_PICTURE_WORDS}))"))
     if target.kind == "top":
         k = len(target.values)
         out.append((f"{k} items", rf"\b({k}|{_NUMBER_WORDS.get(k, str(k))}|some|few|list)\b"))

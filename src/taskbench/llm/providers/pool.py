@@ -234,9 +234,16 @@ def parse_urls(base_url: str | Sequence[str] | None) -> list[str]:
 
             path = Path(item[1:]).expanduser()
             try:
+                if path.exists() and not path.is_file():
+                    raise ConfigError(f"{path}: not a regular file (give a text file of base URLs, one a line)")
+                if path.stat().st_size > 1 << 20:
+                    raise ConfigError(f"{path}: over 1 MB; a file of base URLs holds one URL a line")
                 lines = path.read_text(encoding="utf-8").splitlines()
             except OSError as exc:
-                raise ConfigError(f"{path}: cannot read the file of base URLs ({exc.strerror or exc})") from exc
+                raise ConfigError(f"{path}: cannot read the file of base URLs ({exc.strerror or exc})") from None
+            except UnicodeDecodeError as exc:
+                raise ConfigError(f"{path}: not UTF-8 text at byte {exc.start} (a file of base URLs, one a "
+                                  "line)") from None
             found = [ln.split("#", 1)[0].strip() for ln in lines]
             found = [u for u in found if u]
             if not found:
@@ -245,8 +252,9 @@ def parse_urls(base_url: str | Sequence[str] | None) -> list[str]:
         else:
             urls.extend(u.strip() for u in item.split(",") if u.strip())
     for url in urls:
-        if "://" not in url:
-            raise ConfigError(f"base URL {url!r} must start with http:// or https://")
+        if not url.lower().startswith(("http://", "https://")) or any(c.isspace() or ord(c) < 32 for c in url):
+            raise ConfigError(f"base URL {url[:200]!r} must start with http:// or https:// (and hold no spaces or "
+                              "control characters)")
     return list(dict.fromkeys(urls))
 
 
