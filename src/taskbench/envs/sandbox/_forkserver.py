@@ -5,9 +5,9 @@ Standard library only, and it never imports taskbench: mounted read-only into th
 The supervisor forks the fork server once at its start, before any run (:meth:`ForkServer.start`), so each run's
 process starts from the same clean interpreter state. The fork server never holds run data: a request is one
 word and four descriptors (the ends of the run's stdout, stderr, report and job pipes); the job goes from the
-supervisor to the run's process through its pipe (``_child.child_entry``). It ignores every signal it can, and
-one that a run killed, stopped or changed is replaced by a fresh interpreter (``--fork-server``), not forked
-from the supervisor, which by then has held run data.
+supervisor to the run's process through its pipe (``_child.child_entry``). It ignores every signal it can; a
+fork server that a run killed, stopped or changed is replaced by a fresh interpreter (the supervisor's file run
+with ``--fork-server``), not forked from the supervisor, which by then has held run data.
 """
 
 from __future__ import annotations
