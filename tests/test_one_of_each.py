@@ -78,9 +78,9 @@ OUTSIDE_THE_TREE = {
     "taskbench.envs.taskbench_exec.env._CallError",
     "taskbench.eval.compat._Dropped",
     "taskbench.engine.executed.chains.Unrealizable",  # a sampled chain that cannot run: caught by the job, counted
-    # the sandbox supervisor runs inside the sandbox and imports nothing of taskbench
-    "taskbench.envs.sandbox._supervisor.LimitExceeded",
-    "taskbench.envs.sandbox._supervisor.ToolError",
+    # the sandbox supervisor (and the run's process, _child) runs inside the sandbox and imports nothing of taskbench
+    "taskbench.envs.sandbox._child.LimitExceeded",
+    "taskbench.envs.sandbox._child.ToolError",
 }
 
 

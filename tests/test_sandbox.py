@@ -659,3 +659,102 @@ def test_a_tool_call_cut_off_by_the_wall_limit_is_recorded():
     assert out.limit == "wall" and out.error.line == 2 and out.stdout == "calling\n"
     assert out.tool_calls == ["slow"] and out.results[0].error == "the run ended before the tool answered"
     assert again.result == 1 and again.calls == []
+
+
+# ------------------------------------------------------------------------- the supervisor's files, as mounted
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry))
+    return found
+
+
+def test_the_supervisor_runs_from_its_mounted_files_alone(tmp_path):
+    """In the sandbox the supervisor is /run/taskbench/supervisor.py, the modules it imports beside it
+    (backend.SUPERVISOR_FILES), run with `python -I -S`. From a directory that holds those files and nothing else
+    it starts, runs code, and replaces a killed fork server with a fresh one (an exec of itself); the code can
+    import nothing from that directory."""
+    from taskbench.envs.sandbox.backend import SUPERVISOR_FILES, interpreter
+
+    mounted, work = tmp_path / "run", tmp_path / "work"
+    mounted.mkdir()
+    work.mkdir()
+    for name, source in SUPERVISOR_FILES.items():
+        (mounted / name).write_bytes(source.read_bytes())
+    bare = json.loads(subprocess.run([interpreter().executable, "-I", "-S", "-c", "import json, sys; print(json.dumps("
+                                      "sys.path))"], capture_output=True, text=True, check=True).stdout)
+    ours, theirs = socket.socketpair()
+    proc = subprocess.Popen([interpreter().executable, "-I", "-S", "-B", str(mounted / "supervisor.py"), "--control",
+                             str(theirs.fileno())], pass_fds=[theirs.fileno()], cwd=work, env={"PATH": "/usr/bin:/bin"},
+                            stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    theirs.close()
+    ours.settimeout(60)
+    reader = ours.makefile("rb")
+
+    def ask(msg: dict) -> dict:
+        ours.sendall(json.dumps(msg).encode() + b"\n")
+        return json.loads(reader.readline() or b"null")
+
+    code = ("import importlib.util, sys\nresult = [sys.path, [n for n in ('supervisor', 'backend', 'taskbench')"
+            " if importlib.util.find_spec(n) is not None]]")
+    job = {"op": "run", "code": code, "limits": SandboxLimits().model_dump()}
+    try:
+        ready = ask({"op": "hello", "warm": True, "pidns": False, "workdir": str(work), "scratch": [str(work)],
+                     "tools_socket": "", "ports": []})
+        assert ready and ready["op"] == "ready", proc.stderr.read1().decode() if ready is None else ready
+        first = ask({**job, "id": 1})
+        assert first["status"] == {"exit": 0}, first
+        path, found = json.loads(first["report"]["result"])
+        assert path == bare and found == []  # the code's sys.path is a bare `python -I -S`'s
+        forks = _children(proc.pid)
+        assert len(forks) == 1  # the fork server
+        assert json.loads(reader.readline())["tainted"] is None
+        os.kill(forks[0], signal.SIGKILL)
+        lost = ask({**job, "id": 2})  # no fork server: the run cannot start (the parent runs it again)
+        assert lost["status"] == {"exit": 71} and lost["report"] is None
+        assert json.loads(reader.readline())["tainted"] is None  # a fresh fork server took its place
+        (fresh,) = _children(proc.pid)
+        assert "--fork-server" in Path(f"/proc/{fresh}/cmdline").read_text() and fresh != forks[0]
+        again = ask({**job, "id": 3})
+        assert again["status"] == {"exit": 0} and json.loads(again["report"]["result"])[1] == []
+        ours.sendall(b'{"op": "exit"}\n')
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        proc.stderr.close()
+        reader.close()
+        ours.close()
+
+
+def test_the_supervisors_files_import_the_standard_library_and_each_other_only():
+    """What is mounted is all the supervisor imports (nothing of taskbench, no site-packages). Its directory is
+    appended to sys.path while it imports them, so a sibling named like a module of the standard library would be
+    shadowed by it: none is."""
+    import ast
+
+    from taskbench.envs.sandbox._supervisor import MODULES
+    from taskbench.envs.sandbox.backend import SUPERVISOR_FILES
+
+    stdlib = set(sys.stdlib_module_names) | set(sys.builtin_module_names)
+    assert set(SUPERVISOR_FILES) == {"supervisor.py", *(f"{m}.py" for m in MODULES)}
+    assert not set(MODULES) & stdlib
+    for name, source in SUPERVISOR_FILES.items():
+        for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                roots = [(alias.name.split(".")[0], 0) for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                roots = [((node.module or "").split(".")[0], node.level)]
+            else:
+                continue
+            for root, level in roots:
+                assert (level == 0 and root in stdlib) or (level <= 1 and root in MODULES), (name, node.lineno, root)

@@ -33,9 +33,9 @@ and exit code 2 (user errors, a refused sandbox) or 1 (model failures); a broken
 
 Outside the tree on purpose: control-flow signals private to one module, raised and caught there
 (``agents.episode.StepCap``, ``envs.restbench.checking.ScriptError``, ``envs.taskbench_exec.env._CallError``,
-``eval.compat._Dropped``), and the sandbox supervisor's (``envs.sandbox._supervisor``: it runs inside the
-sandbox and imports nothing of taskbench). ``tests/test_one_of_each.py`` lists them, so a new class outside
-the tree is a decision, not an accident.
+``eval.compat._Dropped``), and the sandbox supervisor's (``envs.sandbox._child``, the run's process: it runs
+inside the sandbox and imports nothing of taskbench). ``tests/test_one_of_each.py`` lists them, so a new class
+outside the tree is a decision, not an accident.
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@ The bwrap sandbox (see docs/sandbox.md for the threat model):
   site-packages hidden; fresh ``/proc`` and ``/dev``; size-capped tmpfs scratch directories ``/work`` (the
   working directory) and ``/tmp``; nothing of ``/etc``, ``/home``, ``/root`` or the project;
 - an empty environment (``PATH``, ``HOME=/work``, ``TMPDIR``, ``LANG`` only);
-- the tool socket and one socket per allowed port, bound read-only under ``/run/taskbench``;
+- the supervisor's files (``SUPERVISOR_FILES``: the entry point and its sibling modules), the tool socket and
+  one socket per allowed port, bound read-only under ``/run/taskbench``;
 - a seccomp filter (:mod:`.seccomp`) and ``no_new_privs``;
 - the supervisor itself is the sandbox's pid 1 (``--as-pid-1``: bwrap installs no init of its own). It is not
   dumpable, so code of the same uid can neither read nor write its memory (``/proc/1/mem``) nor open its fds,
@@ -33,12 +34,16 @@ import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ._supervisor import MODULES
 from .seccomp import seccomp_program
 
 SANDBOX_UID = 65534
 RUN_DIR = "/run/taskbench"
 WORKDIR = "/work"
 SUPERVISOR = Path(__file__).with_name("_supervisor.py")
+# what is mounted under RUN_DIR, read-only: the supervisor (the entry point) and the modules it imports, beside it
+SUPERVISOR_FILES = {"supervisor.py": SUPERVISOR,
+                    **{f"{name}.py": SUPERVISOR.with_name(f"{name}.py") for name in MODULES}}
 _MERGED = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 
 
@@ -179,9 +184,10 @@ def bwrap_launch(
     size = str(int(disk_mb) * 1024 * 1024)
     args += ["--proc", "/proc", "--dev", "/dev", "--size", size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
              "--size", size, "--tmpfs", WORKDIR, "--size", size, "--tmpfs", "/tmp"]
-    sup = _memfd("taskbench-supervisor", SUPERVISOR.read_bytes())
-    fds.append(sup)
-    args += ["--ro-bind-data", str(sup), f"{RUN_DIR}/supervisor.py"]
+    for name, source in SUPERVISOR_FILES.items():
+        data = _memfd(f"taskbench-{name}", source.read_bytes())
+        fds.append(data)
+        args += ["--ro-bind-data", str(data), f"{RUN_DIR}/{name}"]
     for name, host in sockets.items():
         args += ["--ro-bind", host, f"{RUN_DIR}/{name}"]
     program = seccomp_program() if seccomp else None
@@ -219,6 +225,7 @@ __all__ = [
     "Launch",
     "RUN_DIR",
     "SANDBOX_UID",
+    "SUPERVISOR_FILES",
     "WORKDIR",
     "as_root",
     "bwrap_launch",

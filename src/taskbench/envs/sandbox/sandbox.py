@@ -15,8 +15,9 @@ from typing import Any
 from ..._loop import LoopThread
 from ...errors import ConfigError, SandboxUnavailableError
 from ...schema import CodeError, ToolCall, ToolResult, ToolSpec, python_names
+from ._child import SETUP_FAILED, check_report
 from ._json import clean, clean_text, count_values, may_hold_surrogates
-from ._supervisor import FILES_PER_MB, SETUP_FAILED, check_report
+from ._resources import FILES_PER_MB
 from .backend import SANDBOX_UID, as_root, bwrap_path, bwrap_version, interpreter
 from .channel import ToolHandler
 from .models import LIMIT_NAMES, LimitName, SandboxLimits, SandboxResult, SandboxStatus
