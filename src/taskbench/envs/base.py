@@ -10,7 +10,9 @@ An :class:`Environment` is one episode's handle on a set of executable tools:
 - :meth:`Environment.call` executes one :class:`~taskbench.schema.ToolCall` and returns a
   :class:`~taskbench.schema.ToolResult` (a value, or an error the agent can read; it never raises for a bad
   call) and records the call;
-- :meth:`Environment.check` decides whether the task was solved and reports which tool calls were made;
+- :meth:`Environment.check` decides whether the task was solved and reports which tool calls were made (by
+  default, :data:`CHECK_MODES` ``solved``: the answer is right and what it states appeared in a successful
+  tool response of the episode);
 - :meth:`Environment.read_state` says what the environment holds (for the data engine's prompt).
 
 One instance runs one episode at a time; open one instance per concurrent episode (implementations share
@@ -29,11 +31,26 @@ from ..errors import ConfigError, suggest
 from ..schema import AgentTask, CheckResult, ToolCall, ToolResult, ToolSpec
 from .tasks import check_task, run_setup
 
+CHECK_MODES = ("solved", "answer-only")
+"""How :meth:`Environment.check` decides success. ``solved`` (the default): the answer is right *and* every value
+it is credited for appeared in a successful tool response of the episode, so an answer from memory fails;
+``answer-only``: the answer alone decides (RestBench's published evaluation)."""
+
+
+def parse_check_mode(mode: str) -> str:
+    """``mode`` if it is one of :data:`CHECK_MODES`, else a ConfigError naming them."""
+    if mode not in CHECK_MODES:
+        raise ConfigError(f"unknown check mode {mode!r} (known: {', '.join(CHECK_MODES)}; answer-only is "
+                          "RestBench's answer-only evaluation)")
+    return mode
+
 
 class Environment(ABC):
     """Base class of executable tool environments (see the module docstring)."""
 
     name: ClassVar[str] = ""
+    check_mode: str = "solved"
+    """:data:`CHECK_MODES`: ``solved`` unless the environment was opened with ``check="answer-only"``."""
 
     def __init__(self) -> None:
         self._calls: list[ToolCall] = []
@@ -128,9 +145,12 @@ class Environment(ABC):
     async def check(self, task: AgentTask, answer: str | None) -> CheckResult:
         """Was ``task`` solved by the calls made and the final ``answer``? The default runs the task's
         ``checker`` (a task file's, see :mod:`taskbench.envs.tasks`), calling this environment's tools
-        unrecorded where it reads state; a task without one is not solved, and the reason says why."""
-        return await check_task(task, answer, [c.name for c in self._calls], self._execute,
-                                lambda name: self.tool(name) is not None)
+        unrecorded where it reads state; a task without one is not solved, and the reason says why. In the
+        default mode (:attr:`check_mode` ``solved``) every value the answer is credited for must have appeared
+        in a successful response of this episode (the calls of agent code in the sandbox included: they come
+        through :meth:`call` too)."""
+        return await check_task(task, answer, self.calls, self.results, self._execute,
+                                lambda name: self.tool(name) is not None, mode=self.check_mode)
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release processes, servers and files."""
@@ -177,4 +197,4 @@ def open_environment(spec: str, **options: Any) -> Environment:
     return env
 
 
-__all__ = ["Environment", "known_environments", "open_environment", "register_environment"]
+__all__ = ["CHECK_MODES", "Environment", "parse_check_mode", "known_environments", "open_environment", "register_environment"]

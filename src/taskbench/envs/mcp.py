@@ -41,7 +41,7 @@ from typing import Any, cast
 from .._loop import LoopThread
 from ..errors import ConfigError, InputError, MissingDependencyError
 from ..schema import ToolCall, ToolResult, ToolSpec
-from .base import Environment
+from .base import Environment, parse_check_mode
 
 PIP_LINE = 'pip install "taskbench[mcp]"'
 
@@ -404,7 +404,9 @@ class MCPEnvironment(Environment):
 
     ``command``: the command line (a string, split like a shell does, or a list). ``env``: extra environment
     variables for the server (the SDK passes a safe default set: HOME, PATH, ...). ``cwd``: its working
-    directory. ``startup_timeout`` bounds start-up (initialize + tools/list); ``call_timeout`` each call."""
+    directory. ``startup_timeout`` bounds start-up (initialize + tools/list); ``call_timeout`` each call.
+    ``check``: ``solved`` (default: the answer is right and what it states appeared in a successful response
+    of the episode) or ``answer-only`` (:data:`~taskbench.envs.base.CHECK_MODES`)."""
 
     name = "mcp"
 
@@ -416,8 +418,10 @@ class MCPEnvironment(Environment):
         cwd: str | Path | None = None,
         startup_timeout: float = 30.0,
         call_timeout: float = 60.0,
+        check: str = "solved",
     ) -> None:
         super().__init__()
+        self.check_mode = parse_check_mode(check)
         text = command if isinstance(command, str) else shlex.join(str(a) for a in command)
         server = parse_server(text)
         _require_mcp()
