@@ -25,11 +25,14 @@ from __future__ import annotations
 
 import importlib
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import ConfigError, suggest
 from ..schema import AgentTask, CheckResult, ToolCall, ToolResult, ToolSpec
 from .tasks import check_task, run_setup
+
+if TYPE_CHECKING:
+    from .restbench.provenance import Observed
 
 CHECK_MODES = ("solved", "answer-only")
 """How :meth:`Environment.check` decides success. ``solved`` (the default): the answer is right *and* every value
@@ -102,6 +105,7 @@ class Environment(ABC):
         """Start a fresh episode: state back to its seeded initial value, no calls recorded."""
         self._calls = []
         self._results = []
+        self.__dict__.pop("_observed", None)
         self.task = task
         self.seed = seed
         await self._reset(seed, task)
@@ -142,6 +146,19 @@ class Environment(ABC):
         """Their results, in order."""
         return list(self._results)
 
+    def observed(self) -> Observed:
+        """What this episode's successful calls returned (:class:`~taskbench.envs.restbench.provenance.Observed`,
+        indexed once per call): what the ``solved`` check mode credits an answer from. The calls agent code
+        makes in the sandbox come through :meth:`call` too."""
+        from .restbench.provenance import Observed
+
+        done, seen = self.__dict__.get("_observed") or (0, Observed())  # (reset forgets it)
+        for c, r in zip(self._calls[done:], self._results[done:], strict=False):
+            if r.error is None:
+                seen.add(c.name, dict(c.arguments), r.content)
+        self.__dict__["_observed"] = (len(self._results), seen)
+        return seen
+
     async def check(self, task: AgentTask, answer: str | None) -> CheckResult:
         """Was ``task`` solved by the calls made and the final ``answer``? The default runs the task's
         ``checker`` (a task file's, see :mod:`taskbench.envs.tasks`), calling this environment's tools
@@ -150,7 +167,8 @@ class Environment(ABC):
         in a successful response of this episode (the calls of agent code in the sandbox included: they come
         through :meth:`call` too)."""
         return await check_task(task, answer, self.calls, self.results, self._execute,
-                                lambda name: self.tool(name) is not None, mode=self.check_mode)
+                                lambda name: self.tool(name) is not None, mode=self.check_mode,
+                                observed=self.observed())
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release processes, servers and files."""

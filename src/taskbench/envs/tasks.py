@@ -13,11 +13,22 @@ A task file is JSON Lines, one task a line::
   "args": {...}}``), so an episode starts from a known state (a table filled, a file written). A setup call that
   fails stops the episode with an error naming the task.
 - ``checker``: the conditions of RestBench's checkers (:mod:`taskbench.envs.restbench.checking`): ``all``,
-  ``any``, ``at_least``/``of``, ``none``, ``yes``, ``picks``/``over`` on the final answer, ``called`` on the
-  calls made, and a VALUE may be ``{"api": TOOL, "args": {...}, "expr": JMESPATH}``: what that tool answers
+  ``any``, ``at_least``/``of``, ``none``, ``yes``, ``picks``/``over`` on the final answer, ``observed`` on the
+  responses seen, ``called`` on the calls that succeeded, and a VALUE may be ``{"api": TOOL, "args": {...}, "expr": JMESPATH}``: what that tool answers
   *at check time* (after the episode). An end-state condition reads the environment by calling a tool:
   ``{"call": TOOL, "args": {...}, "expr": JMESPATH, "equals" | "same_items" | "includes" | "excludes" |
   "one_of" | "below": VALUE}``. A tool result that is JSON text is read as JSON; ``expr`` is applied to it.
+
+Success (:func:`check_task`, in the environment's check mode): in ``solved`` (the default) every value the
+answer is credited for must have appeared in a successful tool response of the episode, not echoed from the
+call's own arguments (:mod:`taskbench.envs.restbench.provenance`): a VALUE read at check time counts when the
+episode saw the response it was read from (the same call, or a response holding its values), a literal when
+a response shows it; ``{"observed": VALUE}`` names values the episode must have seen without asking the
+answer to say them (what a yes/no answer rests on: a checker that asks only ``{"yes": true}`` has nothing to
+prove and fails in this mode). ``called`` counts calls that succeeded. ``answer-only`` (``check=`` option of
+the environment) reads the answer alone. The answer is read as RestBench's is (:mod:`.restbench.answers`),
+with the query, so numbers the query states are no "other numbers", and with the names the responses hold
+as the candidates a list of names is checked against.
 
 An environment's own checker (RestBench's) reads the same ``checker`` and ``setup`` keys, so a task file for
 ``restbench-tmdb`` uses its fixture-backed VALUEs. Every problem in the file is one ``file:line`` error.
@@ -239,12 +250,14 @@ async def run_setup(task: AgentTask, execute: Executor) -> None:
 
 
 async def check_task(task: AgentTask, answer: str | None, calls: list[ToolCall], results: list[ToolResult],
-                     execute: Executor, known: Callable[[str], bool], *, mode: str = "solved") -> CheckResult:
+                     execute: Executor, known: Callable[[str], bool], *, mode: str = "solved",
+                     observed: Any = None) -> CheckResult:
     """The verdict of a task's ``checker`` (see the module docstring), calling tools through ``execute``
     (unrecorded) for VALUEs and end-state conditions. ``calls`` and ``results``: the episode's; ``called``
     counts the calls that succeeded, and in ``mode="solved"`` every value the answer is credited for must have
     appeared in a successful response (:mod:`taskbench.envs.restbench.provenance`; ``answer-only``: the
-    answer alone). No checker: not solved, and the reason says so."""
+    answer alone); ``observed``: those responses already indexed. No checker: not solved, and the reason says
+    so."""
     from .restbench.answers import Lexicon
     from .restbench.checking import Traces, evaluate, path_scores, resolve_checker, search
     from .restbench.provenance import Observed
@@ -314,7 +327,8 @@ async def check_task(task: AgentTask, answer: str | None, calls: list[ToolCall],
         why = str(exc) if isinstance(exc, ConfigError) else f"{type(exc).__name__}: {exc}"
         return CheckResult(success=False, reason=f"the checker could not run: {why}", calls=names,
                            gold_path=gold)
-    observed = Observed((c.name, dict(c.arguments), r.content) for c, r in succeeded)
+    if observed is None:  # (the environment's own index, when it keeps one)
+        observed = Observed((c.name, dict(c.arguments), r.content) for c, r in succeeded)
     lexicon = Lexicon()  # the names the responses hold, by tool and key path: what a list of candidates draws on
     for call in observed.calls:
         Lexicon.from_data(call.content, f"{call.name}:", into=lexicon)

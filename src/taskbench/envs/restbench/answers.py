@@ -30,6 +30,7 @@ import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date
+from functools import lru_cache
 from typing import Any
 
 # ------------------------------------------------------------------------------------------------ text
@@ -55,6 +56,7 @@ def _token(word: str) -> str:
     return word.replace("'", "")
 
 
+@lru_cache(maxsize=1 << 16)
 def words(text: str) -> tuple[str, ...]:
     """The words of ``text`` as the lexicon compares them (lower case, accents, apostrophes and a possessive
     "'s" dropped, "&" read as "and")."""
@@ -182,6 +184,7 @@ class Entry:
     text: str
     kinds: set[str] = field(default_factory=set)
     parents: set[str] = field(default_factory=set)  # keys of the longer strings it is a comma-part of
+    first: bool = False  # it opens one of those strings (a city, not the state or country after it)
 
 
 # one-word names that are ordinary words of an answer: never read as a name (unless expected)
@@ -252,12 +255,13 @@ class Lexicon:
             self.aliases.setdefault(" ".join(toks[1:]), k)
             self._index(toks[1:])
         parts = [p.strip() for p in raw.split(",")] if "," in raw else []
-        for part in parts if len(parts) >= 2 else []:
+        for i, part in enumerate(parts if len(parts) >= 2 else []):
             ptoks = words(part)
             if ptoks and not all(t.isdigit() for t in ptoks) and not (len(ptoks) == 1 and ptoks[0] in COMMON_WORDS):
                 pkey = " ".join(ptoks)
                 self._insert(pkey, ptoks, part, "part")
                 self.entries[pkey].parents.add(k)
+                self.entries[pkey].first |= i == 0
         return k
 
     def _insert(self, k: str, toks: tuple[str, ...], raw: str, kind: str) -> None:
@@ -266,7 +270,8 @@ class Lexicon:
             inherited = self.base.entry(k) if self.base is not None else None
             entry = self.entries[k] = Entry(inherited.text if inherited else raw,
                                             set(inherited.kinds) if inherited else set(),
-                                            set(inherited.parents) if inherited else set())
+                                            set(inherited.parents) if inherited else set(),
+                                            inherited.first if inherited else False)
             self._index(toks)
         entry.kinds.add(kind)
 
@@ -304,6 +309,12 @@ class Lexicon:
         """Keys of the longer strings ``k`` is a comma-part of."""
         entry = self.entry(self.canonical(k))
         return set(entry.parents) if entry else set()
+
+    def qualifier(self, k: str) -> bool:
+        """Whether ``k`` is only ever a later part of a place ("California", "USA"): it qualifies a place
+        rather than naming another."""
+        entry = self.entry(self.canonical(k))
+        return entry is not None and bool(entry.parents) and not entry.first
 
     def companions(self, k: str) -> set[str]:
         """Keys of the strings ``k`` is part of and of their other parts ("California" beside "Universal
@@ -349,7 +360,7 @@ def string_leaves(data: Any, path: str = "") -> Iterator[tuple[str, str]]:
     """(key path, string) of every string in a JSON value (see :meth:`Lexicon.from_data`)."""
     if isinstance(data, dict):
         for k, v in data.items():
-            yield from string_leaves(v, f"{path}.{k}" if path else str(k))
+            yield from string_leaves(v, f"{path}.{k}" if path and not path.endswith(":") else f"{path}{k}")
     elif isinstance(data, list):
         tuple_like = bool(data) and all(isinstance(v, list) for v in data)
         for v in data:
@@ -392,10 +403,11 @@ _RETRACT = re.compile(
     r"never ?mind|on second thought|just kidding|kidding|i take (?:that|it) back|let me correct(?: that| myself)?|"
     r"or rather|rather,|update:|edit:)")
 _BARE_NO = re.compile(r"^\s*(?:no|nope|nah|wrong|incorrect|false|not quite|not really)\s*[!.]*\s*$")
-_SENTENCE = re.compile(r"([.!?;:]+)(?=\s|$)|\n|[()\[\]]")
+_SENTENCE = re.compile(r"([.!?;:]+)(?=[\s)\]\"']|$)|\n|[()\[\]]")
 _CLAUSE = re.compile(r",\s|\s-+\s|\b(?:but|whereas|while|although|though|however|instead|yet|whilst)\b", re.I)
-_HEDGE = re.compile(r"\b(or|either|maybe|perhaps|possibly|probably|might be|could be|unsure|uncertain|"
-                    r"not sure|not certain|i guess|my guess|i think|i believe|likely)\b|\w\s*/\s*\w")
+_HEDGE = re.compile(r"\b(or|either|maybe|perhaps|possibly|probably|(?:might|could|may) (?:also |well |just )?be|"
+                    r"unsure|uncertain|not sure|not certain|i guess|my guess|i think|i believe|likely|"
+                    r"alternatively|otherwise|or else|also possible)\b|\w\s*/\s*\w")
 _LIST_GAP = re.compile(r"^[\s,;/&]*(?:(?:and|or|nor|and/or|as well as|plus|either|or maybe|or perhaps|or possibly)"
                        r"\b[\s,;/&]*)?$", re.I)
 
@@ -420,6 +432,13 @@ class Clause:
     names: list[str] = field(default_factory=list)  # lexicon keys, in order
     dates: list[frozenset[str]] = field(default_factory=list)
 
+    def alone(self) -> bool:
+        """Whether the clause is nothing but names, dates and numbers (an item of a list, not a statement)."""
+        rest = _MARK.sub(" ", self.masked)
+        rest = _DIGITS.sub(" ", _NUMBER_WORD.sub(" ", rest))
+        return not re.search(r"[A-Za-z]{2,}", re.sub(r"\b(?:and|or|nor|the|a|an|also|then|plus)\b", " ", rest,
+                                                     flags=re.I))
+
     def name_positions(self) -> list[tuple[int, str]]:
         """(position in :meth:`blanked`, key) of each name, in order."""
         names = iter(self.names)
@@ -439,6 +458,8 @@ class Reading:
     lists: list[list[Any]] = field(default_factory=list)  # bare lists of names (keys) or dates, asserted sentences
     hedges: bool = False  # a hedge word in an asserted clause
     tokens: list[str] = field(default_factory=list)  # the whole answer's words, each name or date one "<n>" token
+    wondered: list[Any] = field(default_factory=list)  # names of questions left open ("or is it X?"); unknown
+    # names as ("name", text)
 
     def asserted(self) -> list[Clause]:
         return [c for c in self.clauses if c.asserts]
@@ -459,14 +480,14 @@ class Reading:
     def dates(self, asserted: bool = True) -> list[frozenset[str]]:
         return [d for c in self.clauses if c.asserts or not asserted for d in c.dates]
 
-    def numbers(self, asserted: bool = True) -> list[tuple[float, bool, str, int]]:
-        """(value, is_word, the clause's bare text, position in it) of the numbers stated outside names and
-        dates."""
+    def numbers(self, asserted: bool = True) -> list[tuple[float, bool, str, int, Clause]]:
+        """(value, is_word, the clause's text with names and dates blanked, position in it, the clause) of the
+        numbers stated outside names and dates."""
         out = []
         for c in self.clauses:
             if c.asserts or not asserted:
                 bare = _MARK.sub(" ; ", c.masked)
-                out += [(v, w, bare, s) for s, _e, v, w in number_spans(bare)]
+                out += [(v, w, bare, s, c) for s, _e, v, w in number_spans(bare)]
         return out
 
 
@@ -513,9 +534,16 @@ def read_answer(answer: str, lexicon: Lexicon | None = None, *, yes_no: bool = F
                       re.finditer(_OPEN + r"[EDU](\d+)" + _CLOSE + r"|(" + _WORD.pattern + ")", masked)]
     reading.tokens = [t for t in reading.tokens if t]
     clauses: list[Clause] = []
+    asked: list[Any] = []  # the names of the last question, until an answer says "no" to it
     for sentence, ends in _sentences(masked):
-        if ends.startswith("?"):
-            continue  # a question states nothing
+        if ends.startswith("?"):  # a question states nothing; one left open leaves its names in doubt
+            reading.wondered += asked
+            asked = [item if what == "E" else ("name", item) for _s, _e, (what, item) in _items(sentence, values)
+                     if what in ("E", "name")]
+            continue
+        if asked and not re.match(r"\s*(?:no|nope|nah|wrong|incorrect|not)\b", _bare(sentence)):
+            reading.wondered += asked
+        asked = []
         sentence_clauses: list[Clause] = []
         for part in _CLAUSE.split(sentence):
             if not part or not part.strip():
@@ -530,6 +558,7 @@ def read_answer(answer: str, lexicon: Lexicon | None = None, *, yes_no: bool = F
         if any(c.asserts for c in sentence_clauses):
             reading.lists += _bare_lists(sentence, values)
         clauses += sentence_clauses
+    reading.wondered += asked
     reading.clauses = [c for c in clauses if c.masked.strip()]
     reading.hedges = any(_HEDGE.search(_bare(c.masked)) for c in reading.asserted())
     return reading

@@ -262,13 +262,22 @@ def _sources_of(value: Any, sources: list[Source]) -> list[Source]:
 NOT_OBSERVED = "never appeared in a successful tool response of this episode"
 
 
+STATE_SLACK = 1
+"""Items an end-state list may gain (``includes``) or lose (``excludes``) beyond the ones the task names: a
+task that asks to follow one artist is not solved by following every artist."""
+
+
 def evaluate(resolved: list[dict[str, Any]], answer: str | None, state: Any,
              calls: list[str] | None = None, *, candidates: Any = None, query: str = "",
-             observed: Observed | None = None, traces: Traces | None = None) -> tuple[bool, list[str]]:
+             observed: Observed | None = None, traces: Traces | None = None,
+             initial: Any = None) -> tuple[bool, list[str]]:
     """(success, what failed) for a resolved checker, a final answer, the final state view and the names of the
     calls that succeeded. ``candidates``: the names the data holds (a :class:`~.answers.Lexicon` or a list;
     an answer asserting many of an expected name's kind fails); ``query``: the task's text (what it names is
     no distractor, and numbers it states are no other numbers).
+
+    ``initial``: the state view the episode started from (an ``includes`` / ``excludes`` end state must not
+    gain / lose more than :data:`STATE_SLACK` items beyond the ones named).
 
     ``observed`` (the ``solved`` mode): the episode's successful responses; every value the answer is credited
     for must have appeared in one (:class:`~.provenance.Observed`, with ``traces`` from
@@ -357,7 +366,7 @@ def evaluate(resolved: list[dict[str, Any]], answer: str | None, state: Any,
             if unseen:
                 failures.append(f"{_short(unseen)} {NOT_OBSERVED}{why}")
         if "state" in cond:
-            failures += _state_failures(cond, state, why)
+            failures += _state_failures(cond, state, why, initial)
     if observed is not None and yes_no and not _provable(resolved, traces):
         failures.append("the checker names nothing the tools must have shown for this yes/no question (add an "
                         "'observed' condition); check=answer-only does not ask for it")
@@ -376,12 +385,25 @@ def _provable(resolved: list[dict[str, Any]], traces: Traces | None) -> bool:
     return False
 
 
-def _state_failures(cond: dict[str, Any], state: Any, why: str) -> list[str]:
+def _state_failures(cond: dict[str, Any], state: Any, why: str, initial: Any = None) -> list[str]:
     failures: list[str] = []
     try:
         got = search(str(cond["state"]), state)
     except Exception as exc:  # a type error inside the expression: the state is not what was asked for
         return [f"end state {cond['state']} cannot be read ({type(exc).__name__}: {exc}){why}"]
+    if initial is not None and ("includes" in cond or "excludes" in cond):
+        try:
+            before = {_canonical(v) for v in _as_list(search(str(cond["state"]), initial))}
+        except Exception:  # noqa: BLE001 - the initial state has another shape: nothing to compare
+            before = None
+        if before is not None:
+            after = {_canonical(v) for v in _as_list(got)}
+            if "includes" in cond and len(after - before) > len(_as_list(cond["includes"])) + STATE_SLACK:
+                failures.append(f"end state {cond['state']} gained {len(after - before)} items, the task names "
+                                f"{len(_as_list(cond['includes']))}{why}")
+            if "excludes" in cond and len(before - after) > len(_as_list(cond["excludes"])) + STATE_SLACK:
+                failures.append(f"end state {cond['state']} lost {len(before - after)} items, the task names "
+                                f"{len(_as_list(cond['excludes']))}{why}")
     if "equals" in cond and _canonical(got) != _canonical(cond["equals"]):
         failures.append(f"end state {cond['state']} is {_short(got)}, expected {_short(cond['equals'])}{why}")
     if "same_items" in cond:

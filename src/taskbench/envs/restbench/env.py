@@ -39,7 +39,6 @@ from .dataset import (
     normalize_path,
     spec_path,
 )
-from .provenance import Observed
 from .spotify import Spotify
 from .tmdb import TMDB
 
@@ -265,11 +264,6 @@ class RestBenchEnv(Environment):
             return None
         return self._resolved(task)[0]
 
-    def observed(self) -> Observed:
-        """The successful calls of this episode (:class:`~.provenance.Observed`), the sandbox's included."""
-        return Observed((c.name, dict(c.arguments), r.content)
-                        for c, r in zip(self._calls, self._results, strict=False) if r.error is None)
-
     async def check(self, task: AgentTask, answer: str | None) -> CheckResult:
         calls = [c.name for c in self._calls]
         succeeded = [c.name for c, r in zip(self._calls, self._results, strict=False) if r.error is None]
@@ -281,11 +275,13 @@ class RestBenchEnv(Environment):
         state = self.backend.state(self.session)
         observed = self.observed() if self.check_mode == "solved" else None
         ok, failures = evaluate(expected, answer, state, succeeded, candidates=self.lexicon(), query=task.query,
-                                observed=observed, traces=traces)
+                                observed=observed, traces=traces, initial=self._initial)
         return CheckResult(success=ok, reason="solved" if ok else "; ".join(failures), calls=calls,
                            gold_path=list(task.gold_path),
                            details={"failures": list(failures), "check": self.check_mode,
-                                    "calls_ok": len(succeeded), "path": path_scores(calls, task.gold_path)})
+                                    "calls_ok": len(succeeded),
+                                    "gold_calls_ok": sum(1 for name in succeeded if name in set(task.gold_path)),
+                                    "path": path_scores(calls, task.gold_path)})
 
     def candidates(self) -> list[str]:
         """Every name and title in this API's fixture files (see :meth:`lexicon` for what the checker reads)."""

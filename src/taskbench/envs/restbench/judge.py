@@ -145,7 +145,7 @@ def stated(reading: Reading, value: Any, lexicon: Lexicon, *, asserted: bool = T
     clauses = [c for c in reading.clauses if c.asserts or not asserted]
     if is_number(value):
         target = float(value)
-        for v, is_word, _clause, _pos in reading.numbers(asserted):
+        for v, is_word, _text, _pos, _clause in reading.numbers(asserted):
             if number_matches(v, target) and (not is_word or target.is_integer()):
                 return True
         if is_year(target):  # a date states its year
@@ -178,6 +178,16 @@ def stated(reading: Reading, value: Any, lexicon: Lexicon, *, asserted: bool = T
 _APPROX_BEFORE = re.compile(r"\b(about|around|approximately|approx|roughly|nearly|almost|over|under|some|circa|ca|"
                             r"at least|at most|more than|less than|fewer than|up to|maybe|perhaps|possibly|probably|"
                             r"estimated|est|likely|between|from|~)\s*$")
+_APPROX_CLAUSE = re.compile(r"\b(?:give or take|more or less|or thereabouts|approximately|approx|roughly|circa|"
+                            r"ballpark|estimated|rough(?:ly)? estimate|a few|or so|plus or minus)\b")
+
+
+def _blank(masked: str) -> str:
+    """A clause's words in lower case, names and dates blanked out."""
+    from .answers import _MARK
+
+    return _MARK.sub(" ; ", masked).lower()
+_LISTED_BEFORE = re.compile(r"\d\s*(?:,|;|&|/|-|\band\b|\bor\b|\bto\b)\s*$")
 _APPROX_AFTER = re.compile(r"^\s*(?:\+|ish\b|or so\b|or more\b|or less\b|or fewer\b|or\b|to\b|-\s*\d|/\s*\d|"
                            r"and\s+\d|plus\b)")
 
@@ -211,13 +221,23 @@ def answer_problems(expected: list[Any], numbers_expected: list[Any], reading: R
     allowed: set[str] = set(expected_keys) | query_names
     for k in expected_keys:
         allowed |= {lexicon.canonical(c) for c in lexicon.companions(k)}
+    if any("part" in lexicon.kinds(k) for k in asked_names):  # a place: its state and country qualify it
+        allowed |= {n for n in reading.names() if lexicon.qualifier(n)}
     if asked_names:
         others = list(dict.fromkeys(n for n in reading.names() if n not in allowed))
         kinds = set().union(*(lexicon.kinds(k) for k in asked_names)) - {EXPECTED_KIND}
         same = [n for n in others if lexicon.kinds(n) & kinds]
+        alone = [n for c in reading.asserted() if c.alone() for n in c.names if n in same]
+        doubted = [n for n in reading.wondered if isinstance(n, str) and n not in allowed and lexicon.kinds(n) & kinds]
+        doubted += [n[1] for n in reading.wondered if isinstance(n, tuple)
+                    and lexicon.canonical(key(n[1])) not in allowed]
         if len(same) > SAME_KIND:
             problems.append(f"the answer names {len(same)} other candidates of the kind asked for "
                             f"({_short([lexicon.text(n) for n in same[:5]])}), at most {SAME_KIND}")
+        elif alone:
+            problems.append(f"the answer gives {_short([lexicon.text(n) for n in alone[:3]])} as an answer too")
+        elif doubted:
+            problems.append(f"the answer leaves {_short([lexicon.text(n) for n in doubted[:3]])} open as an answer")
         elif same and reading.hedges:
             problems.append(f"the answer hedges between {_short([lexicon.text(n) for n in same[:3]])} and the "
                             "answer")
@@ -235,6 +255,8 @@ def answer_problems(expected: list[Any], numbers_expected: list[Any], reading: R
                             f"{OTHER_DATES}")
         elif distinct and reading.hedges:
             problems.append(f"the answer hedges between dates ({_short(sorted(distinct)[:3])})")
+        elif any(c.alone() and any(not d & days for d in c.dates) for c in reading.asserted()):
+            problems.append(f"the answer gives another date ({_short(sorted(distinct)[:3])}) as an answer too")
         elif distinct and any(any(d & days for d in dates) and any(not d & days for d in dates)
                               for dates in ([m for m in run if isinstance(m, frozenset)] for run in reading.lists)):
             problems.append(f"the answer lists dates ({_short(sorted(distinct)[:3])}) beside the one asked for")
@@ -312,21 +334,30 @@ def _number_problems(asked: list[float], expected: list[Any], reading: Reading, 
     inside = {n for v in expected if isinstance(v, str) for _s, _e, n, _w in number_spans(v)}
     others: list[float] = []
     hedged: list[float] = []
-    for value, is_word, text, pos in reading.numbers():
+    alone: list[float] = []
+    # an approximation that qualifies no number of its own qualifies the answer's ("138, give or take a few")
+    loose = any(not number_spans(m.string[m.end():m.end() + 25]) or number_spans(m.string[m.end():m.end() + 25])[0][0] > 8
+                for c in reading.asserted() for m in _APPROX_CLAUSE.finditer(_blank(c.masked)))
+    for value, is_word, text, pos, clause in reading.numbers():
         if any(number_matches(value, a) for a in asked):
             before, after = text[max(0, pos - 30):pos], text[pos:pos + 40]
             after = re.sub(r"^[\d.,]+|^[a-z]+(?:[\s-][a-z]+)?", "", after, count=1)
-            if _APPROX_BEFORE.search(before.lower()) or _APPROX_AFTER.match(after.lower()):
+            if (_APPROX_BEFORE.search(before.lower()) or _APPROX_AFTER.match(after.lower())
+                    or _LISTED_BEFORE.search(before.lower()) or loose):
                 hedged.append(value)
             continue
         if (is_word and value == 1) or value in query_numbers or value in inside:
             continue
         others.append(value)
+        if clause.alone():
+            alone.append(value)
     problems = []
     if len(reading.tokens) > SHORT_ANSWER and not _stems(" ".join(reading.tokens)) & _stems(query):
         problems.append("the answer does not speak of what was asked (a number in another context is no count)")
     if hedged:
         problems.append(f"the answer hedges its number ({_short(hedged[:3])}: about, or, at least, a range ...)")
+    if alone:
+        problems.append(f"the answer gives another number ({_short(alone[:3])}) as an answer too")
     year_asked = any(is_year(a) for a in asked)
     years = [o for o in others if is_year(o)]
     plain = [o for o in others if not is_year(o)] + (years if year_asked else [])
@@ -351,6 +382,7 @@ _GROUPS = {
              "subsequent", "recent"),
 }
 _OPPOSITE = {"up": "down", "down": "up", "early": "late", "late": "early"}
+_PREPOSITIONS = r"(?:before|after|ahead|behind|above|below|prior|beyond|past)\b"
 _WORD_GROUP = {w: g for g, ws in _GROUPS.items() for w in ws}
 
 
@@ -380,7 +412,8 @@ def decide_pick(reading: Reading, options: list[str], lexicon: Lexicon, query: s
             before = [k for pos, k in marks if pos < at and k in keys]
             after = [k for pos, k in marks if pos > at and k in keys]
             than = re.match(r"[a-z]+\s+(?:rated\s+|ranked\s+|rating\s+)?(?:than|of|over|to)\b", clause.blanked()[at:])
-            if than and after and not before:  # "..., lower than W", "ahead of A and B": compared to what follows
+            if (than or re.match(_PREPOSITIONS, clause.blanked()[at:])) and after:
+                # "..., lower than W", "ahead of A and B", "released before L": compared to what follows
                 if group != target:
                     verdicts.append(after[0])
                 else:
@@ -399,6 +432,9 @@ def decide_pick(reading: Reading, options: list[str], lexicon: Lexicon, query: s
         return verdicts[0] if len(set(verdicts)) == 1 else None
     named = [lexicon.canonical(n) for n in reading.names() if lexicon.canonical(n) in keys]
     if not named:
+        return None
+    standing = {lexicon.canonical(n) for c in reading.asserted() if c.alone() for n in c.names} & set(keys)
+    if len(standing) > 1:  # "W. L.": options listed, none picked
         return None
     if len(set(named)) > 1 and (reading.hedges or any(
             len({lexicon.canonical(n) for n in run if isinstance(n, str)} & set(keys)) > 1 for run in reading.lists)):

@@ -154,7 +154,11 @@ class Observed:
     def __init__(self, calls: Iterable[tuple[str, dict[str, Any], Any]] = ()) -> None:
         self.calls: list[_Call] = []
         for name, args, content in calls:
-            self.calls.append(self._index(name, dict(args or {}), parse_content(content)))
+            self.add(name, args, content)
+
+    def add(self, name: str, args: dict[str, Any] | None, content: Any) -> None:
+        """Index one more successful call."""
+        self.calls.append(self._index(name, dict(args or {}), parse_content(content)))
 
     def __len__(self) -> int:
         return len(self.calls)
@@ -218,7 +222,8 @@ class Observed:
         for c in self.calls:
             if needle not in c.text:
                 continue
-            echoed = sum(t in c.arg_words for t in content) * 2 >= len(content) if content else needle in c.arg_text
+            echoed = (sum(any(t.startswith(a) for a in c.arg_words if len(a) >= 3) or t in c.arg_words
+                          for t in content) * 2 >= len(content)) if content else needle in c.arg_text
             if named or not echoed:
                 return True
         return False
