@@ -382,7 +382,12 @@ async def run_set(api: str, task_set: str, restbench_dir: Path | None, only: set
                                 if api == "spotify" else {"query": "zzzz"}))
 
     async def echo(env: RestBenchEnv, info: Task) -> None:
-        for part in info["gold"]:
+        """Searches for the answer's values (every value the checker accepts, not only the ones stated), so
+        that their responses show them, or each other."""
+        from taskbench.envs.restbench.checking import expected_values
+
+        values = [v for v in expected_values(info["resolved"]) if isinstance(v, str) and not v.startswith("/")]
+        for part in list(dict.fromkeys([*info["gold"], *values]))[:20]:
             if api == "tmdb":
                 for op in ("GET /search/person", "GET /search/movie", "GET /search/tv", "GET /search/company",
                            "GET /search/collection", "GET /search/keyword"):

@@ -16,8 +16,10 @@ containing: ``read_answer`` turns an answer into a :class:`Reading` in four step
    "allegedly"...) asserts nothing; "and not", "rather than", "instead of", "except", "if", "unless" ... negate
    only what follows them ("G and not anything else" asserts G). Idioms that only look negative ("no doubt",
    "not only", "none other than") are read as what they mean.
-4. **What is asserted**: the names, dates and numbers of the asserted clauses, the bare lists of names ("G, O1
-   or O2": names joined only by commas, "and", "or", "/"), and whether the answer hedges ("or", "maybe",
+4. **What is asserted**: the names, dates and numbers of the asserted clauses; the bare lists ("G, O1 or O2",
+   "hbo.com or netflix.com": names, dates and web addresses joined only by commas, "and", "or", "/", names
+   the lexicon does not know included as capitalised words); clauses that are nothing but an item ("G. O.");
+   the names of a question left open ("G (or is it O?)"); whether the answer hedges ("or", "maybe",
    "perhaps", "not sure" ...).
 
 Pure functions over text: no data is read here; the lexicon is passed in.

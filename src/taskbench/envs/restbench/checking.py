@@ -301,7 +301,7 @@ def evaluate(resolved: list[dict[str, Any]], answer: str | None, state: Any,
         return stated(reading, value, lexicon, asserted=facts)
 
     def seen(value: Any, sources: list[Source]) -> bool:
-        return observed is None or observed.shows(value, _sources_of(value, sources), query=query)
+        return observed is None or observed.shows(value, _sources_of(value, sources), query=query, answers=expected)
 
     query_words = " " + " ".join(words(query)) + " "
     mentioned = [v for c in resolved for k in ("all", "any", "of") if k in c for v in _as_list(c[k])
@@ -351,10 +351,13 @@ def evaluate(resolved: list[dict[str, Any]], answer: str | None, state: Any,
             if choice != lexicon.canonical(key(str(winner))):
                 others = [o for o in _as_list(cond.get("over")) if o != winner]
                 failures.append(f"the answer does not pick {_short(winner)} over {_short(others)}{why}")
-            elif observed is not None:
-                unseen = [s.value for s in trace.get("picks", []) if s.op != "initial" and not observed.shows(s.value, [s])]
-                if unseen or not trace.get("picks"):
-                    failures.append(f"what decides the pick ({_short(unseen) if unseen else 'a literal'}) {NOT_OBSERVED}{why}")
+            elif observed is not None:  # what decided the pick was seen (the scores compared; a literal: itself)
+                sources = trace.get("picks", [])
+                unseen = [s.value for s in sources if s.op != "initial" and not observed.shows(s.value, [s])]
+                if not sources and not observed.shows(winner, query=query):
+                    unseen = [winner]
+                if unseen:
+                    failures.append(f"what decides the pick ({_short(unseen)}) {NOT_OBSERVED}{why}")
         if "yes" in cond:
             said_yes = says_yes(reading, facts=facts_stated)
             if said_yes is not bool(cond["yes"]):

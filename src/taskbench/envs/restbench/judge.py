@@ -181,12 +181,6 @@ _APPROX_BEFORE = re.compile(r"\b(about|around|approximately|approx|roughly|nearl
 _APPROX_CLAUSE = re.compile(r"\b(?:give or take|more or less|or thereabouts|approximately|approx|roughly|circa|"
                             r"ballpark|estimated|rough(?:ly)? estimate|a few|or so|plus or minus)\b")
 
-
-def _blank(masked: str) -> str:
-    """A clause's words in lower case, names and dates blanked out."""
-    from .answers import _MARK
-
-    return _MARK.sub(" ; ", masked).lower()
 _LISTED_BEFORE = re.compile(r"\d\s*(?:,|;|&|/|-|\band\b|\bor\b|\bto\b)\s*$")
 _APPROX_AFTER = re.compile(r"^\s*(?:\+|ish\b|or so\b|or more\b|or less\b|or fewer\b|or\b|to\b|-\s*\d|/\s*\d|"
                            r"and\s+\d|plus\b)")
@@ -337,7 +331,7 @@ def _number_problems(asked: list[float], expected: list[Any], reading: Reading, 
     alone: list[float] = []
     # an approximation that qualifies no number of its own qualifies the answer's ("138, give or take a few")
     loose = any(not number_spans(m.string[m.end():m.end() + 25]) or number_spans(m.string[m.end():m.end() + 25])[0][0] > 8
-                for c in reading.asserted() for m in _APPROX_CLAUSE.finditer(_blank(c.masked)))
+                for c in reading.asserted() for m in _APPROX_CLAUSE.finditer(c.blanked()))
     for value, is_word, text, pos, clause in reading.numbers():
         if any(number_matches(value, a) for a in asked):
             before, after = text[max(0, pos - 30):pos], text[pos:pos + 40]

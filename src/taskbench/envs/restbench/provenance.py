@@ -123,6 +123,16 @@ def _spaced(text: str) -> str:
     return re.sub(r"(?<=\d)T(?=\d)", " ", text)
 
 
+def _echoes(call: _Call, toks: tuple[str, ...]) -> bool:
+    """Whether a call's arguments already say the text ``toks``: half its words or more (a word counts when an
+    argument word of three letters or more begins it: "Chris" searched, "Christian Bale" echoed)."""
+    content = [t for t in toks if t not in _STOP and not t.isdigit()]
+    if not content:
+        return " " + " ".join(toks) + " " in call.arg_text
+    said = sum(t in call.arg_words or any(t.startswith(a) for a in call.arg_words if len(a) >= 3) for t in content)
+    return said * 2 >= len(content)
+
+
 COVERAGE = 0.8
 """The share of a source response's distinct values a response must hold to count as that response seen."""
 SMALL_SOURCE = 5
@@ -196,9 +206,12 @@ class Observed:
 
     # ------------------------------------------------------------------------------------------ rules
 
-    def shows(self, value: Any, sources: list[Source] | None = None, *, query: str = "") -> bool:
+    def shows(self, value: Any, sources: list[Source] | None = None, *, query: str = "",
+              answers: list[Any] | None = None) -> bool:
         """Whether ``value`` appeared in a successful response (see the module docstring); ``sources``:
-        where the checker read it; ``query``: the user's words (what the user named may be echoed)."""
+        where the checker read it; ``query``: the user's words (what the user named may be echoed);
+        ``answers``: every value the checker expects - a call whose arguments already hold one of them (and
+        the query does not) was made by an agent that knew the answer, so its response shows none of them."""
         if value is None:
             return False
         if isinstance(value, bool):  # computed by the checker: the response it was computed from was seen
@@ -208,7 +221,7 @@ class Observed:
             return self._shows_number(float(value), sources or [])
         if isinstance(value, (dict, list)):
             leaves = [v for v in _leaves(value) if v is not None]
-            return bool(leaves) and all(self.shows(v, sources, query=query) for v in leaves)
+            return bool(leaves) and all(self.shows(v, sources, query=query, answers=answers) for v in leaves)
         text = str(value)
         day = iso_date(text)
         if day:
@@ -217,14 +230,13 @@ class Observed:
         if not toks:
             return False
         needle = " " + " ".join(toks) + " "
-        named = needle in " " + " ".join(words(query)) + " "
-        content = [t for t in toks if t not in _STOP and not t.isdigit()]
+        asked = " " + " ".join(words(query)) + " "
+        known = [t for t in (words(str(a)) for a in answers or [] if isinstance(a, str))
+                 if t and " " + " ".join(t) + " " not in asked]
         for c in self.calls:
             if needle not in c.text:
                 continue
-            echoed = (sum(any(t.startswith(a) for a in c.arg_words if len(a) >= 3) or t in c.arg_words
-                          for t in content) * 2 >= len(content)) if content else needle in c.arg_text
-            if named or not echoed:
+            if needle in asked or not (_echoes(c, toks) or any(_echoes(c, t) for t in known)):
                 return True
         return False
 
