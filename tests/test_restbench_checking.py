@@ -122,6 +122,42 @@ def test_a_yes_no_answer_with_the_fact(answer: str, want: bool | None) -> None:
     assert (ok_yes, ok_no) == {True: (True, False), False: (False, True), None: (False, False)}[want]
 
 
+# --------------------------------------------------------------------- issue 42: what failed and what passed
+
+DATE = [{"all": ["1983-06-08"]}]
+URL = [{"all": ["https://www.hbo.com"]}]
+TITLE = [{"all": ["The Dark Knight"]}]
+
+
+@pytest.mark.parametrize("checker, answer", [
+    (DATE, "He was born on June 8th, 1983."), (DATE, "8th June 1983"), (DATE, "Jun 8, 1983"), (DATE, "06/08/1983"),
+    (DATE, "Born: Wednesday, June 8, 1983."), (URL, "www.hbo.com"), (URL, "Its homepage is hbo.com."),
+    (TITLE, "Dark Knight."), (TITLE, "The answer is The Dark Knight and not anything else."),
+    (TITLE, "There is no doubt: The Dark Knight."), (TITLE, "The Dark Knight (checked 2 sources)."),
+    ([{"all": [1]}], "Just one."), ([{"all": [21]}], "Twenty-one."),
+    ([{"all": ["Don't Look Up"]}], "The film is Don't Look Up."),
+    ([{"all": ["No Country for Old Men"]}], "It was No Country for Old Men."),
+    ([{"picks": "Avatar: The Way of Water", "over": ["Avatar", "Avatar: The Way of Water"]}],
+     "Avatar is rated 7.6, lower than Avatar: The Way of Water."),
+])
+def test_right_answers_that_used_to_fail(checker: list[dict[str, Any]], answer: str) -> None:
+    ok, failures = evaluate(checker, answer, None, query="Which one has the higher rating?")
+    assert ok, failures
+
+
+@pytest.mark.parametrize("checker, answer", [
+    (BALE, "Christian Bale, Heath Ledger or Aaron Eckhart"), (BALE, "Was it Christian Bale? No, it was Heath Ledger."),
+    (BALE, "Christian Bale is wrong; it is Heath Ledger."), (BALE, "Christian Bale is incorrect, Heath Ledger is."),
+    (DATE, ", ".join(f"1983-06-{d:02d}" for d in range(1, 29))), (DATE, "1983-06-07, 1983-06-08 or 1983-06-09"),
+    ([{"all": [1983]}], ", ".join(str(y) for y in range(1905, 2026))),
+    ([{"all": ["Don't Look Up"]}], "It is not Don't Look Up; it is Titanic."),
+    ([{"yes": True}, {"all": ["David Lynch"]}], "Yes."),
+])
+def test_gaming_answers_that_used_to_pass(checker: list[dict[str, Any]], answer: str) -> None:
+    names = ["Christian Bale", "Heath Ledger", "Aaron Eckhart", "Titanic"]
+    assert not evaluate(checker, answer, None, candidates=names)[0], answer
+
+
 # ------------------------------------------------------------------------------------------- environments
 
 

@@ -71,6 +71,7 @@ def key(text: str) -> str:
 
 
 _ARTICLES = ("the", "a", "an")
+_ANNOTATION = re.compile(r"\s*\(\s*(?:1[89]\d\d|20\d\d)(?:\s*[-\u2013]\s*(?:1[89]\d\d|20\d\d)?)?\s*\)")
 _ID = re.compile(r"^(?=.*\d)(?=.*[A-Za-z])[A-Za-z0-9_-]{12,}$|^[^@\s]+@[^@\s]+$")
 
 # ------------------------------------------------------------------------------------------------ dates
@@ -388,7 +389,13 @@ _NEGATORS = re.compile(
     r"ruled out|rejected|debunked|myth|misconception|allegedly|supposedly|rumou?red|confused|doubt|doubtful|"
     r"unlikely|impossible|fake|bogus|nonsense|misinformation|disputed|hypothetical|imaginary|"
     r"some (?:people )?(?:say|think|believe|claim)|(?:people|many|others) (?:say|think|believe|claim)|"
-    r"commonly (?:thought|believed)|often (?:thought|believed|said))\b")
+    r"commonly (?:thought|believed)|often (?:thought|believed|said)|some sources|other sources|according to some|"
+    r"sources (?:differ|vary|disagree)|depending on|they say)\b")
+# of those, the ones that leave a value in doubt rather than deny it (what such a clause names stays open)
+_DOUBT = re.compile(
+    r"\b(allegedly|supposedly|rumou?red|doubt|doubtful|unlikely|disputed|some (?:people )?(?:say|think|believe|claim)|"
+    r"(?:people|many|others) (?:say|think|believe|claim)|commonly (?:thought|believed)|often (?:thought|believed|said)|"
+    r"some sources|other sources|according to some|sources (?:differ|vary|disagree)|depending on|they say)\b")
 # markers that negate only what follows them in the clause
 _SCOPED = re.compile(
     r"\b(?:and|but|or|yet)\s+(?:not|never|no)\b|\b(?:rather than|instead of|other than|as opposed to|unlike|"
@@ -433,13 +440,22 @@ class Clause:
     text: str = ""
     names: list[str] = field(default_factory=list)  # lexicon keys, in order
     dates: list[frozenset[str]] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)  # names the lexicon does not know: "Chris Weitz", "hbo.com"
 
     def alone(self) -> bool:
         """Whether the clause is nothing but names, dates and numbers (an item of a list, not a statement)."""
-        rest = _MARK.sub(" ", self.masked)
+        rest = self.masked
+        for start, end, (what, _item) in reversed(_items(self.masked, [])):
+            if what == "name" and len(self.masked[start:end].split()) >= 2:  # an unknown full name is an item
+                rest = rest[:start] + " " + rest[end:]
+        rest = _MARK.sub(" ", rest)
         rest = _DIGITS.sub(" ", _NUMBER_WORD.sub(" ", rest))
         return not re.search(r"[A-Za-z]{2,}", re.sub(r"\b(?:and|or|nor|the|a|an|also|then|plus)\b", " ", rest,
                                                      flags=re.I))
+
+    def hedges(self) -> bool:
+        """Whether the clause hedges ("or", "maybe", "could also be" ...)."""
+        return bool(_HEDGE.search(_bare(self.masked)))
 
     def name_positions(self) -> list[tuple[int, str]]:
         """(position in :meth:`blanked`, key) of each name, in order."""
@@ -517,6 +533,9 @@ def read_answer(answer: str, lexicon: Lexicon | None = None, *, yes_no: bool = F
         tail = lexicon.text(k)[-1:]
         if tail and not tail.isalnum() and text[end:end + 1] == tail:
             end += 1  # "Love Is All You Need?", "Lucasfilm Ltd.": the name's own punctuation is part of it
+        year = _ANNOTATION.match(text, end)
+        if year:
+            end = year.end()  # "Lost in Translation (2003)": the year belongs to the title, it counts nothing
         spans.append((toks[first][0], end, "E", k))
     spans.sort(key=lambda s: s[0])
     values: list[Any] = []
@@ -556,13 +575,20 @@ def read_answer(answer: str, lexicon: Lexicon | None = None, *, yes_no: bool = F
                 reading.lists = []
                 part = part[retract.end():] if retract else ""
             for piece, asserts in _scopes(part):
-                sentence_clauses.append(_clause(piece, asserts, values, lexicon))
+                clause = _clause(piece, asserts, values, lexicon)
+                sentence_clauses.append(clause)
+                if not asserts and _DOUBT.search(_bare(piece)):  # "some sources give X": X stays open
+                    reading.wondered += [*clause.names, *clause.dates, *[("name", u) for u in clause.unknown]]
         if any(c.asserts for c in sentence_clauses):
             reading.lists += _bare_lists(sentence, values)
+            for c in sentence_clauses:  # a clause of nothing but items is a list of them
+                items = [item if what in ("D", "E") else ("name", item) for _s, _e, (what, item) in _items(c.masked, values)]
+                if c.asserts and len(items) >= 2 and c.alone():
+                    reading.lists.append(items)
         clauses += sentence_clauses
     reading.wondered += asked
     reading.clauses = [c for c in clauses if c.masked.strip()]
-    reading.hedges = any(_HEDGE.search(_bare(c.masked)) for c in reading.asserted())
+    reading.hedges = any(c.hedges() for c in reading.asserted())
     return reading
 
 
@@ -614,7 +640,9 @@ def _clause(part: str, asserts: bool, values: list[Any], lexicon: Lexicon) -> Cl
         kind = m.group(1)
         return " " + (min(value) if kind == "D" else value if kind == "U" else lexicon.text(value)) + " "
 
-    return Clause(masked=part, asserts=asserts, text=_MARK.sub(restore, part).strip(), names=names, dates=dates)
+    unknown = [item for _s, _e, (what, item) in _items(part, values) if what == "name" and item]
+    return Clause(masked=part, asserts=asserts, text=_MARK.sub(restore, part).strip(), names=names, dates=dates,
+                  unknown=unknown)
 
 
 _CAPITALISED = re.compile(r"(?<![\w\x00])[A-Z][A-Za-z0-9'-]*(?:\s+(?:(?:of|the|and|de|del|da|van|von|der|la|le|du)\s+)?"
@@ -627,7 +655,7 @@ def _items(sentence: str, values: list[Any]) -> list[tuple[int, int, Any]]:
     """(start, end, item) of what a sentence names: its names (keys) and dates (readings), and the names the
     lexicon does not know: capitalised words ("John Williams") and web addresses, as ("name", text)."""
     found: list[tuple[int, int, Any]] = [(m.start(), m.end(), ("name" if m.group(1) == "U" else m.group(1),
-                                                                 values[int(m.group(2))]))
+                                                                 values[int(m.group(2))] if values else None))
                                          for m in _MARK.finditer(sentence)]
     hidden = _MARK.sub(lambda m: "\x00" * len(m.group()), sentence)
     lead = re.match(r"\s*", hidden)

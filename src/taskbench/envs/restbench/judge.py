@@ -232,7 +232,12 @@ def answer_problems(expected: list[Any], numbers_expected: list[Any], reading: R
             problems.append(f"the answer gives {_short([lexicon.text(n) for n in alone[:3]])} as an answer too")
         elif doubted:
             problems.append(f"the answer leaves {_short([lexicon.text(n) for n in doubted[:3]])} open as an answer")
-        elif same and reading.hedges:
+        elif any(c.hedges() and c.unknown for c in reading.asserted()):
+            problems.append(f"the answer hedges with {_short([u for c in reading.asserted() if c.hedges() for u in c.unknown][:3])}")
+        elif any(c.alone() and any(len(u.split()) >= 2 for u in c.unknown) for c in reading.asserted()):
+            problems.append(f"the answer gives {_short([u for c in reading.asserted() if c.alone() for u in c.unknown][:3])} "
+                            "as an answer too")
+        elif any(n in same for c in reading.asserted() if c.hedges() for n in c.names):
             problems.append(f"the answer hedges between {_short([lexicon.text(n) for n in same[:3]])} and the "
                             "answer")
         if len(others) > OTHER_NAMES:
@@ -247,13 +252,15 @@ def answer_problems(expected: list[Any], numbers_expected: list[Any], reading: R
         if len(distinct) > OTHER_DATES:
             problems.append(f"the answer states {len(distinct)} other dates ({_short(sorted(distinct)[:5])}), at most "
                             f"{OTHER_DATES}")
-        elif distinct and reading.hedges:
+        elif any(not d & days for c in reading.asserted() if c.hedges() for d in c.dates):
             problems.append(f"the answer hedges between dates ({_short(sorted(distinct)[:3])})")
         elif any(c.alone() and any(not d & days for d in c.dates) for c in reading.asserted()):
             problems.append(f"the answer gives another date ({_short(sorted(distinct)[:3])}) as an answer too")
         elif distinct and any(any(d & days for d in dates) and any(not d & days for d in dates)
                               for dates in ([m for m in run if isinstance(m, frozenset)] for run in reading.lists)):
             problems.append(f"the answer lists dates ({_short(sorted(distinct)[:3])}) beside the one asked for")
+        elif any(isinstance(d, frozenset) and not d & days for d in reading.wondered):
+            problems.append("the answer leaves another date open")
     asked_numbers = [float(v) for v in numbers_expected if is_number(v)]
     if asked_numbers:
         problems += _number_problems(asked_numbers, expected, reading, query)
@@ -357,7 +364,8 @@ def _number_problems(asked: list[float], expected: list[Any], reading: Reading, 
     plain = [o for o in others if not is_year(o)] + (years if year_asked else [])
     if len(plain) > OTHER_NUMBERS or (not year_asked and len(set(years)) > OTHER_YEARS):
         problems.append(f"the answer states other numbers beside the one asked for ({_short((plain or years)[:5])})")
-    elif plain and reading.hedges:
+    elif plain and any(clause.hedges() for _v, _w, _t, _p, clause in reading.numbers()
+                       if _v in plain or any(number_matches(_v, a) for a in asked)):
         problems.append(f"the answer hedges between numbers ({_short(plain[:3])})")
     return problems
 
