@@ -17,7 +17,7 @@ from taskbench.envs.restbench import RestBenchEnv, solve
 from taskbench.envs.restbench.checking import resolve
 
 GOLD = Path(__file__).parent / "data" / "restbench_tmdb_gold.json"
-_VALUE_KEYS = ("all", "any", "of", "none", "yes", "picks", "over", "equals", "same_items", "includes", "one_of",
+_VALUE_KEYS = ("all", "any", "of", "none", "yes", "picks", "over", "observed", "equals", "same_items", "includes", "one_of",
                "excludes", "below")
 
 

@@ -75,12 +75,12 @@ def test_react_at_n_retries_from_a_fresh_environment_until_solved(tmp_path: Path
 
 def test_react_at_n_judges_each_trial_alone(tmp_path: Path) -> None:
     # trial 1 made the gold calls but answered wrong; trial 2 answers right from memory, with no call: the
-    # environment was reset, so the solved checker (a gold call must succeed) fails it
+    # environment was reset, so the solved checker (the answer must have appeared in a response) fails it
     agent = mock("react", [search_call(), credits_call(), answer(WRONG), answer(RIGHT)])
     traj, rec, _ = run_one(tmp_path, "react@2", {"agent": agent})
     assert finals(traj) == [WRONG, RIGHT]
     assert not rec["success"] and rec["attempts"] == 2 and rec["calls"] == []
-    assert "no call on the task's gold path" in rec["reason"]
+    assert "never appeared in a successful tool response" in rec["reason"]
 
 
 def test_react_at_n_stops_at_n(tmp_path: Path) -> None:

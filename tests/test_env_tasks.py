@@ -66,14 +66,98 @@ def test_the_default_check_runs_the_task_checker(tmp_path):
     run(env.reset(0, task))
     assert env.books == ["Emma"] and env.calls == []  # setup made its calls, unrecorded
     run(env.call(ToolCall(id="1", name="add", arguments={"title": "Dune"})))
+    unseen = run(env.check(task, "There are 2 books now."))  # the count was never read: not found out
+    assert not unseen.success and "never appeared in a successful tool response" in unseen.reason
+    run(env.call(ToolCall(id="2", name="list", arguments={})))
     good = run(env.check(task, "There are 2 books now."))
     assert good.success, good.reason
-    assert good.calls == ["add"] and good.details["path"]["recall"] == 0.5
+    assert good.calls == ["add", "list"] and good.details["path"]["recall"] == 1.0
     bad = run(env.check(task, "There are 3 books."))
     assert not bad.success and "does not mention [2]" in bad.reason
     run(env.reset(0, task))  # a new episode: setup puts the state back
     assert not run(env.check(task, "2")).success  # Dune was not added this time: the end state says so
     assert "end state" in run(env.check(task, "2")).reason
+
+
+class Calculator(Environment):
+    """Adds two numbers (JSON text, as MCP tools answer), echoes a text, and fails on demand."""
+
+    name = "calc"
+
+    def tools(self) -> list[ToolSpec]:
+        return [ToolSpec(name=n, description=n, parameters={"type": "object", "properties": {}})
+                for n in ("add", "echo", "fail")]
+
+    async def _execute(self, call: ToolCall) -> ToolResult:
+        if call.name == "add":
+            a, b = call.arguments["a"], call.arguments["b"]
+            return ToolResult(call_id=call.id, name=call.name, content=json.dumps({"total": a + b, "terms": [a, b]}))
+        if call.name == "echo":
+            return ToolResult(call_id=call.id, name=call.name, content=str(call.arguments["text"]))
+        return ToolResult(call_id=call.id, name=call.name, error="failed on purpose")
+
+
+SUM = {"id": "sum", "query": "What is 2 + 3?", "gold_path": ["add"],
+       "checker": [{"all": {"api": "add", "args": {"a": 2, "b": 3}, "expr": "total"}}]}
+
+
+def test_a_numeric_answer_may_restate_the_numbers_of_the_query(tmp_path):
+    """Issue 42: "The sum of 2 and 3 is 5." failed "What is 2 + 3?": the task-file checker was built without
+    the query, so 2 and 3 were "other numbers beside the count"."""
+    (task,) = load_tasks(write(tmp_path, SUM))
+    env = Calculator()
+    run(env.reset(0, task))
+    run(env.call(ToolCall(id="1", name="add", arguments={"a": 2, "b": 3})))
+    for answer in ("The sum of 2 and 3 is 5.", "2 + 3 = 5", "Five.", "It is 5."):
+        verdict = run(env.check(task, answer))
+        assert verdict.success, (answer, verdict.reason)
+    for answer in ("The sum of 2 and 3 is 6.", "5 or 6", "About 5.", "4, 5 or 6"):
+        assert not run(env.check(task, answer)).success, answer
+
+
+def test_a_task_file_answer_must_have_been_observed(tmp_path):
+    """The ``solved`` mode for task files and MCP environments: the answer's values must have appeared in a
+    successful response of the episode, not in one that echoes the agent's own arguments; answer-only mode
+    (``check="answer-only"``) reads the answer alone."""
+    (task,) = load_tasks(write(tmp_path, SUM))
+    (literal,) = load_tasks(write(tmp_path, {**SUM, "checker": [{"all": [5]}]}))
+    env = Calculator()
+    for t in (task, literal):
+        run(env.reset(0, t))
+        assert not run(env.check(t, "The sum of 2 and 3 is 5.")).success  # from memory
+        run(env.call(ToolCall(id="1", name="echo", arguments={"text": "5"})))  # the answer, echoed back
+        run(env.call(ToolCall(id="2", name="fail", arguments={"a": 2, "b": 3})))
+        verdict = run(env.check(t, "The sum of 2 and 3 is 5."))
+        assert not verdict.success and "never appeared" in verdict.reason, verdict.reason
+        run(env.call(ToolCall(id="3", name="add", arguments={"a": 2, "b": 3})))
+        assert run(env.check(t, "The sum of 2 and 3 is 5.")).success
+    loose = Calculator()
+    loose.check_mode = "answer-only"
+    run(loose.reset(0, task))
+    assert run(loose.check(task, "The sum of 2 and 3 is 5.")).success
+
+
+def test_a_literal_yes_needs_something_observed_in_solved_mode(tmp_path):
+    (task,) = load_tasks(write(tmp_path, {"query": "Is 2 + 3 odd?", "checker": [{"yes": True}]}))
+    (backed,) = load_tasks(write(tmp_path, {"query": "Is 2 + 3 odd?", "checker": [
+        {"yes": True}, {"observed": {"api": "add", "args": {"a": 2, "b": 3}, "expr": "total"}}]}))
+    env = Calculator()
+    run(env.reset(0, task))
+    run(env.call(ToolCall(id="1", name="add", arguments={"a": 2, "b": 3})))
+    verdict = run(env.check(task, "Yes."))
+    assert not verdict.success and "'observed'" in verdict.reason
+    assert run(env.check(backed, "Yes.")).success
+    run(env.reset(0, backed))
+    assert not run(env.check(backed, "Yes.")).success  # nothing observed this time
+
+
+def test_called_counts_only_calls_that_succeeded_in_task_files(tmp_path):
+    (task,) = load_tasks(write(tmp_path, {"query": "Add 2 and 3.", "checker": [{"called": ["fail"]}]}))
+    env = Calculator()
+    run(env.reset(0, task))
+    run(env.call(ToolCall(id="1", name="fail", arguments={})))
+    verdict = run(env.check(task, "Done."))
+    assert not verdict.success and "succeeded" in verdict.reason
 
 
 def test_a_task_without_a_checker_says_how_to_add_one(tmp_path):

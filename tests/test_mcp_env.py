@@ -92,6 +92,31 @@ def _task():
 
 
 @pytest.mark.slow
+def test_success_needs_the_answer_observed_through_the_server(env):
+    """The ``solved`` check mode on an MCP server: the answer's value must come back from a successful call
+    (``add``), not from memory, nor from ``echo`` repeating it; ``check="answer-only"`` reads the answer alone."""
+    from taskbench.schema import AgentTask
+
+    task = AgentTask(id="sum", query="What is 2 + 3?", gold_path=["add"],
+                     meta={"checker": [{"all": {"api": "add", "args": {"a": 2, "b": 3}, "expr": "total"}}]})
+    answer = "The sum of 2 and 3 is 5."
+    asyncio.run(env.reset(0, task))
+    assert not asyncio.run(env.check(task, answer)).success
+    call(env, "echo", text="5")
+    verdict = asyncio.run(env.check(task, answer))
+    assert not verdict.success and "never appeared" in verdict.reason
+    call(env, "add", a=2, b=3)
+    assert asyncio.run(env.check(task, answer)).success
+    loose = open_environment(f"mcp:{COMMAND}", check="answer-only")
+    try:
+        asyncio.run(loose.reset(0, task))
+        assert asyncio.run(loose.check(task, answer)).success
+    finally:
+        loose.close()
+    with pytest.raises(ConfigError, match="answer-only"):
+        open_environment(f"mcp:{COMMAND}", check="lenient")
+
+
 def test_a_hanging_call_times_out_and_the_server_still_answers(env):
     t0 = time.monotonic()
     r = call(env, "hang")

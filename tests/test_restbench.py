@@ -97,11 +97,18 @@ def test_mentions_normalises_text_numbers_and_dates() -> None:
     assert says_yes("Maybe.") is None and says_yes("I could not find it.") is None
 
 
-def test_picks_prefers_the_name_stated_first() -> None:
-    assert picks("Steven Spielberg directed more than Akira Kurosawa.", "Steven Spielberg", ["Akira Kurosawa"])
-    assert not picks("Akira Kurosawa directed fewer than Steven Spielberg.", "Steven Spielberg", ["Akira Kurosawa"])
-    assert picks("Avatar: The Way of Water is rated higher than Avatar.", "Avatar: The Way of Water", ["Avatar"])
-    assert not picks("Avatar is rated higher than Avatar: The Way of Water.", "Avatar: The Way of Water", ["Avatar"])
+def test_picks_reads_the_comparison_in_the_direction_asked() -> None:
+    more, higher = "Who directed more movies?", "Which has the higher rating?"
+    spielberg, kurosawa = "Steven Spielberg", ["Akira Kurosawa"]
+    assert picks("Steven Spielberg directed more than Akira Kurosawa.", spielberg, kurosawa, more)
+    assert picks("Akira Kurosawa directed fewer than Steven Spielberg.", spielberg, kurosawa, more)  # loser first
+    assert not picks("Steven Spielberg directed fewer than Akira Kurosawa.", spielberg, kurosawa, more)
+    assert picks("Avatar: The Way of Water is rated higher than Avatar.", "Avatar: The Way of Water", ["Avatar"], higher)
+    assert not picks("Avatar is rated higher than Avatar: The Way of Water.", "Avatar: The Way of Water", ["Avatar"],
+                     higher)
+    # no comparison: the only option named, else the first one of several not hedged or listed
+    assert picks("Steven Spielberg.", spielberg, kurosawa) and not picks("Akira Kurosawa.", spielberg, kurosawa)
+    assert not picks("Steven Spielberg or Akira Kurosawa.", spielberg, kurosawa)
 
 
 def test_evaluate_reports_what_is_missing() -> None:

@@ -99,10 +99,63 @@ def test_every_candidate_listed_fails() -> None:
 
 
 @pytest.mark.parametrize("answer, want", [("Yes.", True), ("Yes", True), ("No.", False), ("no", False)])
-def test_a_bare_yes_or_no_answers_a_yes_no_question(answer: str, want: bool) -> None:
-    checker = [{"yes": True}, {"all": ["David Lynch"]}]
-    assert evaluate(checker, answer, None)[0] is want
-    assert evaluate([{"yes": False}, {"all": ["Mulholland Drive"]}], answer, None)[0] is (not want)
+def test_a_bare_yes_or_no_answers_a_question_that_asks_nothing_more(answer: str, want: bool) -> None:
+    assert evaluate([{"yes": True}], answer, None)[0] is want
+    assert evaluate([{"yes": False}], answer, None)[0] is (not want)
+
+
+@pytest.mark.parametrize("answer", ["Yes.", "Yes", "Yes, it is.", "Yes. No.", "Yes and no."])
+def test_a_bare_yes_does_not_state_the_fact_the_checker_asks_for(answer: str) -> None:
+    """Issue 42: "Yes." passed RestBench 89 and 96, whose checkers also ask for the director / the cast."""
+    assert not evaluate([{"yes": True}, {"all": ["David Lynch"]}], answer, None)[0]
+
+
+@pytest.mark.parametrize("answer, want", [
+    ("Yes, David Lynch directed both.", True),
+    ("David Lynch directed Mulholland Drive and episodes of Twin Peaks season 1.", True),  # the fact, no yes word
+    ("No, David Lynch did not.", False),
+    ("David Lynch? Maybe.", None),
+])
+def test_a_yes_no_answer_with_the_fact(answer: str, want: bool | None) -> None:
+    ok_yes = evaluate([{"yes": True}, {"all": ["David Lynch"]}], answer, None)[0]
+    ok_no = evaluate([{"yes": False}, {"all": ["David Lynch"]}], answer, None)[0]
+    assert (ok_yes, ok_no) == {True: (True, False), False: (False, True), None: (False, False)}[want]
+
+
+# --------------------------------------------------------------------- issue 42: what failed and what passed
+
+DATE = [{"all": ["1983-06-08"]}]
+URL = [{"all": ["https://www.hbo.com"]}]
+TITLE = [{"all": ["The Dark Knight"]}]
+
+
+@pytest.mark.parametrize("checker, answer", [
+    (DATE, "He was born on June 8th, 1983."), (DATE, "8th June 1983"), (DATE, "Jun 8, 1983"), (DATE, "06/08/1983"),
+    (DATE, "Born: Wednesday, June 8, 1983."), (URL, "www.hbo.com"), (URL, "Its homepage is hbo.com."),
+    (TITLE, "Dark Knight."), (TITLE, "The answer is The Dark Knight and not anything else."),
+    (TITLE, "There is no doubt: The Dark Knight."), (TITLE, "The Dark Knight (checked 2 sources)."),
+    ([{"all": [1]}], "Just one."), ([{"all": [21]}], "Twenty-one."),
+    ([{"all": ["Don't Look Up"]}], "The film is Don't Look Up."),
+    ([{"all": ["No Country for Old Men"]}], "It was No Country for Old Men."),
+    ([{"picks": "Avatar: The Way of Water", "over": ["Avatar", "Avatar: The Way of Water"]}],
+     "Avatar is rated 7.6, lower than Avatar: The Way of Water."),
+])
+def test_right_answers_that_used_to_fail(checker: list[dict[str, Any]], answer: str) -> None:
+    ok, failures = evaluate(checker, answer, None, query="Which one has the higher rating?")
+    assert ok, failures
+
+
+@pytest.mark.parametrize("checker, answer", [
+    (BALE, "Christian Bale, Heath Ledger or Aaron Eckhart"), (BALE, "Was it Christian Bale? No, it was Heath Ledger."),
+    (BALE, "Christian Bale is wrong; it is Heath Ledger."), (BALE, "Christian Bale is incorrect, Heath Ledger is."),
+    (DATE, ", ".join(f"1983-06-{d:02d}" for d in range(1, 29))), (DATE, "1983-06-07, 1983-06-08 or 1983-06-09"),
+    ([{"all": [1983]}], ", ".join(str(y) for y in range(1905, 2026))),
+    ([{"all": ["Don't Look Up"]}], "It is not Don't Look Up; it is Titanic."),
+    ([{"yes": True}, {"all": ["David Lynch"]}], "Yes."),
+])
+def test_gaming_answers_that_used_to_pass(checker: list[dict[str, Any]], answer: str) -> None:
+    names = ["Christian Bale", "Heath Ledger", "Aaron Eckhart", "Titanic"]
+    assert not evaluate(checker, answer, None, candidates=names)[0], answer
 
 
 # ------------------------------------------------------------------------------------------- environments
@@ -159,7 +212,7 @@ def test_the_right_answer_without_a_call_passes_only_answer_only(tmp_path: Path)
             assert (await solved.check(task, answer)).success, task.id
             await solved.reset(0, task)
             outcome = await solved.check(task, answer)
-            assert not outcome.success and "gold path" in outcome.reason, task.id
+            assert not outcome.success and "never appeared in a successful tool response" in outcome.reason, task.id
             await answer_only.reset(0, task)
             assert (await answer_only.check(task, answer)).success, task.id
         await solved.aclose()
@@ -186,19 +239,108 @@ def test_a_failed_call_on_the_gold_path_is_no_solution(tmp_path: Path) -> None:
     run(main())
 
 
-def test_bare_yes_no_answers_pass_restbench_89_91_96(restbench_dir: Path) -> None:
+def test_restbench_yes_no_questions_89_91_96(restbench_dir: Path) -> None:
+    """A bare "Yes." passed 89 and 96, whose checkers also ask for the director and the cast; now the fact
+    is needed, and an answer stating the fact with no yes/no word answers by it."""
     async def main() -> None:
         env = RestBenchEnv("tmdb", restbench_dir=restbench_dir, check="answer-only")
         by_index = {t.meta.get("index"): t for t in env.tasks()}
-        for index, answer in ((89, "Yes."), (91, "No."), (96, "Yes")):
+        for index, bare, right, wrong in (
+                (89, "Yes.", "David Lynch directed both Mulholland Drive and Twin Peaks Season 1.",
+                 "No, David Lynch directed neither."),
+                (91, "No.", "Mulholland Drive is not in the top-10 rated list.", "Yes, Mulholland Drive is in the top 10."),
+                (96, "Yes", "Yes, Yui Aragaki and Gen Hoshino co-star in it.", "No: Yui Aragaki and Gen Hoshino never met.")):
             task = by_index[index]
             await env.reset(0, task)
-            want = "No." if answer.startswith("Yes") else "Yes."
-            assert (await env.check(task, answer)).success, index
-            assert not (await env.check(task, want)).success, index
+            assert not (await env.check(task, bare)).success, index
+            assert (await env.check(task, right)).success, index
+            assert not (await env.check(task, wrong)).success, index
         await env.aclose()
 
     run(main())
+
+
+# ------------------------------------------------------------------------------------------- provenance
+
+
+def test_an_answer_from_memory_fails_whatever_calls_come_with_it(tmp_path: Path) -> None:
+    """Issue 42: one irrelevant successful call on the gold path (a search for "zzzz", an id of 1) made the
+    right answer from memory pass. Now every value the answer is credited for must have appeared in a
+    successful response: no call, junk calls, and searches that echo the answer back all fail; the solution's
+    calls pass."""
+    from taskbench.schema import ToolCall
+
+    async def main() -> None:
+        env = own_env("tmdb", tmp_path)
+        for task in env.tasks():
+            await env.reset(0, task)
+            answer = await solve(env, task)
+            assert (await env.check(task, answer)).success, task.id
+            await env.reset(0, task)
+            assert not (await env.check(task, answer)).success, task.id
+            for op in task.gold_path:
+                spec = env.tool(op)
+                params = [p for p in spec.http.parameters if p.location == "path"] if spec and spec.http else []
+                if params:
+                    await env.call(ToolCall(id="j", name=op, arguments={p.name: 1 for p in params}))
+            await env.call(ToolCall(id="z", name="GET /search/movie", arguments={"query": "zzzz"}))
+            for value in task.answer[0].get("all", []) if isinstance(task.answer[0].get("all"), list) else []:
+                if isinstance(value, str):
+                    for op in ("GET /search/person", "GET /search/movie", "GET /search/tv", "GET /search/company"):
+                        await env.call(ToolCall(id="e", name=op, arguments={"query": value}))
+            outcome = await env.check(task, answer)
+            assert not outcome.success and "never appeared" in outcome.reason, (task.id, outcome.reason)
+        await env.aclose()
+
+    run(main())
+
+
+def test_calls_from_agent_code_in_the_sandbox_count_as_observed(tmp_path: Path) -> None:
+    """Code agents call tools from the sandbox; those calls reach the environment through its ``call``, so
+    what they return is observed like any other response."""
+    from taskbench.envs.sandbox import Sandbox, sandbox_status
+
+    status = sandbox_status()
+    if not status.available:
+        pytest.skip(f"no bwrap sandbox here: {status.reason}")
+
+    async def main() -> tuple[bool, bool]:
+        env = own_env("tmdb", tmp_path)
+        task = next(t for t in env.tasks() if t.id == "tmdb-own-01")
+        await env.reset(0, task)
+        before = (await env.check(task, "Heath Ledger played the Joker.")).success
+        code = ("mid = call_tool('GET /search/movie', query='The Dark Knight')['results'][0]['id']\n"
+                "cast = call_tool('GET /movie/{movie_id}/credits', movie_id=mid)['cast']\n"
+                "result = [c['name'] for c in cast if c['character'] == 'Joker']")
+        async with Sandbox.for_environment(env) as box:
+            out = await box.run(code)
+        assert out.result == ["Heath Ledger"], out
+        after = (await env.check(task, "Heath Ledger played the Joker.")).success
+        await env.aclose()
+        return before, after
+
+    assert run(main()) == (False, True)
+
+
+def test_called_counts_only_calls_that_succeeded(tmp_path: Path) -> None:
+    """``base.call`` records a call before it is validated; a ``called`` condition counted a call that failed."""
+    from taskbench.schema import AgentTask, ToolCall
+
+    async def main() -> tuple[bool, bool]:
+        env = own_env("spotify", tmp_path, check="answer-only")  # the condition alone decides
+        task = AgentTask(id="vol", query="Set the volume.", gold_path=["PUT /me/player/volume"], env=env.name,
+                         meta={"checker": [{"called": ["PUT /me/player/volume"]}]})
+        await env.reset(0, task)
+        failed = await env.call(ToolCall(id="1", name="PUT /me/player/volume", arguments={}))
+        assert failed.error is not None
+        first = (await env.check(task, "Done.")).success
+        await env.call(ToolCall(id="2", name="PUT /me/player/volume", arguments={"volume_percent": 40}))
+        second = (await env.check(task, "Done.")).success
+        await env.aclose()
+        return first, second
+
+    assert run(main()) == (False, True)
+    assert not evaluate([{"called": ["a", "b"]}], "", None, ["b", "a"])[0]
 
 
 def test_an_unknown_check_mode_is_refused(tmp_path: Path) -> None:

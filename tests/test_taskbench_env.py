@@ -182,6 +182,54 @@ def test_checker_fails_incomplete_or_wrong_episodes_and_reset_clears_them():
         assert not check.success and check.reason
 
 
+def test_trying_every_tool_is_no_solution():
+    """Issue 42: extra artifacts were accepted, so an episode that called every tool on everything (up to 1,000
+    calls from one code run) produced the gold artifacts among its outputs and passed. Now an episode may
+    produce at most as many outputs the gold graph does not as the gold graph has calls (at least
+    EXTRA_OUTPUTS): the gold replayed passes, with a wrong call or two too; the spray does not."""
+    from taskbench.envs.taskbench_exec.env import EXTRA_OUTPUTS
+
+    for domain in DOMAINS:
+        env = open_environment(f"taskbench-{domain}")
+        task = next(t for t in env.tasks() if len(t.gold_path) >= 2)
+
+        async def go(env=env, task=task, domain=domain):
+            await env.reset(seed=3, task=task)
+            results = await replay_gold(env, task)
+            assert (await env.check(task, None)).success
+            first = results[0].content["artifact"]
+            tools = [t for t in env.tools() if env.runtime.resource]
+            for spec in tools[:EXTRA_OUTPUTS]:  # a wrong tool or two, tried on the first result
+                args = {n: first for n in spec.parameters.get("properties", {})}
+                await env.call(ToolCall(id="w", name=spec.name, arguments=args))
+            ok = await env.check(task, None)
+            assert ok.success, (domain, ok.reason)
+            # the spray: the gold graph's calls among every tool on every result so far
+            await env.reset(seed=3, task=task)
+            await replay_gold(env, task)
+            if env.runtime.resource:
+                produced = [r.content["artifact"] for r in env.results if r.ok]
+                for spec in env.tools():
+                    for art in produced:
+                        args = {n: art for n in spec.parameters.get("properties", {})}
+                        await env.call(ToolCall(id="s", name=spec.name, arguments=args))
+            else:  # every information tool (they leave the world as it is) on every city
+                from taskbench.envs.taskbench_exec.dailylife import QUERY_TOOLS
+
+                for name in sorted(QUERY_TOOLS):
+                    tool = env.library.get(name)
+                    for city in ("Oslo", "Lima", "Rome", "Kyoto"):
+                        args = {p.name: "2024-01-01" if "date" in p.name else city for p in tool.parameters or []
+                                if p.required}
+                        await env.call(ToolCall(id="s", name=name, arguments=args))
+            sprayed = await env.check(task, None)
+            return sprayed
+
+        sprayed = arun(go())
+        assert not sprayed.success and "outputs the gold graph does not" in sprayed.reason, (domain, sprayed.reason)
+        assert sprayed.details["wasted_outputs"] > sprayed.details["allowed_extra_outputs"]
+
+
 def test_same_seed_same_world_other_seed_other_content_same_provenance():
     env = open_environment("taskbench-dailylifeapis")
     call = ToolCall(id="1", name="get_weather", arguments={"location": "Lima", "date": "2024-03-03"})

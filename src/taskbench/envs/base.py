@@ -10,7 +10,9 @@ An :class:`Environment` is one episode's handle on a set of executable tools:
 - :meth:`Environment.call` executes one :class:`~taskbench.schema.ToolCall` and returns a
   :class:`~taskbench.schema.ToolResult` (a value, or an error the agent can read; it never raises for a bad
   call) and records the call;
-- :meth:`Environment.check` decides whether the task was solved and reports which tool calls were made;
+- :meth:`Environment.check` decides whether the task was solved and reports which tool calls were made (by
+  default, :data:`CHECK_MODES` ``solved``: the answer is right and what it states appeared in a successful
+  tool response of the episode);
 - :meth:`Environment.read_state` says what the environment holds (for the data engine's prompt).
 
 Every tool result, recorded or not (setup calls, checker reads, state reads), has the environment's
@@ -29,17 +31,35 @@ from __future__ import annotations
 
 import importlib
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import ConfigError, suggest
 from ..schema import AgentTask, CheckResult, ToolCall, ToolResult, ToolSpec
 from .tasks import check_task, run_setup
+
+if TYPE_CHECKING:
+    from .restbench.provenance import Observed
+
+CHECK_MODES = ("solved", "answer-only")
+"""How :meth:`Environment.check` decides success. ``solved`` (the default): the answer is right *and* every value
+it is credited for appeared in a successful tool response of the episode, so an answer from memory fails;
+``answer-only``: the answer alone decides (RestBench's published evaluation)."""
+
+
+def parse_check_mode(mode: str) -> str:
+    """``mode`` if it is one of :data:`CHECK_MODES`, else a ConfigError naming them."""
+    if mode not in CHECK_MODES:
+        raise ConfigError(f"unknown check mode {mode!r} (known: {', '.join(CHECK_MODES)}; answer-only is "
+                          "RestBench's answer-only evaluation)")
+    return mode
 
 
 class Environment(ABC):
     """Base class of executable tool environments (see the module docstring)."""
 
     name: ClassVar[str] = ""
+    check_mode: str = "solved"
+    """:data:`CHECK_MODES`: ``solved`` unless the environment was opened with ``check="answer-only"``."""
 
     def __init__(self) -> None:
         self._calls: list[ToolCall] = []
@@ -117,6 +137,7 @@ class Environment(ABC):
         """Start a fresh episode: state back to its seeded initial value, no calls recorded."""
         self._calls = []
         self._results = []
+        self.__dict__.pop("_observed", None)
         self.task = task
         self.seed = seed
         await self._reset(seed, task)
@@ -158,12 +179,29 @@ class Environment(ABC):
         """Their results, in order."""
         return list(self._results)
 
+    def observed(self) -> Observed:
+        """What this episode's successful calls returned (:class:`~taskbench.envs.restbench.provenance.Observed`,
+        indexed once per call): what the ``solved`` check mode credits an answer from. The calls agent code
+        makes in the sandbox come through :meth:`call` too."""
+        from .restbench.provenance import Observed
+
+        done, seen = self.__dict__.get("_observed") or (0, Observed())  # (reset forgets it)
+        for c, r in zip(self._calls[done:], self._results[done:], strict=False):
+            if r.error is None:
+                seen.add(c.name, dict(c.arguments), r.content)
+        self.__dict__["_observed"] = (len(self._results), seen)
+        return seen
+
     async def check(self, task: AgentTask, answer: str | None) -> CheckResult:
         """Was ``task`` solved by the calls made and the final ``answer``? The default runs the task's
         ``checker`` (a task file's, see :mod:`taskbench.envs.tasks`), calling this environment's tools
-        unrecorded where it reads state; a task without one is not solved, and the reason says why."""
-        return await check_task(task, answer, [c.name for c in self._calls], self._run,
-                                lambda name: self.tool(name) is not None)
+        unrecorded where it reads state; a task without one is not solved, and the reason says why. In the
+        default mode (:attr:`check_mode` ``solved``) every value the answer is credited for must have appeared
+        in a successful response of this episode (the calls of agent code in the sandbox included: they come
+        through :meth:`call` too)."""
+        return await check_task(task, answer, self.calls, self.results, self._run,
+                                lambda name: self.tool(name) is not None, mode=self.check_mode,
+                                observed=self.observed())
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release processes, servers and files."""
@@ -210,4 +248,4 @@ def open_environment(spec: str, **options: Any) -> Environment:
     return env
 
 
-__all__ = ["Environment", "known_environments", "open_environment", "register_environment"]
+__all__ = ["CHECK_MODES", "Environment", "parse_check_mode", "known_environments", "open_environment", "register_environment"]

@@ -53,7 +53,7 @@ from typing import Any, cast
 from .._loop import LoopThread
 from ..errors import ConfigError, InputError, MissingDependencyError
 from ..schema import ToolCall, ToolResult, ToolSpec
-from .base import Environment
+from .base import Environment, parse_check_mode
 
 PIP_LINE = 'pip install "taskbench[mcp]"'
 
@@ -596,7 +596,9 @@ class MCPEnvironment(Environment):
 
     ``command``: the command line (a string, split like a shell does, or a list). ``env``: extra environment
     variables for the server (the SDK passes a safe default set: HOME, PATH, ...). ``cwd``: its working
-    directory. ``startup_timeout`` bounds start-up (initialize + tools/list); ``call_timeout`` each call."""
+    directory. ``startup_timeout`` bounds start-up (initialize + tools/list); ``call_timeout`` each call.
+    ``check``: ``solved`` (default: the answer is right and what it states appeared in a successful response
+    of the episode) or ``answer-only`` (:data:`~taskbench.envs.base.CHECK_MODES`)."""
 
     name = "mcp"
 
@@ -609,8 +611,10 @@ class MCPEnvironment(Environment):
         startup_timeout: float = 30.0,
         call_timeout: float = 60.0,
         scratch_mb: float = SCRATCH_MB,
+        check: str = "solved",
     ) -> None:
         super().__init__()
+        self.check_mode = parse_check_mode(check)
         text = command if isinstance(command, str) else shlex.join(str(a) for a in command)
         server = parse_server(text)
         _require_mcp()

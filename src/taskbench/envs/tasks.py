@@ -13,11 +13,22 @@ A task file is JSON Lines, one task a line::
   "args": {...}}``), so an episode starts from a known state (a table filled, a file written). A setup call that
   fails stops the episode with an error naming the task.
 - ``checker``: the conditions of RestBench's checkers (:mod:`taskbench.envs.restbench.checking`): ``all``,
-  ``any``, ``at_least``/``of``, ``none``, ``yes``, ``picks``/``over`` on the final answer, ``called`` on the
-  calls made, and a VALUE may be ``{"api": TOOL, "args": {...}, "expr": JMESPATH}``: what that tool answers
+  ``any``, ``at_least``/``of``, ``none``, ``yes``, ``picks``/``over`` on the final answer, ``observed`` on the
+  responses seen, ``called`` on the calls that succeeded, and a VALUE may be ``{"api": TOOL, "args": {...}, "expr": JMESPATH}``: what that tool answers
   *at check time* (after the episode). An end-state condition reads the environment by calling a tool:
   ``{"call": TOOL, "args": {...}, "expr": JMESPATH, "equals" | "same_items" | "includes" | "excludes" |
   "one_of" | "below": VALUE}``. A tool result that is JSON text is read as JSON; ``expr`` is applied to it.
+
+Success (:func:`check_task`, in the environment's check mode): in ``solved`` (the default) every value the
+answer is credited for must have appeared in a successful tool response of the episode, not echoed from the
+call's own arguments (:mod:`taskbench.envs.restbench.provenance`): a VALUE read at check time counts when the
+episode saw the response it was read from (the same call, or a response holding its values), a literal when
+a response shows it; ``{"observed": VALUE}`` names values the episode must have seen without asking the
+answer to say them (what a yes/no answer rests on: a checker that asks only ``{"yes": true}`` has nothing to
+prove and fails in this mode). ``called`` counts calls that succeeded. ``answer-only`` (``check=`` option of
+the environment) reads the answer alone. The answer is read as RestBench's is (:mod:`.restbench.answers`),
+with the query, so numbers the query states are no "other numbers", and with the names the responses hold
+as the candidates a list of names is checked against.
 
 An environment's own checker (RestBench's) reads the same ``checker`` and ``setup`` keys, so a task file for
 ``restbench-tmdb`` uses its fixture-backed VALUEs. Every problem in the file is one ``file:line`` error: what
@@ -49,7 +60,7 @@ from .state import result_error
 
 TASK_KEYS = frozenset({"id", "query", "gold_path", "checker", "setup", "answer", "meta"})
 STATE_TESTS = ("equals", "same_items", "includes", "excludes", "one_of", "below")
-ANSWER_TESTS = ("all", "any", "at_least", "none", "yes", "picks", "called")
+ANSWER_TESTS = ("all", "any", "at_least", "none", "yes", "picks", "called", "observed")
 MAX_TASK_DEPTH = 64
 """The deepest a task line's objects and arrays may nest (checker conditions inside ``any``/``all`` included)."""
 MAX_CHECK_CALLS = 64
@@ -352,23 +363,12 @@ def check_tasks(tasks: list[AgentTask], env: Any, *, path: str | Path | None, to
 
 
 def _value(result: ToolResult) -> Any:
-    """What a tool result says, for expressions: JSON text read as JSON."""
+    """What a tool result says, for expressions: JSON text read as JSON (a Python literal too)."""
+    from .restbench.provenance import parse_content
+
     if result.error is not None:
         raise ConfigError(f"tool {result.name!r} failed: {result.error}")
-    content = result.content
-    if isinstance(content, str):
-        try:
-            return json.loads(content)
-        except (json.JSONDecodeError, RecursionError, ValueError):
-            pass
-        if content[:1] in "[{(" and len(content) < 1_000_000:  # a Python repr (mcp-server-sqlite answers so)
-            import ast
-
-            try:
-                return ast.literal_eval(content)
-            except (ValueError, SyntaxError, RecursionError, MemoryError, TypeError):
-                pass
-    return content
+    return parse_content(result.content)
 
 
 async def run_setup(task: AgentTask, execute: Executor) -> None:
@@ -390,17 +390,26 @@ async def run_setup(task: AgentTask, execute: Executor) -> None:
                               f"{' '.join(error.split())[:300]}")
 
 
-async def check_task(task: AgentTask, answer: str | None, calls: list[str], execute: Executor,
-                     known: Callable[[str], bool]) -> CheckResult:
+async def check_task(task: AgentTask, answer: str | None, calls: list[ToolCall], results: list[ToolResult],
+                     execute: Executor, known: Callable[[str], bool], *, mode: str = "solved",
+                     observed: Any = None) -> CheckResult:
     """The verdict of a task's ``checker`` (see the module docstring), calling tools through ``execute``
-    (unrecorded) for VALUEs and end-state conditions. No checker: not solved, and the reason says so."""
-    from .restbench.checking import evaluate, path_scores, resolve_checker, search
+    (unrecorded) for VALUEs and end-state conditions. ``calls`` and ``results``: the episode's; ``called``
+    counts the calls that succeeded, and in ``mode="solved"`` every value the answer is credited for must have
+    appeared in a successful response (:mod:`taskbench.envs.restbench.provenance`; ``answer-only``: the
+    answer alone); ``observed``: those responses already indexed. No checker: not solved, and the reason says
+    so."""
+    from .restbench.answers import Lexicon
+    from .restbench.checking import Traces, evaluate, path_scores, resolve_checker, search
+    from .restbench.provenance import Observed
 
+    names = [c.name for c in calls]
+    succeeded = [(c, r) for c, r in zip(calls, results, strict=False) if r.error is None]
     checker: Any = task.meta.get("checker")
     gold = list(task.gold_path)
     if not isinstance(checker, list):
         return CheckResult(success=False, reason="this task has no checker (add one in the task file: "
-                           "--tasks FILE, key 'checker')", calls=calls, gold_path=gold)
+                           "--tasks FILE, key 'checker')", calls=names, gold_path=gold)
     answers: dict[str, Any] = {}
     used = 0
 
@@ -425,10 +434,12 @@ async def check_task(task: AgentTask, answer: str | None, calls: list[str], exec
 
     # answer conditions (VALUEs resolved by calling tools until every call they need is answered)
     plain = [c for c in checker if "call" not in c]
+    traces: Traces = []
     try:
         while True:
             try:
-                resolved = resolve_checker(plain, api=api, initial=None)
+                traces = []
+                resolved = resolve_checker(plain, api=api, initial=None, traces=traces)
                 break
             except _Need as need:
                 await ask(need.key, need.name, need.arguments)
@@ -452,13 +463,24 @@ async def check_task(task: AgentTask, answer: str | None, calls: list[str], exec
                     await ask(need.key, need.name, need.arguments)
             label = f"{cond['call']}({json.dumps(args, ensure_ascii=False)})" + (f".{cond['expr']}" if cond.get("expr") else "")
             resolved.append({**test, "state": f"s{i}", "why": test.get("why") or label})
+            traces.append({})
     except Exception as exc:  # noqa: BLE001 - a broken checker fails the check, it does not end the run
         why = str(exc) if isinstance(exc, ConfigError) else f"{type(exc).__name__}: {exc}"
-        return CheckResult(success=False, reason=f"the checker could not run: {why}", calls=calls,
+        return CheckResult(success=False, reason=f"the checker could not run: {why}", calls=names,
                            gold_path=gold)
-    ok, failures = evaluate(resolved, answer, state, calls)
-    return CheckResult(success=ok, reason="solved" if ok else "; ".join(failures), calls=calls, gold_path=gold,
-                       details={"failures": list(failures), "path": path_scores(calls, gold)})
+    if observed is None:  # (the environment's own index, when it keeps one)
+        observed = Observed((c.name, dict(c.arguments), r.content) for c, r in succeeded)
+    lexicon = Lexicon()  # the names the responses hold, by tool and key path: what a list of candidates draws on
+    for call in observed.calls:
+        Lexicon.from_data(call.content, f"{call.name}:", into=lexicon)
+    for found in traces:
+        for sources in found.values():
+            for source in sources:
+                Lexicon.from_data(source.body, f"{source.op}:", into=lexicon)
+    ok, failures = evaluate(resolved, answer, state, [c.name for c, _r in succeeded], candidates=lexicon,
+                            query=task.query, observed=observed if mode == "solved" else None, traces=traces)
+    return CheckResult(success=ok, reason="solved" if ok else "; ".join(failures), calls=names, gold_path=gold,
+                       details={"failures": list(failures), "check": mode, "path": path_scores(names, gold)})
 
 
 __all__ = ["SETUP_FAILED", "check_task", "check_tasks", "expression_problem", "gold_order", "load_tasks",

@@ -7,7 +7,8 @@ A task's **checker** is a list of conditions, all of which must hold::
     {"at_least": 2, "of": VALUE}    ... at least n of them
     {"none": VALUE}                 ... none of them
     {"yes": true}                   the answer says yes (true) or no (false)
-    {"picks": VALUE, "over": [...]} the answer names VALUE before the other candidates (which-one questions)
+    {"picks": VALUE, "over": [...]} the answer picks VALUE over the others (which-one questions)
+    {"observed": VALUE}             the episode observed these values (no mention asked; the ``solved`` mode)
     {"called": ["PUT /x", ...]}     these operations were called, in this order (for actions whose end state
                                     equals the start, such as pausing and resuming)
     {"state": EXPR, "equals": VALUE}        end state: EXPR over the final state equals VALUE
@@ -27,26 +28,23 @@ A VALUE is computed from the fixture database, never written out by hand where t
     {"initial": EXPR}               EXPR over the initial state (stateful APIs: what the episode started with)
     {"value": X} or a plain JSON value      a literal
 
-EXPR is JMESPath, plus ``split(text, sep)``, ``years(text)`` and ``day(datetime)``. "Mentions" compares normalised text: accents, case and punctuation are ignored; a
-number must be stated as that number ("8", "eight"; "8.5" and "18" are not 8; a float may be rounded to the
-decimals given); a date YYYY-MM-DD also matches "June 8, 1983" and "8 June 1983"; an image path matches as
-it is.
+EXPR is JMESPath, plus ``split(text, sep)``, ``years(text)`` and ``day(datetime)``.
 
 What makes success mean the task was solved, not that some text was said (:func:`evaluate`):
 
-- only *affirmed* clauses mention anything: in "It is not Christian Bale; it is Heath Ledger." the first
-  clause is negated (:func:`affirmed`);
-- the answer is bounded: at most ANSWER_CHARS plus twice the expected values' text (:func:`answer_limit`),
-  so the gold buried in noise fails;
-- an answer whose expected values are names may state at most 2 + (names required) / 2 other candidate
-  names (the fixtures' names and titles, passed as ``candidates``; names in the query do not count), so a
-  list of every candidate fails (:func:`distractors`);
-- a count is one number: beside it, no other number but years and numbers of the query or of an expected
-  text (:func:`other_numbers`), so "between 1, 2, ... 10" fails;
-- a checker with a ``yes`` condition is a yes/no question: a bare "Yes" or "No" answers it.
-
-The environment adds, in its default ``check="solved"`` mode, that a call on the task's gold path succeeded
-(``check="answer-only"`` is the RestBench-compatible mode: the answer alone decides).
+- the answer is read for what it *asserts* (:mod:`.answers`): names by their words (accents, case,
+  punctuation, a leading article ignored), dates in any common format, numbers as digits or words; a
+  negated, asked, hypothetical or retracted clause asserts nothing ("Was it G? No, it was O.", "G is wrong;
+  it is O." assert O), while "G and not anything else" and "There is no doubt: G" assert G;
+- the answer is one answer (:mod:`.judge`): bounded in length, no list or hedge of candidates of the kind
+  asked for ("G, O1 or O2"), no dates or numbers around the right one, no hedged number ("about 8");
+- a which-one answer is read for the option its comparison picks ("L is rated lower than W" picks W);
+- a yes/no question with mention conditions asks for the fact too: a bare "Yes." does not state it; an answer
+  with the fact and no yes/no word answers yes, or no when negated;
+- ``called`` counts only calls that succeeded;
+- in the default ``solved`` mode every value credited must have appeared in a successful tool response of
+  the episode (:mod:`.provenance`); ``check="answer-only"`` is the RestBench-compatible mode (the answer
+  alone decides).
 
 A **solution script** solves a task through the service::
 
@@ -65,12 +63,23 @@ from __future__ import annotations
 
 import json
 import re
-import unicodedata
 from collections.abc import Awaitable, Callable, Mapping
-from functools import lru_cache
 from typing import Any
 
 from ...errors import MissingDependencyError
+from .answers import Lexicon, key, read_answer, says_yes, words
+from .judge import (
+    ANSWER_CHARS,
+    answer_lexicon,
+    answer_limit,
+    answer_problems,
+    decide_pick,
+    is_number,
+    mentions,
+    picks,
+    stated,
+)
+from .provenance import Observed, Source
 
 # ----------------------------------------------------------------------------------------- expressions
 
@@ -145,194 +154,11 @@ def fill(template: Any, variables: Mapping[str, Any]) -> Any:
     return template
 
 
-# ----------------------------------------------------------------------------------------- mentions
-
-_NUMBER_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
-                 "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen",
-                 "twenty"]
-_MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
-           "november", "december"]
-_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})(T[0-9:.]+Z?)?$")
-
-
-def normalize_text(text: str) -> str:
-    """Lower case, accents stripped, every run of non-alphanumerics one space, padded with spaces."""
-    decomposed = unicodedata.normalize("NFKD", text)
-    plain = "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
-    plain = plain.replace("&", " and ").replace("'", "").replace("\u2019", "")
-    return " " + " ".join(re.sub(r"[^0-9a-z]+", " ", plain).split()) + " "
-
-
-def surface_forms(value: Any) -> list[str]:
-    """The normalised texts any of which counts as a mention of ``value``."""
-    if isinstance(value, bool):
-        return [normalize_text("yes" if value else "no")]
-    if isinstance(value, int):
-        forms = [normalize_text(str(value))]
-        if 0 <= value < len(_NUMBER_WORDS):
-            forms.append(normalize_text(_NUMBER_WORDS[value]))
-        return forms
-    if isinstance(value, float):
-        return [normalize_text(f"{value:g}"), normalize_text(f"{value:.1f}")]
-    text = str(value)
-    match = _DATE.match(text.strip())
-    if match:
-        year, month, day = int(match.group(1)), int(match.group(2)), int(match.group(3))
-        name = _MONTHS[month - 1] if 1 <= month <= 12 else ""
-        return [normalize_text(text[:10]), normalize_text(f"{name} {day} {year}"), normalize_text(f"{day} {name} {year}"),
-                normalize_text(f"{name} {day:02d} {year}"), normalize_text(f"{day:02d} {name} {year}")]
-    return [normalize_text(text)]
-
-
-_NUMBER = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?(?![\w]|[.,]\d)")
-_ISO_DATE = re.compile(r"\b(\d{4})-\d{2}-\d{2}(?:T[0-9:.]+Z?)?\b")
-
-
-def numbers(text: str) -> list[float]:
-    """The numbers ``text`` states, in order: digits ("8", "8.5", "1,000"; an ISO date is no number) and the
-    English words two to twenty ("one" is too common a word to count). An ISO date states its year only."""
-    plain = _ISO_DATE.sub(lambda m: f" {m.group(1)} ", text)
-    spans: list[tuple[int, float]] = []
-    for m in _NUMBER.finditer(plain):
-        whole = m.group(1).replace(",", "")
-        spans.append((m.start(), float(f"{whole}.{m.group(2)}") if m.group(2) else float(whole)))
-    for i, word in enumerate(_NUMBER_WORDS[2:], 2):
-        spans += [(m.start(), float(i)) for m in re.finditer(rf"\b{word}\b", plain, re.I)]
-    return [v for _, v in sorted(spans)]
-
-
-def _number_matches(stated: float, value: float) -> bool:
-    if float(value).is_integer():
-        return stated == value
-    # a float: stated as it is, or rounded to the decimals the answer gives ("8.46" or "8.5" for 8.456)
-    text = f"{stated:g}"
-    decimals = len(text.split(".")[1]) if "." in text else 0
-    return stated == value or (decimals >= 1 and abs(round(value, decimals) - stated) < 1e-9)
-
-
-def mentions(answer: str, value: Any) -> bool:
-    """Whether ``answer`` mentions ``value`` (see the module docstring); a number must be stated as that
-    number ("8.5" and "18" are not 8)."""
-    if value is None:
-        return False
-    if isinstance(value, str) and value.startswith("/") and "." in value:  # an image path: as it is
-        return value in answer
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return any(_number_matches(n, float(value)) for n in numbers(answer))
-    norm = normalize_text(answer)
-    return any(form.strip() and form in norm for form in surface_forms(value))
-
-
-_CLAUSE = re.compile(r"[.!?:](?=\s|$)|[;\n()]|,\s|\s[-\u2013\u2014]+\s|"
-                     r"\b(?:but|whereas|while|although|however|instead|rather)\b", re.I)
-_NEGATION = re.compile(r"\b(not|no|never|neither|nor|isnt|wasnt|arent|werent|doesnt|didnt|dont|cannot|cant|"
-                       r"couldnt|wont|without|except)\b")
-
-
-def affirmed(answer: str) -> str:
-    """``answer`` without its negated clauses: in "It is not Christian Bale; it is Heath Ledger." only the
-    second clause names anyone. Clauses end at sentence and clause punctuation and before "but", "while",
-    "instead" ...; a clause holding "not", "no", "never", "isn't" ... is negated."""
-    kept = [part for part in _CLAUSE.split(answer) if part and not _NEGATION.search(normalize_text(part))]
-    return " . ".join(kept)
-
-
-ANSWER_CHARS = 600
-"""How long an answer may be beyond what its expected values need (see :func:`answer_limit`)."""
-
-
-def answer_limit(expected: list[Any]) -> int:
-    """The longest answer accepted: ANSWER_CHARS plus twice the length of the expected values' text, so
-    that a list answer fits and the gold buried in pages of noise does not."""
-    return ANSWER_CHARS + 2 * sum(len(_text(v)) for v in expected)
-
-
-@lru_cache(maxsize=8)
-def _candidate_forms(candidates: tuple[str, ...]) -> tuple[str, ...]:
-    """Normalised candidate names worth counting: two words or more, or one long word (a one-word title such
-    as "Up" or "Heat" is an ordinary word in an answer)."""
-    out = []
-    for name in candidates:
-        form = normalize_text(str(name))
-        words = form.split()
-        if len(words) >= 2 or (len(words) == 1 and len(words[0]) >= 7 and not words[0].isdigit()):
-            out.append(form)
-    return tuple(dict.fromkeys(out))
-
-
-def distractors(answer: str, candidates: Any, expected: list[Any], query: str = "") -> list[str]:
-    """The candidate names ``answer`` states that are neither expected nor part of the query (nor part of an
-    expected value or of a longer stated name)."""
-    norm = normalize_text(affirmed(answer))
-    known = " | ".join(normalize_text(_text(v)) for v in expected if isinstance(v, str)) + " | " + normalize_text(query)
-    found = [form for form in _candidate_forms(tuple(str(c) for c in candidates or ())) if form in norm
-             and form not in known]
-    return [f.strip() for f in found if not any(f != g and f in g for g in found)]
-
-
-def other_numbers(answer: str, expected: list[Any], query: str = "") -> list[float]:
-    """The numbers ``answer`` states besides the expected ones: not a year (1800-2099), not in the query,
-    not part of an expected text or date."""
-    wanted = [float(v) for v in expected if isinstance(v, (int, float)) and not isinstance(v, bool)]
-    allowed = set(numbers(query))
-    for v in expected:
-        if isinstance(v, str):
-            allowed.update(numbers(v))
-            allowed.update(numbers(" ".join(surface_forms(v))))
-    out = []
-    for n in numbers(affirmed(answer)):
-        if any(_number_matches(n, w) for w in wanted) or n in allowed:
-            continue
-        if n.is_integer() and 1800 <= n <= 2099:
-            continue
-        out.append(n)
-    return out
-
-
-def first_position(answer: str, value: Any) -> int | None:
-    """Where ``answer`` first mentions ``value`` (in its normalised text), or None."""
-    norm = normalize_text(answer)
-    found = [norm.find(form) for form in surface_forms(value) if form.strip() and form in norm]
-    return min(found) if found else None
-
-
-def picks(answer: str, winner: Any, others: list[Any]) -> bool:
-    """Whether ``answer`` names ``winner`` before any of ``others`` (a heuristic for "which one" questions: answers
-    state their pick first; a longer name at the same place, "Avatar: The Way of Water" over "Avatar", wins)."""
-    at = first_position(answer, winner)
-    if at is None:
-        return False
-    for other in others:
-        other_at = first_position(answer, other)
-        if other_at is None:
-            continue
-        if other_at < at or (other_at == at and len(normalize_text(str(other))) > len(normalize_text(str(winner)))):
-            return False
-    return True
-
-
-_YES = re.compile(r"\b(yes|yeah|indeed|correct|same person|both)\b")
-_NO = re.compile(r"\b(no|not|isn t|isnt|aren t|doesn t|didn t|neither|different)\b")
-
-
-_NON_ANSWER = re.compile(r"\b(could not|couldn t|couldnt|cannot|can not|can t|unable|don t know|do not know|not sure|no information)\b")
-
-
-def says_yes(answer: str) -> bool | None:
-    """True for an answer that says yes, False for no, None when it says neither, both, or that it could not
-    tell ("I could not find it" is no answer, not a no)."""
-    norm = normalize_text(answer).replace(" n t ", " nt ")
-    if _NON_ANSWER.search(normalize_text(answer)):
-        return None
-    yes, no = bool(_YES.search(norm)), bool(_NO.search(norm))
-    if yes == no:
-        return None
-    return yes
-
-
-# ----------------------------------------------------------------------------------------- checking
+# ----------------------------------------------------------------------------------------- resolving
 
 Resolver = Callable[[Any], Any]
+VALUE_KEYS = ("all", "any", "of", "none", "yes", "picks", "observed", "equals", "same_items", "includes", "one_of",
+              "excludes", "below")
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -344,44 +170,62 @@ def _as_list(value: Any) -> list[Any]:
     return [] if value is None else [value]
 
 
-def resolve(spec: Any, *, api: Callable[[str, dict[str, Any]], Any], initial: Any) -> Any:
+def resolve(spec: Any, *, api: Callable[[str, dict[str, Any]], Any], initial: Any,
+            trace: list[Source] | None = None) -> Any:
     """The value a VALUE spec stands for (see the module docstring). ``api(op, args)`` answers a request
-    in-process; ``initial`` is the initial state view (None for stateless APIs)."""
+    in-process; ``initial`` is the initial state view (None for stateless APIs); ``trace`` collects where
+    each value was read (:class:`~.provenance.Source`), for the provenance check."""
     if isinstance(spec, dict):
         if "api" in spec and "each" in spec:  # one request per value: {"each": {"movie_id": VALUE}}
-            (key, over), = dict(spec["each"]).items()
+            (name, over), = dict(spec["each"]).items()
             out: list[Any] = []
-            for value in _as_list(resolve(over, api=api, initial=initial)):
+            for value in _as_list(resolve(over, api=api, initial=initial, trace=trace)):
                 single = {k: v for k, v in spec.items() if k != "each"}
-                single["args"] = {**dict(spec.get("args") or {}), key: value}
-                out.extend(_as_list(resolve(single, api=api, initial=initial)))
+                single["args"] = {**dict(spec.get("args") or {}), name: value}
+                out.extend(_as_list(resolve(single, api=api, initial=initial, trace=trace)))
             return out
         if "api" in spec:
-            body = api(str(spec["api"]), dict(spec.get("args") or {}))
-            return search(spec["expr"], body) if spec.get("expr") else body
+            args = dict(spec.get("args") or {})
+            body = api(str(spec["api"]), args)
+            found = search(spec["expr"], body) if spec.get("expr") else body
+            if trace is not None:
+                trace.append(Source(str(spec["api"]), args, body, found))
+            return found
         if "initial" in spec:
-            return search(str(spec["initial"]), initial)
-        for key, pick in (("argmax", max), ("argmin", min)):
-            if key in spec:  # {"argmax": {"name": VALUE, ...}} -> the name whose value is largest
-                scored = {name: resolve(v, api=api, initial=initial) for name, v in dict(spec[key]).items()}
-                return pick(scored, key=lambda name: scored[name])
+            found = search(str(spec["initial"]), initial)
+            if trace is not None:
+                trace.append(Source("initial", {}, None, found))
+            return found
+        for name, pick in (("argmax", max), ("argmin", min)):
+            if name in spec:  # {"argmax": {"name": VALUE, ...}} -> the name whose value is largest
+                scored = {option: resolve(v, api=api, initial=initial, trace=trace) for option, v in dict(spec[name]).items()}
+                return pick(scored, key=lambda option: scored[option])
         if "value" in spec:
             return spec["value"]
     if isinstance(spec, list):
-        return [resolve(s, api=api, initial=initial) for s in spec]
+        return [resolve(s, api=api, initial=initial, trace=trace) for s in spec]
     return spec
 
 
+Traces = list[dict[str, list[Source]]]
+"""Per condition of a checker: per key (``all``, ``picks`` ...), where its values were read."""
+
+
 def resolve_checker(checker: list[dict[str, Any]], *, api: Callable[[str, dict[str, Any]], Any],
-                    initial: Any) -> list[dict[str, Any]]:
-    """The checker with every VALUE computed: what the task's expected answer or end state is."""
+                    initial: Any, traces: Traces | None = None) -> list[dict[str, Any]]:
+    """The checker with every VALUE computed: what the task's expected answer or end state is. ``traces``
+    (a list) receives, per condition, where each key's values were read."""
     out = []
     for cond in checker:
         done = dict(cond)
-        for key in ("all", "any", "of", "none", "yes", "picks", "equals", "same_items", "includes", "one_of", "excludes", "below"):
-            if key in done:
-                done[key] = resolve(done[key], api=api, initial=initial)
+        found: dict[str, list[Source]] = {}
+        for name in VALUE_KEYS:
+            if name in done:
+                found[name] = []
+                done[name] = resolve(done[name], api=api, initial=initial, trace=found[name])
         out.append(done)
+        if traces is not None:
+            traces.append(found)
     return out
 
 
@@ -396,117 +240,197 @@ def expected_values(resolved: list[dict[str, Any]]) -> list[Any]:
     """Every value a resolved checker expects the answer to mention (or may accept: ``of``, ``over``)."""
     out: list[Any] = []
     for cond in resolved:
-        for key in ("all", "any", "of", "picks", "over"):
-            if key in cond:
-                out.extend(_as_list(cond[key]))
+        for name in ("all", "any", "of", "picks", "over"):
+            if name in cond:
+                out.extend(_as_list(cond[name]))
     return out
 
 
-def answer_problems(resolved: list[dict[str, Any]], answer: str, *, candidates: Any = None,
-                    query: str = "") -> list[str]:
-    """What makes ``answer`` no answer whatever it mentions: too long for what it must say, more candidate
-    names than a statement of the answer holds, or (for a count) other numbers beside it."""
-    expected = expected_values(resolved)
-    problems = []
-    limit = answer_limit(expected)
-    if len(answer) > limit:  # nothing else is looked at in an answer of that length
-        return [f"the answer is too long ({len(answer)} characters, at most {limit} for this task)"]
-    asks = any(k in c for c in resolved for k in _MENTION_KEYS)  # not an end-state-only checker
-    if asks and not any("yes" in c for c in resolved):
-        required = sum(len(_as_list(c["all"])) if "all" in c else int(c["at_least"]) if "at_least" in c else 1
-                       for c in resolved if any(k in c for k in _MENTION_KEYS))
-        allowed = 2 + required // 2
-        names = [v for v in expected if isinstance(v, str) and not _DATE.match(v.strip()) and not v.startswith("/")]
-        extra = distractors(answer, candidates, expected, query) if names else []  # names are the answer
-        if len(extra) > allowed:
-            problems.append(f"the answer lists {len(extra)} other candidates ({_short(extra[:5])}), at most "
-                            f"{allowed} beside the answer")
-        counts = [v for c in resolved for k in ("all", "any") if k in c for v in _as_list(c[k])
-                  if isinstance(v, int) and not isinstance(v, bool)]
-        if counts:
-            others = other_numbers(answer, expected, query)
-            if others:
-                problems.append(f"the answer states other numbers beside the count ({_short(others[:5])})")
-    return problems
+def _numbers_asked(resolved: list[dict[str, Any]]) -> list[Any]:
+    return [v for c in resolved for k in ("all", "any", "of") if k in c for v in _as_list(c[k]) if is_number(v)]
+
+
+# ----------------------------------------------------------------------------------------- checking
+
+
+def _sources_of(value: Any, sources: list[Source]) -> list[Source]:
+    """The sources whose value holds ``value``."""
+    want = _canonical(value)
+    return [s for s in sources if any(_canonical(v) == want for v in _as_list(s.value))]
+
+
+NOT_OBSERVED = "never appeared in a successful tool response of this episode"
+
+
+STATE_SLACK = 1
+"""Items an end-state list may gain (``includes``) or lose (``excludes``) beyond the ones the task names: a
+task that asks to follow one artist is not solved by following every artist."""
 
 
 def evaluate(resolved: list[dict[str, Any]], answer: str | None, state: Any,
-             calls: list[str] | None = None, *, candidates: Any = None, query: str = "") -> tuple[bool, list[str]]:
+             calls: list[str] | None = None, *, candidates: Any = None, query: str = "",
+             observed: Observed | None = None, traces: Traces | None = None,
+             initial: Any = None) -> tuple[bool, list[str]]:
     """(success, what failed) for a resolved checker, a final answer, the final state view and the names of the
-    calls made. ``candidates``: the names the answer could be drawn from (an answer listing many of them
-    fails); ``query``: the task's text (what it names is no distractor).
+    calls that succeeded. ``candidates``: the names the data holds (a :class:`~.answers.Lexicon` or a list;
+    an answer asserting many of an expected name's kind fails); ``query``: the task's text (what it names is
+    no distractor, and numbers it states are no other numbers).
 
-    Mentions count only outside negated clauses (:func:`affirmed`). A checker with a ``yes`` condition is a
-    yes/no question: a bare "Yes" or "No" answers it, so its mention conditions are not required."""
+    ``initial``: the state view the episode started from (an ``includes`` / ``excludes`` end state must not
+    gain / lose more than :data:`STATE_SLACK` items beyond the ones named).
+
+    ``observed`` (the ``solved`` mode): the episode's successful responses; every value the answer is credited
+    for must have appeared in one (:class:`~.provenance.Observed`, with ``traces`` from
+    :func:`resolve_checker` saying where the checker read each value). Without it, the answer alone decides.
+
+    Values count when asserted (:mod:`.answers`: not negated, not asked, not retracted); a yes/no question's
+    facts count in any declarative clause. A ``yes`` condition with mention conditions asks for both: a bare
+    "Yes." does not state the supporting fact."""
     raw = answer or ""
-    failures: list[str] = answer_problems(resolved, raw, candidates=candidates, query=query) if raw else []
-    too_long = len(raw) > answer_limit(expected_values(resolved))
-    text = "" if too_long else affirmed(raw)  # an answer of that length mentions nothing
+    expected = expected_values(resolved)
     yes_no = any("yes" in c for c in resolved)
-    for cond in resolved:
+    options = [o for c in resolved if "picks" in c for o in [c["picks"], *_as_list(c.get("over"))]]
+    lexicon = answer_lexicon(candidates, expected, query, options)
+    too_long = len(raw) > answer_limit(expected)
+    reading = read_answer("" if too_long else raw, lexicon, yes_no=yes_no)
+    failures: list[str] = answer_problems(expected, _numbers_asked(resolved), reading, lexicon, query=query,
+                                          answer=raw, options=options) if raw else []
+    facts = not yes_no  # a yes/no answer's facts count negated too
+
+    def said(value: Any) -> bool:
+        return stated(reading, value, lexicon, asserted=facts)
+
+    def seen(value: Any, sources: list[Source]) -> bool:
+        return observed is None or observed.shows(value, _sources_of(value, sources), query=query, answers=expected)
+
+    query_words = " " + " ".join(words(query)) + " "
+    mentioned = [v for c in resolved for k in ("all", "any", "of") if k in c for v in _as_list(c[k])
+                 if f" {' '.join(words(str(v)))} " not in query_words]  # the user's own words prove nothing
+    subjects = {lexicon.canonical(n) for n in read_answer(query, lexicon, yes_no=True).names(False)}
+    facts_stated = any(stated(reading, v, lexicon) for v in mentioned) and subjects <= {
+        lexicon.canonical(n) for n in reading.names(False)}  # a plain statement of the fact, about what was asked
+    for i, cond in enumerate(resolved):
         why = f" ({cond['why']})" if cond.get("why") else ""
-        if yes_no:
-            cond = {k: v for k, v in cond.items() if k not in (*_MENTION_KEYS, "of", "over")}
+        trace = traces[i] if traces is not None and i < len(traces) else {}
         if "called" in cond:
             it = iter(calls or [])
             wanted = [str(c) for c in _as_list(cond["called"])]
             if not all(any(c == w for c in it) for w in wanted):
-                failures.append(f"the calls made do not include {_short(wanted)} in that order{why}")
+                failures.append(f"the calls that succeeded do not include {_short(wanted)} in that order{why}")
         if "all" in cond:
-            missing = [v for v in _as_list(cond["all"]) if not mentions(text, v)]
-            if missing or not _as_list(cond["all"]):
+            values = _as_list(cond["all"])
+            missing = [v for v in values if not said(v)]
+            if missing or not values:
                 failures.append(f"the answer does not mention {_short(missing or cond['all'])}{why}")
+            unseen = [v for v in values if v not in missing and not seen(v, trace.get("all", []))]
+            if unseen:
+                failures.append(f"{_short(unseen)} {NOT_OBSERVED}{why}")
         if "any" in cond:
             values = _as_list(cond["any"])
-            if not any(mentions(text, v) for v in values):
+            hits = [v for v in values if said(v)]
+            if not hits:
                 failures.append(f"the answer mentions none of {_short(values)}{why}")
+            elif not any(seen(v, trace.get("any", [])) for v in hits):
+                failures.append(f"{_short(hits[:3])} {NOT_OBSERVED}{why}")
         if "at_least" in cond:
             values = _as_list(cond.get("of"))
-            hits = sum(mentions(text, v) for v in values)
-            if hits < int(cond["at_least"]):
-                failures.append(f"the answer mentions {hits} of {_short(values)}, needs {cond['at_least']}{why}")
+            hits = [v for v in values if said(v)]
+            need = int(cond["at_least"])
+            if len(hits) < need:
+                failures.append(f"the answer mentions {len(hits)} of {_short(values)}, needs {need}{why}")
+            elif sum(seen(v, trace.get("of", [])) for v in hits) < need:
+                failures.append(f"of {_short(hits[:5])}, fewer than {need} {NOT_OBSERVED}{why}")
         if "none" in cond:
-            wrong = [v for v in _as_list(cond["none"]) if mentions(text, v)]
+            wrong = [v for v in _as_list(cond["none"]) if stated(reading, v, lexicon)]
             if wrong:
                 failures.append(f"the answer mentions {_short(wrong)}, which is wrong{why}")
         if "picks" in cond:
-            winner, others = cond["picks"], [o for o in _as_list(cond.get("over")) if o != cond["picks"]]
-            if not picks(text, winner, others):
+            winner = cond["picks"]
+            choices = [key(str(o)) for o in dict.fromkeys([winner, *_as_list(cond.get("over"))])]
+            choice = decide_pick(reading, choices, lexicon, query)
+            if choice != lexicon.canonical(key(str(winner))):
+                others = [o for o in _as_list(cond.get("over")) if o != winner]
                 failures.append(f"the answer does not pick {_short(winner)} over {_short(others)}{why}")
+            elif observed is not None:  # what decided the pick was seen (the scores compared; a literal: itself)
+                sources = trace.get("picks", [])
+                unseen = [s.value for s in sources if s.op != "initial" and not observed.shows(s.value, [s])]
+                if not sources and not observed.shows(winner, query=query):
+                    unseen = [winner]
+                if unseen:
+                    failures.append(f"what decides the pick ({_short(unseen)}) {NOT_OBSERVED}{why}")
         if "yes" in cond:
-            said = says_yes(raw)
-            if said is not bool(cond["yes"]):
+            said_yes = says_yes(reading, facts=facts_stated)
+            if said_yes is not bool(cond["yes"]):
                 failures.append(f"the answer does not say {'yes' if cond['yes'] else 'no'}{why}")
+            elif observed is not None and trace.get("yes") and not observed.shows(bool(cond["yes"]), trace["yes"]):
+                failures.append(f"the response the yes/no is read from {NOT_OBSERVED}{why}")
+        if "observed" in cond and observed is not None:
+            unseen = [v for v in _as_list(cond["observed"]) if not seen(v, trace.get("observed", []))]
+            if unseen:
+                failures.append(f"{_short(unseen)} {NOT_OBSERVED}{why}")
         if "state" in cond:
-            try:
-                got = search(str(cond["state"]), state)
-            except Exception as exc:  # a type error inside the expression: the state is not what was asked for
-                failures.append(f"end state {cond['state']} cannot be read ({type(exc).__name__}: {exc}){why}")
-                continue
-            if "equals" in cond and _canonical(got) != _canonical(cond["equals"]):
-                failures.append(f"end state {cond['state']} is {_short(got)}, expected {_short(cond['equals'])}{why}")
-            if "same_items" in cond:
-                a = sorted(_canonical(v) for v in _as_list(got))
-                b = sorted(_canonical(v) for v in _as_list(cond["same_items"]))
-                if a != b:
-                    failures.append(f"end state {cond['state']} is {_short(got)}, expected the items "
-                                    f"{_short(cond['same_items'])}{why}")
-            if "excludes" in cond:
-                have = {_canonical(v) for v in _as_list(got)}
-                kept = [v for v in _as_list(cond["excludes"]) if _canonical(v) in have]
-                if kept:
-                    failures.append(f"end state {cond['state']} still has {_short(kept)}{why}")
-            if "below" in cond and not (isinstance(got, (int, float)) and isinstance(cond["below"], (int, float))
-                                        and got < cond["below"]):
-                failures.append(f"end state {cond['state']} is {_short(got)}, expected below {_short(cond['below'])}{why}")
-            if "one_of" in cond and _canonical(got) not in {_canonical(v) for v in _as_list(cond["one_of"])}:
-                failures.append(f"end state {cond['state']} is {_short(got)}, expected one of {_short(cond['one_of'])}{why}")
-            if "includes" in cond:
-                have = {_canonical(v) for v in _as_list(got)}
-                lacking = [v for v in _as_list(cond["includes"]) if _canonical(v) not in have]
-                if lacking:
-                    failures.append(f"end state {cond['state']} lacks {_short(lacking)}{why}")
+            failures += _state_failures(cond, state, why, initial)
+    if observed is not None and yes_no and not _provable(resolved, traces):
+        failures.append("the checker names nothing the tools must have shown for this yes/no question (add an "
+                        "'observed' condition); check=answer-only does not ask for it")
     return not failures, failures
+
+
+def _provable(resolved: list[dict[str, Any]], traces: Traces | None) -> bool:
+    """Whether a checker asks for something an episode must have observed (a yes/no read from a response, a
+    value to mention or to observe)."""
+    for i, cond in enumerate(resolved):
+        trace = traces[i] if traces is not None and i < len(traces) else {}
+        if any(k in cond for k in ("all", "any", "at_least", "observed", "picks")):
+            return True
+        if "yes" in cond and any(s.op != "initial" for s in trace.get("yes", [])):
+            return True
+    return False
+
+
+def _state_failures(cond: dict[str, Any], state: Any, why: str, initial: Any = None) -> list[str]:
+    failures: list[str] = []
+    try:
+        got = search(str(cond["state"]), state)
+    except Exception as exc:  # a type error inside the expression: the state is not what was asked for
+        return [f"end state {cond['state']} cannot be read ({type(exc).__name__}: {exc}){why}"]
+    if initial is not None and ("includes" in cond or "excludes" in cond):
+        try:
+            before = {_canonical(v) for v in _as_list(search(str(cond["state"]), initial))}
+        except Exception:  # noqa: BLE001 - the initial state has another shape: nothing to compare
+            before = None
+        if before is not None:
+            after = {_canonical(v) for v in _as_list(got)}
+            if "includes" in cond and len(after - before) > len(_as_list(cond["includes"])) + STATE_SLACK:
+                failures.append(f"end state {cond['state']} gained {len(after - before)} items, the task names "
+                                f"{len(_as_list(cond['includes']))}{why}")
+            if "excludes" in cond and len(before - after) > len(_as_list(cond["excludes"])) + STATE_SLACK:
+                failures.append(f"end state {cond['state']} lost {len(before - after)} items, the task names "
+                                f"{len(_as_list(cond['excludes']))}{why}")
+    if "equals" in cond and _canonical(got) != _canonical(cond["equals"]):
+        failures.append(f"end state {cond['state']} is {_short(got)}, expected {_short(cond['equals'])}{why}")
+    if "same_items" in cond:
+        a = sorted(_canonical(v) for v in _as_list(got))
+        b = sorted(_canonical(v) for v in _as_list(cond["same_items"]))
+        if a != b:
+            failures.append(f"end state {cond['state']} is {_short(got)}, expected the items "
+                            f"{_short(cond['same_items'])}{why}")
+    if "excludes" in cond:
+        have = {_canonical(v) for v in _as_list(got)}
+        kept = [v for v in _as_list(cond["excludes"]) if _canonical(v) in have]
+        if kept:
+            failures.append(f"end state {cond['state']} still has {_short(kept)}{why}")
+    if "below" in cond and not (isinstance(got, (int, float)) and isinstance(cond["below"], (int, float))
+                                and got < cond["below"]):
+        failures.append(f"end state {cond['state']} is {_short(got)}, expected below {_short(cond['below'])}{why}")
+    if "one_of" in cond and _canonical(got) not in {_canonical(v) for v in _as_list(cond["one_of"])}:
+        failures.append(f"end state {cond['state']} is {_short(got)}, expected one of {_short(cond['one_of'])}{why}")
+    if "includes" in cond:
+        have = {_canonical(v) for v in _as_list(got)}
+        lacking = [v for v in _as_list(cond["includes"]) if _canonical(v) not in have]
+        if lacking:
+            failures.append(f"end state {cond['state']} lacks {_short(lacking)}{why}")
+    return failures
 
 
 def _short(value: Any, limit: int = 160) -> str:
@@ -561,24 +485,22 @@ def path_scores(calls: list[str], gold: list[str]) -> dict[str, Any]:
 
 __all__ = [
     "ANSWER_CHARS",
+    "VALUE_KEYS",
+    "Lexicon",
+    "Observed",
     "ScriptError",
-    "affirmed",
+    "Source",
+    "Traces",
     "answer_limit",
-    "answer_problems",
-    "distractors",
-    "expected_values",
-    "numbers",
-    "other_numbers",
-    "path_scores",
     "evaluate",
+    "expected_values",
     "fill",
     "mentions",
-    "normalize_text",
+    "path_scores",
     "picks",
     "resolve",
     "resolve_checker",
     "run_script",
     "says_yes",
     "search",
-    "surface_forms",
 ]

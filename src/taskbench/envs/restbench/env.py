@@ -7,7 +7,8 @@ Data flow::
     ToolCall --_execute: path/query/header/body from ToolSpec.http--> HTTP --> ToolResult (status + JSON; a 4xx
         is an error the agent reads)
     tasks: RestBench queries (gold path normalised) + our checker and solution script, or our own task set
-    check(task, answer): the checker over the answer and the episode's end state -> CheckResult
+    check(task, answer): the checker over the answer, the episode's end state and its successful responses
+        (provenance, in the default check mode) -> CheckResult
 
 One environment instance is one episode at a time; its session id isolates its state in the shared service.
 """
@@ -25,9 +26,10 @@ from urllib.parse import quote
 from ...errors import ConfigError, MissingDependencyError
 from ...graph.loaders import load_tools
 from ...schema import AgentTask, CheckResult, ToolCall, ToolResult, ToolSpec
-from ..base import Environment
+from ..base import CHECK_MODES, Environment, parse_check_mode
 from . import service as svc
-from .checking import evaluate, path_scores, resolve_checker, run_script
+from .answers import Lexicon
+from .checking import Traces, evaluate, path_scores, resolve_checker, run_script
 from .dataset import (
     RestBenchQueries,
     check_api,
@@ -41,9 +43,6 @@ from .spotify import Spotify
 from .tmdb import TMDB
 
 TASK_SETS = ("auto", "restbench", "own", "all")
-CHECK_MODES = ("solved", "answer-only")
-"""``solved`` (the default): the answer passes the checker *and* a call on the task's gold path succeeded;
-``answer-only``: the answer alone decides, as RestBench's evaluation does (no call required)."""
 
 
 def _backend(api: str) -> svc.Backend:
@@ -57,8 +56,8 @@ class RestBenchEnv(Environment):
     ``shared/reference/restbench`` beside the checkout when present), ``spec`` (an OpenAPI file to serve
     instead), ``task_set``: ``restbench`` (the dataset's queries), ``own`` (our bundled tasks), ``all``, or
     ``auto`` (RestBench's when its files are found, else ours). ``check``: ``solved`` (default: the answer
-    passes the checker and a call on the gold path succeeded) or ``answer-only`` (RestBench-compatible: the
-    answer alone; see :data:`CHECK_MODES`).
+    passes the checker and what it is credited for appeared in a successful response of the episode) or
+    ``answer-only`` (RestBench-compatible: the answer alone; see :data:`CHECK_MODES`).
     """
 
     def __init__(self, api: str, *, restbench_dir: str | Path | None = None, spec: str | Path | None = None,
@@ -68,10 +67,7 @@ class RestBenchEnv(Environment):
         self.name = f"restbench-{api}"  # type: ignore[misc]
         if task_set not in TASK_SETS:
             raise ConfigError(f"unknown task_set {task_set!r} (known: {', '.join(TASK_SETS)})")
-        if check not in CHECK_MODES:
-            raise ConfigError(f"unknown check mode {check!r} (known: {', '.join(CHECK_MODES)}; answer-only is "
-                              "RestBench's answer-only evaluation)")
-        self.check_mode = check
+        self.check_mode = parse_check_mode(check)
         self._candidates: list[str] | None = None
         self.restbench_dir = find_restbench_dir(restbench_dir)
         has_queries = self.restbench_dir is not None and (self.restbench_dir / f"{api}.json").is_file()
@@ -95,6 +91,7 @@ class RestBenchEnv(Environment):
         self._tasks: list[AgentTask] | None = None
         self.problems: list[str] = []
         self._initial: Any = None
+        self._resolved_cache: dict[tuple[str, str, str], tuple[list[dict[str, Any]], Traces]] = {}
 
     # ------------------------------------------------------------------------------------------ tools
 
@@ -248,46 +245,59 @@ class RestBenchEnv(Environment):
                                  meta=meta))
         return out
 
-    def _expected(self, task: AgentTask) -> Any:
+    def _resolved(self, task: AgentTask) -> tuple[list[dict[str, Any]], Traces]:
+        """The task's checker resolved against its initial state, with where each value was read (cached)."""
         checker: Any = task.meta.get("checker")
-        if not isinstance(checker, list):
+        cache_key = (task.id, json.dumps(checker, sort_keys=True, default=str), json.dumps(task.meta.get("setup"),
+                                                                                         sort_keys=True, default=str))
+        if cache_key not in self._resolved_cache:
+            backend = self.backend
+            session = f"{self.session}-expected"
+            setup = task.meta.get("setup")
+            backend.reset_session(session, setup if isinstance(setup, dict) else None)
+            traces: Traces = []
+            try:
+                resolved = resolve_checker(checker, api=lambda op, args: self.api_call(op, args, session),
+                                           initial=backend.state(session), traces=traces)
+            finally:
+                backend.drop_session(session)
+            self._resolved_cache[cache_key] = (resolved, traces)
+        return self._resolved_cache[cache_key]
+
+    def _expected(self, task: AgentTask) -> Any:
+        if not isinstance(task.meta.get("checker"), list):
             return None
-        backend = self.backend
-        session = f"{self.session}-expected"
-        setup = task.meta.get("setup")
-        backend.reset_session(session, setup if isinstance(setup, dict) else None)
-        try:
-            return resolve_checker(checker, api=lambda op, args: self.api_call(op, args, session),
-                                   initial=backend.state(session))
-        finally:
-            backend.drop_session(session)
+        return self._resolved(task)[0]
 
     async def check(self, task: AgentTask, answer: str | None) -> CheckResult:
         calls = [c.name for c in self._calls]
+        succeeded = [c.name for c, r in zip(self._calls, self._results, strict=False) if r.error is None]
         checker: Any = task.meta.get("checker")
         if not isinstance(checker, list):
             return CheckResult(success=False, reason="no checker for this task", calls=calls,
                                gold_path=list(task.gold_path))
-        expected: Any = task.answer if isinstance(task.answer, list) else self._expected(task)
+        expected, traces = self._resolved(task)
         state = self.backend.state(self.session)
-        ok, failures = evaluate(expected, answer, state, calls, candidates=self.candidates(), query=task.query)
-        gold = set(task.gold_path)
-        on_path = [c.name for c, r in zip(self._calls, self._results, strict=False) if c.name in gold and r.error is None]
-        if self.check_mode == "solved" and gold and not on_path:
-            failures.append("no call on the task's gold path succeeded (the answer was not found through the "
-                            "tools; check=answer-only does not ask for one)")
-        ok = not failures
+        observed = self.observed() if self.check_mode == "solved" else None
+        ok, failures = evaluate(expected, answer, state, succeeded, candidates=self.lexicon(), query=task.query,
+                                observed=observed, traces=traces, initial=self._initial)
         return CheckResult(success=ok, reason="solved" if ok else "; ".join(failures), calls=calls,
                            gold_path=list(task.gold_path),
                            details={"failures": list(failures), "check": self.check_mode,
-                                    "gold_calls_ok": len(on_path), "path": path_scores(calls, task.gold_path)})
+                                    "calls_ok": len(succeeded),
+                                    "gold_calls_ok": sum(1 for name in succeeded if name in set(task.gold_path)),
+                                    "path": path_scores(calls, task.gold_path)})
 
     def candidates(self) -> list[str]:
-        """Every name and title in this API's fixture data: the candidates an answer could list (the checker
-        fails an answer that lists many)."""
+        """Every name and title in this API's fixture files (see :meth:`lexicon` for what the checker reads)."""
         if self._candidates is None:
             self._candidates = fixture_names(self.api)
         return list(self._candidates)
+
+    def lexicon(self) -> Lexicon:
+        """Every name the API's data holds, by kind (``tmdb:person[].name`` ...): what an answer is read with
+        (shared by every environment of this API and spec)."""
+        return _lexicon(self._key, self.backend)
 
     async def aclose(self) -> None:
         if self._client is not None:
@@ -297,6 +307,15 @@ class RestBenchEnv(Environment):
             self._service.backend.drop_session(self.session)
             self._service = None
             svc.release(self._key)
+
+
+_LEXICONS: dict[tuple[str, str], Lexicon] = {}
+
+
+def _lexicon(key: tuple[str, str], backend: svc.Backend) -> Lexicon:
+    if key not in _LEXICONS:
+        _LEXICONS[key] = Lexicon.from_data(backend.records(), f"{backend.api}:")
+    return _LEXICONS[key]
 
 
 def fixture_names(api: str) -> list[str]:

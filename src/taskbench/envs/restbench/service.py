@@ -84,6 +84,12 @@ class Backend:
         """A JSON view of ``session``'s state (what end-state checkers read); None when stateless."""
         return None
 
+    def records(self) -> dict[str, Any]:
+        """The data an answer can draw names from, by kind ({"person": [...], "movie": [...]}): the checker
+        reads every short string in it as a name of kind ``<kind>.<key path>`` (a list of every value of one
+        kind is then no answer). Empty by default."""
+        return {}
+
     def document(self, tools: list[ToolSpec]) -> None:  # noqa: B027
         """Learn the spec being served (a backend that answers in the spec's documented fields reads them)."""
 

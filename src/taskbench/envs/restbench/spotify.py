@@ -55,6 +55,12 @@ class Spotify(SpotifyDb, Backend):
             text += "; " + "; ".join(f"{n}: {m}" for n, _l, m, _k in problems[1:])
         return 400, self.error(400, text)
 
+    def records(self) -> dict[str, Any]:
+        playlists = [*self.public_playlists.values(), *self.initial.get("playlists", [])]
+        return {"artist": list(self.artists.values()), "album": list(self.albums.values()),
+                "track": list(self.tracks.values()), "playlist": playlists, "user": list(self.users.values()),
+                "me": self.initial.get("me", {}), "device": self.initial.get("devices", [])}
+
     def handlers(self) -> dict[str, Endpoint]:
         h: dict[str, Endpoint] | None = self.__dict__.get("_handlers")
         if h is None:

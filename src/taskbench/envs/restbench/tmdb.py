@@ -71,6 +71,14 @@ class TMDB(TmdbDb, Backend):
         tree = self.__dict__.get("fields", {}).get(op)
         return (status, prune(body, tree)) if tree is not None and status < 300 else (status, body)
 
+    def records(self) -> dict[str, Any]:
+        people = [*self.people.values(), *self.crowd.values()]  # made-up people are people too
+        return {"person": people, "movie": list(self.movies.values()), "tv": list(self.tv.values()),
+                "collection": list(self.collections.values()), "company": list(self.companies.values()),
+                "network": list(self.networks.values()),
+                "genre": [*self.genre_names["movie"].values(), *self.genre_names["tv"].values()],
+                "language": list(self.languages.values()), "country": list(self.countries.values())}
+
     # ------------------------------------------------------------------------------------- handlers
 
     def handlers(self) -> dict[str, Endpoint]:

@@ -20,7 +20,10 @@ way (its artifact id or ``<node-j>``), and each call changes the seeded world (s
 :mod:`.dailylife`).
 
 :meth:`TaskBenchEnvironment.check` runs the task's gold graph and compares: the episode succeeded when it
-produced every gold final artifact, provenance-equal (and, for daily life, reached the same end state).
+produced every gold final artifact, provenance-equal (and, for daily life, reached the same end state), and did
+not find them by trying everything: it may produce at most as many outputs the gold graph does not as the gold
+graph has calls (at least :data:`EXTRA_OUTPUTS`). Every artifact is a tool's output by construction, so the
+provenance rule of the other environments holds here by itself; the final answer's text is not read.
 """
 
 from __future__ import annotations
@@ -37,6 +40,9 @@ from .dailylife import QUERY_TOOLS, DailyLifeWorld
 from .execute import DomainRuntime, GraphExecution, compare_executions
 
 DOMAINS = ("huggingface", "multimedia", "dailylifeapis")
+EXTRA_OUTPUTS = 2
+"""The fewest outputs beyond the gold graph's an episode may produce and succeed (see
+:meth:`TaskBenchEnvironment.extra_outputs`)."""
 _ARTIFACT_ID = re.compile(r"^[a-z]+:[0-9a-f]{12}$")
 _NODE = re.compile(r"^<node-(\d+)>$")
 _COMPATIBLE = {("text", "url"), ("url", "text")}
@@ -263,10 +269,27 @@ class TaskBenchEnvironment(Environment):
             return CheckResult(success=False, reason=f"task {task.id!r} is not a sample of {self.name}",
                                calls=calls, gold_path=list(task.gold_path))
         gold = self.gold_execution(sample)
-        check = compare_executions(gold, self.episode_execution())
-        return CheckResult(success=check.success, reason=check.reason, calls=calls,
-                           gold_path=[sample.task_nodes[i].task for i in gold.order],
-                           details=check.model_dump(mode="json"))
+        run = self.episode_execution()
+        check = compare_executions(gold, run)
+        gold_outputs = set(gold.produced)
+        wasted = len({d for d in run.produced if d not in gold_outputs})
+        allowed = self.extra_outputs(gold)
+        success, reason = check.success, check.reason
+        if success and wasted > allowed:
+            success = False
+            reason = (f"the episode produced {wasted} outputs the gold graph does not (at most {allowed}): the gold "
+                      "artifacts were among many tried, not found")
+        details = check.model_dump(mode="json")
+        details.update(success=success, wasted_outputs=wasted, allowed_extra_outputs=allowed)
+        return CheckResult(success=success, reason=reason, calls=calls,
+                           gold_path=[sample.task_nodes[i].task for i in gold.order], details=details)
+
+    @staticmethod
+    def extra_outputs(gold: GraphExecution) -> int:
+        """How many outputs beyond the gold graph's an episode may produce and still succeed: one per gold call,
+        at least :data:`EXTRA_OUTPUTS` (a wrong tool tried and corrected, an intermediate redone), so that
+        calling every tool on every input - up to 1,000 calls from one code run - is no solution."""
+        return max(EXTRA_OUTPUTS, len(gold.produced))
 
 
 class _CallError(Exception):
@@ -288,4 +311,4 @@ def dailylifeapis(**options: Any) -> TaskBenchEnvironment:
     return TaskBenchEnvironment("dailylifeapis", **options)
 
 
-__all__ = ["DOMAINS", "TaskBenchEnvironment", "dailylifeapis", "huggingface", "multimedia"]
+__all__ = ["DOMAINS", "EXTRA_OUTPUTS", "TaskBenchEnvironment", "dailylifeapis", "huggingface", "multimedia"]
