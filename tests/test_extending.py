@@ -183,13 +183,14 @@ def test_the_new_agent_runs_from_the_command_line(plugin: Path, tmp_path: Path) 
 
 
 def test_the_new_agent_calls_a_tool_is_checked_and_described(plugin: Path, tmp_path: Path) -> None:
-    from agent_helpers import SEARCH, mock, run_one
+    from agent_helpers import mock, run_one
     from taskbench._plugins import load_plugins
     from taskbench.llm.providers.mock import tool_calls
 
     load_plugins()
-    caller = mock("caller", [tool_calls((SEARCH, {"query": "The Dark Knight"})), "Heath Ledger played the Joker."])
-    traj, record, _ = run_one(tmp_path, "one-call", {"caller": caller})
+    # success is proven by what the agent saw: one call answers "the three most popular movies" (tmdb-own-12)
+    caller = mock("caller", [tool_calls(("GET /movie/popular", {})), "Barbie, Oppenheimer and Meg 2: The Trench."])
+    traj, record, _ = run_one(tmp_path, "one-call", {"caller": caller}, task="tmdb-own-12")
     kinds = [e.kind for e in traj.events]
     assert kinds == ["model_call", "tool_call", "model_call", "final_answer"]
     assert record["success"] is True and record["tool_calls"] == 1

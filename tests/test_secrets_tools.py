@@ -27,6 +27,7 @@ import pytest
 
 from cli_runner import run as cli
 from fault_server import FaultServer
+from taskbench.dataset.header import header_path
 from taskbench.llm.redact import MASK, StreamRedactor, forget_all, redact_known, redact_value
 
 SERVER = Path(__file__).parent / "data" / "mcp_server.py"
@@ -217,7 +218,7 @@ def test_predict_and_the_cache_keep_no_key_from_a_successful_answer(tmp_path, ca
         assert code == 0, stderr
         first = out.read_text()
         out.unlink()
-        out.with_name(out.name + ".header.json").unlink()
+        header_path(out, "predict").unlink()
         count = server.count
         code, stdout2, stderr2 = cli(capsys, *argv)  # answered from the cache this time
         assert code == 0, stderr2

@@ -59,8 +59,8 @@ def evaluate_command(
     metrics: str | None = typer.Option(None, "--metrics", "-M", help=METRICS_HELP),
     dependency: str | None = typer.Option(None, "--dependency", help=DEP_HELP),
     bootstrap: int = typer.Option(
-        1000, "--bootstrap", min=0, max=MAX_REPLICATES,
-        help="Bootstrap replicates for the 95% CIs of every group (0 = no CIs)."
+        1000, "--bootstrap",
+        help=f"Bootstrap replicates for the 95% CIs of every group (0 = no CIs; at most {MAX_REPLICATES:,})."
     ),
     seed: int = typer.Option(0, "--seed", "-s", min=0, max=MAX_SEED, help="Seed of the bootstrap (same seed, same CIs)."),
     bertscore_model: str | None = typer.Option(

@@ -124,8 +124,8 @@ def overlap(steps: Sequence[dict[str, Any]], tests: Sequence[HeldOut]) -> set[st
 
 
 
-GENERATED = re.compile(r"-gen-\d+$")
-"""Ids of tasks made by ``generate --method executed`` (``tmdb-gen-00017``)."""
+GENERATED = re.compile(r"-gen-(s\d+-)?\d+$")
+"""Ids of tasks made by ``generate --method executed`` (``tmdb-gen-00017``; another plan seed: ``tmdb-gen-s1-00017``)."""
 
 
 def _shipped(api: str) -> tuple[set[str], set[str]]:

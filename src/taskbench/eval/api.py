@@ -431,8 +431,7 @@ def evaluate(
         raise ConfigError(f"--unusable must be skip or error, not {unusable!r} ({did_you_mean(unusable, UNUSABLE_CHOICES)})")
     if limit is not None and limit < 1:
         raise ConfigError(f"--limit must be a positive number of samples, not {limit}")
-    if bootstrap < 0:
-        raise ConfigError(f"--bootstrap must be >= 0, not {bootstrap}")
+    stats.check_replicates(bootstrap)
     metrics = parse_metric_list(metrics)
     problems = (gold_problems if gold_problems is not None else []) if unusable == "skip" else None
     wanted = None if ids is None else set(ids)

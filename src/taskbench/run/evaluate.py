@@ -118,8 +118,9 @@ class EvaluateSpec:
         if self.group_mode not in GROUP_MODES:
             raise ConfigError(f"--mode must be add or mul, not {self.group_mode!r} "
                               f"({did_you_mean(self.group_mode, GROUP_MODES)})")
-        if self.bootstrap < 0:
-            raise ConfigError("--bootstrap must be >= 0")
+        from ..eval.stats import check_replicates
+
+        check_replicates(self.bootstrap)
         if self.limit is not None and self.limit < 1:
             raise ConfigError(f"--limit must be a positive number of samples, not {self.limit}")
         if self.unusable not in UNUSABLE:

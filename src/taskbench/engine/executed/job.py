@@ -190,7 +190,7 @@ class _Job:
         if rec.request is None:
             rec.reason = "request"
             return rec.model_dump(mode="json", by_alias=True)
-        task = task_line(rec, chain, target, self.env.name)
+        task = task_line(rec, chain, target, self.env.name, self.options.seed)
         async with self.lock:
             problem = await self._verify(task)
         if problem is not None:
@@ -227,7 +227,7 @@ def _answer_template(target: Target) -> str:
     return "${answer}."
 
 
-def task_line(rec: ExecutedTaskRecord, chain: Chain, target: Target, env_name: str) -> dict[str, Any]:
+def task_line(rec: ExecutedTaskRecord, chain: Chain, target: Target, env_name: str, plan_seed: int = 0) -> dict[str, Any]:
     """The task-file line of a generated task: query, gold path, checker, and in ``meta`` the solution script
     and the gold plan (what a gold teacher plays, :mod:`taskbench.agents.span`)."""
     steps = []
@@ -266,7 +266,7 @@ def task_line(rec: ExecutedTaskRecord, chain: Chain, target: Target, env_name: s
             checker = [{"all": value}]
     short = env_name.removeprefix("restbench-")
     return {
-        "id": f"{short}-gen-{rec.id}",
+        "id": f"{short}-gen-{rec.id}" if plan_seed == 0 else f"{short}-gen-s{plan_seed}-{rec.id}",
         "query": rec.request,
         "gold_path": chain.gold_path,
         "checker": checker,

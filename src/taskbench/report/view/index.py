@@ -576,11 +576,13 @@ def _pair_predictions(metrics: RunFile, d: Path, roots: Sequence[Path]) -> RunFi
 
 
 def _eval_settings(metrics: RunFile, roots: Sequence[Path]) -> dict[str, Any]:
-    """The config of an `evaluate` output's run header (``FILE.header.json``: data, predictions, model ...)."""
-    from ...dataset.header import header_path
+    """The config of an `evaluate` output's run header (``.FILE.header.json``, or ``FILE.header.json`` as
+    older runs wrote it: data, predictions, model ...)."""
+    from ...dataset.header import header_path, legacy_header_path
 
-    where = header_path(metrics.path, "evaluate")
-    if not where.exists():
+    where = next((w for w in (header_path(metrics.path, "evaluate"), legacy_header_path(metrics.path))
+                  if w.exists()), None)
+    if where is None:
         return {}
     try:
         header = _load_header(confine(where, roots))
