@@ -9,6 +9,7 @@ wrote (a real model's requests are measured in benchmarks/bench_generate_execute
 from __future__ import annotations
 
 import asyncio
+import random
 import json
 import re
 from pathlib import Path
@@ -141,6 +142,36 @@ def test_a_request_is_refused_for_each_way_it_can_fail(request_text: str, code: 
     chain, target = _chain()
     why = check_request(request_text, chain, target)
     assert (why.split(":")[0] if why else None) == code, why
+
+
+@pytest.mark.parametrize(("request_text", "code"), [
+    ("What is the latest movie directed by Greta Gerwig?", None),
+    ("What is the most recent film Greta Gerwig directed?", None),
+    # a list or a kind of thing only a call outside the plan gives (measured: "the recommended movies" of a
+    # discover call, "the first episode" of a show's search result)
+    ("What is the latest of the recommendations for Greta Gerwig's directing work?", "request_other_call"),
+    ("What is the latest episode Greta Gerwig directed?", "request_other_call"),
+    ("Which upcoming movie did Greta Gerwig direct most recently?", "request_other_call"),
+])
+def test_a_request_naming_a_call_outside_its_plan_is_refused(request_text: str, code: str | None) -> None:
+    from taskbench.engine.executed.request import op_terms
+    from taskbench.envs.restbench.tmdb import TMDB
+
+    chain, target = _chain()
+    why = check_request(request_text, chain, target, op_terms(TMDB().handlers()))
+    assert (why.split(":")[0] if why else None) == code, why
+    assert check_request(request_text, chain, target) is None or code is None  # only the API's words refuse it
+
+
+def test_a_zero_is_not_an_answer_anyone_asks_for() -> None:
+    """TMDB's 0 budget, revenue or runtime means "not known": measured, 3 of 30 generated tasks asked for one
+    (and "0" passes without a call)."""
+    from taskbench.engine.executed.chains import askable, targets
+
+    assert not askable("revenue", 0) and not askable("runtime", 0.0) and askable("runtime", 152)
+    found = targets({"title": "Oppenheimer", "revenue": 0, "runtime": 0, "budget": 100000000},
+                    random.Random(0))
+    assert [t.values for t in found] == [[100000000]]
 
 
 def test_test_tasks_and_their_entity_path_pairs_are_never_training_data(tmp_path: Path) -> None:

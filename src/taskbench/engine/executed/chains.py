@@ -124,7 +124,9 @@ def askable(key: str, value: Any) -> bool:
         return 0 < len(value.strip()) <= MAX_TEXT and not value.startswith(("http://", "https://", "spotify:")) \
             and (bool(DATE.match(value)) or bool(re.search(r"[A-Za-z]{2}", value))) \
             and not re.fullmatch(r"[a-z]{2,3}", value)
-    return _scalar(value)
+    # a number of 0 in a service's data most often means "not known" (a budget, a revenue, a runtime): no
+    # person asks for it, and "0" would be an answer guessed without a call
+    return _scalar(value) and value != 0
 
 
 ORDERED = re.compile(r"^(order|position|rank|track_number|episode_number)$")

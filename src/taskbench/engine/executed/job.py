@@ -43,7 +43,7 @@ from ..dedup import DEFAULT_THRESHOLD
 from .chains import Chain, Sampler, Target, Unrealizable
 from .ops import graph_of, operations
 from .pool import CRAWL_BUDGET, Pool, crawl, make_caller
-from .request import REQUEST_SCHEMA, check_request, request_messages
+from .request import REQUEST_SCHEMA, check_request, op_terms, request_messages
 from .state import state_changes
 
 RAW_FILE = "data_raw.json"
@@ -114,6 +114,7 @@ class _Job:
         self.lock = asyncio.Lock()
         specs = env.tools()
         self.descriptions = {s.name: s.description for s in specs}
+        self.terms = op_terms(self.descriptions)
         self.graph = graph_of(specs)
         self.ops = operations(specs, self.graph)
         self.pool: Pool | None = None
@@ -182,7 +183,7 @@ class _Job:
                 seconds=out.usage.seconds)))
             parsed = out.parsed if isinstance(out.parsed, dict) else None
             request = str(parsed.get("request") or "").strip() if parsed else ""
-            why = "request_unparsed: no request in the answer" if not request else check_request(request, chain, target)
+            why = "request_unparsed: no request in the answer" if not request else check_request(request, chain, target, self.terms)
             if why is None:
                 rec.request = " ".join(request.split())
                 break

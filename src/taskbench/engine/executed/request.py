@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from ...envs.heldout import fold
@@ -33,6 +34,8 @@ REQUEST_CODES = {
     "request_drops_condition": "the request lost a condition that decides the answer (which one, how many, "
                                "a role such as the director)",
     "request_unparsed": "the model's answer was not a request",
+    "request_other_call": "the request names a list or a kind of thing that only a call outside the plan gives "
+                          "(recommendations for a discover call, an episode for a show)",
 }
 
 
@@ -223,8 +226,51 @@ _API = re.compile(r"\b(GET|POST|PUT|DELETE|PATCH) /|/[A-Za-z_{}]+/|\{[a-z_]+\}|\
 path``), a list's row (``crew entry``), an operation's name (``movie discover``)."""
 
 
-def check_request(request: str, chain: Chain, target: Target) -> str | None:
-    """Why ``request`` is refused (a code of :data:`REQUEST_CODES` and the detail), or None."""
+_GENERIC = {"search", "list", "latest", "first", "top", "new", "info", "details", "browse", "me", "users",
+            "get", "lookup", "multi", "all", "current", "media", "type", "time", "window", "week", "day"}
+"""Path words that say how, not what: a request may use them whatever the plan (``latest``, ``top``)."""
+
+
+def _stem(word: str) -> str:
+    return word.lower()[:5]
+
+
+def op_terms(ops: Iterable[str]) -> dict[str, str]:
+    """The words of an API's routes that name what a call gives, by stem: ``GET /movie/{movie_id}/similar``
+    gives ``movie`` and ``similar``, ``GET /browse/new-releases`` gives ``releases``. A request that uses one of
+    them names a list or a kind of thing; :func:`check_request` refuses it when no call of the plan gives it."""
+    out: dict[str, str] = {}
+    for op in ops:
+        path = op.split(" ", 1)[-1]
+        for segment in path.split("/"):
+            if not segment or segment.startswith("{"):
+                continue
+            for word in re.split(r"[-_]", segment):
+                if len(word) >= 4 and word.lower() not in _GENERIC and word.isalpha():
+                    out.setdefault(_stem(word), word.lower())
+    return out
+
+
+def _plan_stems(chain: Chain, target: Target) -> set[str]:
+    """The stems a request about this plan may use: its routes' words, its arguments, what it picks by, the
+    answer's field and the names it must mention."""
+    text = [s.op.split(" ", 1)[-1] for s in chain.steps]
+    text += [f"{k} {v}" for s in chain.steps for k, v in s.args.items()]
+    text += [f"{s.pick.key or ''} {s.pick.by or ''}" for s in chain.steps if s.pick is not None]
+    text += [target.phrase, *(str(v) for v in target.values), *must_mention(chain)]
+    said = " ".join(text)
+    said += "".join(f" {also}" for field, also in _FIELD_WORDS.items() if field in said)
+    return {_stem(w) for w in re.findall(r"[A-Za-z]{4,}", said)}
+
+
+_FIELD_WORDS = {"vote_average": "rated rating", "popularity": "popular", "release_date": "released",
+                "air_date": "airing aired"}
+"""Words a request uses for a field the plan reads (the highest-*rated* movie reads ``vote_average``)."""
+
+
+def check_request(request: str, chain: Chain, target: Target, terms: dict[str, str] | None = None) -> str | None:
+    """Why ``request`` is refused (a code of :data:`REQUEST_CODES` and the detail), or None. ``terms``: the
+    route words of the whole API (:func:`op_terms`), for ``request_other_call``."""
     text = " ".join(request.split())
     words = text.split()
     if not 3 <= len(words) <= 45 or len(re.findall(r"[.!?](\s|$)", text)) > 3:
@@ -248,6 +294,12 @@ def check_request(request: str, chain: Chain, target: Target) -> str | None:
     for label, pattern in conditions(chain, target):
         if not re.search(pattern, text, re.I):
             return f"request_drops_condition: {label}"
+    if terms:
+        allowed = _plan_stems(chain, target)
+        for word in re.findall(r"[A-Za-z]{4,}", text):
+            stem = _stem(word)
+            if stem in terms and stem not in allowed:
+                return f"request_other_call: {word!r} ({terms[stem]!r} is no call of the plan)"
     return None
 
 
@@ -297,4 +349,4 @@ def _stems(value: str) -> str:
 
 
 __all__ = ["REQUEST_CODES", "REQUEST_SCHEMA", "answer_text", "check_request", "describe", "fold", "mentions",
-           "must_mention", "request_messages"]
+           "must_mention", "op_terms", "request_messages"]
