@@ -346,3 +346,34 @@ def test_called_counts_only_calls_that_succeeded(tmp_path: Path) -> None:
 def test_an_unknown_check_mode_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="answer-only"):
         own_env("tmdb", tmp_path, check="lenient")
+
+
+# ------------------------------------------------------- provenance: right answers the gold teacher saw rejected
+# (measured: 7 of 150 generated TMDB tasks failed their own gold solution for these two reasons)
+
+
+def test_a_file_name_with_a_t_between_digits_is_observed() -> None:
+    """A date-time is split at its "T"; a file name is not ("...cev7T7.jpg" was read as "cev7 7 jpg")."""
+    from taskbench.envs.restbench.provenance import Observed
+
+    seen = Observed([("GET /tv/latest", {}, {"poster_path": "/f85poKimEXF3kgCp5wiY9CEv7T7.jpg",
+                                              "first_air_date": "2022-11-23T10:00:00"})])
+    assert seen.shows("/f85poKimEXF3kgCp5wiY9CEv7T7.jpg")
+    assert seen.shows("2022-11-23")
+
+
+def test_a_search_in_the_user_s_words_observes_the_titles_it_returns() -> None:
+    from taskbench.envs.restbench.provenance import Observed
+
+    query = "What is the lowest rated movie of The Godfather Part II search?"
+    seen = Observed([("GET /search/movie", {"query": "The Godfather Part II"},
+                      {"results": [{"title": "The Godfather Part II"}, {"title": "The Godfather Part III"}]})])
+    assert seen.shows("The Godfather Part III", query=query)
+    # the agent's own words still echo: a search for the answer shows nothing
+    knew = Observed([("GET /search/movie", {"query": "The Godfather Part III"},
+                      {"results": [{"title": "The Godfather Part III"}]})])
+    assert not knew.shows("The Godfather Part III", query=query)
+    sixth = Observed([("GET /search/movie", {"query": "Fast & Furious 6"}, {"results": [{"title": "Fast & Furious 6"}]})])
+    assert not sixth.shows("Fast & Furious 6", query="List the Fast & Furious movies")
+    assert Observed([("GET /search/movie", {"query": "Fast & Furious"}, {"results": [{"title": "Fast & Furious 6"}]})
+                     ]).shows("Fast & Furious 6", query="List the Fast & Furious movies")

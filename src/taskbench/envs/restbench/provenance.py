@@ -119,18 +119,31 @@ def _scalars(value: Any) -> set[str]:
 
 
 def _spaced(text: str) -> str:
-    """A date-time's day and time apart ("2024-06-01T17:00" -> "2024-06-01 17:00"), so its words are found."""
-    return re.sub(r"(?<=\d)T(?=\d)", " ", text)
+    """A date-time's day and time apart ("2024-06-01T17:00" -> "2024-06-01 17:00"), so its words are found;
+    any other "T" stays (a file name such as "/f85poKimEXF3kgCp5wiY9CEv7T7.jpg" is one word)."""
+    return re.sub(r"(\d{4}-\d{2}-\d{2})T(?=\d{2}:?\d{2})", r"\1 ", text)
 
 
-def _echoes(call: _Call, toks: tuple[str, ...]) -> bool:
-    """Whether a call's arguments already say the text ``toks``: half its words or more (a word counts when an
-    argument word of three letters or more begins it: "Chris" searched, "Christian Bale" echoed)."""
-    content = [t for t in toks if t not in _STOP and not t.isdigit()]
-    if not content:
-        return " " + " ".join(toks) + " " in call.arg_text
-    said = sum(t in call.arg_words or any(t.startswith(a) for a in call.arg_words if len(a) >= 3) for t in content)
-    return said * 2 >= len(content)
+def _echoes(call: _Call, toks: tuple[str, ...], user: frozenset[str] = frozenset()) -> bool:
+    """Whether a call's arguments already say the text ``toks``: half or more of its words that the user's
+    query did not say (a word counts when an argument word of three letters or more begins it: "Chris"
+    searched, "Christian Bale" echoed; a number counts whole). The user's words are the user's, not the
+    agent's: searching "The Godfather Part II" for a question about it does not echo "The Godfather Part III",
+    and searching "Fast & Furious 6" echoes "Fast & Furious 6" even when the user named "Fast & Furious"."""
+    new = [t for t in toks if t not in _STOP and t not in user]
+    if not new:
+        return not user and " " + " ".join(toks) + " " in call.arg_text
+    own = [a for a in call.arg_words if a not in user]
+    said = sum(t in own or (not t.isdigit() and any(t.startswith(a) for a in own if len(a) >= 3 and not a.isdigit()))
+               for t in new)
+    return said * 2 >= len(new)
+
+
+def from_user(text: str, query: str) -> bool:
+    """Whether every word of ``text`` (stop words aside) is a word of the user's ``query``: an argument made
+    of them carries no knowledge of the agent's own, so it echoes nothing (:func:`_echoes`)."""
+    user = set(words(query))
+    return all(t in user or t in _STOP for t in words(text))
 
 
 COVERAGE = 0.8
@@ -231,12 +244,13 @@ class Observed:
             return False
         needle = " " + " ".join(toks) + " "
         asked = " " + " ".join(words(query)) + " "
+        user = frozenset(asked.split())
         known = [t for t in (words(str(a)) for a in answers or [] if isinstance(a, str))
                  if t and " " + " ".join(t) + " " not in asked]
         for c in self.calls:
             if needle not in c.text:
                 continue
-            if needle in asked or not (_echoes(c, toks) or any(_echoes(c, t) for t in known)):
+            if needle in asked or not (_echoes(c, toks, user) or any(_echoes(c, t, user) for t in known)):
                 return True
         return False
 
@@ -278,4 +292,4 @@ class Observed:
         return False
 
 
-__all__ = ["Observed", "Source", "parse_content"]
+__all__ = ["Observed", "Source", "from_user", "parse_content"]
