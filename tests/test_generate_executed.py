@@ -9,8 +9,8 @@ wrote (a real model's requests are measured in benchmarks/bench_generate_execute
 from __future__ import annotations
 
 import asyncio
-import random
 import json
+import random
 import re
 from pathlib import Path
 from typing import Any
