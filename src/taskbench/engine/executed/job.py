@@ -24,7 +24,7 @@ import json
 import random
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +120,9 @@ class _Job:
         self.pool: Pool | None = None
         self.sampler: Sampler | None = None
         self.snapshot = getattr(env, "snapshot", None)
+        self.plans: dict[str, str] = {}
+        """The plan of every kept task (:func:`plan_signature`) and its entry: a chain already kept is drawn
+        again instead of paying for a request that would be dropped as a duplicate."""
 
     async def prepare(self) -> Pool:
         async with self.lock:
@@ -162,6 +165,10 @@ class _Job:
                 if hit is not None:
                     rec.tries.append(f"held_out: {hit.id}")
                     continue
+                same = self.plans.get(plan_signature(steps, target.record()))
+                if same is not None:
+                    rec.tries.append(f"duplicate_plan: {same}")
+                    continue
                 found = (chain, target, words)
                 break
         if found is None:
@@ -199,6 +206,8 @@ class _Job:
             return rec.model_dump(mode="json", by_alias=True)
         rec.task = task
         rec.kept = True
+        self.plans.setdefault(plan_signature([s.model_dump(mode="json", by_alias=True) for s in rec.steps],
+                                             rec.target or {}), rec.id)
         return rec.model_dump(mode="json", by_alias=True)
 
     async def _verify(self, task: dict[str, Any]) -> str | None:
@@ -220,6 +229,13 @@ class _Job:
             return f"the solution script failed: {exc}"
         verdict = await self.env.check(agent_task, answer)
         return None if verdict.success else verdict.reason[:300]
+
+
+def plan_signature(steps: Sequence[Mapping[str, Any]], target: Mapping[str, Any]) -> str:
+    """The calls (operation and arguments) and what the target reads: two entries with the same signature
+    would be the same task (``finalize`` drops the second as a duplicate)."""
+    return json.dumps([[(s.get("tool"), s.get("arguments")) for s in steps], target.get("extract")],
+                      sort_keys=True, default=str)
 
 
 def _answer_template(target: Target) -> str:
@@ -381,6 +397,12 @@ async def agenerate_executed(env_name: str, output: str | Path, model: Any, opti
             raise ConfigError(f"{env_name}: no chain can start (no search finds a name and every operation needs an "
                               "earlier result); the crawl found " + json.dumps(pool.summary()["searchable"]))
         write_json(out / "pool.json", pool.summary())
+        if (out / RAW_FILE).exists():  # a resumed run: the plans kept so far are not drawn again
+            latest, _order, _ = read_records(out / RAW_FILE)
+            for key in sorted(latest):
+                rec = latest[key]
+                if rec.get("kept"):
+                    job.plans.setdefault(plan_signature(rec.get("steps") or [], rec.get("target") or {}), key)
         run = await run_records(list(range(options.n)), job.work, out / RAW_FILE, key=lambda i: f"{i:05d}",
                                 concurrency=concurrency, label="generate", display=display or NullDisplay())
     finally:
