@@ -262,3 +262,41 @@ def test_a_plan_already_kept_is_drawn_again_before_a_request_is_paid_for(tmp_pat
     rows = [json.loads(line) for line in (tmp_path / "gen" / "data_raw.json").read_text().splitlines()]
     signatures = [plan_signature(r["steps"], r["target"]) for r in rows if r.get("kept")]
     assert len(set(signatures)) == len(signatures)
+
+
+def _two_step(op1: str, args1: dict[str, Any], name: str, op2: str, jmes: str, phrase: str, value: Any) -> tuple[Chain, Target]:
+    first = Step(op=op1, args=args1, named={k: v for k, v in args1.items() if v == name}, pick=Pick("first"),
+                 output="results[].id", item_name=name)
+    second = Step(op=op2, args={"id": 1}, sources={"id": 0})
+    return Chain(steps=[first, second]), Target("pick", jmes=jmes, phrase=phrase, values=[value])
+
+
+@pytest.mark.parametrize(("api", "request_text", "plan"), [
+    ("tmdb", "Who played the Joker in The Dark Knight?",
+     ("GET /search/movie", {"query": "The Dark Knight"}, "The Dark Knight", "GET /movie/{movie_id}/credits",
+      "cast[?character=='Joker'] | [0].name", 'the name of the cast entry whose character is "Joker"',
+      "Heath Ledger")),
+    ("tmdb", "What is the image file of the poster for Barbie?",
+     ("GET /search/movie", {"query": "Barbie"}, "Barbie", "GET /movie/{movie_id}", "poster_path",
+      "the poster_path", "/x.jpg")),
+    ("tmdb", "What is the average review score of Barbie?",
+     ("GET /search/movie", {"query": "Barbie"}, "Barbie", "GET /movie/{movie_id}", "vote_average",
+      "the vote_average", 7.2)),
+    ("spotify", "What is Adele's most recent album?",
+     ("GET /search", {"q": "Adele", "type": "artist"}, "Adele", "GET /artists/{id}/albums",
+      "max_by(items[?release_date], &release_date).name", "the name of the item with the latest release_date",
+      "Thirty")),
+    ("spotify", "How many followers does the first playlist of Adele's have?",
+     ("GET /search", {"q": "Adele", "type": "playlist"}, "Adele", "GET /playlists/{playlist_id}", "followers.total",
+      "the followers total", 12)),
+])
+def test_everyday_words_are_not_route_words(api: str, request_text: str, plan: tuple[Any, ...]) -> None:
+    """False refusals a review found in the first version (five-letter stems): "played" is not "now_playing",
+    "recent" not "recently", "image" and "review" name the field asked for."""
+    from taskbench.engine.executed.request import op_terms
+    from taskbench.envs.restbench.spotify import Spotify
+    from taskbench.envs.restbench.tmdb import TMDB
+
+    chain, target = _two_step(*plan)
+    terms = op_terms((TMDB() if api == "tmdb" else Spotify()).handlers())
+    assert check_request(request_text, chain, target, terms) is None

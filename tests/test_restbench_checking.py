@@ -377,3 +377,30 @@ def test_a_search_in_the_user_s_words_observes_the_titles_it_returns() -> None:
     assert not sixth.shows("Fast & Furious 6", query="List the Fast & Furious movies")
     assert Observed([("GET /search/movie", {"query": "Fast & Furious"}, {"results": [{"title": "Fast & Furious 6"}]})
                      ]).shows("Fast & Furious 6", query="List the Fast & Furious movies")
+
+
+@pytest.mark.parametrize(("query", "args", "title"), [
+    # the answer in the user's words, searched as the agent's own phrase
+    ("I'm in the mood for something about love: which Wong Kar-wai film is rated highest?",
+     {"query": "In the Mood for Love"}, "In the Mood for Love"),
+    # a number argument is the agent's own
+    ("Which war movie did Sam Mendes direct most recently?", {"with_keywords": "war", "year": 1917}, "1917"),
+    ("Which album did Adele release?", {"q": "Adele", "type": "album", "limit": 30}, "30"),
+    # one word of the answer the user did not say is knowledge the agent brought
+    ("Which Star Wars movie did Irvin Kershner direct?", {"query": "Star Wars Empire"},
+     "Star Wars: The Empire Strikes Back"),
+])
+def test_a_search_that_carries_the_agent_s_knowledge_observes_nothing(query: str, args: dict[str, Any],
+                                                                      title: str) -> None:
+    from taskbench.envs.restbench.provenance import Observed
+
+    body = {"results": [{"title": title}]}
+    assert not Observed([("GET /search/movie", args, body)]).shows(title, query=query)
+
+
+def test_the_same_response_reached_with_the_user_s_words_alone_is_observed() -> None:
+    from taskbench.envs.restbench.provenance import Observed
+
+    body = {"results": [{"title": "Star Wars: The Empire Strikes Back"}]}
+    assert Observed([("GET /search/movie", {"query": "Star Wars"}, body)]).shows(
+        "Star Wars: The Empire Strikes Back", query="Which Star Wars movie did Irvin Kershner direct?")

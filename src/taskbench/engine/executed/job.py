@@ -121,8 +121,10 @@ class _Job:
         self.sampler: Sampler | None = None
         self.snapshot = getattr(env, "snapshot", None)
         self.plans: dict[str, str] = {}
-        """The plan of every kept task (:func:`plan_signature`) and its entry: a chain already kept is drawn
-        again instead of paying for a request that would be dropped as a duplicate."""
+        """The plan of every kept task (:func:`plan_signature`) and its entry: a chain an earlier entry kept is
+        drawn again instead of paying for a request that would be dropped as a duplicate. With the default
+        concurrency of 1 entries finish in order, so a run and its resumption draw the same chains; with more,
+        an entry sees the earlier entries that have finished (finalize still drops what slips through)."""
 
     async def prepare(self) -> Pool:
         async with self.lock:
@@ -166,7 +168,7 @@ class _Job:
                     rec.tries.append(f"held_out: {hit.id}")
                     continue
                 same = self.plans.get(plan_signature(steps, target.record()))
-                if same is not None:
+                if same is not None and same < rec.id:  # only earlier entries: a resume draws what a run did
                     rec.tries.append(f"duplicate_plan: {same}")
                     continue
                 found = (chain, target, words)

@@ -227,17 +227,28 @@ path``), a list's row (``crew entry``), an operation's name (``movie discover``)
 
 
 _GENERIC = {"search", "list", "latest", "first", "top", "new", "info", "details", "browse", "me", "users",
-            "get", "lookup", "multi", "all", "current", "media", "type", "time", "window", "week", "day"}
-"""Path words that say how, not what: a request may use them whatever the plan (``latest``, ``top``)."""
+            "get", "lookup", "multi", "all", "current", "currently", "media", "type", "time", "window", "week",
+            "day", "today", "next", "previous", "date", "dates"}
+"""Route words that say how or when, not what: a request may use them whatever the plan (``latest``,
+``today``, ``next``)."""
 
-
-def _stem(word: str) -> str:
-    return word.lower()[:5]
+def _root(word: str) -> str:
+    """A word without its plural, so a route word and a request's word meet: "companies" is "company",
+    "episodes" "episode", "recommendations" "recommend"; other endings stay ("played" is not "playing",
+    "recent" not "recently")."""
+    w = word.lower()
+    if w.endswith("ies") and len(w) > 5:
+        return w[:-3] + "y"
+    for suffix in ("ations", "ation", "s"):
+        if w.endswith(suffix) and len(w) - len(suffix) >= 4 and not w.endswith("ss"):
+            return w[: -len(suffix)]
+    return w
 
 
 def op_terms(ops: Iterable[str]) -> dict[str, str]:
-    """The words of an API's routes that name what a call gives, by stem: ``GET /movie/{movie_id}/similar``
-    gives ``movie`` and ``similar``, ``GET /browse/new-releases`` gives ``releases``. A request that uses one of
+    """The words of an API's routes that name what a call gives, by root: ``GET /movie/{movie_id}/similar``
+    gives ``movie`` and ``similar``, ``GET /browse/new-releases`` gives ``release``; a noun made of a verb
+    also gives the verb's forms ("recommendations": "recommend", "recommended"). A request that uses one of
     them names a list or a kind of thing; :func:`check_request` refuses it when no call of the plan gives it."""
     out: dict[str, str] = {}
     for op in ops:
@@ -247,25 +258,29 @@ def op_terms(ops: Iterable[str]) -> dict[str, str]:
                 continue
             for word in re.split(r"[-_]", segment):
                 if len(word) >= 4 and word.lower() not in _GENERIC and word.isalpha():
-                    out.setdefault(_stem(word), word.lower())
+                    root = _root(word)
+                    out.setdefault(root, word.lower())
+                    if word.lower().endswith(("ation", "ations")):
+                        out.setdefault(root + "ed", word.lower())
     return out
 
 
-def _plan_stems(chain: Chain, target: Target) -> set[str]:
-    """The stems a request about this plan may use: its routes' words, its arguments, what it picks by, the
+def _plan_roots(chain: Chain, target: Target) -> set[str]:
+    """The roots a request about this plan may use: its routes' words, its arguments, what it picks by, the
     answer's field and the names it must mention."""
     text = [s.op.split(" ", 1)[-1] for s in chain.steps]
     text += [f"{k} {v}" for s in chain.steps for k, v in s.args.items()]
     text += [f"{s.pick.key or ''} {s.pick.by or ''}" for s in chain.steps if s.pick is not None]
     text += [target.phrase, *(str(v) for v in target.values), *must_mention(chain)]
     said = " ".join(text)
-    said += "".join(f" {also}" for field, also in _FIELD_WORDS.items() if field in said)
-    return {_stem(w) for w in re.findall(r"[A-Za-z]{4,}", said)}
+    said += "".join(f" {also}" for field, also in _FIELD_WORDS.items() if re.search(field, said))
+    return {_root(w) for w in re.findall(r"[A-Za-z]{4,}", said)}
 
 
-_FIELD_WORDS = {"vote_average": "rated rating", "popularity": "popular", "release_date": "released",
-                "air_date": "airing aired"}
-"""Words a request uses for a field the plan reads (the highest-*rated* movie reads ``vote_average``)."""
+_FIELD_WORDS = {"vote_average": "rated rating review score", "popularity": "popular", "release_date": "released",
+                "air_date": "airing aired", r"\w+_path\b": "image images picture"}
+"""Words a request uses for a field the plan reads (the highest-*rated* movie reads ``vote_average``; a
+poster's *image* is its ``poster_path``)."""
 
 
 def check_request(request: str, chain: Chain, target: Target, terms: dict[str, str] | None = None) -> str | None:
@@ -295,11 +310,11 @@ def check_request(request: str, chain: Chain, target: Target, terms: dict[str, s
         if not re.search(pattern, text, re.I):
             return f"request_drops_condition: {label}"
     if terms:
-        allowed = _plan_stems(chain, target)
+        allowed = _plan_roots(chain, target)
         for word in re.findall(r"[A-Za-z]{4,}", text):
-            stem = _stem(word)
-            if stem in terms and stem not in allowed:
-                return f"request_other_call: {word!r} ({terms[stem]!r} is no call of the plan)"
+            root = _root(word)
+            if root in terms and root not in allowed:
+                return f"request_other_call: {word!r} ({terms[root]!r} is no call of the plan)"
     return None
 
 

@@ -125,18 +125,27 @@ def _spaced(text: str) -> str:
 
 
 def _echoes(call: _Call, toks: tuple[str, ...], user: frozenset[str] = frozenset()) -> bool:
-    """Whether a call's arguments already say the text ``toks``: half or more of its words that the user's
-    query did not say (a word counts when an argument word of three letters or more begins it: "Chris"
-    searched, "Christian Bale" echoed; a number counts whole). The user's words are the user's, not the
-    agent's: searching "The Godfather Part II" for a question about it does not echo "The Godfather Part III",
-    and searching "Fast & Furious 6" echoes "Fast & Furious 6" even when the user named "Fast & Furious"."""
+    """Whether a call's arguments already say the text ``toks`` (a word counts when an argument word of three
+    letters or more begins it: "Chris" searched, "Christian Bale" echoed).
+
+    What the user's query said is the user's, not the agent's: a value with words the query did not say is
+    echoed when the arguments hold any of those words as the agent's own (a word the query did not say, or a
+    number argument: "Star Wars Empire" searched echoes "Star Wars: The Empire Strikes Back"; ``year=1917``
+    echoes "1917"), and not echoed when the arguments are the user's words only (a search for "The Godfather
+    Part II" shows "The Godfather Part III"). A value made only of the user's words is echoed when the
+    arguments hold half its words or more, unless the query says it as one phrase (:meth:`Observed.shows`)."""
     new = [t for t in toks if t not in _STOP and t not in user]
     if not new:
-        return not user and " " + " ".join(toks) + " " in call.arg_text
-    own = [a for a in call.arg_words if a not in user]
-    said = sum(t in own or (not t.isdigit() and any(t.startswith(a) for a in own if len(a) >= 3 and not a.isdigit()))
+        content = [t for t in toks if t not in _STOP and not t.isdigit()]
+        if not content:
+            return " " + " ".join(toks) + " " in call.arg_text
+        said = sum(t in call.arg_words or any(t.startswith(a) for a in call.arg_words if len(a) >= 3)
+                   for t in content)
+        return said * 2 >= len(content)
+    own = {a for a in call.arg_words if a not in user and a not in _STOP}
+    own |= {str(int(n)) for n in call.arg_numbers if float(n).is_integer()}
+    return any(t in own or (not t.isdigit() and any(t.startswith(a) for a in own if len(a) >= 3 and not a.isdigit()))
                for t in new)
-    return said * 2 >= len(new)
 
 
 def from_user(text: str, query: str) -> bool:
