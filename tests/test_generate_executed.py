@@ -300,3 +300,21 @@ def test_everyday_words_are_not_route_words(api: str, request_text: str, plan: t
     chain, target = _two_step(*plan)
     terms = op_terms((TMDB() if api == "tmdb" else Spotify()).handlers())
     assert check_request(request_text, chain, target, terms) is None
+
+
+def test_a_request_that_copies_the_prompt_s_examples_is_refused() -> None:
+    """Measured: "Add to my to-read shelf 'Please Please Me'" for saving a Spotify track (the prompt's example
+    is a book shelf). The example words are checked against the template, so they cannot drift from it."""
+    from importlib import resources
+
+    from taskbench.engine.executed.request import EXAMPLE_WORDS
+
+    chain, target = _chain()
+    why = check_request("Which novel did Greta Gerwig direct most recently?", chain, target)
+    assert why is not None and why.startswith("request_copies_example"), why
+    assert check_request("Which movie did Greta Gerwig direct most recently?", chain, target) is None
+    template = (resources.files("taskbench.engine") / "templates" / "executed_request.j2").read_text().lower()
+    assert all(w in template for w in EXAMPLE_WORDS)
+    # a service about books may ask for novels: the word is in its own question
+    target.phrase = 'the title of the novel whose job is "Director" with the latest release date'
+    assert check_request("Which novel did Greta Gerwig direct most recently?", chain, target) is None

@@ -31,6 +31,8 @@ REQUEST_CODES = {
     "request_gives_answer": "the request contains the answer",
     "request_api_terms": "the request speaks in the API's terms (paths, ids, field names, JSON)",
     "request_shape": "not a request: too short, too long, or not one sentence or two",
+    "request_copies_example": "the request took a word of the prompt's examples (another service: a shelf, a "
+                              "novel, a podcast) that its own question does not have",
     "request_drops_condition": "the request lost a condition that decides the answer (which one, how many, "
                                "a role such as the director)",
     "request_unparsed": "the model's answer was not a request",
@@ -226,6 +228,27 @@ _API = re.compile(r"\b(GET|POST|PUT|DELETE|PATCH) /|/[A-Za-z_{}]+/|\{[a-z_]+\}|\
 path``), a list's row (``crew entry``), an operation's name (``movie discover``)."""
 
 
+EXAMPLE_WORDS = frozenset({"book", "novel", "shelf", "author", "bestseller", "fiction", "podcast", "radiolab",
+                           "ursula", "guin", "toni", "morrison", "hobbit", "published", "to-read"})
+"""The words of ``executed_request.j2``'s examples (another service: books and podcasts) that no request about
+the environment's own calls needs; a request that has one its own stiff question does not have copied an
+example (measured: "Add to my to-read shelf 'Please Please Me'" for saving a Spotify track)."""
+
+
+def _example_words(text: str) -> set[str]:
+    found = set()
+    for w in re.findall(r"[a-z][a-z-]+", text.lower()):
+        w = w[:-1] if w.endswith("s") and w[:-1] in EXAMPLE_WORDS else w
+        if w in EXAMPLE_WORDS:
+            found.add(w)
+    return found
+
+
+def canonical_text(chain: Chain, target: Target) -> str:
+    """The stiff question's words and the names the calls need, without the tools' descriptions."""
+    return " ".join([target.phrase, *must_mention(chain), *(s.phrase or "" for s in chain.steps)])
+
+
 _GENERIC = {"search", "list", "latest", "first", "top", "new", "info", "details", "browse", "me", "users",
             "get", "lookup", "multi", "all", "current", "currently", "media", "type", "time", "window", "week",
             "day", "today", "next", "previous", "date", "dates"}
@@ -290,6 +313,9 @@ def check_request(request: str, chain: Chain, target: Target, terms: dict[str, s
     words = text.split()
     if not 3 <= len(words) <= 45 or len(re.findall(r"[.!?](\s|$)", text)) > 3:
         return f"request_shape: {len(words)} words"
+    copied = _example_words(text) - _example_words(canonical_text(chain, target))
+    if copied:
+        return f"request_copies_example: {sorted(copied)[0]!r}"
     for name in must_mention(chain):
         if not mentions(text, name):
             return f"request_misses_name: {name!r}"
