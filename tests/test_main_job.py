@@ -5,8 +5,8 @@ dataset with retrieved demos and a shortlist, scored strict and compat, then the
 agents stage (ConAgents under both protocols against ReAct, code in the sandbox), then report.md/report.html.
 The other run tests replace `run_benchmark` or pass their own arguments; this one runs the CLI as a user does,
 with only the default model swapped for the 135M one and its sizes cut to one sample per dataset and one agents
-task, so that it fits the suite (the 0.5B job takes ~16 min). The policy, the stages and the code paths are the
-default job's.
+task, so that it fits the suite (how long the default job takes, and under what load: docs/predict-and-run.md,
+"How long the main job takes"). The policy, the stages and the code paths are the default job's.
 """
 
 from __future__ import annotations

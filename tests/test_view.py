@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from cli_runner import run as cli
-from view_fixture import EVIL_TOOL, RUN_NAME, XSS_SCRIPT, make_runs
+from view_fixture import EVIL_TOOL, RUN_NAME, XSS_REASON, XSS_SCRIPT, make_runs
 
 pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient  # noqa: E402
@@ -271,6 +271,60 @@ def test_generation_page_and_one_click_into_review(runs):
     assert opened.status_code == 200
     assert c.get("/").status_code == 200 and "review" in c.get("/").text
     assert c.get("/api/index").json()["dataset"]["root"].endswith("generated")
+
+
+def test_every_zero_has_its_top_reasons_with_counts(runs):
+    """Generation kept 0 and every agent solved 0: the pages' data say why, in the terminal's words (critic
+    labels, stop and checker labels, "F of N episodes failed"), read from statistics.json and metrics.json."""
+    from taskbench.report.agents import failure_lines
+
+    c = client(runs)
+    listed = c.get("/api/view/runs").json()["runs"]
+    gen = next(r["id"] for r in listed if r["kind"] == "generate")
+    d = c.get(f"/api/view/generation/{gen}").json()
+    assert d["statistics"]["kept"] == 0
+    why = d["not_kept"]
+    assert (why["not_kept"], why["answered"]) == (2, 2)
+    assert why["reasons"] == [{"reason": "LLM critic: not_correct", "count": 2},
+                              {"reason": "LLM critic: not_executable", "count": 2},
+                              {"reason": "rule critic: request_empty", "count": 2},
+                              {"reason": f"LLM critic: {XSS_REASON}", "count": 1}]
+    assert why["keep_none"] == f"taskbench generate -o {runs['run'] / 'generated'} --keep none"
+    agents = next(r["id"] for r in listed if r["kind"] == "agents")
+    e = c.get(f"/api/view/episodes/{agents}")
+    failed = {f["agent"]: f for f in e.json()["failed"]}
+    assert failed["react"] == {"agent": "react", "failed": 1, "episodes": 1,
+                               "reasons": [{"reason": f"answer rejected: {XSS_REASON}", "count": 1}]}
+    assert failed["conagents-auto"]["reasons"] == [{"reason": "step cap reached", "count": 1}]
+    metrics = read_json(runs["run"] / "agents" / "metrics.json")
+    said = failure_lines(metrics)  # what `agents eval` and report.md print
+    for f in failed.values():
+        line = next(x for x in said if x.startswith(f"- {f['agent']}: {f['failed']} of {f['episodes']} episodes failed: "))
+        assert all(r["reason"] in line for r in f["reasons"])
+    # the attacked reason travels as JSON text, never as a document a browser would render
+    assert e.headers["content-type"].startswith("application/json") and e.headers["x-content-type-options"] == "nosniff"
+
+
+def test_past_five_reasons_the_rest_are_summed_as_other(runs, tmp_path):
+    for stage in ("generated", "agents"):
+        shutil.copytree(runs["run"] / stage, tmp_path / stage)
+    stats = read_json(tmp_path / "generated" / "statistics.json")
+    stats["reasons_by_critic"] = {"rule": {f"code_{i}": 10 - i for i in range(4)}, "llm": {"a": 1, "b": 1, "c": 1},
+                                  "exec": {"x": "not a count", "y": True}, "odd": ["not", "an", "object"]}
+    write_json(tmp_path / "generated" / "statistics.json", stats)
+    metrics = read_json(tmp_path / "agents" / "metrics.json")
+    metrics["agents"]["react"].update(episodes=30, successes=2,
+                                      failures={"stop:call_cap": 9, **{f"checker:r{i}": 3 for i in range(6)}, "stop:x": 1})
+    write_json(tmp_path / "agents" / "metrics.json", metrics)
+    c = TestClient(create_app(None, reviewer="ana", view=ViewIndex([tmp_path])))
+    ids = {r["kind"]: r["id"] for r in c.get("/api/view/runs").json()["runs"]}
+    reasons = c.get(f"/api/view/generation/{ids['generate']}").json()["not_kept"]["reasons"]
+    assert reasons == [{"reason": f"rule critic: code_{i}", "count": 10 - i} for i in range(4)] + [
+        {"reason": "LLM critic: a", "count": 1}, {"reason": "other", "count": 2}]
+    react = next(f for f in c.get(f"/api/view/episodes/{ids['agents']}").json()["failed"] if f["agent"] == "react")
+    assert (react["failed"], react["episodes"]) == (28, 30)
+    assert react["reasons"] == [{"reason": "model-call cap reached", "count": 9}] + [
+        {"reason": f"answer rejected: r{i}", "count": 3} for i in range(4)] + [{"reason": "other", "count": 7}]
 
 
 def compared(c: TestClient, params: dict[str, str]) -> dict:

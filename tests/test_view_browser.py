@@ -13,7 +13,7 @@ import pytest
 from browser_helpers import CHROMIUM, chromium
 from review_fixture import LoopbackServer
 from test_review_browser import shots_dir
-from view_fixture import XSS_SCRIPT, make_runs
+from view_fixture import XSS_REASON, XSS_SCRIPT, make_runs
 
 pytestmark = [
     pytest.mark.slow,
@@ -132,6 +132,10 @@ def test_view_in_chromium(browser, tmp_path: Path):
         page.goto(f"{srv.url}/view#/run/{agents}")
         ready(page)
         assert page.locator("#episodes tr.episode-row").count() == 2
+        why = page.inner_text("#why-failed")  # every agent solved 0: why, as text (the reason is attacked)
+        assert "react: 1 of 1 episodes failed" in why and f"answer rejected: {XSS_REASON}" in why
+        assert "step cap reached" in why
+        not_pwned(page)
         page.click("#episodes tr.episode-row[data-id^='conagents'] a")
         ready(page)
         assert page.locator(".ev[data-kind='code_run']").count() >= 1 and page.locator(".ev[data-kind='review']").count() >= 1
@@ -153,6 +157,9 @@ def test_view_in_chromium(browser, tmp_path: Path):
         page.goto(f"{srv.url}/view#/run/{gen}")
         ready(page)
         assert page.locator("#methods tr").count() >= 2
+        why = page.inner_text("#why-not-kept")  # 0 kept: the critics' top reasons, as text
+        assert "Not kept: 2 of 2" in why and "rule critic: request_empty" in why and XSS_REASON in why
+        assert "--keep none" in why
         not_pwned(page)
         page.screenshot(path=str(shots / "view_generation.png"), full_page=True)
         page.click("#open-review")

@@ -2,7 +2,8 @@
 generation and agents stages) on a copy of a bundled dataset, then attacked.
 
 The attack: one gold request, a predicted tool name, the raw model output, a finish reason, an agent's answer
-and code, and a rejected generated sample carry HTML/script payloads (a <script> element, quotes that break
+and code, a rejected generated sample, a critic's reason (``statistics.json``) and an agent's failure reason
+(``metrics.json``) carry HTML/script payloads (a <script> element, quotes that break
 out of an attribute, an <img onerror>, javascript: URLs); the run directory's own name is one too. The
 predictions are rescored by resuming the run, so the metrics (error labels, hallucinated tools) are the real
 evaluator's answer to the attacked predictions.
@@ -22,6 +23,8 @@ XSS_ATTR = "\"'><img src=x onerror=\"window.__pwned='img'\">"
 XSS_URL = "javascript:window.__pwned='url'"
 EVIL_TOOL = "Evil\"><svg onload=\"window.__pwned='svg'\"></svg><script>window.__pwned='tool'</script>"
 RUN_NAME = "run\"><img src=x onerror=alert(1)>"
+XSS_REASON = f"the answer does not mention <img src=x onerror=alert(1)> {XSS_ATTR} {XSS_SCRIPT}"
+"""A reason as a model's words reach it (a checker quotes the answer): in the critics' and the agents' tallies."""
 
 
 def payload(tag: str) -> str:
@@ -74,4 +77,11 @@ def make_runs(root: Path) -> dict[str, Path]:
     gen = run_dir / "generated" / "data_error.json"
     if gen.is_file() and gen.read_text(encoding="utf-8").strip():
         _rewrite_jsonl(gen, lambda i, rec: {**rec, "user_request": payload("rejected")} if i == 0 else rec)
+    stats = json.loads((run_dir / "generated" / "statistics.json").read_text(encoding="utf-8"))
+    stats["reasons_by_critic"].setdefault("llm", {})[XSS_REASON] = 1
+    (run_dir / "generated" / "statistics.json").write_text(json.dumps(stats), encoding="utf-8")
+    metrics = json.loads((run_dir / "agents" / "metrics.json").read_text(encoding="utf-8"))
+    react = metrics["agents"]["react"]  # its one failed episode, failed for the attacked reason
+    react["failures"] = {f"checker:{XSS_REASON}": sum(react["failures"].values())}
+    (run_dir / "agents" / "metrics.json").write_text(json.dumps(metrics), encoding="utf-8")
     return {"run": run_dir, "data": data, "root": root / "runs"}

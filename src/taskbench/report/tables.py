@@ -250,10 +250,36 @@ STOP_LABELS = {"step_cap": "step cap reached", "call_cap": "model-call cap reach
 """How an agent episode's early stops are named where failures are explained."""
 
 
+def _ranked(counts: Mapping[str, int]) -> list[tuple[str, int]]:
+    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
 def _top(counts: Mapping[str, int], top: int, sep: str = ", ", form: str = "{k} {v}") -> str:
-    items = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    items = _ranked(counts)
     text = sep.join(form.format(k=k, v=v) for k, v in items[:top])
     return text + (f"{sep}{len(items) - top} more" if len(items) > top else "")
+
+
+def top_reasons(counts: Mapping[str, int], *, top: int = 5) -> list[tuple[str, int]]:
+    """``(reason, count)`` rows, most frequent first (ties by name), at most ``top`` of them, the rest summed
+    as one ``("other", count)`` row: the reasons of a zero as a list (the viewer's)."""
+    items = _ranked(counts)
+    if len(items) <= top:
+        return items
+    return [*items[:top], ("other", sum(v for _, v in items[top:]))]
+
+
+def not_kept_reasons(reasons_by_critic: Mapping[str, Mapping[str, int]], *, top: int = 5) -> list[tuple[str, int]]:
+    """Why generated samples were not kept as :func:`top_reasons` rows, each ``critic label: issue code``
+    (the labels and codes :func:`why_not_kept` prints) with its samples."""
+    return top_reasons({f"{CRITIC_LABELS.get(critic, critic)}: {code}": n
+                        for critic, codes in reasons_by_critic.items() for code, n in codes.items()}, top=top)
+
+
+def failed_reasons(failures: Mapping[str, int], *, top: int = 5) -> list[tuple[str, int]]:
+    """Why an agent's episodes failed as :func:`top_reasons` rows, each labelled as :func:`why_failed` says
+    it (:func:`failure_label`) with its episodes."""
+    return top_reasons({failure_label(k): v for k, v in failures.items()}, top=top)
 
 
 def why_not_kept(reasons_by_critic: Mapping[str, Mapping[str, int]], *, top: int = 3) -> str | None:
@@ -286,7 +312,10 @@ __all__ = [
     "CRITIC_LABELS",
     "STOP_LABELS",
     "accuracy_table",
+    "failed_reasons",
     "failure_label",
+    "not_kept_reasons",
+    "top_reasons",
     "why_failed",
     "why_not_kept",
     "COMPARISON_HEADLINE",

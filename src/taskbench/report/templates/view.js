@@ -408,6 +408,11 @@ async function viewCompare(params) {
 
 // ------------------------------------------------------------------------------------------------ agents
 
+function reasonsTable(reasons, unit) {  // the top reasons of a zero with their counts, as the terminal names them
+  return table(["reason", unit], reasons.map(x => h("tr", null, h("td", null, x.reason), h("td", {class: "num"}, num(x.count)))),
+    {class: "reasons"});
+}
+
 async function viewAgents(r) {
   const d = await api("/api/view/episodes/" + enc(r.id));
   const chosen = [];
@@ -442,6 +447,8 @@ async function viewAgents(r) {
   show(h("h1", null, r.title, " ", status(r.status), " ", h("span", {class: "muted small"}, "agents \u00b7 " + r.path)),
     r.parent ? h("p", null, "stage of ", h("a", {href: "#/run/" + enc(r.parent)}, r.parent)) : null,
     h("h2", null, "Agents"), table(["agent", "episodes", "success %", "path F1 %", "path LCS %", "tokens", "what it is"], agg),
+    (d.failed || []).length ? [h("h2", null, "Why episodes failed"), h("div", {id: "why-failed"}, d.failed.map(f => h("div", {class: "card"},
+      h("b", null, `${f.agent}: ${num(f.failed)} of ${num(f.episodes)} episodes failed`), reasonsTable(f.reasons, "episodes"))))] : null,
     h("h2", null, "Episodes"), h("p", {class: "muted small"}, "tick two episodes (e.g. two agents on one task) for ", openTwo),
     episodes, h("p", null, shown, " ", next < d.total ? more : null),
     d.problems.map(p => h("div", {class: "warn small"}, p)));
@@ -575,6 +582,10 @@ async function viewGeneration(r) {
     h("p", null, review, " ", h("span", {class: "muted small"}, "(opens the review page of this server on this dataset; or run " + r.review_command + ")")),
     h("p", null, `${num(d.counts.kept)} kept, ${num(d.counts.rejected)} rejected, ${num(d.counts.duplicates)} near-duplicates`),
     (d.notes || []).map(n => h("div", {class: "warn small"}, n)),
+    d.not_kept ? h("div", {class: "card", id: "why-not-kept"},
+      h("b", null, `Not kept: ${num(d.not_kept.not_kept)} of ${num(d.not_kept.answered)}; by critic`),
+      " ", h("span", {class: "muted small"}, "(each sample's reasons: Rejected samples below)"), reasonsTable(d.not_kept.reasons, "samples"),
+      d.not_kept.keep_none ? h("div", {class: "small"}, "To keep them anyway (no model call): ", h("code", null, d.not_kept.keep_none)) : null) : null,
     h("h2", null, "Critic pass rates per method"), table(["method", "critic", "attempts", "passed", "failed", "pass rate %"], methods, {id: "methods"}),
     modes.length ? [h("h2", null, "Per structure"), table(["structure", "planned", "rule %", "LLM %", "both %", "kept"], modes)] : null,
     h("h2", null, `Rejected samples (${num(d.counts.rejected)})`), rejected.length ? rejected : h("p", {class: "muted"}, "none"),

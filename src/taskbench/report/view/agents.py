@@ -29,9 +29,9 @@ import numpy as np
 from ...errors import InputError
 from .cache import Memo
 from .files import Outside, RunFile
-from .samples import _big_lines, arr, bound, clip, obj
+from .samples import _big_lines, arr, bound, clip, counts, obj
 
-__all__ = ["MAX_EPISODES", "MAX_EVENTS", "about", "episode", "episodes", "trajectory"]
+__all__ = ["MAX_EPISODES", "MAX_EVENTS", "about", "episode", "episodes", "failed", "trajectory"]
 
 MAX_EVENTS = 300
 """Most events of one trajectory sent in one response."""
@@ -409,3 +409,22 @@ def trajectory_file(run_file: Any, episode: dict[str, Any]) -> RunFile | None:
     except Outside:
         return None
     return f if f.is_file() else None
+
+
+def failed(agents: Any) -> list[dict[str, Any]]:
+    """Per agent with failed episodes (``metrics.json``'s ``agents``, as the index read it): how many of its
+    episodes failed and the top reasons with their episodes, labelled as ``agents eval`` and report.md say
+    them (:func:`~taskbench.report.agents.failure_lines`, :func:`~taskbench.report.tables.failed_reasons`)."""
+    from ..tables import failed_reasons
+
+    out = []
+    for name, summary in list(obj(agents).items())[:100]:
+        rows = failed_reasons(counts(obj(summary).get("failures")))
+        if not rows:
+            continue
+        n, solved = (v if isinstance(v, int) and not isinstance(v, bool) else None
+                     for v in (summary.get("episodes"), summary.get("successes")))
+        out.append({"agent": clip(str(name), 200), "episodes": n,
+                    "failed": n - (solved or 0) if n is not None else None,
+                    "reasons": [{"reason": reason, "count": k} for reason, k in rows]})
+    return out

@@ -16,9 +16,9 @@ from typing import Any
 from ...errors import InputError
 from .cache import Memo
 from .files import Outside
-from .samples import _big_lines, _read_at, arr, bound, clip, obj
+from .samples import _big_lines, _read_at, arr, bound, clip, counts, obj
 
-__all__ = ["MAX_GEN_LINE", "MAX_GEN_READ", "MAX_LISTED", "generation"]
+__all__ = ["MAX_GEN_LINE", "MAX_GEN_READ", "MAX_LISTED", "generation", "not_kept"]
 
 MAX_LISTED = 500
 """Most rejected samples and near-duplicates listed."""
@@ -141,3 +141,22 @@ def generation(run: Any, statistics: dict[str, Any]) -> dict[str, Any]:
         except InputError:
             stamps.append(None)
     return _RESULTS.get((str(run.path), *stamps), lambda: _compute(run, statistics))
+
+
+def not_kept(run: Any, statistics: dict[str, Any]) -> dict[str, Any] | None:
+    """Why samples were not kept, from ``statistics.json`` as the index read it (``reasons_by_critic``,
+    ``answered``, ``kept``): the critics' top reasons with their samples, labelled as ``taskbench generate``
+    and report.md say them (:func:`~taskbench.report.tables.not_kept_reasons`), and when none was kept the
+    command that keeps them anyway; None when the run names no reason."""
+    from ..tables import not_kept_reasons
+
+    by_critic = {clip(str(c), 60): counts(codes) for c, codes in list(obj(statistics.get("reasons_by_critic")).items())[:20]}
+    rows = not_kept_reasons(by_critic)
+    if not rows:
+        return None
+    answered, kept = (v if isinstance(v, int) and not isinstance(v, bool) else None
+                      for v in (statistics.get("answered"), statistics.get("kept")))
+    return {"answered": answered, "kept": kept,
+            "not_kept": answered - kept if answered is not None and kept is not None else None,
+            "reasons": [{"reason": reason, "count": n} for reason, n in rows],
+            "keep_none": clip(f"taskbench generate -o {run.path} --keep none", 2000) if kept == 0 else None}

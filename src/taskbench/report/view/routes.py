@@ -6,7 +6,8 @@ DOM nodes, never HTML from data, except the server's graph SVGs, whose every tex
 
 JSON (``/api/view/...``): ``runs``, ``run/{run}``, ``board``, ``samples/{run}?entry=&offset=&limit=&type=&n=
 &label=&tool=&finish=&q=``, ``sample/{run}?entry=&id=``, ``compare?a_run=&a_entry=&b_run=&b_entry=``,
-``episodes/{run}``, ``trajectory/{run}?id=&offset=``, ``generation/{run}``, ``POST review/{run}`` (open a
+``episodes/{run}`` (with ``failed``: why each agent's episodes failed), ``trajectory/{run}?id=&offset=``,
+``generation/{run}`` (with ``not_kept``: the critics' top reasons), ``POST review/{run}`` (open a
 generation run in the review page of the same app) and ``refresh`` (``POST``: read the runs again).
 
 Every input is bounded (ids and keys up to :data:`MAX_ID` characters, pages up to
@@ -29,7 +30,7 @@ from ...errors import InputError
 from . import agents as agents_view
 from .boards import CompareJobs, Scored, ScoreTask, board, run_worker
 from .files import Outside
-from .generation import generation
+from .generation import generation, not_kept
 from .index import RunInfo, ViewIndex
 from .samples import MAX_PAGE, SampleStore, SampleTable, bound, clip, entry_stamp, obj
 
@@ -273,6 +274,7 @@ def view_router(index: ViewIndex, *, current: Callable[[], Any], open_review: Ca
         out = agents_view.episodes(file, offset=offset, limit=limit)
         out["metrics"] = _json_safe(obj(run.header.get("metrics")).get("agents"))
         out["about"] = agents_view.about(list(out["metrics"] or {}) if isinstance(out["metrics"], dict) else [])
+        out["failed"] = agents_view.failed(obj(run.header.get("metrics")).get("agents"))
         return out
 
     @router.get("/api/view/trajectory/{rid}", response_model=None)
@@ -294,7 +296,7 @@ def view_router(index: ViewIndex, *, current: Callable[[], Any], open_review: Ca
         if run.kind != "generate":
             return _not_found("not a generation run")
         stats = obj(run.header.get("statistics"))
-        return generation(run, stats) | {"statistics": _json_safe(stats)}
+        return generation(run, stats) | {"statistics": _json_safe(stats), "not_kept": not_kept(run, stats)}
 
     @router.post("/api/view/review/{rid}", response_model=None)
     def api_open_review(rid: str) -> dict[str, Any] | JSONResponse:

@@ -21,7 +21,7 @@ from .cache import Memo
 from .files import Outside, RunFile, confine
 from .index import ScoredEntry
 
-__all__ = ["MAX_LINE_BYTES", "MAX_PAGE", "MAX_TEXT", "SampleStore", "SampleTable", "arr", "bound", "clip", "obj"]
+__all__ = ["MAX_LINE_BYTES", "MAX_PAGE", "MAX_TEXT", "SampleStore", "SampleTable", "arr", "bound", "clip", "counts", "obj"]
 
 MAX_LINE_BYTES = 4 << 20
 """A gold or predictions line longer than this is not parsed (the detail says so)."""
@@ -80,6 +80,13 @@ def obj(value: Any) -> dict[str, Any]:
 def arr(value: Any) -> list[Any]:
     """``value`` when it is a JSON array, else []."""
     return value if isinstance(value, list) else []
+
+
+def counts(value: Any, *, items: int = 1000) -> dict[str, int]:
+    """The ``name -> count`` entries of a JSON object (a tally a run wrote: reasons by critic, an agent's
+    failures) whose count is a positive integer, at most ``items`` of them, each name clipped."""
+    return {clip(str(k), 600): v for k, v in list(obj(value).items())[:items]
+            if isinstance(v, int) and not isinstance(v, bool) and 0 < v <= 1 << 53}
 
 
 def _lines(path: RunFile) -> Iterator[tuple[int, bytes]]:
