@@ -4,8 +4,9 @@ The model sees the calls in words (each operation with the first sentence of its
 and what was taken from its result), the answer, and the names the request must contain; it answers
 ``{"request": ...}`` under a bounded schema (``executed_request.j2``, our wording, with examples of another
 service so that no task of the environment is shown). :func:`check_request` then refuses a request that
-misses a name the calls need, gives the answer away, or speaks in the API's terms; each refusal is counted by
-its code.
+misses a name the calls need, gives the answer away, speaks in the API's terms, drops a condition, names a list
+that only a call outside the plan gives, or copies the examples; each refusal is counted by its code
+(:data:`REQUEST_CODES`).
 """
 
 from __future__ import annotations
@@ -255,6 +256,7 @@ _GENERIC = {"search", "list", "latest", "first", "top", "new", "info", "details"
 """Route words that say how or when, not what: a request may use them whatever the plan (``latest``,
 ``today``, ``next``)."""
 
+
 def _root(word: str) -> str:
     """A word without its plural, so a route word and a request's word meet: "companies" is "company",
     "episodes" "episode", "recommendations" "recommend"; other endings stay ("played" is not "playing",
@@ -266,6 +268,13 @@ def _root(word: str) -> str:
         if w.endswith(suffix) and len(w) - len(suffix) >= 4 and not w.endswith("ss"):
             return w[: -len(suffix)]
     return w
+
+
+def _forms(word: str) -> list[str]:
+    """The roots a word is met by: its own, and for a noun made of a verb the verb's past ("recommendations":
+    "recommend", "recommended")."""
+    root = _root(word)
+    return [root, root + "ed"] if word.lower().endswith(("ation", "ations")) else [root]
 
 
 def op_terms(ops: Iterable[str]) -> dict[str, str]:
@@ -281,10 +290,8 @@ def op_terms(ops: Iterable[str]) -> dict[str, str]:
                 continue
             for word in re.split(r"[-_]", segment):
                 if len(word) >= 4 and word.lower() not in _GENERIC and word.isalpha():
-                    root = _root(word)
-                    out.setdefault(root, word.lower())
-                    if word.lower().endswith(("ation", "ations")):
-                        out.setdefault(root + "ed", word.lower())
+                    for form in _forms(word):
+                        out.setdefault(form, word.lower())
     return out
 
 
@@ -297,7 +304,7 @@ def _plan_roots(chain: Chain, target: Target) -> set[str]:
     text += [target.phrase, *(str(v) for v in target.values), *must_mention(chain)]
     said = " ".join(text)
     said += "".join(f" {also}" for field, also in _FIELD_WORDS.items() if re.search(field, said))
-    return {_root(w) for w in re.findall(r"[A-Za-z]{4,}", said)}
+    return {form for w in re.findall(r"[A-Za-z]{4,}", said) for form in _forms(w)}
 
 
 _FIELD_WORDS = {"vote_average": "rated rating review score", "popularity": "popular", "release_date": "released",
