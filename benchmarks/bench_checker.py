@@ -387,10 +387,9 @@ async def run_set(api: str, task_set: str, restbench_dir: Path | None, only: set
         from taskbench.envs.restbench.checking import expected_values
 
         values = [v for v in expected_values(info["resolved"]) if isinstance(v, str) and not v.startswith("/")]
-        from taskbench.envs.restbench.provenance import from_user
-
-        for part in [p for p in dict.fromkeys([*info["gold"], *values]) if not from_user(p, info["query"])][:20]:
-            # (searching what the user named, in the user's words, is the honest first step, not an echo)
+        asked = f" {key(info['query'])} "
+        for part in [p for p in dict.fromkeys([*info["gold"], *values]) if f" {key(p)} " not in asked][:20]:
+            # (searching what the user named is the honest first step, not an echo)
             if api == "tmdb":
                 for op in ("GET /search/person", "GET /search/movie", "GET /search/tv", "GET /search/company",
                            "GET /search/collection", "GET /search/keyword"):

@@ -148,13 +148,6 @@ def _echoes(call: _Call, toks: tuple[str, ...], user: frozenset[str] = frozenset
                for t in new)
 
 
-def from_user(text: str, query: str) -> bool:
-    """Whether every word of ``text`` (stop words aside) is a word of the user's ``query``: an argument made
-    of them carries no knowledge of the agent's own, so it echoes nothing (:func:`_echoes`)."""
-    user = set(words(query))
-    return all(t in user or t in _STOP for t in words(text))
-
-
 COVERAGE = 0.8
 """The share of a source response's distinct values a response must hold to count as that response seen."""
 SMALL_SOURCE = 5
@@ -301,4 +294,4 @@ class Observed:
         return False
 
 
-__all__ = ["Observed", "Source", "from_user", "parse_content"]
+__all__ = ["Observed", "Source", "parse_content"]
