@@ -52,9 +52,10 @@ def eval_command(
     model_execution: str | None = typer.Option(None, "--model-execution", help="Model of the execution agent."),
     model_review: str | None = typer.Option(None, "--model-review", help="Model of the review agent."),
     students: bool = typer.Option(False, "--students", help="Every ConAgents role and ReAct use the student "
-                                  "shipped with taskbench for it (LoRA adapters of llamacpp/qwen2.5-coder-0.5b trained "
-                                  "on generated REST tasks, docs/distill.md): --model must be that base; "
-                                  "--model-ROLE still overrides one role."),
+                                  "for it in taskbench/bundled/students (LoRA adapters of llamacpp/qwen2.5-coder-0.5b "
+                                  "trained on generated REST tasks by `make students`, docs/distill.md; none ships "
+                                  "yet, and a missing one is named): --model must be that base; --model-ROLE still "
+                                  "overrides one role."),
     tools: str = typer.Option("gold+10", "--tools", help="Tools offered: gold | gold+10 (10 seeded random "
                               "distractors, the paper's setting) | all."),
     seeds: int = typer.Option(1, "--repeats", min=1, max=1000, help="Episodes per (agent, task), with seeds 0..K-1 (see "
