@@ -148,8 +148,10 @@ def test_view_in_chromium(browser, tmp_path: Path):
         page.click("#open-two")
         ready(page)
         # the click changes the hash; the router runs on hashchange, after the click returns, so the old page's
-        # ready flag can still be up: wait for the two trajectories themselves (a race seen under load)
-        page.wait_for_function("document.querySelectorAll('.traj').length === 2", timeout=30000)
+        # ready flag can still be up: wait for the two trajectories themselves (a race seen under load). A locator,
+        # not wait_for_function(string): the page's CSP forbids eval, and Playwright evals a string predicate
+        page.locator(".traj").nth(1).wait_for(timeout=30000)
+        ready(page)
         assert page.locator(".traj").count() == 2
         assert XSS_SCRIPT in page.inner_text(".traj[data-id^='react']")
         not_pwned(page)
