@@ -40,12 +40,17 @@ def test_a_long_result_keeps_every_records_identifying_fields(tmdb: Any) -> None
     view = observation(credits, 1500)
     assert len(view) <= VIEW_FACTOR * 1500 + 200 and view.startswith("[a long result")
     digest = json.loads(view.split("\n", 1)[1])
+    shown_rows = 0
     for part in ("cast", "crew"):  # every record by name, as far as 4 x the budget holds (111 here: nearly all)
         table = digest[part]
         shown = len(table["rows"])
-        assert table["count"] == len(credits[part]) == shown + table.get("more", 0) and shown >= 0.9 * table["count"]
+        shown_rows += shown
+        assert table["count"] == len(credits[part]) == shown + table.get("more", 0)
         names = [row[table["fields"].index("name")] for row in table["rows"]]
         assert names == [p["name"] for p in credits[part]][:shown]  # the first rows of each list, in order
+        if "original_name" in credits[part][0]:  # the bundled data's copy of every name: shown once, and said
+            assert "original_name" not in table["fields"] and table["same_as"] == {"original_name": "name"}
+    assert shown_rows >= 0.9 * (len(credits["cast"]) + len(credits["crew"]))
     crew = digest["crew"]
     composer = next(r for r in crew["rows"] if r[crew["fields"].index("name")] == COMPOSER)
     assert composer[crew["fields"].index("job")] == "Original Music Composer"
@@ -67,6 +72,19 @@ def test_rows_are_cut_evenly_when_even_the_identifying_fields_do_not_fit() -> No
     assert len(digest["crew"]["rows"]) == 5 and "more" not in digest["crew"]  # the small list whole
     assert 0 < len(digest["cast"]["rows"]) < 400 and digest["cast"]["more"] == 400 - len(digest["cast"]["rows"])
     assert digest["cast"]["fields"] == ["id", "name", "character"] and digest["cast"]["not_shown"] == ["bio"]
+
+
+def test_a_column_that_repeats_another_is_shown_once_and_one_that_differs_anywhere_is_kept() -> None:
+    from taskbench.agents.observe import observation
+
+    same = [{"id": i, "name": f"Person {i}", "original_name": f"Person {i}", "bio": "x" * 300} for i in range(60)]
+    digest = json.loads(observation({"cast": same}, 1000).split("\n", 1)[1])
+    assert digest["cast"]["fields"] == ["id", "name"] and digest["cast"]["same_as"] == {"original_name": "name"}
+    assert "original_name" not in digest["cast"]["not_shown"]
+    differ = [dict(p) for p in same]
+    differ[7]["original_name"] = "\u30da\u30eb\u30bd\u30ca 7"  # one record with its own original name: a column of its own
+    digest = json.loads(observation({"cast": differ}, 1000).split("\n", 1)[1])
+    assert "original_name" in digest["cast"]["fields"] and "same_as" not in digest["cast"]
 
 
 def test_nested_objects_and_lists_of_records_stay_visible() -> None:

@@ -9,8 +9,9 @@ was never seen), while the agents that write code read the whole response. The d
 that fits (the first within the budget, the others within :data:`VIEW_FACTOR` times the budget):
 
 1. the JSON with empty values dropped and long texts cut (:data:`LONG_TEXT` characters);
-2. every list of records as a table (``{"count", "fields", "rows", "not_shown"}``) of the fields whose values
-   are short scalars (ids, names, titles, roles, dates, numbers, flags, short texts; nested objects flattened
+2. every list of records as a table (``{"count", "fields", "rows", "not_shown"}``, and ``same_as`` for a field
+   whose values repeat an earlier field's in every record, shown once) of the fields whose values are short
+   scalars (ids, names, titles, roles, dates, numbers, flags, short texts; nested objects flattened
    into dotted names such as ``album.name``; a nested list of records as each one's identifying fields);
 3. the same tables with the identifying fields alone (ids, names and titles, roles such as ``character`` and
    ``job``, dates);
@@ -121,6 +122,19 @@ def _cell(value: Any, mode: str) -> tuple[bool, Any]:
     return False, None
 
 
+def _repeats(fields: Sequence[str], cells: dict[str, list[tuple[bool, Any]]]) -> dict[str, str]:
+    """The fields whose shown value is, in every record, that of an earlier field (TMDB's ``original_name``
+    beside ``name``), each with that field: a table shows the column once and says so (``same_as``), which
+    leaves room for more records."""
+    same: dict[str, str] = {}
+    for j, k in enumerate(fields):
+        for earlier in fields[:j]:
+            if earlier not in same and cells[k] == cells[earlier] and any(shown for shown, _ in cells[k]):
+                same[k] = earlier
+                break
+    return same
+
+
 def _tables(value: Any, mode: str, tables: list[dict[str, Any]]) -> Any:
     """``value`` with every list of records made a table of the fields ``mode`` keeps (``short`` |
     ``identifying``); the tables are also collected in ``tables`` (for cutting rows)."""
@@ -134,9 +148,13 @@ def _tables(value: Any, mode: str, tables: list[dict[str, Any]]) -> Any:
                   and (_keeps(mode, k, keys) or _records(next((r.get(k) for r in flat if r.get(k) is not None),
                                                               None)))]
         fields.sort(key=lambda k: not identifying(_leaf(k)))  # the identifying fields first
+        same = _repeats(fields, cells)
+        fields = [k for k in fields if k not in same]
         rows = [[cells[k][i][1] if cells[k][i][0] else None for k in fields] for i in range(len(flat))]
         table = {"count": len(value), "fields": fields, "rows": rows,
-                 "not_shown": [k for k in keys if k not in fields]}
+                 "not_shown": [k for k in keys if k not in fields and k not in same]}
+        if same:
+            table["same_as"] = same
         tables.append(table)
         return table
     if isinstance(value, dict):
@@ -221,14 +239,20 @@ _MENTIONED = {"all": None, "any": 1, "of": None, "picks": 1}
 
 def answer_in_view(expected: Any, texts: Sequence[str]) -> bool | None:
     """Whether the values a resolved checker (a task's ``answer``: a list of conditions) expects the answer to
-    state appear in ``texts`` (what an agent saw): every value of ``all``, one of ``any`` and of ``picks``,
+    state appear in ``texts`` (what an agent saw: JSON, so a value counts when its words appear in a row, not
+    when an answer would assert it): every value of ``all``, one of ``any`` and of ``picks``,
     ``at_least`` of ``of``. None when the checker asks the answer for no value (an end-state task, a yes/no
     question) or the task has no resolved checker."""
-    from ..envs.restbench.checking import mentions
+    from ..envs.restbench.answers import key as words_of
 
     if not isinstance(expected, list):
         return None
-    seen = "\n".join(texts)
+    seen = f" {words_of(' '.join(texts))} "
+
+    def mentions(text: str, value: Any) -> bool:  # the value's words, in a row, among what was seen
+        needle = words_of(str(value))
+        return bool(needle) and f" {needle} " in text
+
     verdicts = []
     for cond in expected:
         if not isinstance(cond, dict):
