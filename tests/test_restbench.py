@@ -240,6 +240,30 @@ def test_bundled_tasks_solve_and_their_checkers_can_fail(api: str, tmp_path: Pat
     run(main())
 
 
+@pytest.mark.parametrize("api", ["tmdb", "spotify"])
+def test_the_bundled_specs_take_the_arguments_our_tasks_solutions_send(api: str, tmp_path: Path) -> None:
+    """An agent's call is checked against the tool's JSON Schema before it reaches the service: every literal
+    argument of every bundled solution must fit the bundled spec (Spotify's /search type was an array there,
+    so the oracle's type="artist" was refused without RestBench's files)."""
+    import jsonschema
+
+    env = own_env(api, tmp_path)
+    try:
+        schemas = {t.name: t.parameters for t in env.tools()}
+        checked = 0
+        for task in env.tasks():
+            for step in task.meta["solution"]["steps"]:
+                literal = {k: v for k, v in step.get("args", {}).items() if not (isinstance(v, str) and v.startswith("="))}
+                props = schemas[step["call"]].get("properties", {})
+                for name, value in literal.items():
+                    errors = list(jsonschema.Draft202012Validator(props[name]).iter_errors(value))
+                    assert not errors, f"{task.id} {step['call']} {name}={value!r}: {errors[0].message}"
+                    checked += 1
+        assert checked >= 10
+    finally:
+        run(env.aclose())
+
+
 # ------------------------------------------------------------------------------------------- RestBench itself
 
 
