@@ -103,6 +103,21 @@ def test_eval_command_writes_the_run_directory(tmp_path: Path) -> None:
     assert other.returncode == 2 and "another configuration" in other.stderr and "Traceback" not in other.stderr
 
 
+def test_a_react_student_plays_react_and_only_react(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["agents", "eval", "--env", "restbench-tmdb", "--task-set", "own", "--limit", "1",
+                                 "--agent", "react,conagents-auto", "--model", "mock/echo", "--model-react",
+                                 "mock/student", "--tools", "gold", "--max-steps", "2", "--bootstrap", "0", "-q",
+                                 "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    heads = {a: json.loads((out / "trajectories" / a / "tmdb-own-01__s0.jsonl").read_text().splitlines()[0])
+             for a in ("react", "conagents-auto")}
+    assert heads["react"]["models"] == {"react": "mock/student"}
+    assert set(heads["conagents-auto"]["models"].values()) == {"mock/echo"}
+    header = json.loads((out / "header.json").read_text())
+    assert header["identity"]["models"]["react"] == "mock/student"  # another ReAct model is another run
+
+
 def test_eval_refuses_code_agents_without_a_sandbox(tmp_path: Path) -> None:
     env = _env(tmp_path)
     env["TASKBENCH_BWRAP"] = str(tmp_path / "no-bwrap")

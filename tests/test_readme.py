@@ -42,7 +42,7 @@ PARSE_ONLY = {
 }
 """Commands checked by parsing only, and why (see the module docstring)."""
 
-MODEL_FLAGS = ("--model", "-m", "--model-grounding", "--model-execution", "--model-review")
+MODEL_FLAGS = ("--model", "-m", "--model-grounding", "--model-execution", "--model-review", "--model-react")
 PROVIDERS = ("llamacpp/", "openai/", "openai-compatible/")
 
 

@@ -51,6 +51,9 @@ def eval_command(
                                                "(a SPAN student: llamacpp/BASE+ADAPTER_DIR, see `agents distill`)."),
     model_execution: str | None = typer.Option(None, "--model-execution", help="Model of the execution agent."),
     model_review: str | None = typer.Option(None, "--model-review", help="Model of the review agent."),
+    model_react: str | None = typer.Option(None, "--model-react", help="Model of ReAct (a ReAct student: "
+                                           "llamacpp/BASE+ADAPTER_DIR trained on the same tasks, for a fair "
+                                           "comparison with ConAgents' students)."),
     students: bool = typer.Option(False, "--students", help="Every ConAgents role and ReAct use the student "
                                   "for it in taskbench/bundled/students (LoRA adapters of llamacpp/qwen2.5-coder-0.5b "
                                   "trained on generated REST tasks by `make students`, docs/distill.md; none ships "
@@ -136,7 +139,7 @@ def eval_command(
     from .options import call_options
 
     role_models = {r: m for r, m in (("grounding", model_grounding), ("execution", model_execution),
-                                     ("review", model_review)) if m}
+                                     ("review", model_review), ("react", model_react)) if m}
     spec = AgentsSpec(
         env=env, agents=agent, model=model, output=output, role_models=role_models, students=students, tools=tools,
         repeats=seeds_alias or seeds, limit=limit, task_ids=task, tasks_file=tasks_file, task_set=task_set,
