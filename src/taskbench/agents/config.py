@@ -343,12 +343,21 @@ STUDENT_BASE = "llamacpp/qwen2.5-coder-0.5b"
 
 
 def student_models(model: str = STUDENT_BASE) -> dict[str, str]:
-    """The role models that make every ConAgents role and ReAct use its shipped student
-    (``llamacpp/qwen2.5-coder-0.5b+student:ROLE``, docs/distill.md); ``model`` must be the students' base."""
+    """The role models that make each ConAgents role and ReAct use its shipped student
+    (``llamacpp/qwen2.5-coder-0.5b+student:ROLE``, docs/distill.md); a role whose student is not shipped plays the
+    base. ``model`` must be the students' base, and at least one student must ship (else a ConfigError naming
+    where they go and how to make them)."""
+    from ..llm.providers.llamacpp import STUDENTS_DIR, shipped_roles
+
     if model.strip() != STUDENT_BASE:
         raise ConfigError(f"the shipped students are adapters of {STUDENT_BASE}: --students needs --model "
                           f"{STUDENT_BASE}, not {model!r}")
-    return {role: f"{STUDENT_BASE}+student:{role}" for role in (*ROLES, "react")}
+    roles = shipped_roles()
+    if not roles:
+        raise ConfigError(f"--students: no student ships in {STUDENTS_DIR} (ROLE.gguf for grounding, execution, "
+                          "review, react); `make students` trains them (docs/distill.md), or give "
+                          "--model-ROLE llamacpp/BASE+ADAPTER_DIR")
+    return {role: f"{STUDENT_BASE}+student:{role}" for role in roles}
 
 
 ToolSetting = Literal["gold", "gold+10", "all"]

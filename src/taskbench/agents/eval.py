@@ -421,10 +421,10 @@ DEMO_TASKS = ("tmdb-own-02", "tmdb-own-05")
 
 
 def students_shipped() -> bool:
-    """Whether every shipped student (``taskbench/bundled/students/ROLE.gguf``) is present."""
-    from ..llm.providers.llamacpp import STUDENT_ROLES, STUDENTS_DIR
+    """Whether a student ships (``taskbench/bundled/students/ROLE.gguf``; the roles without one play the base)."""
+    from ..llm.providers.llamacpp import shipped_roles
 
-    return all((STUDENTS_DIR / f"{role}.gguf").is_file() for role in STUDENT_ROLES)
+    return bool(shipped_roles())
 
 
 def demo_config(model: str = "llamacpp/qwen2.5-coder-0.5b", *, tasks: Sequence[str] = DEMO_TASKS,
@@ -435,8 +435,8 @@ def demo_config(model: str = "llamacpp/qwen2.5-coder-0.5b", *, tasks: Sequence[s
     offline TMDB tasks (present without ../shared), gold tools, a short step cap (3: two calls and the answer)
     and at most 14 model calls per episode, so that the embedded model's run stays within the main job's time
     budget (an unbounded adaptive episode of the 0.5B model was seen to make 32 calls on a two-call task).
-    ``students``: every ConAgents role and ReAct play the shipped students (default: when ``model`` is their base
-    and they are shipped)."""
+    ``students``: the ConAgents roles and ReAct play their shipped students, the roles without one the base
+    (default: when ``model`` is their base and a student ships)."""
     from .config import STUDENT_BASE, student_models
 
     if students is None:

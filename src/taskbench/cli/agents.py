@@ -54,11 +54,11 @@ def eval_command(
     model_react: str | None = typer.Option(None, "--model-react", help="Model of ReAct (a ReAct student: "
                                            "llamacpp/BASE+ADAPTER_DIR trained on the same tasks, for a fair "
                                            "comparison with ConAgents' students)."),
-    students: bool = typer.Option(False, "--students", help="Every ConAgents role and ReAct use the student "
-                                  "for it in taskbench/bundled/students (LoRA adapters of llamacpp/qwen2.5-coder-0.5b "
-                                  "trained on generated REST tasks by `make students`, docs/distill.md; none ships "
-                                  "yet, and a missing one is named): --model must be that base; --model-ROLE still "
-                                  "overrides one role."),
+    students: bool = typer.Option(False, "--students", help="Each ConAgents role and ReAct use its student in "
+                                  "taskbench/bundled/students (LoRA adapters of llamacpp/qwen2.5-coder-0.5b trained on "
+                                  "generated REST tasks by `make students`, docs/distill.md); a role without one plays "
+                                  "the base, and the run's header says which model played which role. --model must "
+                                  "be that base; --model-ROLE still overrides one role."),
     tools: str = typer.Option("gold+10", "--tools", help="Tools offered: gold | gold+10 (10 seeded random "
                               "distractors, the paper's setting) | all."),
     seeds: int = typer.Option(1, "--repeats", min=1, max=1000, help="Episodes per (agent, task), with seeds 0..K-1 (see "

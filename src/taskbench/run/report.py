@@ -265,7 +265,8 @@ def stage_sections(log: RunLog, run_dir: str | Path | None = None) -> list[dict[
                         f"Trajectories: `taskbench agents show {root / st.path}`.")
             if a.role_models:
                 played = ", ".join(f"{role} {model}" for role, model in a.role_models.items())
-                text.append(f"Models by role: {played}" + (" (the shipped SPAN students, docs/distill.md)."
+                text.append(f"Models by role: {played}" + (" (+student:ROLE: the shipped SPAN student of that role, "
+                                                            "docs/distill.md)."
                                                             if any("+student:" in m for m in a.role_models.values())
                                                             else "."))
             head = ["agent"] + [h for _, h in AGENT_COLUMNS]

@@ -64,8 +64,8 @@ from .llamacpp_tools import (
     tool_grammar,
 )
 
-__all__ = ["STUDENT_ROLES", "LlamaCppProvider", "chat_format", "import_llama_cpp", "prompt_tokens", "split_adapter",
-           "student_file"]
+__all__ = ["STUDENT_ROLES", "LlamaCppProvider", "chat_format", "import_llama_cpp", "prompt_tokens", "shipped_roles",
+           "split_adapter", "student_file"]
 
 _OPTIONS = {"n_ctx", "n_threads", "n_batch", "seed", "verbose"}
 # Options the Model wrapper / CLI may pass for every provider; meaningless here but harmless.
@@ -94,6 +94,11 @@ STUDENTS_DIR = Path(__file__).resolve().parents[2] / "bundled" / "students"
 """Where the shipped students live (package data: ``taskbench/bundled/students/ROLE.gguf``)."""
 STUDENT_ROLES = ("grounding", "execution", "review", "react")
 """Roles with a student shipped in taskbench (``llamacpp/qwen2.5-coder-0.5b+student:ROLE``)."""
+
+
+def shipped_roles() -> list[str]:
+    """The roles (of :data:`STUDENT_ROLES`, in order) whose student ships (``ROLE.gguf`` in :data:`STUDENTS_DIR`)."""
+    return [role for role in STUDENT_ROLES if (STUDENTS_DIR / f"{role}.gguf").is_file()]
 
 
 def student_file(role: str) -> Path:
