@@ -150,6 +150,34 @@ def test_adaptive_failure_review_routes_to_grounding(tmp_path: Path) -> None:
     assert rec["cpr_contains"] is True and rec["extra_calls"] == 1
 
 
+def test_an_accept_of_a_failed_run_is_overruled_and_routed_by_the_error(tmp_path: Path) -> None:
+    # adaptive: the code raised KeyError, the reviewer accepts anyway (as a review student trained mostly on
+    # accepts did in every failed run of its first RestBench episodes): the code is rewritten
+    g = mock("g", [search_plan(), credits_plan(), finish()])
+    x = mock("x", [BAD_CODE, SEARCH_CODE, CREDITS_CODE])
+    r = mock("r", [verdict()])
+    traj, rec, result = run_one(tmp_path, "conagents-adaptive", {"grounding": g, "execution": x, "review": r})
+    assert kinds(traj)[:6] == ["grounding", "execution", "code", "review", "verdict:execution:revise:execution",
+                               "execution"]
+    event = next(e for e in traj.events if e.kind == "review")
+    assert event.overruled and event.problem == "faulty_code" and event.action == "rewrite_code"
+    assert "The run failed" in event.feedback and "KeyError" in event.feedback
+    assert rec["success"] and result.metrics["agents"]["conagents-adaptive"]["counters"]["review_accepts_overruled"] == 1
+    # automatic: a title passed as an id, the tool refuses (404), the reviewer accepts: the plan is sent back
+    wrong = plan("GET /movie/{movie_id}/credits", {"movie_id": "The Dark Knight"}, "the Joker's actor")
+    g = mock("g2", [wrong, search_plan(), credits_plan(), finish()])
+    x = mock("x2", [WRONG_ID_CODE, SEARCH_CODE, CREDITS_CODE])
+    r = mock("r2", [verdict()] * 7)
+    traj, rec, _ = run_one(tmp_path / "auto", "conagents-auto", {"grounding": g, "execution": x, "review": r})
+    reviews = [e for e in traj.events if e.kind == "review"]
+    assert [(e.target, e.verdict, e.overruled) for e in reviews[:2]] == [("plan", "accept", False),
+                                                                         ("execution", "revise", True)]
+    assert reviews[1].problem == "tool_error" and reviews[1].route == "grounding" and reviews[1].action == "replan"
+    assert "The run failed" in prompts(traj, "grounding")[1] and rec["success"]
+    # a run that worked is the reviewer's to judge: its accept stands
+    assert all(not e.overruled for e in reviews[2:])
+
+
 def test_step_cap_ends_an_episode_without_an_answer(tmp_path: Path) -> None:
     g = mock("g", [search_plan()] * 3)
     x = mock("x", [SEARCH_CODE] * 3)

@@ -33,6 +33,9 @@ result) is the review agent called, up to ``beta`` times: it decides whether the
 feedback goes to the next plan) or the code (route execution: the code is rewritten) caused it (Figure 6).
 
 Routing: the review agent decides where an execution review's feedback goes (its ``route``), as in the paper.
+One verdict is not the review agent's to give: an accept of a run that failed (the code raised, the tool refused
+the call, nothing was extracted, no code at all). The failure is the verdict then, routed by its evidence
+(:func:`failed_run_verdict`, :func:`fault_route`), and the review event says ``overruled``.
 
 Ablations (:class:`~taskbench.agents.config.AgentSpec`): no planning review; no execution review; review
 replaced by static compiler feedback (a failed run's error text goes back to the execution agent, up to
@@ -48,7 +51,7 @@ from typing import Any
 from ..schema import AssistantMessage, SystemMessage, UserMessage
 from . import tooldocs
 from .config import AgentSpec
-from .episode import CodeOutcome, Episode, StepCap
+from .episode import CodeOutcome, Episode, StepCap, truncate
 from .prompts import (
     CODE_STOP,
     Plan,
@@ -205,7 +208,8 @@ class ConAgents:
         protocol does with it), or None when the answer was unusable (a failed turn, treated as no
         objection). A named problem is a revision (:attr:`Verdict.accept`); the review agent routes an
         execution review's feedback (:func:`review_route`), or, in the ``fault-route`` variant, the evidence of
-        the fault does (:func:`fault_route`)."""
+        the fault does (:func:`fault_route`). An accept of a run that failed is overruled
+        (:func:`failed_run_verdict`: recorded with ``overruled``, counted as ``review_accepts_overruled``)."""
         messages = [SystemMessage(content=render("review", tools=tooldocs.tool_list(ep.tools))),
                     UserMessage(content=prompt)]
         turn = await ep.generate("review", messages, max_tokens=ep.budgets.review_tokens, schema=review_schema(),
@@ -213,9 +217,14 @@ class ConAgents:
         verdict = parse_verdict(turn.parsed)[0] if turn.ok else None
         if verdict is None:
             return None
+        overruled = target == "execution" and outcome is not None and not outcome.ok and verdict.accept
+        if overruled:
+            assert outcome is not None
+            verdict = failed_run_verdict(outcome, ep.budgets.observation_chars)
+            ep.count("review_accepts_overruled")
         if target == "plan":
             verdict.route = "grounding"
-        elif self.spec.fault_route:
+        elif self.spec.fault_route or overruled:
             verdict.route = fault_route(verdict, plan, outcome)
         else:
             verdict.route = review_route(verdict)
@@ -226,8 +235,20 @@ class ConAgents:
         else:
             action = "replan" if verdict.route == "grounding" else "rewrite_code"
         ep.review(target, "accept" if verdict.accept else "revise", verdict.feedback,
-                  None if verdict.accept else verdict.route, problem=verdict.problem or "none", action=action)
+                  None if verdict.accept else verdict.route, problem=verdict.problem or "none", action=action,
+                  overruled=overruled)
         return verdict
+
+
+def failed_run_verdict(outcome: CodeOutcome, limit: int) -> Verdict:
+    """The verdict on a run that failed, from its error alone: a review agent's accept of it is not taken (a run
+    that raised, or gave no code, did not do the step, whatever a small reviewer says; measured: a review
+    student trained mostly on accepts accepted every failed run of its first RestBench episodes). The tool's
+    refusal is a ``tool_error``, nothing extracted an ``empty_result``, anything else ``faulty_code``; the route
+    follows the evidence (:func:`fault_route`)."""
+    problem = {"ToolError": "tool_error", "EmptyResult": "empty_result"}.get(outcome.error_type or "", "faulty_code")
+    return Verdict(problem=problem, verdict="revise",
+                   feedback=f"The run failed: {truncate(outcome.observation, min(limit, 400))}")
 
 
 def _plan_check(parsed: Any) -> str | None:

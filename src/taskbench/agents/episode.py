@@ -304,10 +304,11 @@ class Episode:
     # ------------------------------------------------------------------------------------------ verdicts
 
     def review(self, target: str, verdict: str, feedback: str, route: str | None, *, problem: str | None = None,
-               action: str | None = None) -> ReviewEvent:
-        """Record a review verdict (``problem``: what it named; ``action``: what the protocol does with it)."""
+               action: str | None = None, overruled: bool = False) -> ReviewEvent:
+        """Record a review verdict (``problem``: what it named; ``action``: what the protocol does with it;
+        ``overruled``: an accept of a failed run that the protocol did not take)."""
         event = ReviewEvent(target=target, verdict=verdict, feedback=feedback, route=route,  # type: ignore[arg-type]
-                            problem=problem, action=action)  # type: ignore[arg-type]
+                            problem=problem, action=action, overruled=overruled)  # type: ignore[arg-type]
         self.writer.add(event)
         return event
 

@@ -154,6 +154,8 @@ class ReviewEvent(_Event):
     action: Literal["none", "revise_plan", "rewrite_code", "replan"] | None = Field(
         default=None, description="What the protocol did with the verdict: nothing, the plan revised, the code "
                                   "rewritten, or the feedback sent to the next plan (a reroute to grounding).")
+    overruled: bool = Field(default=False, description="The review agent accepted an execution whose run failed; "
+                            "the protocol took the failure as the verdict (the problem and route from the error).")
 
 
 class FinalAnswerEvent(_Event):
