@@ -108,6 +108,37 @@ def test_ungrounded_names_the_argument() -> None:
     assert ungrounded(Plan(tool=SEARCH, arguments={"query": "anything"}), []) is None
 
 
+def test_an_integer_id_takes_only_integers_and_a_call_gives_what_the_tool_requires() -> None:
+    """Seen in a student's RestBench episode: the top-rated film's title, a value the execution extracted, was
+    offered as movie_id and the tool answered 404; and a search called with no query (400)."""
+    from taskbench.agents.grounded import tool_argument_schemas
+    from taskbench.llm.grammar import schema_to_gbnf
+
+    typed = [ToolSpec(name=SEARCH, description="", parameters={
+        "type": "object", "properties": {"query": {"type": "string"}, "page": {"type": "integer"}},
+        "required": ["query"]}),
+        ToolSpec(name=CREDITS, description="", parameters={
+            "type": "object", "properties": {"movie_id": {"type": "integer"}}, "required": ["movie_id"]})]
+    title = "The Shawshank Redemption"
+    assert tool_argument_schemas(typed, [title])[CREDITS] is None  # no integer seen: not offered yet
+    schema = plan_schema(typed, per_tool=tool_argument_schemas(typed, [title, "278"]))
+    call = next(c for c in schema["properties"]["action"]["anyOf"] if c["properties"]["tool"]["enum"] == [CREDITS])
+    assert call["properties"]["arguments"]["items"]["properties"]["value"]["enum"] == ["278"]
+    search = next(c for c in schema["properties"]["action"]["anyOf"] if c["properties"]["tool"]["enum"] == [SEARCH])
+    assert search["properties"]["arguments"]["minItems"] == 1 and call["properties"]["arguments"]["minItems"] == 1
+    assert "root ::=" in schema_to_gbnf(schema)  # minItems and all: the grammar llama.cpp decodes under
+    # where the backend does not constrain: the same rules by the check
+    assert "was not seen" in str(ungrounded(Plan(tool=CREDITS, arguments={"movie_id": title}), [title], typed[1]))
+    assert ungrounded(Plan(tool=CREDITS, arguments={"movie_id": "278"}), [title, "278"], typed[1]) is None
+    assert "needs query" in str(ungrounded(Plan(tool=SEARCH, arguments={"page": "1"}), [], typed[0]))
+    assert ungrounded(Plan(tool=SEARCH, arguments={"query": "Heat"}), [], typed[0]) is None
+    # a string id (Spotify's) takes any seen value, as before
+    spotify = ToolSpec(name="GET /artists/{id}", description="", parameters={
+        "type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]})
+    assert ungrounded(Plan(tool=spotify.name, arguments={"id": "0OdUWJ0sBjDrqHygGUXeCF"}),
+                      ["0OdUWJ0sBjDrqHygGUXeCF"], spotify) is None
+
+
 def test_names() -> None:
     spec = parse_agent("conagents-adaptive-no-exec-review-grounded-a1b2")
     assert spec.grounded and spec.ablation == "no-exec-review" and (spec.alpha, spec.beta) == (1, 2)

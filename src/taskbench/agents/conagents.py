@@ -272,7 +272,7 @@ def _grounded(ep: Episode, history: list[Step]) -> tuple[dict[str, Any], Any]:
             return why
         if plan.finish:
             return None
-        refused = ungrounded(plan, values)
+        refused = ungrounded(plan, values, next((t for t in ep.tools if t.name == plan.tool), None))
         if refused is not None:
             ep.count("grounded_refused")
         return refused

@@ -9,7 +9,10 @@ JSON Schema (:func:`plan_argument_schema`) splits an argument into two shapes: a
 decoding (llama.cpp grammars, OpenAI-style ``json_schema``) the model cannot write anything else; with a
 backend that does not constrain, :func:`ungrounded` names the offending argument and the turn fails (recorded,
 the model asked again), so the option means the same everywhere. Before any id has been seen, the id shape is
-absent: the model must first call a tool that finds one.
+absent: the model must first call a tool that finds one. Per tool (:func:`tool_argument_schemas`), an id the tool
+declares an integer takes only the integers seen (a title in a result is no ``movie_id``), a tool whose
+required id has no such value yet is not offered, a call gives at least as many arguments as the tool requires,
+and a plan that leaves a required argument out is refused (:func:`ungrounded`).
 
 What the option did is counted per episode (``counters``: plans made under it, plans offered values, values
 offered), so a run shows whether it ever constrained anything.
@@ -146,13 +149,18 @@ def tool_argument_schemas(tools: Sequence[ToolSpec], values: Sequence[str]) -> d
         required = [str(n) for n in raw] if isinstance(raw, list) else []
         ids = [n for n in names if id_like(n)]
         other = [n for n in names if not id_like(n)]
-        if not values and any(n in ids for n in required):
+        allowed = {n: allowed_values(spec, n, values) for n in ids}
+        if any(n in ids and not allowed[n] for n in required):
             out[spec.name] = None
             continue
         shapes: list[dict[str, Any]] = []
-        if ids and values:
-            shapes.append({"type": "object", "properties": {"name": {"type": "string", "enum": ids},
-                                                            "value": {"type": "string", "enum": list(values)}},
+        groups: dict[tuple[str, ...], list[str]] = {}  # ids that take the same values share one shape
+        for n in ids:
+            if allowed[n]:
+                groups.setdefault(tuple(allowed[n]), []).append(n)
+        for group_values, group in groups.items():
+            shapes.append({"type": "object", "properties": {"name": {"type": "string", "enum": group},
+                                                            "value": {"type": "string", "enum": list(group_values)}},
                            "required": ["name", "value"], "additionalProperties": False})
         if other:
             shapes.append({"type": "object", "properties": {"name": {"type": "string", "enum": other},
@@ -166,15 +174,45 @@ def tool_argument_schemas(tools: Sequence[ToolSpec], values: Sequence[str]) -> d
     return out
 
 
-def ungrounded(plan: Plan, values: Sequence[str]) -> str | None:
-    """Why ``plan`` breaks the option (an id-like argument with a value never seen), or None."""
-    allowed = set(values)
+_INTEGER = re.compile(r"^-?\d+$")
+
+
+def _declared_type(spec: ToolSpec | None, name: str) -> Any:
+    props = spec.parameters.get("properties") if spec is not None and isinstance(spec.parameters, dict) else None
+    prop = props.get(name) if isinstance(props, dict) else None
+    return prop.get("type") if isinstance(prop, dict) else None
+
+
+def allowed_values(spec: ToolSpec | None, name: str, values: Sequence[str]) -> list[str]:
+    """The seen values an id-like parameter ``name`` of ``spec`` may take: the integers among them when the tool
+    declares it an integer (a title seen in a result is no ``movie_id``), else all of them."""
+    if _declared_type(spec, name) in ("integer", "number"):
+        return [v for v in values if _INTEGER.match(v.strip())]
+    return list(values)
+
+
+def required_names(spec: ToolSpec | None) -> list[str]:
+    """The tool's required parameter names (from its JSON Schema)."""
+    raw = spec.parameters.get("required") if spec is not None and isinstance(spec.parameters, dict) else None
+    return [str(n) for n in raw] if isinstance(raw, list) else []
+
+
+def ungrounded(plan: Plan, values: Sequence[str], spec: ToolSpec | None = None) -> str | None:
+    """Why ``plan`` breaks the option, or None: an id-like argument with a value never seen (for an integer
+    parameter, never seen as an integer), or, given the tool's ``spec``, a required argument left out."""
     for name, value in plan.arguments.items():
-        if id_like(name) and value.strip() not in allowed:
-            seen = ", ".join(list(values)[:8]) or "none yet: call a tool that finds it first"
+        if not id_like(name):
+            continue
+        allowed = allowed_values(spec, name, values)
+        if value.strip() not in allowed:
+            seen = ", ".join(allowed[:8]) or "none yet: call a tool that finds it first"
             return f"{name}={value!r} was not seen in the task or an earlier result (seen: {seen})"
+    missing = [n for n in required_names(spec) if not str(plan.arguments.get(n, "")).strip()]
+    if missing:
+        return f"{plan.tool} needs {', '.join(missing)}: give {'it' if len(missing) == 1 else 'them'} a value"
     return None
 
 
-__all__ = ["MAX_VALUES", "PER_RESULT", "id_like", "ids_in", "parameter_names", "plan_argument_schema",
-           "seen_values", "tool_argument_schemas", "ungrounded", "values_in_text"]
+__all__ = ["MAX_VALUES", "PER_RESULT", "allowed_values", "id_like", "ids_in", "parameter_names",
+           "plan_argument_schema", "required_names", "seen_values", "tool_argument_schemas", "ungrounded",
+           "values_in_text"]

@@ -69,10 +69,13 @@ def plan_schema(tools: Sequence[str | ToolSpec], argument: dict[str, Any] | None
         def grounded_call(name: str) -> dict[str, Any]:
             item = per_tool[name]
             assert item is not None
-            limit = len(_parameter_names(specs[name])) if name in specs else 6
+            limit = max(1, min(6, len(_parameter_names(specs[name])) if name in specs else 6))
+            raw = specs[name].parameters.get("required") if name in specs else None
+            least = min(limit, len(raw)) if isinstance(raw, list) else 0
             return {"type": "object",
                     "properties": {"tool": {"type": "string", "enum": [name]},
-                                   "arguments": {"type": "array", "items": item, "maxItems": max(1, min(6, limit))},
+                                   "arguments": {"type": "array", "items": item, "minItems": least,
+                                                 "maxItems": limit},
                                    "target": _text(120)},
                     "required": ["tool", "arguments", "target"], "additionalProperties": False}
 
