@@ -2,6 +2,7 @@
 the same agents with the base 0.5B model, on held-out RestBench queries, paired.
 
     python benchmarks/bench_students.py [--out runs/students-bench] [--limit 20] [--repeats 3] [--apis tmdb,spotify]
+        [--agents conagents-auto-grounded,react] [--grounding students/grounding --review students/review ...]
 
 For each API it runs `taskbench agents eval` twice into OUT/<api>-students and OUT/<api>-base (the same tasks,
 tool setting, seeds and budgets; the first N RestBench queries, which no student saw: the trainer refuses them),
@@ -63,6 +64,10 @@ def main() -> None:
     ap.add_argument("--agents", default=AGENTS)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--skip-base", action="store_true", help="students only (the base control is the expensive half)")
+    for role in ("grounding", "execution", "review", "react"):
+        ap.add_argument(f"--{role}", metavar="ADAPTER", help=f"the {role} student to use (an adapter directory or "
+                        "GGUF file) instead of the shipped ones; any of these replaces --students")
+    ap.add_argument("--max-steps", type=int, default=None, help="the step cap (default: agents eval's)")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -75,7 +80,12 @@ def main() -> None:
             common = ["agents", "eval", "--env", f"restbench-{api}", "--task-set", "restbench", "--agent", args.agents,
                       "--model", BASE, "--tools", "gold+10", "--limit", str(args.limit), "--repeats",
                       str(args.repeats), "-O", f"n_threads={args.threads}", "--bootstrap", "1000", "-q", "-o", str(run)]
-            taskbench(*common, *(["--students"] if kind == "students" else []))
+            if args.max_steps is not None:
+                common += ["--max-steps", str(args.max_steps)]
+            given = {r: getattr(args, r) for r in ("grounding", "execution", "review", "react") if getattr(args, r)}
+            students = ([x for r, a in given.items() for x in (f"--model-{r}", f"{BASE}+{a}")] if given
+                        else ["--students"])
+            taskbench(*common, *(students if kind == "students" else []))
             summary["runs"][run.name] = {"seconds": round(time.perf_counter() - start, 1), "load_before": before,
                                          "load_after": load(), **summary_of(run)}
         if not args.skip_base:
