@@ -33,6 +33,8 @@ result) is the review agent called, up to ``beta`` times: it decides whether the
 feedback goes to the next plan) or the code (route execution: the code is rewritten) caused it (Figure 6).
 
 Routing: the review agent decides where an execution review's feedback goes (its ``route``), as in the paper.
+A rewrite that is the same code as the one it rewrites is not run again: the retries stop, and a failure goes
+to the next plan as feedback (counted as ``identical_rewrites``).
 One verdict is not the review agent's to give: an accept of a run that failed (the code raised, the tool refused
 the call, nothing was extracted, no code at all). The failure is the verdict then, routed by its evidence
 (:func:`failed_run_verdict`, :func:`fault_route`), and the review event says ``overruled``.
@@ -154,13 +156,18 @@ class ConAgents:
 
     # ------------------------------------------------------------------------------------------ execution
 
-    async def _code_turn(self, ep: Episode, messages: list[object]) -> tuple[CodeOutcome, str]:
+    async def _code_turn(self, ep: Episode, messages: list[object], same_as: CodeOutcome | None = None
+                         ) -> tuple[CodeOutcome, str]:
+        """One execution turn -> (the outcome, the answer's text). ``same_as``: the outcome being rewritten; a
+        rewrite that is the same code is not run again and returns that outcome itself."""
         turn = await ep.generate("execution", messages, max_tokens=ep.budgets.code_tokens, stop=CODE_STOP)
         if not turn.ok:
             return ep.no_code(turn.text, turn.error), turn.text
         code = extract_code(turn.text)
         if code is None:
             return ep.no_code(turn.text), turn.text
+        if same_as is not None and same_as.code.strip() == code.strip():
+            return same_as, turn.text
         return await ep.run_code(code), turn.text
 
     async def execute(self, ep: Episode, history: list[Step], plan: Plan, earlier: list[Step] | None = None
@@ -197,7 +204,14 @@ class ConAgents:
             messages += [AssistantMessage(content=answer or "(no answer)"),
                          UserMessage(content=render("execution_retry", outcome=outcome.observation,
                                                     feedback=feedback))]
-            outcome, answer = await self._code_turn(ep, messages)
+            previous = outcome
+            outcome, answer = await self._code_turn(ep, messages, same_as=previous)
+            if outcome is previous:  # the same code again (measured: 0 of 82 rewrites fixed a run, most repeats)
+                ep.count("identical_rewrites")
+                if outcome.ok:
+                    break
+                return outcome, ("The execution agent wrote the same failing code again: "
+                                 f"{truncate(outcome.observation, 300)}")
         return outcome, ""
 
     # ------------------------------------------------------------------------------------------ review
