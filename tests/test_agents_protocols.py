@@ -9,6 +9,7 @@ test that leaves steps unused)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -271,3 +272,23 @@ def test_an_internal_error_fails_the_episode_not_the_run(tmp_path: Path, monkeyp
     traj, rec, result = run_one(tmp_path, "conagents-auto", {"agent": mock("unused", [])})
     assert rec["failed"] is True and rec["error"] == "internal error: ValueError: a bug in an agent"
     assert traj.status == "failed" and result.failed == 1
+
+
+def test_a_history_that_outgrows_the_context_ends_the_episode_as_a_cap_not_a_crash(tmp_path: Path) -> None:
+    """Seen with ReAct on RestBench-TMDB: eight observations made the prompt 8,832 tokens for an 8,192-token
+    context, and the episode was recorded as an internal error (a crash, rerun on resume)."""
+    from taskbench.errors import ContextLengthError
+    from taskbench.llm.providers.mock import tool_calls
+
+    script = [tool_calls(("GET /search/movie", {"query": "The Dark Knight"}))] * 2
+
+    def answer(request: Any) -> Any:
+        if script:
+            return script.pop()
+        raise ContextLengthError("Requested tokens (8832) exceed context window of 8192")
+
+    traj, rec, result = run_one(tmp_path, "react", {"agent": mock("react", answer)})
+    assert rec["stop"] == "context_full" and not rec["success"] and not rec.get("failed")
+    assert traj.status == "complete" and result.complete and result.failed == 0
+    assert result.metrics["agents"]["react"]["stops"] == {"context_full": 1}
+    assert traj.error == "stopped: context_full"

@@ -50,6 +50,7 @@ __all__ = [
     "SchemaError",
     "ConfigError",
     "UnreachableError",
+    "ContextLengthError",
     "MissingDependencyError",
     "ModelError",
     "ModelRefusedError",
@@ -123,6 +124,12 @@ class ConfigError(TaskbenchError):
 class UnreachableError(ConfigError):
     """Nothing listens at a model server's URL and it never answered: the whole command stops (every other call
     would fail the same way), so runners re-raise it instead of recording a failed item."""
+
+
+class ContextLengthError(ConfigError):
+    """A prompt does not fit the model's context window. A command stops on it like on any bad option; an agent
+    episode ends on it as on a cap (``stop="context_full"``: a history the model can no longer read is the
+    agent's failure, not a crash of the run)."""
 
 
 class MissingDependencyError(TaskbenchError):

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..dataset.trajectories import TrajectoryWriter
+from ..errors import ContextLengthError
 from ..llm.base import GenerationConfig
 from ..schema import (
     AgentTask,
@@ -153,7 +154,7 @@ class Episode:
         self._model_calls = 0
         self.answer: str | None = None
         self.stop: str = "answer"
-        """Why the episode ended: answer | step_cap | call_cap | no_answer."""
+        """Why the episode ended: answer | step_cap | call_cap | context_full | no_answer."""
         self.attempt_starts: list[int] = [0]
         """Index of the first event of each trial (one trial unless the agent retries)."""
         self.trials: list[dict[str, Any]] = [{"seed": seed, "temperature": temperature}]
@@ -195,8 +196,12 @@ class Episode:
         model = self.model(role)
         config = GenerationConfig(temperature=self.temperature, max_tokens=max_tokens, seed=self.sample_seed,
                                   stop=tuple(stop))
-        out = await model.generate(list(messages), schema=schema, config=config, tools=tools,
-                                   tool_choice=tool_choice)
+        try:
+            out = await model.generate(list(messages), schema=schema, config=config, tools=tools,
+                                       tool_choice=tool_choice)
+        except ContextLengthError as exc:  # the history outgrew the model: the episode ends, as on a cap
+            self.stop = "context_full"
+            raise StepCap(f"the prompt no longer fits the model's context window ({exc})") from exc
         error: str | None = None
         if out.truncated:
             error = f"the answer was cut off at the token limit ({max_tokens} tokens)"

@@ -246,7 +246,7 @@ CRITIC_LABELS = {"rule": "rule critic", "llm": "LLM critic", "exec": "gold execu
 """How the generation's critics are named where their reasons are shown."""
 
 STOP_LABELS = {"step_cap": "step cap reached", "call_cap": "model-call cap reached", "no_plan": "no plan made",
-               "no_answer": "no answer given"}
+               "no_answer": "no answer given", "context_full": "the history outgrew the model's context window"}
 """How an agent episode's early stops are named where failures are explained."""
 
 

@@ -41,7 +41,8 @@ class EpisodeRow(BaseModel):
     success: bool = Field(default=False, description="The environment's verdict.")
     reason: str = Field(default="", description="The checker's reason.")
     answered: bool = Field(default=False, description="Whether a final answer was given.")
-    stop: str = Field(default="answer", description="Why it ended: answer | step_cap | call_cap | no_plan | ...")
+    stop: str = Field(default="answer", description="Why it ended: answer | step_cap | call_cap | context_full | "
+                                                  "no_plan | ...")
     calls: list[str] = Field(default_factory=list, description="Tools called, in order.")
     gold_path: list[str] = Field(default_factory=list, description="The gold path.")
     cpr_lcs: float | None = Field(default=None, description="Correct path rate (LCS; None without a gold path).")

@@ -51,7 +51,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ...errors import ConfigError, InputError, MissingDependencyError
+from ...errors import ConfigError, ContextLengthError, InputError, MissingDependencyError
 from ..base import Provider, ProviderRequest, ProviderResponse, TransientProviderError, first_repeat
 from ..native import ensure_llama_runs
 from ..weights import DEFAULT_ALIAS, KNOWN_WEIGHTS, check_model_name, resolve_model_path
@@ -402,7 +402,7 @@ class LlamaCppProvider(Provider):
                         on_text(out["choices"][0]["message"]["content"] or "")
             except ValueError as exc:
                 if "exceed context window" in str(exc):
-                    raise ConfigError(
+                    raise ContextLengthError(
                         f"{exc}; raise the llamacpp option n_ctx (now {self.n_ctx}) or shorten the prompt"
                     ) from exc
                 raise
