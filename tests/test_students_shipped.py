@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from cli_runner import run
 import taskbench.llm.providers.llamacpp as llamacpp
+from cli_runner import run
 from taskbench.agents.config import STUDENT_BASE, student_models
 from taskbench.agents.eval import demo_config, students_shipped
 from taskbench.errors import ConfigError
