@@ -38,8 +38,9 @@ def test_package_data_ships_every_bundled_file():
     tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
     patterns = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["taskbench"]
     pkg = ROOT / "src" / "taskbench"
-    files = [p for p in (pkg / "bundled").rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl")]
-    assert len(files) == 15  # 3 domains x 4 files, and the 3 example MCP task files
+    files = [p for p in (pkg / "bundled").rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl", ".gguf")]
+    # 3 domains x 4 files, the 3 example MCP task files, and 2 shipped students (adapter + its distill.json)
+    assert len(files) == 19
     for f in files:
         rel = f.relative_to(pkg).as_posix()
         assert any(fnmatch.fnmatch(rel, pat.replace("**/", "*/")) for pat in patterns), rel
