@@ -224,9 +224,15 @@ def test_held_out_scores_per_role_count_right_and_wrong_answers(tmp_path: Path) 
             assert lazy["step_tool_accuracy"] == lazy["step_argument_match"] == 0.0
             assert lazy["tool_steps"] == good["tool_steps"] == good["n"] - 4  # one FINISH per task
         elif role == "execution":
-            assert good["execution_success"] == 1.0 and good["gold_failed"] == 0 and good["n"] >= 4
-            assert bad["scores"]["execution_success"] == 0.0
+            assert good["execution_success"] == good["result_match"] == 1.0 and good["gold_failed"] == 0
+            assert good["n"] >= 4
+            assert bad["scores"]["execution_success"] == bad["scores"]["result_match"] == 0.0
             assert "NameError" in bad["examples"][0]["observation"]
+            # a program that runs and returns something, but not what the target asks: it succeeds as the
+            # protocol counts it, and it does not match
+            const = score_role(tmp_path, role, "mock/const",
+                               options={"responses": lambda _r: "```python\nresult = 'Inception'\n```"})["scores"]
+            assert const["execution_success"] == 1.0 and const["result_match"] == 0.0
         else:
             assert good["verdict_accuracy"] == good["route_accuracy"] == 1.0 and good["revise_targets"] > 0
             # every accept target is missed, and the revise targets routed to grounding are misrouted

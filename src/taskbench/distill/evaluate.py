@@ -9,8 +9,10 @@ example's target.
   so that a model which always finishes (right on every last step) cannot pass for a grounding agent;
 - **execution** (stop at the closing fence, as ConAgents asks): execution success, the answer's code run in
   the sandbox in the environment as it was when the teacher answered (every earlier code run of the episode
-  replayed first), succeeding as the protocol counts it (no error, a non-empty ``result``). The target's own
-  code is run the same way; an example where it fails is left out and counted (``gold_failed``);
+  replayed first), succeeding as the protocol counts it (no error, a non-empty ``result``), and result match,
+  the share whose ``result`` is the one the target's code gives (a program that runs but extracts the wrong
+  field, or a constant, succeeds and does not match). The target's own code is run the same way; an example
+  where it fails is left out and counted (``gold_failed``);
 - **review** (the review schema): verdict accuracy (accept or revise as the target) and route accuracy on the
   targets that revise (revise, routed to the target's agent).
 
@@ -206,8 +208,9 @@ async def _score_one(role: str, model: Any, row: Mapping[str, Any], ctx: _Contex
             temperature=0.0, max_tokens=budgets.code_tokens, seed=0, stop=CODE_STOP))
         code = extract_code(out.text)
         ok, obs = (await ctx.run_in_place(meta, code)) if code else (False, "no code in the answer")
+        # both ran in the same replayed state, so the same result reads the same (the protocol's own rendering)
         rec.update(answer=out.text, gold_ok=gold_ok, gold_observation=gold_obs[:300], execution_success=ok,
-                   observation=obs[:300])
+                   result_match=ok and gold_ok and obs == gold_obs, observation=obs[:300])
     elif role == "react":  # a native call: the tool and its arguments against the target's
         gold_call = (row["messages"][-1].get("tool_calls") or [{}])[0].get("function") or {}
         out = await model.generate(row["messages"][:-1], tools=row.get("tools") or [], tool_choice="required",
@@ -260,7 +263,8 @@ def summarise(role: str, records: list[dict[str, Any]]) -> dict[str, Any]:
     if role == "execution":
         kept = [r for r in records if r["gold_ok"]]
         return {"n": len(kept), "gold_failed": len(records) - len(kept),
-                "execution_success": mean([float(r["execution_success"]) for r in kept])}
+                "execution_success": mean([float(r["execution_success"]) for r in kept]),
+                "result_match": mean([float(r["result_match"]) for r in kept])}
     revise = [r for r in records if r["revise"]]
     return {"n": len(records), "revise_targets": len(revise),
             "verdict_accuracy": mean([float(r["verdict"]) for r in records]),
