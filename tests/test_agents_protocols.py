@@ -100,13 +100,40 @@ def test_beta_bounds_the_execution_calibration_turns(tmp_path: Path) -> None:
 def test_a_rewrite_that_is_the_same_code_is_not_run_and_goes_to_the_next_plan(tmp_path: Path) -> None:
     # measured on RestBench with the base execution model: 0 of 82 rewrites fixed a run, most repeated the code
     g = mock("g", [search_plan(), search_plan(), credits_plan(), finish()])
-    x = mock("x", [BAD_CODE, BAD_CODE, SEARCH_CODE, CREDITS_CODE])
+    x = mock("x", [BAD_CODE, BAD_CODE, BAD_CODE, SEARCH_CODE, CREDITS_CODE])  # the resample repeats it too
     r = mock("r", [verdict("revise", "execution", "faulty_code", "the key is 'results'")])
     traj, rec, result = run_one(tmp_path, "conagents-adaptive", {"grounding": g, "execution": x, "review": r})
-    assert kinds(traj)[:7] == ["grounding", "execution", "code", "review", "verdict:execution:revise:execution",
-                               "execution", "grounding"]  # the same code again: not run, the next plan is asked
+    assert kinds(traj)[:8] == ["grounding", "execution", "code", "review", "verdict:execution:revise:execution",
+                               "execution", "execution", "grounding"]  # not run; the next plan is asked
     assert "wrote the same failing code again" in prompts(traj, "grounding")[1]
     assert rec["code_runs"] == 3 and rec["counters"]["identical_rewrites"] == 1 and rec["success"]
+    assert "resampled_rewrites" not in rec["counters"]
+
+
+def test_a_repeated_rewrite_is_sampled_again_warmer(tmp_path: Path) -> None:
+    # a student at temperature 0 wrote its failing code again word for word (December 7, RestBench-TMDB): the
+    # same prompt is sampled once more at the retry temperature with its own seed, and that code runs
+    from taskbench.agents.config import DEFAULT_RETRY_TEMPERATURE
+
+    seen: list[tuple[float, int | None]] = []
+    answers = iter([BAD_CODE, BAD_CODE, SEARCH_CODE, CREDITS_CODE])
+
+    def x_answer(request: Any) -> str:
+        seen.append((request.config.temperature, request.config.seed))
+        return next(answers)
+
+    g = mock("g", [search_plan(), credits_plan(), finish()])
+    r = mock("r", [verdict("revise", "execution", "faulty_code", "the key is 'results'")])
+    traj, rec, result = run_one(tmp_path, "conagents-adaptive",
+                                {"grounding": g, "execution": mock("x", x_answer), "review": r})  # type: ignore[arg-type]
+    assert kinds(traj)[:7] == ["grounding", "execution", "code", "review", "verdict:execution:revise:execution",
+                               "execution", "execution"]
+    assert [e.error.type if e.error else None for e in traj.events if e.kind == "code_run"] == \
+        ["KeyError", None, None]
+    assert rec["counters"]["resampled_rewrites"] == 1 and "identical_rewrites" not in rec["counters"]
+    assert rec["success"]
+    assert seen[0][0] == seen[1][0] == 0.0 and seen[2][0] == DEFAULT_RETRY_TEMPERATURE and seen[2][1] != seen[1][1]
+    assert seen[3][0] == 0.0  # the next step is greedy again
 
 
 def test_execution_review_can_route_to_the_grounding_agent(tmp_path: Path) -> None:

@@ -62,7 +62,8 @@ def _qwen_here() -> str | None:
 def test_the_shipped_grounding_student_plans_a_rest_call_with_the_real_model(tmp_path: Path) -> None:
     """The shipped grounding student, through llama.cpp in a child process (a native crash fails this test, not
     the suite): on one of our bundled TMDB tasks it plans the search with the film's title. Its first plan is all
-    that is asked (one step): the run, the header and the model string are the real ones."""
+    that is asked (one step): the run, the header and the model string are the real ones. Where the
+    execution student ships, its program for that plan runs without an error and returns something."""
     import json
     import subprocess
     import sys
@@ -82,8 +83,14 @@ def test_the_shipped_grounding_student_plans_a_rest_call_with_the_real_model(tmp
     lines = (out / "trajectories" / "conagents-adaptive" / "tmdb-own-01__s0.jsonl").read_text().splitlines()
     head = json.loads(lines[0])
     assert head["models"]["grounding"] == f"{STUDENT_BASE}+student:grounding"
-    assert head["models"]["execution"] == STUDENT_BASE  # no execution student ships: the base plays it
+    for role in ("execution", "review"):  # a role with a shipped student plays it, the others the base
+        expected = f"{STUDENT_BASE}+student:{role}" if role in llamacpp.shipped_roles() else STUDENT_BASE
+        assert head["models"][role] == expected
     first = next(json.loads(x) for x in lines if json.loads(x).get("kind") == "model_call")
     plan = json.loads(first["output"]["content"])
     args = {a["name"]: a["value"] for a in plan["action"]["arguments"]}
     assert plan["action"]["tool"] == "GET /search/movie" and "dark knight" in args.get("query", "").lower(), plan
+    if "execution" in llamacpp.shipped_roles():  # the execution student's program makes that call, and it works
+        run_ = next(json.loads(x) for x in lines if json.loads(x).get("kind") == "code_run")
+        assert run_["error"] is None and run_["result"] not in (None, "", [], {}), run_
+        assert [c["name"] for c in run_["calls"]] == ["GET /search/movie"], run_

@@ -185,17 +185,21 @@ class Episode:
         tool_choice: Any = None,
         stop: Sequence[str] = (),
         check: Callable[[Any], str | None] | None = None,
+        resample: int = 0,
     ) -> Turn:
         """One model call by ``role`` (see the module docstring). ``check(parsed)`` may name why a parsed
-        answer is unusable (it then is a failed turn, recorded as such). Raises StepCap past the call budget
-        and ModelError when the call fails for good."""
+        answer is unusable (it then is a failed turn, recorded as such). ``resample`` k > 0 asks for another
+        sample of an answer the greedy decoding repeats: at least the retry temperature, with its own seed.
+        Raises StepCap past the call budget and ModelError when the call fails for good."""
         if self._model_calls >= self.budgets.max_model_calls:
             self.stop = "call_cap"
             raise StepCap(f"model-call cap ({self.budgets.max_model_calls}) reached")
         self._model_calls += 1
         model = self.model(role)
-        config = GenerationConfig(temperature=self.temperature, max_tokens=max_tokens, seed=self.sample_seed,
-                                  stop=tuple(stop))
+        temperature, seed = self.temperature, self.sample_seed
+        if resample:
+            temperature, seed = max(temperature, self.retry_temperature), trial_seed(seed, resample)
+        config = GenerationConfig(temperature=temperature, max_tokens=max_tokens, seed=seed, stop=tuple(stop))
         try:
             out = await model.generate(list(messages), schema=schema, config=config, tools=tools,
                                        tool_choice=tool_choice)
