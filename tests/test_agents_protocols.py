@@ -136,6 +136,20 @@ def test_a_repeated_rewrite_is_sampled_again_warmer(tmp_path: Path) -> None:
     assert seen[3][0] == 0.0  # the next step is greedy again
 
 
+def test_a_students_repeated_rewrite_is_resampled_from_the_runs_own_model(tmp_path: Path) -> None:
+    # measured: 0 of 23 warm resamples of the execution student (RestBench-TMDB) differed from its failing code;
+    # where a role plays a student, the resample comes from the run's model (--model) instead
+    g = mock("g", [search_plan(), credits_plan(), finish()])
+    student = mock("student", [BAD_CODE, BAD_CODE, CREDITS_CODE])
+    base = mock("base", [SEARCH_CODE])
+    r = mock("r", [verdict("revise", "execution", "faulty_code", "the key is 'results'")])
+    traj, rec, _ = run_one(tmp_path, "conagents-adaptive",
+                           {"grounding": g, "execution": student, "review": r, "agent": base})
+    calls = [e.model for e in traj.events if e.kind == "model_call" and e.role == "execution"]
+    assert calls == ["mock/student", "mock/student", "mock/base", "mock/student"]
+    assert rec["counters"]["resampled_rewrites"] == 1 and rec["success"]
+
+
 def test_execution_review_can_route_to_the_grounding_agent(tmp_path: Path) -> None:
     # the code ran; the review finds the result wrong and blames the step (a code error would go to execution:
     # tests/test_agents_review.py)

@@ -45,6 +45,19 @@ def test_the_roles_with_a_student_play_it_and_the_others_the_base(shipped: Path)
         student_models("llamacpp/qwen2.5-coder-1.5b")
 
 
+def test_a_run_with_students_opens_its_own_model_for_resamples(shipped: Path) -> None:
+    """The run's model (``agent``) gets an embedded instance only when a role plays a student (it resamples
+    the student's repeated answers); it loads lazily, so it costs nothing until it is asked."""
+    pytest.importorskip("llama_cpp")
+    from taskbench.agents.eval import AgentEvalConfig, open_models
+
+    (shipped / "execution.gguf").write_bytes(b"GGUF")
+    plain = AgentEvalConfig(env="restbench-tmdb", agents=["conagents-auto"], model=STUDENT_BASE)
+    assert "agent" not in open_models(plain, cache=False)
+    models = open_models(plain.model_copy(update={"role_models": student_models()}), cache=False)
+    assert models["agent"].name == STUDENT_BASE and models["execution"].name.endswith("+student:execution")
+
+
 def _qwen_here() -> str | None:
     import importlib.util
 

@@ -189,7 +189,9 @@ class Episode:
     ) -> Turn:
         """One model call by ``role`` (see the module docstring). ``check(parsed)`` may name why a parsed
         answer is unusable (it then is a failed turn, recorded as such). ``resample`` k > 0 asks for another
-        sample of an answer the greedy decoding repeats: at least the retry temperature, with its own seed.
+        sample of an answer the greedy decoding repeats: at least the retry temperature, with its own seed, and
+        from the run's own model (``models["agent"]``, ``--model``) when the role plays another one (a student:
+        fine-tuned to a near-certain answer, its warm samples repeat it; 0 of 23 differed on RestBench-TMDB).
         Raises StepCap past the call budget and ModelError when the call fails for good."""
         if self._model_calls >= self.budgets.max_model_calls:
             self.stop = "call_cap"
@@ -199,6 +201,9 @@ class Episode:
         temperature, seed = self.temperature, self.sample_seed
         if resample:
             temperature, seed = max(temperature, self.retry_temperature), trial_seed(seed, resample)
+            base = self.models.get("agent")
+            if base is not None and getattr(base, "name", None) != getattr(model, "name", None):
+                model = base
         config = GenerationConfig(temperature=temperature, max_tokens=max_tokens, seed=seed, stop=tuple(stop))
         try:
             out = await model.generate(list(messages), schema=schema, config=config, tools=tools,

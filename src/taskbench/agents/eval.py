@@ -209,17 +209,22 @@ def open_models(config: AgentEvalConfig, *, cache: bool | str = True, base_url: 
                 api_key_env: str | None = None, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """One :class:`~taskbench.llm.Model` per role. Embedded llama.cpp models get an instance per role (each
     keeps the KV cache of its own prompt prefix; the weights are memory-mapped once); other backends share one
-    Model per model string. Models load lazily, so roles that never run cost nothing."""
+    Model per model string. ``"agent"`` is the run's own model (``--model``); an embedded one gets its instance
+    only when some role plays another model (a student), whose repeated answers it resamples
+    (:meth:`~taskbench.agents.episode.Episode.generate`). Models load lazily, so roles that never run cost
+    nothing."""
     from ..llm.config import open_model
 
     out: dict[str, Any] = {}
     shared: dict[str, Any] = {}
-    for role, spec in {**config.models_by_role(), "agent": config.model}.items():
+    by_role = config.models_by_role()
+    students = any(spec != config.model for spec in by_role.values())
+    for role, spec in {**by_role, "agent": config.model}.items():
         def make(spec: str = spec) -> Any:
             return open_model(spec, concurrency=config.concurrency, cache=cache, base_url=base_url,
                               api_key_env=api_key_env, options=dict(options or {}))
         if spec.startswith("llamacpp/"):
-            out[role] = make() if role != "agent" else None
+            out[role] = make() if role != "agent" or students else None
         else:
             out[role] = shared[spec] if spec in shared else shared.setdefault(spec, make())
     return {k: v for k, v in out.items() if v is not None}
