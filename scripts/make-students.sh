@@ -7,12 +7,16 @@
 #      agent, and ReAct (`agents span-data --tasks ... --react`); the last tasks of each API are held out of
 #      training (per-role scores, `agents distill-eval`);
 #   3. one LoRA student per role on the embedded 0.5B model (`agents distill`), written as GGUF LoRA adapters
-#      into src/taskbench/bundled/students/ROLE.gguf, where `--students` and `taskbench run` find them.
+#      into WORK/adapters/ROLE; the roles in SHIP_ROLES are copied to src/taskbench/bundled/students/ROLE.gguf,
+#      where `--students` and `taskbench run` find them. The default ships the grounding and review students
+#      alone: with the execution student too, ConAgents solved 2 of the first 20 RestBench-TMDB queries
+#      against 3 with the base playing execution (docs/distill.md, December 7).
 #
 # Every step resumes: rerunning the script after a kill continues where it stopped (generate and span-data
 # resume their runs; distill resumes from its checkpoint). Seeds are fixed. Usage:
 #   scripts/make-students.sh [WORKDIR]        (default: students/; the Makefile's `make students` calls it)
 # Environment: BIN (the venv's bin), WRITER (request writer model), N_TMDB / N_SPOTIFY (plan entries),
+# SHIP_ROLES (the students copied into the package; default "grounding review"),
 # HOLDOUT_TMDB / HOLDOUT_SPOTIFY (generated tasks per API kept out of training), THREADS (torch threads).
 # Measured (docs/distill.md, December 7): 420 + 220 entries keep 304 + 167 tasks in about 55 min.
 set -euo pipefail
@@ -24,6 +28,7 @@ N_SPOTIFY="${N_SPOTIFY:-220}"
 HOLDOUT_TMDB="${HOLDOUT_TMDB:-40}"
 HOLDOUT_SPOTIFY="${HOLDOUT_SPOTIFY:-20}"
 THREADS="${THREADS:-2}"
+SHIP_ROLES="${SHIP_ROLES:-grounding review}"
 BASE="llamacpp/qwen2.5-coder-0.5b"
 SHIP="src/taskbench/bundled/students"
 mkdir -p "$WORK" "$SHIP"
@@ -53,11 +58,13 @@ train_role() {  # role, then extra distill options
     "$BIN/taskbench" agents distill --role "$role" --data "$WORK/span/tmdb,$WORK/span/spotify" --base "$BASE" \
       --layers 8 --lr 5e-4 --seed 0 --threads "$THREADS" --checkpoint-every 25 -o "$out" -q "${resume[@]}" "$@"
   fi
-  cp "$out/adapter.gguf" "$SHIP/$role.gguf"
-  cp "$out/distill.json" "$SHIP/$role.json"  
+  case " $SHIP_ROLES " in
+    *" $role "*) cp "$out/adapter.gguf" "$SHIP/$role.gguf"; cp "$out/distill.json" "$SHIP/$role.json" ;;
+  esac
 }
-train_role grounding --limit "${GROUNDING_EXAMPLES:-900}" --max-length 1536
-train_role execution --limit "${EXECUTION_EXAMPLES:-500}" --max-length 1536
-train_role review --max-same-target 60 --limit "${REVIEW_EXAMPLES:-400}" --max-length 1536
+# The shipped students' settings (their ROLE.json): about 20, 15 and 28 minutes on 2 cores
+train_role grounding --limit "${GROUNDING_EXAMPLES:-300}" --max-length 1536
+train_role execution --limit "${EXECUTION_EXAMPLES:-300}" --max-length 1536
+train_role review --max-same-target 200 --limit "${REVIEW_EXAMPLES:-700}" --max-length 1536
 train_role react --limit "${REACT_EXAMPLES:-400}" --max-length 4096
 ls -l "$SHIP"
