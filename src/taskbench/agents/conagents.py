@@ -34,9 +34,10 @@ feedback goes to the next plan) or the code (route execution: the code is rewrit
 
 Routing: the review agent decides where an execution review's feedback goes (its ``route``), as in the paper.
 A rewrite that is the same code as the one it rewrites is not run again. It is sampled once more, at the retry
-temperature with its own seed (``resampled_rewrites``; at temperature 0 a model, a student above all, writes
-its failing code again word for word); when that too is the same code, the retries stop and a failure goes to
-the next plan as feedback (counted as ``identical_rewrites``).
+temperature with its own seed, from the run's own model where a student plays execution (``resampled_rewrites``
+counts the ones that differ; at temperature 0 a model, a student above all, writes its failing code again word
+for word); when that too is the same code, the retries stop and a failure goes to the next plan as feedback
+(counted as ``identical_rewrites``).
 One verdict is not the review agent's to give: an accept of a run that failed (the code raised, the tool refused
 the call, nothing was extracted, no code at all). The failure is the verdict then, routed by its evidence
 (:func:`failed_run_verdict`, :func:`fault_route`), and the review event says ``overruled``.
@@ -161,7 +162,7 @@ class ConAgents:
     async def _code_turn(self, ep: Episode, messages: list[object], same_as: CodeOutcome | None = None
                          ) -> tuple[CodeOutcome, str]:
         """One execution turn -> (the outcome, the answer's text). ``same_as``: the outcome being rewritten; a
-        rewrite that is the same code is sampled once more (the retry temperature, its own seed), and when that
+        rewrite that is the same code is sampled once more (:meth:`Episode.generate` with ``resample``), and when that
         is the same code too, it is not run again and that outcome itself is returned."""
         for resample in (0, 1):
             turn = await ep.generate("execution", messages, max_tokens=ep.budgets.code_tokens, stop=CODE_STOP,
