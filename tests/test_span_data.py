@@ -233,6 +233,23 @@ def test_held_out_scores_per_role_count_right_and_wrong_answers(tmp_path: Path) 
             const = score_role(tmp_path, role, "mock/const",
                                options={"responses": lambda _r: "```python\nresult = 'Inception'\n```"})["scores"]
             assert const["execution_success"] == 1.0 and const["result_match"] == 0.0
+            # the target's result with its last character changed: as long as the target's, the same in every
+            # character the prompt shows (cut at 8 here), and not the target's result
+            import taskbench.distill.evaluate as evaluate
+            from taskbench.agents.config import Budgets
+            from taskbench.agents.prompts import extract_code
+
+            last = "\nresult = result if isinstance(result, str) else json.dumps(result)\n" \
+                   "result = result[:-1] + ('#' if result[-1:] != '#' else '@')\n"
+
+            def off_by_one(request: object, last: str = last) -> str:
+                return "```python\nimport json\n" + (extract_code(right(request)) or "") + last + "```"
+
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setattr(evaluate, "Budgets", lambda: Budgets.model_construct(result_chars=8))
+                near = score_role(tmp_path, role, "mock/near", options={"responses": off_by_one})
+            longer = [r for r in near["examples"] if len(r["gold_observation"]) > 8]
+            assert longer and not any(r["result_match"] for r in near["examples"])
         else:
             assert good["verdict_accuracy"] == good["route_accuracy"] == 1.0 and good["revise_targets"] > 0
             # every accept target is missed, and the revise targets routed to grounding are misrouted

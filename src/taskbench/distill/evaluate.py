@@ -24,6 +24,7 @@ refuses RestBench examples in any data (RestBench is the end-to-end test).
 from __future__ import annotations
 
 import json
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping
@@ -129,10 +130,11 @@ class _Context:
         order = traj.config.get("tool_order") or [t.name for t in traj.tools]
         return [env.tool(name) for name in order if env.tool(name) is not None]
 
-    async def run_in_place(self, meta: Mapping[str, Any], code: str) -> tuple[bool, str]:
+    async def run_in_place(self, meta: Mapping[str, Any], code: str) -> tuple[bool, str, str | None]:
         """Run ``code`` where the example's answer ran: a fresh episode of its task, every earlier code run
-        of its trajectory replayed first. -> (success as the protocol counts it, observation)."""
-        from ..agents.episode import Episode
+        of its trajectory replayed first. -> (success as the protocol counts it, observation, the whole result
+        as the protocol renders it, uncut; None unless it succeeded)."""
+        from ..agents.episode import Episode, result_text
         from ..dataset.trajectories import TrajectoryWriter
         from ..schema import CodeRunEvent, Trajectory
 
@@ -154,7 +156,8 @@ class _Context:
             finally:
                 await ep.aclose()
                 writer.close()
-        return outcome.ok, outcome.observation
+        whole = result_text(outcome.run.result, sys.maxsize) if outcome.ok else None
+        return outcome.ok, outcome.observation, whole
 
     async def aclose(self) -> None:
         for env in self.envs.values():
@@ -203,14 +206,15 @@ async def _score_one(role: str, model: Any, row: Mapping[str, Any], ctx: _Contex
                    gold_finish=gold.finish, finish=pred is not None and pred.finish)
     elif role == "execution":
         gold_code = extract_code(target) or ""
-        gold_ok, gold_obs = await ctx.run_in_place(meta, gold_code)
+        gold_ok, gold_obs, gold_result = await ctx.run_in_place(meta, gold_code)
         out = await model.generate(messages, config=GenerationConfig(
             temperature=0.0, max_tokens=budgets.code_tokens, seed=0, stop=CODE_STOP))
         code = extract_code(out.text)
-        ok, obs = (await ctx.run_in_place(meta, code)) if code else (False, "no code in the answer")
-        # both ran in the same replayed state, so the same result reads the same (the protocol's own rendering)
+        ok, obs, result = (await ctx.run_in_place(meta, code)) if code else (False, "no code in the answer", None)
+        # both ran in the same replayed state, so the same result reads the same (the protocol's rendering,
+        # uncut: a result that shares the shown part of the target's and differs after it does not match)
         rec.update(answer=out.text, gold_ok=gold_ok, gold_observation=gold_obs[:300], execution_success=ok,
-                   result_match=ok and gold_ok and obs == gold_obs, observation=obs[:300])
+                   result_match=ok and gold_ok and result == gold_result, observation=obs[:300])
     elif role == "react":  # a native call: the tool and its arguments against the target's
         gold_call = (row["messages"][-1].get("tool_calls") or [{}])[0].get("function") or {}
         out = await model.generate(row["messages"][:-1], tools=row.get("tools") or [], tool_choice="required",
