@@ -482,8 +482,9 @@ def distill_eval_command(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
     """Score a model in one ConAgents role on held-out SPAN examples: next-tool accuracy and argument match
-    (grounding), execution success of its code in the sandbox (execution), verdict and route accuracy
-    (review). A student is refused on tasks its adapter was trained on.
+    (grounding), execution success of its code in the sandbox and result match, its result equal to the
+    target code's (execution), verdict and route accuracy (review). A student is refused on tasks its adapter
+    was trained on.
 
     Example:
 
